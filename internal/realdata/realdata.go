@@ -1,0 +1,56 @@
+// Package realdata finds the real access logs kept beside the repository in
+// ../shared/data/, for tests and benchmarks. They are read in place, never
+// copied into the repository.
+package realdata
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// ApacheLog is 10,000 lines of a real Apache combined-format log.
+const ApacheLog = "apache_logs_semicomplete_2015.log"
+
+// Path returns the path of a shared data file. A missing file fails the
+// test under CI and skips it elsewhere, saying so.
+func Path(tb testing.TB, name string) string {
+	tb.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			tb.Fatal("realdata: go.mod not found above the working directory")
+		}
+		dir = parent
+	}
+	path := filepath.Join(dir, "..", "shared", "data", name)
+	if _, err := os.Stat(path); err != nil {
+		if os.Getenv("CI") != "" {
+			tb.Fatalf("realdata: shared data file is missing (expected beside the repo in ../shared/data/): %v", err)
+		}
+		tb.Skipf("realdata: shared data file is missing, skipping outside CI: %v", err)
+	}
+	return path
+}
+
+// Lines returns the file's lines without their newlines.
+func Lines(tb testing.TB, name string) [][]byte {
+	tb.Helper()
+	data, err := os.ReadFile(Path(tb, name))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	lines := bytes.Split(data, []byte("\n"))
+	if n := len(lines); n > 0 && len(lines[n-1]) == 0 {
+		lines = lines[:n-1]
+	}
+	return lines
+}
