@@ -1,0 +1,110 @@
+package tail
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"time"
+)
+
+// Config is the `ingest.tail:` section.
+type Config struct {
+	// Listen is the admin address serving /metrics, /healthz and /readyz.
+	Listen string `yaml:"listen"`
+	// Instance names this tailer; positions are kept per instance and
+	// file, so every replica needs its own. Default: the host name.
+	Instance string  `yaml:"instance"`
+	Inputs   []Input `yaml:"inputs"`
+	// StartAt is where a file with no saved position starts when it exists
+	// at start-up: "end" (only new lines) or "beginning". A file that
+	// appears while ingest runs is always read from its beginning.
+	StartAt       string        `yaml:"start_at"`
+	PollInterval  time.Duration `yaml:"poll_interval"`
+	BatchLines    int           `yaml:"batch_lines"`
+	BatchBytes    int           `yaml:"batch_bytes"`
+	MaxLineBytes  int           `yaml:"max_line_bytes"`
+	PublishTimout time.Duration `yaml:"publish_timeout"`
+}
+
+// Input is one access-log file.
+type Input struct {
+	Path string `yaml:"path"`
+	// Site is recorded with every hit of this file, e.g. "example.com".
+	Site string `yaml:"site"`
+}
+
+// DefaultConfig returns the defaults documented in deploy/pagewatch.example.yaml.
+func DefaultConfig() Config {
+	host, _ := os.Hostname()
+	return Config{
+		Listen:        "127.0.0.1:9101",
+		Instance:      sanitizeInstance(host),
+		StartAt:       "end",
+		PollInterval:  250 * time.Millisecond,
+		BatchLines:    5000,
+		BatchBytes:    512 << 10,
+		MaxLineBytes:  64 << 10,
+		PublishTimout: 10 * time.Second,
+	}
+}
+
+var instanceRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+func sanitizeInstance(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			b[i] = '_'
+		}
+	}
+	if len(b) == 0 {
+		return "ingest"
+	}
+	if len(b) > 64 {
+		b = b[:64]
+	}
+	return string(b)
+}
+
+// Validate reports every problem, naming its key.
+func (c Config) Validate() error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if !instanceRE.MatchString(c.Instance) {
+		add("ingest.tail.instance: must match %s, got %q", instanceRE, c.Instance)
+	}
+	if len(c.Inputs) == 0 {
+		add("ingest.tail.inputs: at least one input file is needed")
+	}
+	seen := map[string]bool{}
+	for i, in := range c.Inputs {
+		if in.Path == "" {
+			add("ingest.tail.inputs[%d].path: must be set", i)
+		}
+		if seen[in.Path] {
+			add("ingest.tail.inputs[%d].path: %q listed twice", i, in.Path)
+		}
+		seen[in.Path] = true
+	}
+	if c.StartAt != "end" && c.StartAt != "beginning" {
+		add(`ingest.tail.start_at: must be "end" or "beginning", got %q`, c.StartAt)
+	}
+	if c.PollInterval <= 0 {
+		add("ingest.tail.poll_interval: must be positive, got %s", c.PollInterval)
+	}
+	if c.BatchLines < 1 {
+		add("ingest.tail.batch_lines: must be at least 1, got %d", c.BatchLines)
+	}
+	// NATS refuses messages over max_payload (1 MiB by default); stay under.
+	if c.BatchBytes < 4<<10 || c.BatchBytes > 900<<10 {
+		add("ingest.tail.batch_bytes: must be 4096..921600, got %d", c.BatchBytes)
+	}
+	if c.MaxLineBytes < 1<<10 || c.MaxLineBytes > c.BatchBytes {
+		add("ingest.tail.max_line_bytes: must be 1024..batch_bytes, got %d", c.MaxLineBytes)
+	}
+	if c.PublishTimout <= 0 {
+		add("ingest.tail.publish_timeout: must be positive, got %s", c.PublishTimout)
+	}
+	return errors.Join(errs...)
+}

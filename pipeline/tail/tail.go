@@ -1,0 +1,85 @@
+// Package tail follows access-log files and publishes their page hits to
+// JetStream, exactly once per line across restarts and crashes.
+//
+// Each file has its own subject, and each message on it carries the byte
+// range of the file it covers (headers Pagewatch-Start and Pagewatch-End)
+// and the file's identity. The position of a file is therefore the last
+// message on its subject: a restarted tailer reads it back and continues
+// there, and no position file can disagree with what was published.
+// Publishes are conditional on the subject's last sequence
+// (Nats-Expected-Last-Subject-Sequence), so a retried publish whose first
+// attempt did land cannot add the batch twice.
+package tail
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pagewatch/pagewatch/pipeline/bus"
+)
+
+// Tailer follows the configured inputs.
+type Tailer struct {
+	cfg     Config
+	js      jetstream.JetStream
+	stream  jetstream.Stream
+	bus     *bus.Bus
+	logger  *slog.Logger
+	metrics *metrics
+}
+
+// New returns a Tailer publishing to the hits stream of b.
+func New(ctx context.Context, cfg Config, b *bus.Bus, logger *slog.Logger, reg prometheus.Registerer) (*Tailer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	stream, err := b.HitsStream(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &Tailer{
+		cfg:     cfg,
+		js:      b.JS,
+		stream:  stream,
+		bus:     b,
+		logger:  logger,
+		metrics: newMetrics(reg),
+	}, nil
+}
+
+// Run follows every input until ctx is done. Lines read but not yet
+// published when it stops are read again by the next run.
+func (t *Tailer) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make([]error, len(t.cfg.Inputs))
+	for i, in := range t.cfg.Inputs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fw := t.newFollower(in)
+			if err := fw.run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+				errs[i] = fmt.Errorf("tail %s: %w", in.Path, err)
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func (t *Tailer) newFollower(in Input) *follower {
+	return &follower{
+		Tailer:  t,
+		in:      in,
+		subject: t.bus.HitsSubject(t.cfg.Instance, bus.Key(in.Path)),
+		logger:  t.logger.With("file", in.Path),
+	}
+}

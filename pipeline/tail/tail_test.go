@@ -1,0 +1,237 @@
+package tail_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pagewatch/pagewatch/internal/realdata"
+	"github.com/pagewatch/pagewatch/internal/testserver/natstest"
+	"github.com/pagewatch/pagewatch/pipeline/bus"
+	"github.com/pagewatch/pagewatch/pipeline/hit"
+	"github.com/pagewatch/pagewatch/pipeline/tail"
+)
+
+type bundle struct {
+	bus    *bus.Bus
+	nats   *natstest.Server
+	dir    string
+	log    string // the access log being tailed
+	cfg    tail.Config
+	lines  [][]byte
+	logger *slog.Logger
+}
+
+func setup(t *testing.T) *bundle {
+	t.Helper()
+	ns := natstest.Start(t)
+	cfg := bus.DefaultConfig()
+	cfg.URL = ns.URL
+	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	b, err := bus.Connect(context.Background(), cfg, "test", logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	dir := t.TempDir()
+	tc := tail.DefaultConfig()
+	tc.Instance = "test"
+	tc.PollInterval = 10 * time.Millisecond
+	tc.StartAt = "beginning"
+	tc.BatchLines = 700 // several batches per chunk, and batches that straddle chunks
+	tc.Inputs = []tail.Input{{Path: filepath.Join(dir, "access.log"), Site: "example.com"}}
+	return &bundle{bus: b, nats: ns, dir: dir, log: tc.Inputs[0].Path, cfg: tc,
+		lines: realdata.Lines(t, realdata.ApacheLog), logger: logger}
+}
+
+// start runs a tailer until the returned stop is called.
+func (b *bundle) start(t *testing.T) (stop func()) {
+	t.Helper()
+	tl, err := tail.New(context.Background(), b.cfg, b.bus, b.logger, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- tl.Run(ctx) }()
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("tailer: %v", err)
+		}
+	}
+}
+
+func appendLines(t *testing.T, path string, lines [][]byte) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, l := range lines {
+		if _, err := f.Write(append(append([]byte{}, l...), '\n')); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// published reads every hit in the stream, keyed by file offset, and fails
+// on a line published twice.
+func (b *bundle) published(t *testing.T) (hits map[string]hit.Hit, lines int) {
+	t.Helper()
+	ctx := context.Background()
+	s, err := b.bus.JS.Stream(ctx, b.bus.HitsStreamName())
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hits = map[string]hit.Hit{}
+	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && seq > 0; seq++ {
+		m, err := s.GetMsg(ctx, seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs, err := hit.Decode(m.Data, nil)
+		if err != nil {
+			t.Fatalf("message %d: %v", seq, err)
+		}
+		for _, h := range hs {
+			k := m.Header.Get(tail.HeaderFile)[:20] + "@" + time.Unix(int64(h.Offset), 0).String()
+			if _, dup := hits[k]; dup {
+				t.Fatalf("line at offset %d published twice (message %d)", h.Offset, seq)
+			}
+			hits[k] = h
+		}
+		var n int
+		if _, err := fmt.Sscan(m.Header.Get(tail.HeaderLines), &n); err == nil {
+			lines += n
+		}
+	}
+	return hits, lines
+}
+
+// waitHits waits until the stream holds n hits.
+func (b *bundle) waitHits(t *testing.T, n int) map[string]hit.Hit {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		hits, _ := b.published(t)
+		if len(hits) == n {
+			return hits
+		}
+		if len(hits) > n || time.Now().After(deadline) {
+			t.Fatalf("stream holds %d hits, want %d", len(hits), n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestRealLogExactlyOnceAcrossRestarts(t *testing.T) {
+	b := setup(t)
+	stop := b.start(t)
+	appendLines(t, b.log, b.lines[:3000])
+	b.waitHits(t, 3000)
+	stop()
+
+	// Written while the tailer is down: must be read after the restart.
+	appendLines(t, b.log, b.lines[3000:6000])
+	stop = b.start(t)
+	appendLines(t, b.log, b.lines[6000:])
+	hits := b.waitHits(t, len(b.lines))
+	stop()
+
+	var first hit.Hit
+	for _, h := range hits {
+		if h.Offset == 0 {
+			first = h
+		}
+	}
+	if first.Path != "/presentations/logstash-monitorama-2013/images/kibana-search.png" || first.Site != "example.com" || first.Status != 200 {
+		t.Fatalf("first hit: %+v", first)
+	}
+}
+
+func TestRotationByRename(t *testing.T) {
+	b := setup(t)
+	stop := b.start(t)
+	appendLines(t, b.log, b.lines[:1000])
+	b.waitHits(t, 1000)
+	// logrotate's default: rename, then the server writes a new file.
+	appendLines(t, b.log, b.lines[1000:1500])
+	if err := os.Rename(b.log, b.log+".1"); err != nil {
+		t.Fatal(err)
+	}
+	appendLines(t, b.log+".1", b.lines[1500:1600]) // server still writing the old file
+	appendLines(t, b.log, b.lines[1600:2500])
+	b.waitHits(t, 2500)
+	stop()
+}
+
+func TestCopyTruncate(t *testing.T) {
+	b := setup(t)
+	stop := b.start(t)
+	appendLines(t, b.log, b.lines[:1000])
+	b.waitHits(t, 1000)
+	if err := os.Truncate(b.log, 0); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond) // let the tailer see the empty file
+	appendLines(t, b.log, b.lines[1000:1200])
+	b.waitHits(t, 1200)
+	stop()
+}
+
+func TestStartAtEndSkipsOldLinesButKeepsNewOnes(t *testing.T) {
+	b := setup(t)
+	b.cfg.StartAt = "end"
+	appendLines(t, b.log, b.lines[:500]) // history: not counted
+	stop := b.start(t)
+	b.waitMessages(t, 1) // the position marker
+	stop()
+	appendLines(t, b.log, b.lines[500:800]) // written while down: counted
+	stop = b.start(t)
+	b.waitHits(t, 300)
+	stop()
+}
+
+func TestOutageOfNATS(t *testing.T) {
+	b := setup(t)
+	stop := b.start(t)
+	appendLines(t, b.log, b.lines[:2000])
+	b.waitHits(t, 2000)
+	b.nats.Stop()
+	appendLines(t, b.log, b.lines[2000:4000])
+	time.Sleep(300 * time.Millisecond)
+	b.nats.Restart(t)
+	appendLines(t, b.log, b.lines[4000:5000])
+	b.waitHits(t, 5000)
+	stop()
+}
+
+func (b *bundle) waitMessages(t *testing.T, n uint64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s, err := b.bus.JS.Stream(context.Background(), b.bus.HitsStreamName())
+		if err == nil {
+			info, err := s.Info(context.Background())
+			if err == nil && info.State.Msgs >= n {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stream never held %d messages", n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
