@@ -1,0 +1,251 @@
+// Package load moves hits from JetStream into ClickHouse in large batches,
+// acknowledging messages only after their insert succeeded. Any number of
+// loaders share one durable consumer. A batch that is delivered again (a
+// loader killed between insert and ack) is inserted again, and the store
+// makes that harmless: rows are keyed by stream sequence and line offset.
+package load
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pagewatch/pagewatch/pipeline/bus"
+	"github.com/pagewatch/pagewatch/pipeline/hit"
+)
+
+// Config is the `ingest.load:` section.
+type Config struct {
+	Listen   string `yaml:"listen"`
+	Consumer string `yaml:"consumer"`
+	// A batch is inserted when it holds BatchRows hits or its first
+	// message is BatchAge old, whichever comes first.
+	BatchRows int           `yaml:"batch_rows"`
+	BatchAge  time.Duration `yaml:"batch_age"`
+	// AckWait is how long a message may stay unacknowledged before
+	// JetStream gives it to another loader; slow inserts are kept alive
+	// with progress acks, so this bounds how long a dead loader delays them.
+	AckWait time.Duration `yaml:"ack_wait"`
+}
+
+// DefaultConfig returns the defaults documented in deploy/pagewatch.example.yaml.
+func DefaultConfig() Config {
+	return Config{
+		Listen:    "127.0.0.1:9102",
+		Consumer:  "loader",
+		BatchRows: 100_000,
+		BatchAge:  time.Second,
+		AckWait:   30 * time.Second,
+	}
+}
+
+// Validate reports every problem, naming its key.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Consumer == "" {
+		errs = append(errs, errors.New("ingest.load.consumer: must be set"))
+	}
+	if c.BatchRows < 1 || c.BatchRows > 10_000_000 {
+		errs = append(errs, fmt.Errorf("ingest.load.batch_rows: must be 1..10000000, got %d", c.BatchRows))
+	}
+	if c.BatchAge <= 0 {
+		errs = append(errs, fmt.Errorf("ingest.load.batch_age: must be positive, got %s", c.BatchAge))
+	}
+	if c.AckWait < 5*time.Second {
+		errs = append(errs, fmt.Errorf("ingest.load.ack_wait: must be at least 5s, got %s", c.AckWait))
+	}
+	return errors.Join(errs...)
+}
+
+// Store receives batches of hits; inserting the same batch twice must not
+// change any count.
+type Store interface {
+	InsertHits(ctx context.Context, batches []hit.Batch) error
+}
+
+// Loader is one loading process's share of the consumer.
+type Loader struct {
+	cfg     Config
+	cons    jetstream.Consumer
+	store   Store
+	logger  *slog.Logger
+	metrics *metrics
+}
+
+// New creates or updates the durable consumer and returns a Loader.
+func New(ctx context.Context, cfg Config, b *bus.Bus, store Store, logger *slog.Logger, reg prometheus.Registerer) (*Loader, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	stream, err := b.HitsStream(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cons, err := stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
+		Durable:     cfg.Consumer,
+		Description: "pagewatch loaders: hits into ClickHouse",
+		AckPolicy:   jetstream.AckExplicitPolicy,
+		AckWait:     cfg.AckWait,
+		// Enough outstanding messages for a full batch from small tailer
+		// messages, and for several loaders at once.
+		MaxAckPending: max(10_000, cfg.BatchRows/10),
+		MaxDeliver:    -1,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create consumer %s: %w", cfg.Consumer, err)
+	}
+	return &Loader{cfg: cfg, cons: cons, store: store, logger: logger, metrics: newMetrics(reg)}, nil
+}
+
+// Run loads until ctx is done. Messages of an unfinished batch are left
+// for redelivery, to this loader or another.
+func (l *Loader) Run(ctx context.Context) error {
+	for ctx.Err() == nil {
+		msgs, batches, rows, err := l.collect(ctx)
+		if err == nil && len(msgs) > 0 {
+			if err = l.insert(ctx, msgs, batches, rows); err == nil {
+				l.ack(msgs)
+				continue
+			}
+		}
+		if ctx.Err() != nil {
+			// Hand the unfinished batch back now rather than after AckWait.
+			for _, m := range msgs {
+				_ = m.Nak()
+			}
+			break
+		}
+		if err != nil {
+			l.logger.Warn("fetch failed; retrying", "err", err)
+			_ = sleep(ctx, time.Second)
+		}
+	}
+	return nil
+}
+
+// collect fetches messages until the batch is full or old enough.
+func (l *Loader) collect(ctx context.Context) (msgs []jetstream.Msg, batches []hit.Batch, rows int, err error) {
+	var deadline time.Time
+	for rows < l.cfg.BatchRows {
+		wait := l.cfg.BatchAge
+		if !deadline.IsZero() {
+			wait = time.Until(deadline)
+			if wait <= 0 {
+				break
+			}
+		}
+		fctx, cancel := context.WithTimeout(ctx, max(wait, 20*time.Millisecond))
+		fetched, err := l.cons.Fetch(min(1000, l.cfg.BatchRows), jetstream.FetchContext(fctx))
+		if err != nil {
+			cancel()
+			return msgs, batches, rows, err
+		}
+		for m := range fetched.Messages() {
+			if deadline.IsZero() {
+				deadline = time.Now().Add(l.cfg.BatchAge)
+			}
+			b, ok := l.decode(m)
+			if !ok {
+				continue
+			}
+			msgs = append(msgs, m)
+			batches = append(batches, b)
+			rows += len(b.Hits)
+		}
+		cancel()
+		if ctx.Err() != nil {
+			return msgs, batches, rows, ctx.Err()
+		}
+		if deadline.IsZero() {
+			return msgs, batches, rows, nil // nothing arrived: go round again
+		}
+	}
+	return msgs, batches, rows, nil
+}
+
+// decode turns a message into a batch; a message that is not one is
+// terminated, since no number of redeliveries would make it readable.
+func (l *Loader) decode(m jetstream.Msg) (hit.Batch, bool) {
+	meta, err := m.Metadata()
+	if err != nil {
+		l.logger.Error("message without metadata; terminating it", "subject", m.Subject(), "err", err)
+		_ = m.Term()
+		l.metrics.deadLetters.Inc()
+		return hit.Batch{}, false
+	}
+	if meta.NumDelivered > 1 {
+		l.metrics.redeliveries.Inc()
+	}
+	hits, err := hit.Decode(m.Data(), nil)
+	if err != nil {
+		l.logger.Error("undecodable hits message; terminating it", "subject", m.Subject(), "seq", meta.Sequence.Stream, "err", err)
+		_ = m.TermWithReason(err.Error())
+		l.metrics.deadLetters.Inc()
+		return hit.Batch{}, false
+	}
+	return hit.Batch{Seq: meta.Sequence.Stream, Hits: hits}, true
+}
+
+// insert retries until the store takes the batch or ctx ends; meanwhile
+// the messages are kept from redelivery with progress acks, and nothing
+// more is fetched (JetStream is the buffer).
+func (l *Loader) insert(ctx context.Context, msgs []jetstream.Msg, batches []hit.Batch, rows int) error {
+	lastProgress := time.Now()
+	for attempt := 0; ; attempt++ {
+		start := time.Now()
+		err := l.store.InsertHits(ctx, batches)
+		if err == nil {
+			l.metrics.insertSeconds.Observe(time.Since(start).Seconds())
+			l.metrics.rows.Add(float64(rows))
+			l.metrics.batches.Inc()
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		l.metrics.insertErrors.Inc()
+		d := backoff(attempt)
+		l.logger.Warn("insert failed; retrying", "err", err, "rows", rows, "messages", len(msgs), "attempt", attempt+1, "retry_in", d.Round(time.Millisecond))
+		if time.Since(lastProgress) > l.cfg.AckWait/3 {
+			for _, m := range msgs {
+				_ = m.InProgress()
+			}
+			lastProgress = time.Now()
+		}
+		if err := sleep(ctx, d); err != nil {
+			return err
+		}
+	}
+}
+
+func (l *Loader) ack(msgs []jetstream.Msg) {
+	for _, m := range msgs {
+		// A lost ack only means a redelivery, which the store absorbs.
+		if err := m.Ack(); err != nil {
+			l.logger.Warn("ack failed; the message will be delivered again", "err", err)
+		}
+	}
+}
+
+// backoff is capped exponential with full jitter: 100ms doubling to 30s.
+func backoff(attempt int) time.Duration {
+	d := min(100*time.Millisecond<<min(attempt, 9), 30*time.Second)
+	return d/2 + time.Duration(rand.Int64N(int64(d/2)))
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

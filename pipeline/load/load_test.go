@@ -1,0 +1,185 @@
+package load_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pagewatch/pagewatch/internal/testserver/clickhousetest"
+	"github.com/pagewatch/pagewatch/internal/testserver/natstest"
+	"github.com/pagewatch/pagewatch/pipeline/bus"
+	"github.com/pagewatch/pagewatch/pipeline/hit"
+	"github.com/pagewatch/pagewatch/pipeline/load"
+	"github.com/pagewatch/pagewatch/sinks/clickhouse"
+)
+
+type bundle struct {
+	bus    *bus.Bus
+	ch     *clickhouse.Client
+	chSrv  *clickhousetest.Server
+	cfg    load.Config
+	logger *slog.Logger
+}
+
+func setup(t *testing.T) *bundle {
+	t.Helper()
+	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	ns := natstest.Start(t)
+	bc := bus.DefaultConfig()
+	bc.URL = ns.URL
+	b, err := bus.Connect(context.Background(), bc, "test", logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	srv := clickhousetest.Start(t)
+	cc := clickhouse.DefaultConfig()
+	cc.Addr = []string{srv.Addr}
+	c, err := clickhouse.Open(context.Background(), cc, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if _, err := c.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	cfg := load.DefaultConfig()
+	cfg.BatchRows = 2000
+	cfg.BatchAge = 100 * time.Millisecond
+	cfg.AckWait = 5 * time.Second
+	return &bundle{bus: b, ch: c, chSrv: srv, cfg: cfg, logger: logger}
+}
+
+// publish sends msgs messages of per hits each, all on one page.
+func (b *bundle) publish(t *testing.T, msgs, per int) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := b.bus.HitsStream(ctx); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now().UTC().Add(-5 * time.Minute)
+	for m := 0; m < msgs; m++ {
+		var enc hit.Encoder
+		for i := 0; i < per; i++ {
+			enc.Add(&hit.Hit{Time: at, Site: "example.com", Path: "/pricing", Method: "GET", Status: 200, Offset: uint64(i)})
+		}
+		msg := nats.NewMsg(b.bus.HitsSubject("test", fmt.Sprint(m%3)))
+		msg.Data = enc.Bytes()
+		if _, err := b.bus.JS.PublishMsg(ctx, msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// run starts a loader over store until the returned stop is called.
+func (b *bundle) run(t *testing.T, store load.Store) (stop func()) {
+	t.Helper()
+	l, err := load.New(context.Background(), b.cfg, b.bus, store, b.logger, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx) }()
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("loader: %v", err)
+		}
+	}
+}
+
+func (b *bundle) waitCount(t *testing.T, want uint64) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		n, err := b.ch.HitCount(context.Background())
+		if err == nil && n == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("hits in ClickHouse: %d (err %v), want %d", n, err, want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (b *bundle) assertPageCount(t *testing.T, want uint64) {
+	t.Helper()
+	got, err := b.ch.PageCount(context.Background(), "example.com", "/pricing", time.Time{})
+	if err != nil || got != want {
+		t.Fatalf("PageCount = %d, %v; want %d", got, err, want)
+	}
+}
+
+func TestTwoLoadersExactCounts(t *testing.T) {
+	b := setup(t)
+	b.publish(t, 300, 100)
+	defer b.run(t, b.ch)()
+	defer b.run(t, b.ch)()
+	b.waitCount(t, 30_000)
+	b.assertPageCount(t, 30_000)
+}
+
+// crashAfterInsert inserts, then "dies" before the ack: the ack never
+// happens and the batch is delivered again, to another loader.
+type crashAfterInsert struct {
+	inner  load.Store
+	crash  func()
+	armed  atomic.Bool
+	crashs atomic.Int32
+}
+
+func (c *crashAfterInsert) InsertHits(ctx context.Context, batches []hit.Batch) error {
+	if err := c.inner.InsertHits(ctx, batches); err != nil {
+		return err
+	}
+	if c.armed.CompareAndSwap(true, false) {
+		c.crashs.Add(1)
+		c.crash()
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return nil
+}
+
+func TestRedeliveryAfterCrashBetweenInsertAndAck(t *testing.T) {
+	b := setup(t)
+	b.publish(t, 200, 50)
+	crashing := &crashAfterInsert{inner: b.ch}
+	crashing.armed.Store(true)
+	l, err := load.New(context.Background(), b.cfg, b.bus, crashing, b.logger, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	crashing.crash = cancel
+	if err := l.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if crashing.crashs.Load() != 1 {
+		t.Fatal("the crash never happened")
+	}
+	defer b.run(t, b.ch)()
+	b.waitCount(t, 10_000)
+	b.assertPageCount(t, 10_000)
+}
+
+func TestClickHouseOutage(t *testing.T) {
+	b := setup(t)
+	b.publish(t, 50, 100)
+	defer b.run(t, b.ch)()
+	b.waitCount(t, 5000)
+	b.chSrv.Stop()
+	b.publish(t, 50, 100)
+	time.Sleep(time.Second)
+	b.chSrv.Restart(t)
+	b.waitCount(t, 10_000)
+	b.assertPageCount(t, 10_000)
+}

@@ -1,0 +1,155 @@
+// Package clickhouse is pagewatch's store: it applies the schema, loads
+// hits, answers the sweeper's count queries and keeps the crossing and
+// notification history. Every statement it issues runs on ClickHouse 18.16
+// and on current releases (proven by its tests on both).
+package clickhouse
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"time"
+
+	ch "github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/pagewatch/pagewatch/config/secret"
+)
+
+// Config is the `clickhouse:` section.
+type Config struct {
+	Addr        []string      `yaml:"addr"`
+	Database    string        `yaml:"database"`
+	Username    string        `yaml:"username"`
+	Password    secret.Value  `yaml:"password"`
+	DialTimeout time.Duration `yaml:"dial_timeout"`
+	// Migrate applies the embedded schema when a daemon starts. Turn it off
+	// where the schema is managed by `sweeper migrate` alone.
+	Migrate bool `yaml:"migrate"`
+}
+
+// DefaultConfig returns the defaults documented in deploy/pagewatch.example.yaml.
+func DefaultConfig() Config {
+	return Config{
+		Addr:        []string{"127.0.0.1:9000"},
+		Database:    "pagewatch",
+		Username:    "default",
+		DialTimeout: 5 * time.Second,
+		Migrate:     true,
+	}
+}
+
+var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
+
+// Validate reports every problem, naming its key.
+func (c Config) Validate() error {
+	var errs []error
+	if len(c.Addr) == 0 {
+		errs = append(errs, errors.New("clickhouse.addr: at least one host:port is needed"))
+	}
+	for i, a := range c.Addr {
+		if a == "" {
+			errs = append(errs, fmt.Errorf("clickhouse.addr[%d]: empty", i))
+		}
+	}
+	if !identRE.MatchString(c.Database) {
+		errs = append(errs, fmt.Errorf("clickhouse.database: must match %s, got %q", identRE, c.Database))
+	}
+	if c.Username == "" {
+		errs = append(errs, errors.New("clickhouse.username: must be set"))
+	}
+	if c.DialTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("clickhouse.dial_timeout: must be positive, got %s", c.DialTimeout))
+	}
+	return errors.Join(errs...)
+}
+
+// Client is a connection pool to one ClickHouse database.
+type Client struct {
+	conn   driver.Conn
+	cfg    Config
+	logger *slog.Logger
+	// insertSettings are sent with every batch insert. Empty for servers
+	// that predate async_insert (they reject unknown settings).
+	insertSettings ch.Settings
+}
+
+// errUnknownDatabase is ClickHouse's code 81.
+const codeUnknownDatabase = 81
+
+// Open connects, creating the database if it does not exist yet.
+func Open(ctx context.Context, cfg Config, logger *slog.Logger) (*Client, error) {
+	conn, err := dial(ctx, cfg, cfg.Database)
+	var exc *ch.Exception
+	if errors.As(err, &exc) && exc.Code == codeUnknownDatabase {
+		if err := createDatabase(ctx, cfg); err != nil {
+			return nil, err
+		}
+		conn, err = dial(ctx, cfg, cfg.Database)
+	}
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{conn: conn, cfg: cfg, logger: logger}
+	v, err := conn.ServerVersion()
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("clickhouse server version: %w", err)
+	}
+	// pagewatch batches its own inserts; current servers would otherwise
+	// buffer them again (async_insert is on by default from 26.2).
+	if v.Version.Major > 21 || (v.Version.Major == 21 && v.Version.Minor >= 11) {
+		c.insertSettings = ch.Settings{"async_insert": 0}
+	}
+	logger.Info("clickhouse connected", "addr", cfg.Addr, "database", cfg.Database, "server", v.String())
+	return c, nil
+}
+
+func dial(ctx context.Context, cfg Config, database string) (driver.Conn, error) {
+	conn, err := ch.Open(&ch.Options{
+		Addr: cfg.Addr,
+		Auth: ch.Auth{
+			Database: database,
+			Username: cfg.Username,
+			Password: cfg.Password.Reveal(),
+		},
+		DialTimeout: cfg.DialTimeout,
+		Compression: &ch.Compression{Method: ch.CompressionLZ4},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open clickhouse %v: %w", cfg.Addr, err)
+	}
+	if err := conn.Ping(ctx); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("ping clickhouse %v database %s: %w", cfg.Addr, database, err)
+	}
+	return conn, nil
+}
+
+func createDatabase(ctx context.Context, cfg Config) error {
+	conn, err := dial(ctx, cfg, "default")
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	// The name is validated against identRE, so quoting is safe.
+	if err := conn.Exec(ctx, "CREATE DATABASE IF NOT EXISTS `"+cfg.Database+"`"); err != nil {
+		return fmt.Errorf("create database %s: %w", cfg.Database, err)
+	}
+	return nil
+}
+
+// Close closes the pool.
+func (c *Client) Close() error { return c.conn.Close() }
+
+// Ping reports whether the server answers, for /readyz.
+func (c *Client) Ping(ctx context.Context) error { return c.conn.Ping(ctx) }
+
+func (c *Client) insertContext(ctx context.Context) context.Context {
+	if len(c.insertSettings) == 0 {
+		return ctx
+	}
+	return ch.Context(ctx, ch.WithSettings(c.insertSettings))
+}

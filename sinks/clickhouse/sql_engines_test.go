@@ -1,0 +1,100 @@
+package clickhouse
+
+import (
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"strings"
+	"testing"
+
+	"github.com/pagewatch/pagewatch/internal/sqlcheck"
+	"github.com/pagewatch/pagewatch/internal/testserver/clickhousetest"
+	"github.com/pagewatch/pagewatch/schema"
+)
+
+// sampleRuns gives every statement in queries.go a runnable form: inserts
+// with a VALUES row, queries with their ? bound to sample values the way
+// the client binds them.
+var sampleRuns = map[string]string{
+	"queryAppliedMigrations": queryAppliedMigrations,
+	"insertMigration":        insertMigration + " VALUES (1, '0001_init.sql', toDateTime(1700000000))",
+	"insertHits":             insertHits + " VALUES (toDateTime(1700000000), 'example.com', '/p', 'GET', 200, 512, '-', 'curl', 7, 0)",
+	"insertPageMinutes":      insertPageMinutes + " VALUES ('example.com', '/p', toDateTime(1700000000), 7, 3)",
+	"queryPageCount":         bind(queryPageCount, "example.com", "/p", int64(1699990000)),
+	"queryHitCount":          queryHitCount,
+	"insertCrossing":         insertCrossing + " VALUES ('r.k.1', 'r', 'example.com', '/p', '1h', 10, 11, toDateTime(1700000000))",
+	"insertNotification":     insertNotification + " VALUES (toDateTime(1700000000), 'r.k.1', 'r', 'example.com', '/p', 'sent', 0, '', 'w1')",
+}
+
+// bind substitutes ? placeholders with SQL literals.
+func bind(sql string, args ...any) string {
+	for _, a := range args {
+		var lit string
+		switch v := a.(type) {
+		case string:
+			lit = "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(v) + "'"
+		default:
+			lit = fmt.Sprint(v)
+		}
+		sql = strings.Replace(sql, "?", lit, 1)
+	}
+	return sql
+}
+
+// statements lists, in order, every statement pagewatch sends to ClickHouse.
+func statements(t *testing.T) []sqlcheck.Statement {
+	t.Helper()
+	migrations, err := schema.Migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stmts := []sqlcheck.Statement{{Name: "schema.CreateMigrationsTable", SQL: schema.CreateMigrationsTable}}
+	for _, m := range migrations {
+		for i, s := range m.Statements {
+			stmts = append(stmts, sqlcheck.Statement{Name: fmt.Sprintf("schema %s #%d", m.Name, i+1), SQL: s})
+		}
+	}
+	for _, name := range queryConstNames(t) {
+		sql, ok := sampleRuns[name]
+		if !ok {
+			t.Errorf("queries.go declares %s but sampleRuns has no runnable form of it", name)
+			continue
+		}
+		stmts = append(stmts, sqlcheck.Statement{Name: "clickhouse." + name, SQL: sql})
+	}
+	return stmts
+}
+
+// queryConstNames reads queries.go so a new statement cannot skip the check.
+func queryConstNames(t *testing.T) []string {
+	f, err := parser.ParseFile(token.NewFileSet(), "queries.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, d := range f.Decls {
+		if g, ok := d.(*ast.GenDecl); ok && g.Tok == token.CONST {
+			for _, spec := range g.Specs {
+				for _, n := range spec.(*ast.ValueSpec).Names {
+					names = append(names, n.Name)
+				}
+			}
+		}
+	}
+	return names
+}
+
+func TestEveryStatementRunsOnCurrentEngine(t *testing.T) {
+	version := sqlcheck.Run(t, statements(t))
+	t.Logf("checked on ClickHouse %s (chDB)", version)
+}
+
+func TestEveryStatementRunsOn1816(t *testing.T) {
+	srv := clickhousetest.Start(t)
+	version := srv.Query(t, "SELECT version()")
+	for _, s := range statements(t) {
+		srv.Query(t, s.SQL)
+	}
+	t.Logf("checked on ClickHouse %s", strings.TrimSpace(version))
+}
