@@ -1,0 +1,215 @@
+package mail
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	htmltemplate "html/template"
+	"strconv"
+	"strings"
+	texttemplate "text/template"
+	"time"
+	"unicode"
+
+	gomail "github.com/wneessen/go-mail"
+)
+
+// Notification is one threshold crossing to tell people about.
+type Notification struct {
+	Key        string // crossing key, unique per crossing, e.g. "pricing-hourly.3f2a9c.1"
+	Rule       string
+	Site, Path string // written by strangers: may contain anything
+	Count      uint64
+	Threshold  uint64
+	Window     string // human text: "1h", "all time"
+	CrossedAt  time.Time
+	Recipients []string
+}
+
+// Limits on how much stranger-controlled text reaches a message. Subjects
+// are kept short so mail clients show the verb; bodies get more room but a
+// 10 KB URL is still noise, not information.
+const (
+	maxSubjectRunes = 200
+	maxBodyRunes    = 2000
+	maxLabelRunes   = 100 // rule, window, key: ours, but cheap to bound
+)
+
+// MessageID returns the Message-ID (without angle brackets) used for the
+// crossing key. It is derived from the key alone so that a retried or
+// duplicated send carries the same ID and receivers can spot it.
+func MessageID(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:])[:32] + "@pagewatch"
+}
+
+// view is what the templates see: every field already cleaned to a single
+// line of valid UTF-8 and bounded in length.
+type view struct {
+	Subject   string
+	Key       string
+	Rule      string
+	Site      string
+	Path      string
+	Count     string
+	Threshold string
+	Window    string
+	AllTime   bool
+	CrossedAt string
+}
+
+func newView(n Notification) view {
+	window := clean(n.Window, maxLabelRunes)
+	allTime := window == "" || strings.EqualFold(strings.TrimSpace(window), "all time")
+	if allTime {
+		window = "all time"
+	}
+	v := view{
+		Key:       clean(n.Key, maxLabelRunes),
+		Rule:      clean(n.Rule, maxLabelRunes),
+		Site:      orPlaceholder(clean(n.Site, maxBodyRunes)),
+		Path:      orPlaceholder(clean(n.Path, maxBodyRunes)),
+		Count:     groupDigits(n.Count),
+		Threshold: groupDigits(n.Threshold),
+		Window:    window,
+		AllTime:   allTime,
+		CrossedAt: n.CrossedAt.UTC().Format(time.RFC3339),
+	}
+	v.Subject = "[pagewatch] " + orPlaceholder(clean(n.Path, maxSubjectRunes)) +
+		" passed " + v.Threshold + " views"
+	if !allTime {
+		v.Subject += " in " + window
+	}
+	return v
+}
+
+const textBody = `{{.Path}} on {{.Site}} passed {{.Threshold}} views{{if not .AllTime}} in {{.Window}}{{end}}.
+
+Site:       {{.Site}}
+Page:       {{.Path}}
+Views:      {{.Count}}
+Threshold:  {{.Threshold}}
+Window:     {{.Window}}
+Crossed at: {{.CrossedAt}}
+Rule:       {{.Rule}}
+
+-- 
+Sent by pagewatch for crossing {{.Key}}.
+`
+
+const htmlBody = `<!DOCTYPE html>
+<html>
+<head><meta charset="utf-8"><title>{{.Subject}}</title></head>
+<body style="font-family: sans-serif">
+<p><strong>{{.Path}}</strong> on {{.Site}} passed <strong>{{.Threshold}}</strong> views{{if not .AllTime}} in {{.Window}}{{end}}.</p>
+<table cellpadding="4">
+<tr><th align="left">Site</th><td>{{.Site}}</td></tr>
+<tr><th align="left">Page</th><td>{{.Path}}</td></tr>
+<tr><th align="left">Views</th><td>{{.Count}}</td></tr>
+<tr><th align="left">Threshold</th><td>{{.Threshold}}</td></tr>
+<tr><th align="left">Window</th><td>{{.Window}}</td></tr>
+<tr><th align="left">Crossed at</th><td>{{.CrossedAt}}</td></tr>
+<tr><th align="left">Rule</th><td>{{.Rule}}</td></tr>
+</table>
+<p style="color: #888">Sent by pagewatch for crossing {{.Key}}.</p>
+</body>
+</html>
+`
+
+// renderer turns a Notification into a go-mail message. The templates are
+// parsed once per Sender rather than kept in package variables.
+type renderer struct {
+	from string
+	text *texttemplate.Template
+	html *htmltemplate.Template
+}
+
+func newRenderer(from string) (*renderer, error) {
+	text, err := texttemplate.New("text").Option("missingkey=error").Parse(textBody)
+	if err != nil {
+		return nil, fmt.Errorf("parse text template: %w", err)
+	}
+	html, err := htmltemplate.New("html").Option("missingkey=error").Parse(htmlBody)
+	if err != nil {
+		return nil, fmt.Errorf("parse html template: %w", err)
+	}
+	return &renderer{from: from, text: text, html: html}, nil
+}
+
+// message builds the email for n. Errors here are about the notification
+// itself (bad recipients), so they are marked permanent: retrying cannot fix
+// them.
+func (r *renderer) message(n Notification) (*gomail.Msg, error) {
+	if len(n.Recipients) == 0 {
+		return nil, permanent(errors.New("no recipients"))
+	}
+	v := newView(n)
+	var text, html bytes.Buffer
+	if err := r.text.Execute(&text, v); err != nil {
+		return nil, fmt.Errorf("render text body: %w", err)
+	}
+	if err := r.html.Execute(&html, v); err != nil {
+		return nil, fmt.Errorf("render html body: %w", err)
+	}
+
+	m := gomail.NewMsg()
+	if err := m.From(r.from); err != nil {
+		return nil, permanent(fmt.Errorf("from address: %w", err))
+	}
+	if err := m.To(n.Recipients...); err != nil {
+		return nil, permanent(fmt.Errorf("recipient address: %w", err))
+	}
+	// go-mail also RFC 2047-encodes anything unusual in headers; clean()
+	// already removed CR/LF, so this is a second wall, not the only one.
+	m.Subject(v.Subject)
+	m.SetMessageIDWithValue(MessageID(n.Key))
+	m.SetDate()
+	// RFC 3834: stops vacation responders from replying to a robot.
+	m.SetGenHeader(gomail.Header("Auto-Submitted"), "auto-generated")
+	m.SetBodyString(gomail.TypeTextPlain, text.String())
+	m.AddAlternativeString(gomail.TypeTextHTML, html.String())
+	return m, nil
+}
+
+// clean makes a string safe to show on one line: invalid UTF-8 and control,
+// format (bidi overrides) and line/paragraph separator characters become
+// U+FFFD, and text beyond limit runes is cut with an ellipsis (limit must be at least 1).
+func clean(s string, limit int) string {
+	var b strings.Builder
+	n := 0
+	for _, r := range s { // ranging over a string yields U+FFFD for bad bytes
+		if n == limit {
+			// Replace the last kept rune so the result stays within limit.
+			out := []rune(b.String())
+			return string(out[:limit-1]) + "…"
+		}
+		if unicode.IsControl(r) || unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp) {
+			r = unicode.ReplacementChar
+		}
+		b.WriteRune(r)
+		n++
+	}
+	return b.String()
+}
+
+func orPlaceholder(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "(empty)"
+	}
+	return s
+}
+
+// groupDigits formats n with thousands separators: 1234567 → "1,234,567".
+func groupDigits(n uint64) string {
+	s := strconv.FormatUint(n, 10)
+	out := make([]byte, 0, len(s)+len(s)/3)
+	for i := range len(s) {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			out = append(out, ',')
+		}
+		out = append(out, s[i])
+	}
+	return string(out)
+}

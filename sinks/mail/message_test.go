@@ -1,0 +1,63 @@
+package mail
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestGroupDigits(t *testing.T) {
+	for n, want := range map[uint64]string{
+		0: "0", 7: "7", 999: "999", 1000: "1,000", 12345: "12,345",
+		1234567: "1,234,567", 18446744073709551615: "18,446,744,073,709,551,615",
+	} {
+		if got := groupDigits(n); got != want {
+			t.Errorf("groupDigits(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+func TestClean(t *testing.T) {
+	tests := []struct {
+		in    string
+		limit int
+		want  string
+	}{
+		{"/pricing", 200, "/pricing"},
+		{"a\r\nb\tc\x00d", 200, "a\uFFFD\uFFFDb\uFFFDc\uFFFDd"},
+		{"bad\xffutf8", 200, "bad\uFFFDutf8"},
+		{"rtl\u202eoverride", 200, "rtl\uFFFDoverride"},
+		{"line\u2028sep", 200, "line\uFFFDsep"},
+		{"abcdef", 6, "abcdef"},
+		{"abcdefg", 6, "abcde…"},
+		{"ééééééé", 3, "éé…"},
+	}
+	for _, tt := range tests {
+		if got := clean(tt.in, tt.limit); got != tt.want {
+			t.Errorf("clean(%q, %d) = %q, want %q", tt.in, tt.limit, got, tt.want)
+		}
+	}
+	long := clean(strings.Repeat("x", 10<<10), maxBodyRunes)
+	if utf8.RuneCountInString(long) != maxBodyRunes {
+		t.Errorf("long value kept %d runes, want %d", utf8.RuneCountInString(long), maxBodyRunes)
+	}
+}
+
+func TestSubject(t *testing.T) {
+	n := Notification{Path: "/pricing", Threshold: 1000, Window: "1h"}
+	if got, want := newView(n).Subject, "[pagewatch] /pricing passed 1,000 views in 1h"; got != want {
+		t.Errorf("subject = %q, want %q", got, want)
+	}
+	for _, window := range []string{"all time", "All Time", ""} {
+		n := Notification{Path: "/pricing", Threshold: 10000, Window: window}
+		if got, want := newView(n).Subject, "[pagewatch] /pricing passed 10,000 views"; got != want {
+			t.Errorf("window %q: subject = %q, want %q", window, got, want)
+		}
+	}
+	if got := newView(Notification{Path: "\r\n", Window: "1h"}).Subject; !strings.Contains(got, "\uFFFD") {
+		t.Errorf("subject for control-only path = %q", got)
+	}
+	if got := newView(Notification{Window: "1h"}).Subject; got != "[pagewatch] (empty) passed 0 views in 1h" {
+		t.Errorf("subject for empty path = %q", got)
+	}
+}
