@@ -1,0 +1,72 @@
+package notify
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+)
+
+// Config is the `worker:` section.
+type Config struct {
+	Listen string `yaml:"listen"`
+	// Name identifies this worker in lock values and the history.
+	// Default: host name and process id.
+	Name        string `yaml:"name"`
+	Consumer    string `yaml:"consumer"`
+	Concurrency int    `yaml:"concurrency"`
+	// LockTTL is the page lease: how long a dead worker can keep a page
+	// locked. The holder renews it every third of that.
+	LockTTL time.Duration `yaml:"lock_ttl"`
+	// DeferDelay is how long a job for a locked page waits before it is
+	// offered again.
+	DeferDelay time.Duration `yaml:"defer_delay"`
+	// AckWait bounds how long a job stays with a worker that stopped
+	// answering before JetStream offers it to another.
+	AckWait time.Duration `yaml:"ack_wait"`
+	// DrainTimeout is how long in-flight sends may finish on shutdown.
+	DrainTimeout time.Duration `yaml:"drain_timeout"`
+}
+
+// DefaultConfig returns the defaults documented in deploy/pagewatch.example.yaml.
+func DefaultConfig() Config {
+	host, _ := os.Hostname()
+	return Config{
+		Listen:       "127.0.0.1:9104",
+		Name:         fmt.Sprintf("%s-%d", host, os.Getpid()),
+		Consumer:     "worker",
+		Concurrency:  4,
+		LockTTL:      15 * time.Second,
+		DeferDelay:   time.Second,
+		AckWait:      time.Minute,
+		DrainTimeout: 10 * time.Second,
+	}
+}
+
+// Validate reports every problem, naming its key.
+func (c Config) Validate() error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if c.Name == "" {
+		add("worker.name: must be set")
+	}
+	if c.Consumer == "" {
+		add("worker.consumer: must be set")
+	}
+	if c.Concurrency < 1 || c.Concurrency > 1024 {
+		add("worker.concurrency: must be 1..1024, got %d", c.Concurrency)
+	}
+	if c.LockTTL < 3*time.Second {
+		add("worker.lock_ttl: must be at least 3s, got %s", c.LockTTL)
+	}
+	if c.DeferDelay <= 0 || c.DeferDelay > c.LockTTL {
+		add("worker.defer_delay: must be positive and at most worker.lock_ttl, got %s", c.DeferDelay)
+	}
+	if c.AckWait < 2*c.LockTTL {
+		add("worker.ack_wait: must be at least twice worker.lock_ttl (%s), got %s", c.LockTTL, c.AckWait)
+	}
+	if c.DrainTimeout <= 0 {
+		add("worker.drain_timeout: must be positive, got %s", c.DrainTimeout)
+	}
+	return errors.Join(errs...)
+}

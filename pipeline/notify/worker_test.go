@@ -1,0 +1,224 @@
+package notify_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pagewatch/pagewatch/internal/testserver/clickhousetest"
+	"github.com/pagewatch/pagewatch/internal/testserver/natstest"
+	"github.com/pagewatch/pagewatch/internal/testserver/smtptest"
+	"github.com/pagewatch/pagewatch/pipeline/bus"
+	"github.com/pagewatch/pagewatch/pipeline/crossing"
+	"github.com/pagewatch/pagewatch/pipeline/lock"
+	"github.com/pagewatch/pagewatch/pipeline/notify"
+	"github.com/pagewatch/pagewatch/sinks/clickhouse"
+	"github.com/pagewatch/pagewatch/sinks/mail"
+)
+
+type bundle struct {
+	bus    *bus.Bus
+	ch     *clickhouse.Client
+	chSrv  *clickhousetest.Server
+	smtp   *smtptest.Server
+	cfg    notify.Config
+	mail   mail.Config
+	logger *slog.Logger
+}
+
+func setup(t *testing.T, smtpOpts ...smtptest.Option) *bundle {
+	t.Helper()
+	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	ns := natstest.Start(t)
+	bc := bus.DefaultConfig()
+	bc.URL = ns.URL
+	b, err := bus.Connect(context.Background(), bc, "test", logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	srv := clickhousetest.Start(t)
+	cc := clickhouse.DefaultConfig()
+	cc.Addr = []string{srv.Addr}
+	c, err := clickhouse.Open(context.Background(), cc, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if _, err := c.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	sm := smtptest.Start(t, smtpOpts...)
+	mc := mail.DefaultConfig()
+	mc.Transport = "smtp"
+	mc.SMTP.Host, mc.SMTP.Port, mc.SMTP.TLS = sm.Host, sm.Port, "none"
+	cfg := notify.DefaultConfig()
+	cfg.Name = "w-test"
+	cfg.LockTTL = 3 * time.Second
+	cfg.DeferDelay = 200 * time.Millisecond
+	cfg.AckWait = 10 * time.Second
+	return &bundle{bus: b, ch: c, chSrv: srv, smtp: sm, cfg: cfg, mail: mc, logger: logger}
+}
+
+// start runs n workers until the test ends.
+func (b *bundle) start(t *testing.T, n int) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		m, err := mail.New(b.mail, b.logger)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := b.cfg
+		cfg.Name = fmt.Sprintf("w%d", i)
+		w, err := notify.New(context.Background(), cfg, b.bus, m, b.ch, b.logger, prometheus.NewRegistry())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { _ = w.Run(ctx); m.Close(); close(done) }()
+		t.Cleanup(func() { cancel(); <-done })
+	}
+}
+
+func job(i int) crossing.Crossing {
+	return crossing.Crossing{Key: fmt.Sprintf("rule.%024x.%d", i%3, i), Rule: "rule", Site: "example.com", Path: fmt.Sprintf("/page/%d", i%3),
+		Window: "1h", Threshold: 1000, Count: 1001, CrossedAt: time.Now(), Recipients: []string{"ops@example.com"}}
+}
+
+// publish enqueues a job; msgID "" lets the same crossing in twice, as a
+// sweeper retry beyond the dedup window would.
+func (b *bundle) publish(t *testing.T, x crossing.Crossing, msgID string) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := b.bus.JobsStream(ctx); err != nil {
+		t.Fatal(err)
+	}
+	body, _ := x.Marshal()
+	m := nats.NewMsg(b.bus.JobsSubject(bus.Key(x.Site, x.Path)))
+	m.Data = body
+	if msgID != "" {
+		m.Header.Set(jetstream.MsgIDHeader, msgID)
+	}
+	if _, err := b.bus.JS.PublishMsg(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (b *bundle) outcomes(t *testing.T) string {
+	return b.chSrv.Query(t, "SELECT outcome, count() FROM pagewatch.notifications GROUP BY outcome ORDER BY outcome")
+}
+
+func TestEachCrossingMailedOnce(t *testing.T) {
+	b := setup(t)
+	b.start(t, 3)
+	for i := 0; i < 30; i++ {
+		b.publish(t, job(i), "")
+		b.publish(t, job(i), "") // the same crossing again
+	}
+	msgs := b.smtp.WaitForMessages(t, 30, 30*time.Second)
+	time.Sleep(500 * time.Millisecond) // would a 31st arrive?
+	if got := len(b.smtp.Messages()); got != 30 {
+		t.Fatalf("got %d mails for 30 crossings", got)
+	}
+	ids := map[string]bool{}
+	for _, m := range msgs {
+		for _, line := range strings.Split(string(m.Data), "\r\n") {
+			if strings.HasPrefix(line, "Message-Id:") || strings.HasPrefix(line, "Message-ID:") {
+				ids[line] = true
+			}
+		}
+	}
+	if len(ids) != 30 {
+		t.Fatalf("want 30 distinct Message-IDs, got %d", len(ids))
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(b.outcomes(t), "duplicate\t30") {
+		if time.Now().After(deadline) {
+			t.Fatalf("history: %q", b.outcomes(t))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func TestLockedPageIsDeferredThenSent(t *testing.T) {
+	b := setup(t)
+	b.start(t, 1)
+	ctx := context.Background()
+	kv, err := b.bus.KV(ctx, bus.BucketLocks, b.cfg.LockTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := job(1)
+	lease, err := lock.Acquire(ctx, kv, bus.Key(x.Site, x.Path), "someone-else", b.cfg.LockTTL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.publish(t, x, x.Key)
+	time.Sleep(time.Second)
+	if n := len(b.smtp.Messages()); n != 0 {
+		t.Fatalf("mail sent while the page was locked")
+	}
+	if err := lease.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b.smtp.WaitForMessages(t, 1, 10*time.Second)
+	if !strings.Contains(b.outcomes(t), "deferred\t") {
+		t.Fatalf("no deferral recorded: %q", b.outcomes(t))
+	}
+}
+
+func TestDeadHoldersLockLapses(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	kv, err := b.bus.KV(ctx, bus.BucketLocks, b.cfg.LockTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := job(2)
+	// A worker that took the lock and was SIGKILLed: nobody renews it.
+	if _, err := kv.Create(ctx, bus.Key(x.Site, x.Path), []byte("dead-worker")); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	b.start(t, 1)
+	b.publish(t, x, x.Key)
+	b.smtp.WaitForMessages(t, 1, 4*b.cfg.LockTTL)
+	if waited := time.Since(start); waited > 3*b.cfg.LockTTL {
+		t.Fatalf("lock held %s by a dead worker, lease is %s", waited, b.cfg.LockTTL)
+	}
+}
+
+func TestPermanentFailureIsTerminatedAndRecorded(t *testing.T) {
+	b := setup(t, smtptest.WithFailures(550, 1))
+	b.start(t, 1)
+	b.publish(t, job(3), "")
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(b.outcomes(t), "failed\t1") {
+		if time.Now().After(deadline) {
+			t.Fatalf("history: %q", b.outcomes(t))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if got := b.chSrv.Query(t, "SELECT smtp_code FROM pagewatch.notifications WHERE outcome = 'failed'"); got != "550\n" {
+		t.Fatalf("smtp_code: %q", got)
+	}
+	time.Sleep(time.Second)
+	if n := len(b.smtp.Messages()); n != 0 {
+		t.Fatalf("a permanently failed job was retried: %d mails", n)
+	}
+}
+
+func TestTemporaryFailureIsRetried(t *testing.T) {
+	b := setup(t, smtptest.WithFailures(451, 1))
+	b.start(t, 1)
+	b.publish(t, job(4), "")
+	b.smtp.WaitForMessages(t, 1, 15*time.Second)
+}
