@@ -1,0 +1,66 @@
+// Command worker mails notification jobs, one page at a time.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/pagewatch/pagewatch/config"
+	"github.com/pagewatch/pagewatch/internal/daemon"
+	"github.com/pagewatch/pagewatch/pipeline/bus"
+	"github.com/pagewatch/pagewatch/pipeline/notify"
+	"github.com/pagewatch/pagewatch/sinks/clickhouse"
+	"github.com/pagewatch/pagewatch/sinks/mail"
+)
+
+var program = daemon.Program{
+	Name: "worker",
+	Description: `worker takes notification jobs from the JetStream work queue and sends
+one email per threshold crossing. Run as many as you like: a per-page lease
+in NATS KV keeps two workers off the same page (a job for a locked page is
+deferred, not failed; a dead worker's lease lapses within worker.lock_ttl),
+and a sent ledger keeps a redelivered job from mailing twice. Mail goes
+over SMTP (mail.transport: smtp) or into .eml files (mail.transport: file).`,
+	Default: "run",
+	Commands: []daemon.Command{
+		{Name: "run", Part: config.Worker, Summary: "consume notification jobs and send mail", Run: run},
+	},
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	os.Exit(daemon.Main(ctx, program, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(ctx context.Context, env *daemon.Env) error {
+	b, err := bus.Connect(ctx, env.Config.NATS, "pagewatch worker", env.Logger)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	ch, err := clickhouse.Open(ctx, env.Config.ClickHouse, env.Logger)
+	if err != nil {
+		return err
+	}
+	defer ch.Close()
+	if env.Config.ClickHouse.Migrate {
+		if _, err := ch.Migrate(ctx); err != nil {
+			return err
+		}
+	}
+	mailer, err := mail.New(env.Config.Mail, env.Logger)
+	if err != nil {
+		return err
+	}
+	defer mailer.Close()
+	w, err := notify.New(ctx, env.Config.Worker, b, mailer, ch, env.Logger, env.Registry)
+	if err != nil {
+		return err
+	}
+	env.Ready("nats", b.Ping)
+	env.Ready("clickhouse", ch.Ping)
+	return env.Serve(ctx, env.Config.Worker.Listen, w)
+}

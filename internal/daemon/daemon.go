@@ -1,0 +1,214 @@
+// Package daemon is what the three pagewatch commands share: flags, the
+// config file, logging, metrics, admin endpoints and a bounded shutdown.
+// Signals stay in each main; this package only sees a context.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/pagewatch/pagewatch/config"
+	"github.com/pagewatch/pagewatch/internal/admin"
+)
+
+// Program describes one command line program.
+type Program struct {
+	Name        string // "ingest"
+	Description string // a paragraph for --help
+	Commands    []Command
+	// Default is the command run when none is named ("" requires one).
+	Default string
+}
+
+// Command is one thing a program does.
+type Command struct {
+	Name    string
+	Summary string
+	Part    config.Part // which config sections it validates
+	// Flags adds command-specific flags; the returned func is not needed,
+	// the command reads its own variables.
+	Flags func(fs *flag.FlagSet)
+	Run   func(ctx context.Context, env *Env) error
+}
+
+// Env is what a command gets to run with.
+type Env struct {
+	Config   config.Config
+	Logger   *slog.Logger
+	Registry *prometheus.Registry
+	Stderr   io.Writer
+	checks   map[string]admin.Check
+}
+
+// Runner is a long-running part.
+type Runner interface {
+	Run(ctx context.Context) error
+}
+
+// Exit codes.
+const (
+	ExitOK      = 0
+	ExitFailure = 1
+	ExitUsage   = 2 // bad flags or config
+)
+
+// Main parses args, loads and validates the config, and runs a command.
+// It returns the process exit code.
+func Main(ctx context.Context, p Program, args []string, stdout, stderr io.Writer) int {
+	var (
+		configPath  string
+		checkConfig bool
+	)
+	fs := flag.NewFlagSet(p.Name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&configPath, "config", os.Getenv("PAGEWATCH_CONFIG"), "path of the YAML config file (default: $PAGEWATCH_CONFIG; without one, built-in defaults)")
+	fs.BoolVar(&checkConfig, "check-config", false, "validate the config, print it with secrets masked, and exit (0 valid, 2 invalid)")
+	for _, c := range p.Commands {
+		if c.Flags != nil {
+			c.Flags(fs)
+		}
+	}
+	fs.Usage = func() { usage(stdout, p, fs) }
+	// Flags may come before or after the command name.
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return ExitOK
+		}
+		return ExitUsage
+	}
+	name := p.Default
+	if rest := fs.Args(); len(rest) > 0 {
+		name = rest[0]
+		if err := fs.Parse(rest[1:]); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return ExitOK
+			}
+			return ExitUsage
+		}
+		if fs.NArg() > 0 {
+			fmt.Fprintf(stderr, "%s: unexpected argument %q\n", p.Name, fs.Arg(0))
+			return ExitUsage
+		}
+	}
+	cmd, ok := p.command(name)
+	if !ok {
+		if name == "" {
+			fmt.Fprintf(stderr, "%s: a command is needed\n\n", p.Name)
+		} else {
+			fmt.Fprintf(stderr, "%s: unknown command %q\n\n", p.Name, name)
+		}
+		usage(stderr, p, fs)
+		return ExitUsage
+	}
+
+	cfg, err := config.Load(configPath)
+	if err == nil {
+		err = cfg.Validate(cmd.Part)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "%s %s: invalid configuration:\n  %s\n", p.Name, cmd.Name, strings.ReplaceAll(err.Error(), "\n", "\n  "))
+		return ExitUsage
+	}
+	if checkConfig {
+		out, err := cfg.Redacted()
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return ExitFailure
+		}
+		fmt.Fprintf(stdout, "# %s %s: configuration is valid\n%s", p.Name, cmd.Name, out)
+		return ExitOK
+	}
+
+	env := &Env{Config: cfg, Logger: newLogger(cfg.Log, stderr).With("daemon", p.Name+" "+cmd.Name), Stderr: stderr, checks: map[string]admin.Check{}}
+	env.Registry = prometheus.NewRegistry()
+	env.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if err := cmd.Run(ctx, env); err != nil && !errors.Is(err, context.Canceled) {
+		env.Logger.Error("exiting on error", "err", err)
+		return ExitFailure
+	}
+	env.Logger.Info("stopped")
+	return ExitOK
+}
+
+func (p Program) command(name string) (Command, bool) {
+	for _, c := range p.Commands {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return Command{}, false
+}
+
+func usage(w io.Writer, p Program, fs *flag.FlagSet) {
+	fmt.Fprintf(w, "Usage: %s [flags] <command>\n\n%s\n\nCommands:\n", p.Name, strings.TrimSpace(p.Description))
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, c := range p.Commands {
+		def := ""
+		if c.Name == p.Default {
+			def = " (default)"
+		}
+		fmt.Fprintf(tw, "  %s\t%s%s\n", c.Name, c.Summary, def)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\nFlags:\n")
+	fs.PrintDefaults()
+	fmt.Fprintf(w, "\nThe config file is documented key by key in deploy/pagewatch.example.yaml.\nExit codes: 0 ok, 1 runtime failure, 2 bad flags or configuration.\n")
+}
+
+func newLogger(c config.Log, w io.Writer) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(c.Level))
+	opts := &slog.HandlerOptions{Level: level}
+	if c.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// Ready adds a dependency to /readyz.
+func (e *Env) Ready(name string, check admin.Check) { e.checks[name] = check }
+
+// Serve runs the admin endpoints on listen ("" for none) and r until ctx
+// is done, then gives r ShutdownTimeout to return.
+func (e *Env) Serve(ctx context.Context, listen string, r Runner) error {
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	adminErr := make(chan error, 1)
+	if listen != "" {
+		srv := admin.New(listen, e.Registry, e.checks, e.Logger)
+		if err := srv.Listen(); err != nil {
+			return err
+		}
+		go func() { adminErr <- srv.Run(runCtx) }()
+	}
+	done := make(chan error, 1)
+	go func() { done <- r.Run(runCtx) }()
+	select {
+	case err := <-done:
+		return err
+	case err := <-adminErr:
+		cancel()
+		<-done
+		return err
+	case <-ctx.Done():
+	}
+	e.Logger.Info("shutting down", "deadline", e.Config.ShutdownTimeout)
+	cancel()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(e.Config.ShutdownTimeout):
+		return fmt.Errorf("did not stop within shutdown_timeout %s", e.Config.ShutdownTimeout)
+	}
+}
