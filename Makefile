@@ -1,0 +1,29 @@
+# pagewatch: the two commands a newcomer needs are `make demo` and `make test`.
+GO       ?= go
+BIN      ?= bin
+# Tests start real servers (clickhouse-server, nats-server, SMTP); two
+# packages at a time suits the 2-core machines this runs on.
+TESTFLAGS ?= -count=1 -p 2 -timeout 20m
+
+.PHONY: all build test demo bench vet fmt clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN)/ ./cmd/...
+
+test:
+	$(GO) vet ./...
+	$(GO) test $(TESTFLAGS) ./...
+
+demo:
+	bash deploy/demo/run.sh
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 2s ./...
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+clean:
+	rm -rf $(BIN) .demo

@@ -1,0 +1,245 @@
+// Package e2e runs the three built daemons as real processes against real
+// NATS, ClickHouse and SMTP servers.
+package e2e
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pagewatch/pagewatch/internal/testserver/clickhousetest"
+	"github.com/pagewatch/pagewatch/internal/testserver/natstest"
+	"github.com/pagewatch/pagewatch/internal/testserver/smtptest"
+)
+
+var (
+	buildOnce sync.Once
+	binDir    string
+	buildErr  error
+)
+
+// binaries builds cmd/... once per test binary run.
+func binaries(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "pagewatch-e2e-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binDir = dir
+		cmd := exec.Command("go", "build", "-o", dir+"/", "./cmd/...")
+		cmd.Dir = repoRoot(t)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binDir
+}
+
+func repoRoot(t *testing.T) string {
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		dir = filepath.Dir(dir)
+		if dir == "/" {
+			t.Fatal("go.mod not found")
+		}
+	}
+}
+
+type bundle struct {
+	dir    string
+	bin    string
+	log    string // the tailed access log
+	config string
+	nats   *natstest.Server
+	ch     *clickhousetest.Server
+	smtp   *smtptest.Server
+}
+
+// setup starts the servers and writes a config for the daemons; rules is
+// the YAML list under sweeper.rules.
+func setup(t *testing.T, rules string) *bundle {
+	t.Helper()
+	b := &bundle{dir: t.TempDir(), bin: binaries(t)}
+	b.nats = natstest.Start(t)
+	b.ch = clickhousetest.Start(t)
+	b.smtp = smtptest.Start(t)
+	b.log = filepath.Join(b.dir, "access.log")
+	b.config = filepath.Join(b.dir, "pagewatch.yaml")
+	cfg := fmt.Sprintf(`log: {level: info}
+shutdown_timeout: 10s
+nats: {url: %q}
+clickhouse: {addr: [%q]}
+ingest:
+  tail:
+    listen: "127.0.0.1:0"
+    instance: e2e
+    inputs: [{path: %q, site: example.com}]
+    start_at: beginning
+    poll_interval: 20ms
+    batch_lines: 500
+  load:
+    listen: "127.0.0.1:0"
+    batch_rows: 5000
+    batch_age: 200ms
+    ack_wait: 10s
+sweeper:
+  listen: "127.0.0.1:0"
+  schedule: "@every 1s"
+  rules:
+%s
+worker:
+  listen: "127.0.0.1:0"
+  lock_ttl: 5s
+  defer_delay: 200ms
+  ack_wait: 20s
+mail:
+  transport: smtp
+  from: pagewatch@example.com
+  smtp: {host: %q, port: %d, tls: none}
+`, b.nats.URL, b.ch.Addr, b.log, rules, b.smtp.Host, b.smtp.Port)
+	if err := os.WriteFile(b.config, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// proc is one daemon process.
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	out  *os.File
+	done chan error
+}
+
+// start runs a daemon, e.g. start(t, "ingest", "tail"); its output goes to
+// a file shown if the test fails.
+func (b *bundle) start(t *testing.T, bin string, args ...string) *proc {
+	t.Helper()
+	name := bin + " " + strings.Join(args, " ")
+	out, err := os.OpenFile(filepath.Join(b.dir, strings.ReplaceAll(name, " ", "_")+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(filepath.Join(b.bin, bin), append(args, "--config", b.config)...)
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{name: name, cmd: cmd, out: out, done: make(chan error, 1)}
+	go func() { p.done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		p.stop(t)
+		if t.Failed() {
+			data, _ := os.ReadFile(out.Name())
+			t.Logf("--- %s output (last 3000 bytes):\n%s", name, tailBytes(data, 3000))
+		}
+	})
+	return p
+}
+
+// stop sends SIGTERM and requires a clean exit within the shutdown deadline.
+func (p *proc) stop(t *testing.T) {
+	if p.cmd.ProcessState != nil || p.done == nil {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-p.done:
+		p.done = nil
+		if err != nil {
+			t.Errorf("%s: exit after SIGTERM: %v", p.name, err)
+		}
+	case <-time.After(20 * time.Second):
+		_ = p.cmd.Process.Kill()
+		t.Errorf("%s: still running 20s after SIGTERM", p.name)
+	}
+}
+
+// kill is kill -9.
+func (p *proc) kill() {
+	_ = p.cmd.Process.Kill()
+	<-p.done
+	p.done = nil
+}
+
+func tailBytes(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[len(b)-n:]
+	}
+	return b
+}
+
+func appendLines(t *testing.T, path string, lines [][]byte) {
+	t.Helper()
+	var buf bytes.Buffer
+	for _, l := range lines {
+		buf.Write(l)
+		buf.WriteByte('\n')
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write(buf.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// hitCount is the number of distinct hits in ClickHouse.
+func (b *bundle) hitCount(t *testing.T) int {
+	t.Helper()
+	out := b.ch.Query(t, "SELECT count() FROM (SELECT seq, line_offset FROM pagewatch.hits GROUP BY seq, line_offset)")
+	n, err := strconv.Atoi(strings.TrimSpace(out))
+	if err != nil {
+		t.Fatalf("count: %q", out)
+	}
+	return n
+}
+
+func (b *bundle) tablesExist(t *testing.T) bool {
+	return strings.TrimSpace(b.ch.Query(t, "SELECT count() FROM system.tables WHERE database = 'pagewatch' AND name = 'hits'")) == "1"
+}
+
+// waitHits waits until ClickHouse holds want hits, failing on more.
+func (b *bundle) waitHits(t *testing.T, want int, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		got := -1
+		if b.tablesExist(t) {
+			got = b.hitCount(t)
+		}
+		if got == want {
+			return
+		}
+		if got > want {
+			t.Fatalf("ClickHouse holds %d hits, more than the %d lines written", got, want)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ClickHouse holds %d hits after %s, want %d", got, timeout, want)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
