@@ -100,7 +100,8 @@ func (b *bundle) waitCount(t *testing.T, want uint64) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		n, err := b.ch.HitCount(context.Background())
-		if err == nil && n == want {
+		pages, _ := b.ch.PageCount(context.Background(), "example.com", "/pricing", time.Time{})
+		if err == nil && n == want && pages == want {
 			return
 		}
 		if time.Now().After(deadline) {

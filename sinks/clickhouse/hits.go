@@ -30,13 +30,15 @@ func (c *Client) InsertHits(ctx context.Context, batches []hit.Batch) error {
 	if len(flat) == 0 {
 		return nil
 	}
+	// Counts first: once a batch's raw hits are visible, so are its counts,
+	// which is what anyone comparing the two (tests, operators) assumes.
+	if err := c.insertMinutes(ctx, minutes); err != nil {
+		return fmt.Errorf("insert %d page-minute counts: %w", len(minutes), err)
+	}
 	for _, day := range sortedKeys(byDay) {
 		if err := c.insertHitRows(ctx, flat, byDay[day]); err != nil {
 			return fmt.Errorf("insert %d hits of day %d: %w", len(byDay[day]), day, err)
 		}
-	}
-	if err := c.insertMinutes(ctx, minutes); err != nil {
-		return fmt.Errorf("insert %d page-minute counts: %w", len(minutes), err)
 	}
 	return nil
 }
