@@ -27,7 +27,7 @@ type bundle struct {
 	logger *slog.Logger
 }
 
-func setup(t *testing.T) *bundle {
+func setup(t testing.TB) *bundle {
 	t.Helper()
 	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	ns := natstest.Start(t)
@@ -78,7 +78,7 @@ func (b *bundle) publish(t *testing.T, msgs, per int) {
 }
 
 // run starts a loader over store until the returned stop is called.
-func (b *bundle) run(t *testing.T, store load.Store) (stop func()) {
+func (b *bundle) run(t testing.TB, store load.Store) (stop func()) {
 	t.Helper()
 	l, err := load.New(context.Background(), b.cfg, b.bus, store, b.logger, prometheus.NewRegistry())
 	if err != nil {

@@ -28,7 +28,7 @@ type bundle struct {
 	logger *slog.Logger
 }
 
-func setup(t *testing.T) *bundle {
+func setup(t testing.TB) *bundle {
 	t.Helper()
 	ns := natstest.Start(t)
 	cfg := bus.DefaultConfig()
@@ -51,7 +51,7 @@ func setup(t *testing.T) *bundle {
 }
 
 // start runs a tailer until the returned stop is called.
-func (b *bundle) start(t *testing.T) (stop func()) {
+func (b *bundle) start(t testing.TB) (stop func()) {
 	t.Helper()
 	tl, err := tail.New(context.Background(), b.cfg, b.bus, b.logger, prometheus.NewRegistry())
 	if err != nil {
@@ -68,7 +68,7 @@ func (b *bundle) start(t *testing.T) (stop func()) {
 	}
 }
 
-func appendLines(t *testing.T, path string, lines [][]byte) {
+func appendLines(t testing.TB, path string, lines [][]byte) {
 	t.Helper()
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {

@@ -116,6 +116,8 @@ func dial(ctx context.Context, cfg Config, database string) (driver.Conn, error)
 			Password: cfg.Password.Reveal(),
 		},
 		DialTimeout: cfg.DialTimeout,
+		// Bounded, so a statement the server never answers fails instead of hanging.
+		ReadTimeout: 2 * time.Minute,
 		Compression: &ch.Compression{Method: ch.CompressionLZ4},
 	})
 	if err != nil {

@@ -18,7 +18,7 @@ type bundle struct {
 	cfg    clickhouse.Config
 }
 
-func setup(t *testing.T) *bundle {
+func setup(t testing.TB) *bundle {
 	t.Helper()
 	srv := clickhousetest.Start(t)
 	cfg := clickhouse.DefaultConfig()
