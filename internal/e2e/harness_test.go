@@ -242,4 +242,3 @@ func (b *bundle) waitHits(t *testing.T, want int, timeout time.Duration) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
-

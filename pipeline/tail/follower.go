@@ -10,7 +10,6 @@ import (
 	"os"
 	"time"
 
-
 	"github.com/pagewatch/pagewatch/pipeline/hit"
 	"github.com/pagewatch/pagewatch/pipeline/logformat"
 )
