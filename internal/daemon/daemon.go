@@ -162,7 +162,10 @@ func usage(w io.Writer, p Program, fs *flag.FlagSet) {
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\nFlags:\n")
+	prev := fs.Output()
+	fs.SetOutput(w)
 	fs.PrintDefaults()
+	fs.SetOutput(prev)
 	fmt.Fprintf(w, "\nThe config file is documented key by key in deploy/pagewatch.example.yaml.\nExit codes: 0 ok, 1 runtime failure, 2 bad flags or configuration.\n")
 }
 

@@ -1,0 +1,74 @@
+package daemon_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pagewatch/pagewatch/config"
+	"github.com/pagewatch/pagewatch/internal/daemon"
+)
+
+var ran bool
+
+var program = daemon.Program{
+	Name:        "demo",
+	Description: "demo does nothing, carefully.",
+	Default:     "run",
+	Commands: []daemon.Command{{Name: "run", Part: config.IngestTail, Summary: "run it",
+		Run: func(context.Context, *daemon.Env) error { ran = true; return nil }}},
+}
+
+func run(t *testing.T, cfg string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	code = daemon.Main(context.Background(), program, append([]string{"--config", path}, args...), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+const goodConfig = "nats: {password: s3cr3t, user: u}\ningest:\n  tail:\n    inputs: [{path: /var/log/a.log}]\n"
+
+func TestHelp(t *testing.T) {
+	code, out, _ := run(t, "", "--help")
+	if code != daemon.ExitOK || !strings.Contains(out, "demo does nothing") || !strings.Contains(out, "-check-config") {
+		t.Fatalf("--help: code %d, output:\n%s", code, out)
+	}
+}
+
+func TestBadConfigNamesKeyAndExits2(t *testing.T) {
+	code, _, stderr := run(t, "nats:\n  ur1: x\n")
+	if code != daemon.ExitUsage || !strings.Contains(stderr, "nats.ur1 (line 2): unknown key") {
+		t.Fatalf("code %d, stderr:\n%s", code, stderr)
+	}
+	code, _, stderr = run(t, "ingest:\n  tail:\n    batch_lines: 0\n")
+	if code != daemon.ExitUsage || !strings.Contains(stderr, "ingest.tail.batch_lines") || !strings.Contains(stderr, "ingest.tail.inputs") {
+		t.Fatalf("code %d, stderr:\n%s", code, stderr)
+	}
+}
+
+func TestCheckConfigMasksSecrets(t *testing.T) {
+	code, out, stderr := run(t, goodConfig, "--check-config")
+	if code != daemon.ExitOK || !strings.Contains(out, "configuration is valid") {
+		t.Fatalf("code %d\n%s\n%s", code, out, stderr)
+	}
+	if strings.Contains(out+stderr, "s3cr3t") || !strings.Contains(out, "[redacted]") {
+		t.Fatalf("secret printed or not masked:\n%s", out)
+	}
+}
+
+func TestRunsTheDefaultCommand(t *testing.T) {
+	ran = false
+	if code, _, stderr := run(t, goodConfig); code != daemon.ExitOK || !ran {
+		t.Fatalf("code %d, ran %v\n%s", code, ran, stderr)
+	}
+	if code, _, _ := run(t, goodConfig, "fly"); code != daemon.ExitUsage {
+		t.Fatalf("unknown command: code %d", code)
+	}
+}
