@@ -10,10 +10,8 @@ import (
 
 	"github.com/pagewatch/pagewatch/config"
 	"github.com/pagewatch/pagewatch/internal/daemon"
-	"github.com/pagewatch/pagewatch/pipeline/bus"
 	"github.com/pagewatch/pagewatch/pipeline/load"
 	"github.com/pagewatch/pagewatch/pipeline/tail"
-	"github.com/pagewatch/pagewatch/sinks/clickhouse"
 )
 
 var program = daemon.Program{
@@ -41,12 +39,10 @@ func main() {
 }
 
 func runTail(ctx context.Context, env *daemon.Env) error {
-	b, err := bus.Connect(ctx, env.Config.NATS, "pagewatch ingest tail", env.Logger)
+	b, err := env.NATS(ctx)
 	if err != nil {
 		return err
 	}
-	defer b.Close()
-	env.Ready("nats", b.Ping)
 	t, err := tail.New(ctx, env.Config.Ingest.Tail, b, env.Logger, env.Registry)
 	if err != nil {
 		return err
@@ -55,23 +51,14 @@ func runTail(ctx context.Context, env *daemon.Env) error {
 }
 
 func runLoad(ctx context.Context, env *daemon.Env) error {
-	b, err := bus.Connect(ctx, env.Config.NATS, "pagewatch ingest load", env.Logger)
+	b, err := env.NATS(ctx)
 	if err != nil {
 		return err
 	}
-	defer b.Close()
-	ch, err := clickhouse.Open(ctx, env.Config.ClickHouse, env.Logger)
+	ch, err := env.ClickHouse(ctx)
 	if err != nil {
 		return err
 	}
-	defer ch.Close()
-	if env.Config.ClickHouse.Migrate {
-		if _, err := ch.Migrate(ctx); err != nil {
-			return err
-		}
-	}
-	env.Ready("nats", b.Ping)
-	env.Ready("clickhouse", ch.Ping)
 	l, err := load.New(ctx, env.Config.Ingest.Load, b, ch, env.Logger, env.Registry)
 	if err != nil {
 		return err

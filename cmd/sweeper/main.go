@@ -12,9 +12,7 @@ import (
 
 	"github.com/pagewatch/pagewatch/config"
 	"github.com/pagewatch/pagewatch/internal/daemon"
-	"github.com/pagewatch/pagewatch/pipeline/bus"
 	"github.com/pagewatch/pagewatch/pipeline/sweep"
-	"github.com/pagewatch/pagewatch/sinks/clickhouse"
 )
 
 var once bool
@@ -42,11 +40,11 @@ func main() {
 }
 
 func migrate(ctx context.Context, env *daemon.Env) error {
-	ch, err := clickhouse.Open(ctx, env.Config.ClickHouse, env.Logger)
+	env.Config.ClickHouse.Migrate = false // applied here, with a report
+	ch, err := env.ClickHouse(ctx)
 	if err != nil {
 		return err
 	}
-	defer ch.Close()
 	n, err := ch.Migrate(ctx)
 	if err != nil {
 		return err
@@ -56,20 +54,13 @@ func migrate(ctx context.Context, env *daemon.Env) error {
 }
 
 func run(ctx context.Context, env *daemon.Env) error {
-	b, err := bus.Connect(ctx, env.Config.NATS, "pagewatch sweeper", env.Logger)
+	b, err := env.NATS(ctx)
 	if err != nil {
 		return err
 	}
-	defer b.Close()
-	ch, err := clickhouse.Open(ctx, env.Config.ClickHouse, env.Logger)
+	ch, err := env.ClickHouse(ctx)
 	if err != nil {
 		return err
-	}
-	defer ch.Close()
-	if env.Config.ClickHouse.Migrate {
-		if _, err := ch.Migrate(ctx); err != nil {
-			return err
-		}
 	}
 	s, err := sweep.New(ctx, env.Config.Sweeper, b, ch, ch, env.Logger, env.Registry)
 	if err != nil {
@@ -78,7 +69,5 @@ func run(ctx context.Context, env *daemon.Env) error {
 	if once {
 		return s.Sweep(ctx)
 	}
-	env.Ready("nats", b.Ping)
-	env.Ready("clickhouse", ch.Ping)
 	return env.Serve(ctx, env.Config.Sweeper.Listen, s)
 }

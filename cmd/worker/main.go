@@ -9,9 +9,7 @@ import (
 
 	"github.com/pagewatch/pagewatch/config"
 	"github.com/pagewatch/pagewatch/internal/daemon"
-	"github.com/pagewatch/pagewatch/pipeline/bus"
 	"github.com/pagewatch/pagewatch/pipeline/notify"
-	"github.com/pagewatch/pagewatch/sinks/clickhouse"
 	"github.com/pagewatch/pagewatch/sinks/mail"
 )
 
@@ -36,20 +34,13 @@ func main() {
 }
 
 func run(ctx context.Context, env *daemon.Env) error {
-	b, err := bus.Connect(ctx, env.Config.NATS, "pagewatch worker", env.Logger)
+	b, err := env.NATS(ctx)
 	if err != nil {
 		return err
 	}
-	defer b.Close()
-	ch, err := clickhouse.Open(ctx, env.Config.ClickHouse, env.Logger)
+	ch, err := env.ClickHouse(ctx)
 	if err != nil {
 		return err
-	}
-	defer ch.Close()
-	if env.Config.ClickHouse.Migrate {
-		if _, err := ch.Migrate(ctx); err != nil {
-			return err
-		}
 	}
 	mailer, err := mail.New(env.Config.Mail, env.Logger)
 	if err != nil {
@@ -60,7 +51,5 @@ func run(ctx context.Context, env *daemon.Env) error {
 	if err != nil {
 		return err
 	}
-	env.Ready("nats", b.Ping)
-	env.Ready("clickhouse", ch.Ping)
 	return env.Serve(ctx, env.Config.Worker.Listen, w)
 }

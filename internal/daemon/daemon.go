@@ -48,7 +48,9 @@ type Env struct {
 	Logger   *slog.Logger
 	Registry *prometheus.Registry
 	Stderr   io.Writer
+	name     string // "ingest tail"
 	checks   map[string]admin.Check
+	closers  []func()
 }
 
 // Runner is a long-running part.
@@ -130,10 +132,15 @@ func Main(ctx context.Context, p Program, args []string, stdout, stderr io.Write
 		return ExitOK
 	}
 
-	env := &Env{Config: cfg, Logger: newLogger(cfg.Log, stderr).With("daemon", p.Name+" "+cmd.Name), Stderr: stderr, checks: map[string]admin.Check{}}
+	name = p.Name + " " + cmd.Name
+	env := &Env{Config: cfg, Logger: newLogger(cfg.Log, stderr).With("daemon", name), Stderr: stderr, name: name, checks: map[string]admin.Check{}}
 	env.Registry = prometheus.NewRegistry()
 	env.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	if err := cmd.Run(ctx, env); err != nil && !errors.Is(err, context.Canceled) {
+	err = cmd.Run(ctx, env)
+	for i := len(env.closers) - 1; i >= 0; i-- {
+		env.closers[i]()
+	}
+	if err != nil && !errors.Is(err, context.Canceled) {
 		env.Logger.Error("exiting on error", "err", err)
 		return ExitFailure
 	}

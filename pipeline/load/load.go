@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/pagewatch/pagewatch/pipeline/bus"
 	"github.com/pagewatch/pagewatch/pipeline/hit"
+	"github.com/pagewatch/pagewatch/pipeline/retry"
 )
 
 // Config is the `ingest.load:` section.
@@ -123,7 +123,7 @@ func (l *Loader) Run(ctx context.Context) error {
 		}
 		if err != nil {
 			l.logger.Warn("fetch failed; retrying", "err", err)
-			_ = sleep(ctx, time.Second)
+			_ = retry.Sleep(ctx, time.Second)
 		}
 	}
 	return nil
@@ -210,7 +210,7 @@ func (l *Loader) insert(ctx context.Context, msgs []jetstream.Msg, batches []hit
 			return ctx.Err()
 		}
 		l.metrics.insertErrors.Inc()
-		d := backoff(attempt)
+		d := retry.Delay(attempt, 100*time.Millisecond, 30*time.Second)
 		l.logger.Warn("insert failed; retrying", "err", err, "rows", rows, "messages", len(msgs), "attempt", attempt+1, "retry_in", d.Round(time.Millisecond))
 		if time.Since(lastProgress) > l.cfg.AckWait/3 {
 			for _, m := range msgs {
@@ -218,7 +218,7 @@ func (l *Loader) insert(ctx context.Context, msgs []jetstream.Msg, batches []hit
 			}
 			lastProgress = time.Now()
 		}
-		if err := sleep(ctx, d); err != nil {
+		if err := retry.Sleep(ctx, d); err != nil {
 			return err
 		}
 	}
@@ -230,22 +230,5 @@ func (l *Loader) ack(msgs []jetstream.Msg) {
 		if err := m.Ack(); err != nil {
 			l.logger.Warn("ack failed; the message will be delivered again", "err", err)
 		}
-	}
-}
-
-// backoff is capped exponential with full jitter: 100ms doubling to 30s.
-func backoff(attempt int) time.Duration {
-	d := min(100*time.Millisecond<<min(attempt, 9), 30*time.Second)
-	return d/2 + time.Duration(rand.Int64N(int64(d/2)))
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }

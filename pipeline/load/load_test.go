@@ -11,8 +11,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/pagewatch/pagewatch/internal/testenv"
 	"github.com/pagewatch/pagewatch/internal/testserver/clickhousetest"
-	"github.com/pagewatch/pagewatch/internal/testserver/natstest"
 	"github.com/pagewatch/pagewatch/pipeline/bus"
 	"github.com/pagewatch/pagewatch/pipeline/hit"
 	"github.com/pagewatch/pagewatch/pipeline/load"
@@ -29,26 +29,9 @@ type bundle struct {
 
 func setup(t testing.TB) *bundle {
 	t.Helper()
-	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	ns := natstest.Start(t)
-	bc := bus.DefaultConfig()
-	bc.URL = ns.URL
-	b, err := bus.Connect(context.Background(), bc, "test", logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Close)
-	srv := clickhousetest.Start(t)
-	cc := clickhouse.DefaultConfig()
-	cc.Addr = []string{srv.Addr}
-	c, err := clickhouse.Open(context.Background(), cc, logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	if _, err := c.Migrate(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	logger := testenv.Logger(t)
+	b, _ := testenv.NATS(t, logger)
+	c, srv := testenv.ClickHouse(t, logger)
 	cfg := load.DefaultConfig()
 	cfg.BatchRows = 2000
 	cfg.BatchAge = 100 * time.Millisecond

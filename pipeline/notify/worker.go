@@ -23,6 +23,7 @@ import (
 	"github.com/pagewatch/pagewatch/pipeline/bus"
 	"github.com/pagewatch/pagewatch/pipeline/crossing"
 	"github.com/pagewatch/pagewatch/pipeline/lock"
+	"github.com/pagewatch/pagewatch/pipeline/retry"
 	"github.com/pagewatch/pagewatch/sinks/mail"
 )
 
@@ -212,8 +213,7 @@ func (w *Worker) sendFailed(ctx context.Context, msg jetstream.Msg, x crossing.C
 	if meta, err := msg.Metadata(); err == nil {
 		attempt = int(meta.NumDelivered)
 	}
-	d := min(time.Second<<min(attempt, 8), 5*time.Minute)
-	d = d/2 + time.Duration(rand.Int64N(int64(d/2)))
+	d := retry.Delay(attempt, time.Second, 5*time.Minute)
 	w.logger.Warn("send failed; will retry", "key", x.Key, "smtp_code", rec.SMTPCode, "attempt", attempt, "retry_in", d, "err", err)
 	_ = msg.NakWithDelay(d)
 }

@@ -12,8 +12,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/pagewatch/pagewatch/internal/testenv"
 	"github.com/pagewatch/pagewatch/internal/testserver/clickhousetest"
-	"github.com/pagewatch/pagewatch/internal/testserver/natstest"
 	"github.com/pagewatch/pagewatch/internal/testserver/smtptest"
 	"github.com/pagewatch/pagewatch/pipeline/bus"
 	"github.com/pagewatch/pagewatch/pipeline/crossing"
@@ -35,26 +35,9 @@ type bundle struct {
 
 func setup(t *testing.T, smtpOpts ...smtptest.Option) *bundle {
 	t.Helper()
-	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	ns := natstest.Start(t)
-	bc := bus.DefaultConfig()
-	bc.URL = ns.URL
-	b, err := bus.Connect(context.Background(), bc, "test", logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Close)
-	srv := clickhousetest.Start(t)
-	cc := clickhouse.DefaultConfig()
-	cc.Addr = []string{srv.Addr}
-	c, err := clickhouse.Open(context.Background(), cc, logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	if _, err := c.Migrate(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	logger := testenv.Logger(t)
+	b, _ := testenv.NATS(t, logger)
+	c, srv := testenv.ClickHouse(t, logger)
 	sm := smtptest.Start(t, smtpOpts...)
 	mc := mail.DefaultConfig()
 	mc.Transport = "smtp"

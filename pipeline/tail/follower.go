@@ -99,7 +99,7 @@ func (fw *follower) follow(ctx context.Context) error {
 // open finds the file's position in the stream and opens the file there,
 // waiting for the file to exist.
 func (fw *follower) open(ctx context.Context) error {
-	pos, err := retry(ctx, fw, "read position", func() (*position, error) { return fw.lastPosition(ctx) })
+	pos, err := retrying(ctx, fw, "read position", func() (*position, error) { return fw.lastPosition(ctx) })
 	if err != nil {
 		return err
 	}

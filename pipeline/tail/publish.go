@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pagewatch/pagewatch/pipeline/retry"
 )
 
 // position is how far a file has been published, as the stream records it.
@@ -81,7 +82,7 @@ func (fw *follower) publish(ctx context.Context) error {
 		}
 		fw.metrics.retries.Inc()
 		fw.logger.Warn("publish failed; retrying", "err", err, "attempt", attempt+1, "lines", fw.lines)
-		if err := sleep(ctx, backoff(attempt)); err != nil {
+		if err := retry.Sleep(ctx, retry.Delay(attempt, 100*time.Millisecond, 5*time.Second)); err != nil {
 			return err
 		}
 	}
@@ -190,33 +191,15 @@ func (fw *follower) switchFile(ctx context.Context) error {
 	return nil
 }
 
-func retry[T any](ctx context.Context, fw *follower, what string, f func() (T, error)) (T, error) {
+func retrying[T any](ctx context.Context, fw *follower, what string, f func() (T, error)) (T, error) {
 	for attempt := 0; ; attempt++ {
 		v, err := f()
 		if err == nil || ctx.Err() != nil {
 			return v, err
 		}
 		fw.logger.Warn(what+" failed; retrying", "err", err, "attempt", attempt+1)
-		if err := sleep(ctx, backoff(attempt)); err != nil {
+		if err := retry.Sleep(ctx, retry.Delay(attempt, 100*time.Millisecond, 5*time.Second)); err != nil {
 			return v, err
 		}
-	}
-}
-
-// backoff is capped exponential with full jitter, so many tailers coming
-// back after an outage do not retry in step.
-func backoff(attempt int) time.Duration {
-	d := 100 * time.Millisecond << min(attempt, 6)
-	return time.Duration(rand.Int64N(int64(d))) + 10*time.Millisecond
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }

@@ -1,0 +1,51 @@
+// Package testenv connects pagewatch's own clients to the real test servers
+// of internal/testserver, so each package's setup(t) stays a few lines.
+package testenv
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+
+	"github.com/pagewatch/pagewatch/internal/testserver/clickhousetest"
+	"github.com/pagewatch/pagewatch/internal/testserver/natstest"
+	"github.com/pagewatch/pagewatch/pipeline/bus"
+	"github.com/pagewatch/pagewatch/sinks/clickhouse"
+)
+
+// Logger writes warnings and errors to the test's output.
+func Logger(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// NATS starts an embedded JetStream server and connects a Bus to it.
+func NATS(t testing.TB, logger *slog.Logger) (*bus.Bus, *natstest.Server) {
+	t.Helper()
+	ns := natstest.Start(t)
+	cfg := bus.DefaultConfig()
+	cfg.URL = ns.URL
+	b, err := bus.Connect(context.Background(), cfg, t.Name(), logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	return b, ns
+}
+
+// ClickHouse starts a clickhouse-server, opens a client on database
+// "pagewatch" and applies the schema.
+func ClickHouse(t testing.TB, logger *slog.Logger) (*clickhouse.Client, *clickhousetest.Server) {
+	t.Helper()
+	srv := clickhousetest.Start(t)
+	cfg := clickhouse.DefaultConfig()
+	cfg.Addr = []string{srv.Addr}
+	c, err := clickhouse.Open(context.Background(), cfg, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if _, err := c.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return c, srv
+}
