@@ -118,7 +118,12 @@ func Connect(ctx context.Context, cfg Config, name string, logger *slog.Logger) 
 	b := &Bus{Conn: nc, JS: js, cfg: cfg}
 	// RetryOnFailedConnect returns before the first connection; wait for it
 	// so start-up errors surface here rather than as timeouts later.
+	warnAt := time.Now().Add(cfg.ConnectTimeout)
 	for !nc.IsConnected() {
+		if !warnAt.IsZero() && time.Now().After(warnAt) {
+			logger.Warn("nats not reachable yet; still trying", "url", redactURL(cfg.URL))
+			warnAt = time.Time{}
+		}
 		select {
 		case <-ctx.Done():
 			nc.Close()
