@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -116,7 +117,7 @@ func (w *Worker) loop(ctx, jobCtx context.Context) {
 		msg, err := w.cons.Next(jetstream.FetchContext(fctx))
 		cancel()
 		if err != nil {
-			if ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, jetstream.ErrNoMessages) {
+			if ctx.Err() == nil && !idle(err) {
 				w.logger.Warn("fetch job failed", "err", err)
 				time.Sleep(time.Second)
 			}
@@ -124,6 +125,11 @@ func (w *Worker) loop(ctx, jobCtx context.Context) {
 		}
 		w.handle(jobCtx, msg)
 	}
+}
+
+// idle reports whether a fetch error only means "no job arrived in time".
+func idle(err error) bool {
+	return errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, jetstream.ErrNoMessages)
 }
 
 // handle runs one job through its steps.
