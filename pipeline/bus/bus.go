@@ -91,7 +91,9 @@ func Connect(ctx context.Context, cfg Config, name string, logger *slog.Logger) 
 		nats.MaxReconnects(-1),
 		nats.RetryOnFailedConnect(true),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
-			logger.Warn("nats disconnected", "err", err)
+			if err != nil { // nil: our own Close
+				logger.Warn("nats disconnected", "err", err)
+			}
 		}),
 		nats.ReconnectHandler(func(c *nats.Conn) {
 			logger.Info("nats reconnected", "url", c.ConnectedUrlRedacted())

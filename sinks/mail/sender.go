@@ -61,7 +61,7 @@ func (s *Sender) Send(ctx context.Context, n Notification) error {
 	if err := s.send(ctx, n); err != nil {
 		return fmt.Errorf("send %s to %d recipients: %w", n.Key, len(n.Recipients), err)
 	}
-	s.logger.Info("notification sent", "key", n.Key, "recipients", len(n.Recipients))
+	s.logger.Debug("notification sent", "key", n.Key, "recipients", len(n.Recipients))
 	return nil
 }
 
