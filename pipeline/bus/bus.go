@@ -31,8 +31,9 @@ type Config struct {
 	// pagewatch installations can share one NATS account.
 	Prefix   string `yaml:"prefix"`
 	Replicas int    `yaml:"replicas"`
-	// HitsMaxAge bounds how long hits stay in JetStream after loading: the
-	// window in which ClickHouse can be rebuilt by replay, and in which a
+	// HitsMaxAge is how long hits stay in JetStream, loaded or not: the
+	// longest loader or ClickHouse outage that loses nothing, the window in
+	// which ClickHouse can be rebuilt by replay, and how long a stopped
 	// tailer finds its position again.
 	HitsMaxAge time.Duration `yaml:"hits_max_age"`
 }
@@ -147,6 +148,9 @@ func (b *Bus) Ping(ctx context.Context) error {
 	return b.Conn.FlushWithContext(ctx)
 }
 
+// HitsMaxAge is how long a hit stays in the hits stream.
+func (b *Bus) HitsMaxAge() time.Duration { return b.cfg.HitsMaxAge }
+
 // HitsStreamName is the stream holding published hits.
 func (b *Bus) HitsStreamName() string { return upper(b.cfg.Prefix) + "_HITS" }
 
@@ -243,6 +247,9 @@ func upper(s string) string {
 	}
 	return string(b)
 }
+
+// RedactURL hides credentials embedded in a NATS URL.
+func RedactURL(u string) string { return redactURL(u) }
 
 var userinfoRE = regexp.MustCompile(`//[^@/]*@`)
 

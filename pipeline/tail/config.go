@@ -19,8 +19,12 @@ type Config struct {
 	// StartAt is where a file with no saved position starts when it exists
 	// at start-up: "end" (only new lines) or "beginning". A file that
 	// appears while ingest runs is always read from its beginning.
-	StartAt       string        `yaml:"start_at"`
-	PollInterval  time.Duration `yaml:"poll_interval"`
+	StartAt      string        `yaml:"start_at"`
+	PollInterval time.Duration `yaml:"poll_interval"`
+	// RotateGrace is how long a renamed-away file is still read after a
+	// new file appeared at its path, and after its last new line: the
+	// time the web server takes to reopen its logs.
+	RotateGrace   time.Duration `yaml:"rotate_grace"`
 	BatchLines    int           `yaml:"batch_lines"`
 	BatchBytes    int           `yaml:"batch_bytes"`
 	MaxLineBytes  int           `yaml:"max_line_bytes"`
@@ -42,6 +46,7 @@ func DefaultConfig() Config {
 		Instance:      sanitizeInstance(host),
 		StartAt:       "end",
 		PollInterval:  250 * time.Millisecond,
+		RotateGrace:   5 * time.Second,
 		BatchLines:    5000,
 		BatchBytes:    512 << 10,
 		MaxLineBytes:  64 << 10,
@@ -92,6 +97,9 @@ func (c Config) Validate() error {
 	}
 	if c.PollInterval <= 0 {
 		add("ingest.tail.poll_interval: must be positive, got %s", c.PollInterval)
+	}
+	if c.RotateGrace < 0 {
+		add("ingest.tail.rotate_grace: must not be negative, got %s", c.RotateGrace)
 	}
 	if c.BatchLines < 1 {
 		add("ingest.tail.batch_lines: must be at least 1, got %d", c.BatchLines)

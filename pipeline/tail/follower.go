@@ -43,11 +43,15 @@ type follower struct {
 	pending  []byte // bytes read past offset: at most one incomplete line
 	skipping bool   // inside a line longer than MaxLineBytes
 
-	lastSeq    uint64 // stream sequence of the last message on subject
-	batchStart int64
-	lines      int // lines consumed into the batch, hits or not
-	enc        hit.Encoder
-	entry      logformat.Entry
+	lastSeq     uint64 // stream sequence of the last message on subject
+	lastPublish time.Time
+	keepalive   time.Duration // re-publish the position of a quiet file this often
+	lastData    time.Time     // when the file last had new bytes
+	rotatedAt   time.Time     // when a successor appeared at the path; zero if none
+	batchStart  int64
+	lines       int // lines consumed into the batch, hits or not
+	enc         hit.Encoder
+	entry       logformat.Entry
 }
 
 func (fw *follower) run(ctx context.Context) error {
@@ -74,9 +78,16 @@ func (fw *follower) follow(ctx context.Context) error {
 			return err
 		}
 		if n > 0 {
+			fw.lastData = time.Now()
 			continue
 		}
-		if fw.lines > 0 {
+		// At the end of what the file has. Publish what was read, unless
+		// inside an over-long line: a position must fall between lines.
+		if fw.skipping {
+			// wait for the line's end
+		} else if fw.lines > 0 || time.Since(fw.lastPublish) > fw.keepalive {
+			// A quiet file re-publishes its position now and then, so it
+			// does not age out of the stream with the last batch.
 			if err := fw.publish(ctx); err != nil {
 				return err
 			}
@@ -103,9 +114,9 @@ func (fw *follower) open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	fw.lastSeq = 0
+	fw.lastSeq, fw.lastPublish = 0, time.Now()
 	if pos != nil {
-		fw.lastSeq = pos.seq
+		fw.lastSeq, fw.lastPublish = pos.seq, pos.at
 	}
 	appeared := false
 	for {

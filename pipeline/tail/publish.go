@@ -19,6 +19,7 @@ type position struct {
 	id  identity
 	end int64
 	seq uint64
+	at  time.Time // when it was published
 }
 
 func (fw *follower) lastPosition(ctx context.Context) (*position, error) {
@@ -37,7 +38,7 @@ func (fw *follower) lastPosition(ctx context.Context) (*position, error) {
 	if err != nil || end < 0 {
 		return nil, fmt.Errorf("message %d on %s: bad %s header %q", msg.Sequence, fw.subject, HeaderEnd, msg.Header.Get(HeaderEnd))
 	}
-	return &position{id: id, end: end, seq: msg.Sequence}, nil
+	return &position{id: id, end: end, seq: msg.Sequence, at: msg.Time}, nil
 }
 
 // publish sends the batch (possibly empty: a position marker) and starts a
@@ -57,7 +58,10 @@ func (fw *follower) publish(ctx context.Context) error {
 	msg.Header.Set(HeaderStart, strconv.FormatInt(fw.batchStart, 10))
 	msg.Header.Set(HeaderEnd, strconv.FormatInt(fw.offset, 10))
 	msg.Header.Set(HeaderLines, strconv.Itoa(fw.lines))
-	msg.Header.Set(jetstream.MsgIDHeader, fmt.Sprintf("%s.%d.%d", fw.subject, fw.id.ino, fw.offset))
+	// The expected sequence makes the ID unique per publish and the same
+	// for every retry of it: a duplicate ack means an earlier attempt of
+	// this very publish landed.
+	msg.Header.Set(jetstream.MsgIDHeader, fmt.Sprintf("%s.%d", fw.subject, fw.lastSeq))
 
 	for attempt := 0; ; attempt++ {
 		pctx, cancel := context.WithTimeout(ctx, fw.cfg.PublishTimout)
@@ -72,6 +76,9 @@ func (fw *follower) publish(ctx context.Context) error {
 		}
 		if isWrongLastSequence(err) {
 			landed, err := fw.landed(ctx)
+			if errors.Is(err, errRetry) {
+				continue
+			}
 			if err != nil {
 				return err
 			}
@@ -87,6 +94,7 @@ func (fw *follower) publish(ctx context.Context) error {
 		}
 	}
 	fw.metrics.batches.Inc()
+	fw.lastPublish = time.Now()
 	fw.enc.Reset()
 	fw.lines = 0
 	fw.batchStart = fw.offset
@@ -97,8 +105,14 @@ func (fw *follower) publish(ctx context.Context) error {
 // (its reply lost), by comparing the stream's last position with ours.
 func (fw *follower) landed(ctx context.Context) (bool, error) {
 	pos, err := fw.lastPosition(ctx)
-	if err != nil || pos == nil {
+	if err != nil {
 		return false, err
+	}
+	if pos == nil {
+		// The subject emptied (its messages aged out, or the stream was
+		// purged): our own offset is still right; start the subject anew.
+		fw.lastSeq = 0
+		return false, errRetry
 	}
 	if pos.end == fw.offset && pos.id.dev == fw.id.dev && pos.id.ino == fw.id.ino && pos.id.fp == fw.id.fp {
 		fw.lastSeq = pos.seq
@@ -106,6 +120,9 @@ func (fw *follower) landed(ctx context.Context) (bool, error) {
 	}
 	return false, nil
 }
+
+// errRetry asks publish to try again at once with the updated sequence.
+var errRetry = errors.New("retry publish")
 
 func isWrongLastSequence(err error) bool {
 	var apiErr *jetstream.APIError
@@ -120,6 +137,17 @@ func (fw *follower) checkRotation(ctx context.Context) (bool, error) {
 	same, exists := sameInode(fw.in.Path, fw.f)
 	switch {
 	case exists && !same:
+		// A successor appeared (logrotate's create), but the server keeps
+		// writing the old file until it reopens its logs: drain the old one
+		// until it has been quiet for rotate_grace.
+		if fw.rotatedAt.IsZero() {
+			fw.rotatedAt = time.Now()
+			fw.logger.Info("successor file appeared; draining the rotated file first", "rotate_grace", fw.cfg.RotateGrace)
+		}
+		if time.Since(fw.rotatedAt) < fw.cfg.RotateGrace || time.Since(fw.lastData) < fw.cfg.RotateGrace {
+			return false, nil
+		}
+		fw.rotatedAt = time.Time{}
 		return true, fw.switchFile(ctx)
 	case !exists:
 		// Deleted, or renamed with no successor yet: the writer may still

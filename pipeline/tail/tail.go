@@ -77,9 +77,10 @@ func (t *Tailer) Run(ctx context.Context) error {
 
 func (t *Tailer) newFollower(in Input) *follower {
 	return &follower{
-		Tailer:  t,
-		in:      in,
-		subject: t.bus.HitsSubject(t.cfg.Instance, bus.Key(in.Path)),
-		logger:  t.logger.With("file", in.Path),
+		Tailer:    t,
+		in:        in,
+		subject:   t.bus.HitsSubject(t.cfg.Instance, bus.Key(in.Path)),
+		logger:    t.logger.With("file", in.Path),
+		keepalive: t.bus.HitsMaxAge() / 4,
 	}
 }

@@ -44,6 +44,7 @@ func setup(t testing.TB) *bundle {
 	tc.Instance = "test"
 	tc.PollInterval = 10 * time.Millisecond
 	tc.StartAt = "beginning"
+	tc.RotateGrace = 200 * time.Millisecond
 	tc.BatchLines = 700 // several batches per chunk, and batches that straddle chunks
 	tc.Inputs = []tail.Input{{Path: filepath.Join(dir, "access.log"), Site: "example.com"}}
 	return &bundle{bus: b, nats: ns, dir: dir, log: tc.Inputs[0].Path, cfg: tc,
@@ -82,9 +83,9 @@ func appendLines(t testing.TB, path string, lines [][]byte) {
 	}
 }
 
-// published reads every hit in the stream, keyed by file offset, and fails
-// on a line published twice.
-func (b *bundle) published(t *testing.T) (hits map[string]hit.Hit, lines int) {
+// published reads every hit in the stream, in order, and fails if the
+// byte ranges of a file's messages overlap: a line published twice.
+func (b *bundle) published(t testing.TB) []hit.Hit {
 	t.Helper()
 	ctx := context.Background()
 	s, err := b.bus.JS.Stream(ctx, b.bus.HitsStreamName())
@@ -95,37 +96,35 @@ func (b *bundle) published(t *testing.T) (hits map[string]hit.Hit, lines int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hits = map[string]hit.Hit{}
+	var hits []hit.Hit
+	prevEnd := map[string]int64{}
 	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && seq > 0; seq++ {
 		m, err := s.GetMsg(ctx, seq)
 		if err != nil {
-			t.Fatal(err)
+			continue // purged
 		}
 		hs, err := hit.Decode(m.Data, nil)
 		if err != nil {
 			t.Fatalf("message %d: %v", seq, err)
 		}
-		for _, h := range hs {
-			k := m.Header.Get(tail.HeaderFile)[:20] + "@" + time.Unix(int64(h.Offset), 0).String()
-			if _, dup := hits[k]; dup {
-				t.Fatalf("line at offset %d published twice (message %d)", h.Offset, seq)
-			}
-			hits[k] = h
+		var start, end int64
+		fmt.Sscan(m.Header.Get(tail.HeaderStart), &start)
+		fmt.Sscan(m.Header.Get(tail.HeaderEnd), &end)
+		if prev, ok := prevEnd[m.Subject]; ok && start != prev && start != 0 {
+			t.Fatalf("message %d covers [%d, %d) but the previous one ended at %d", seq, start, end, prev)
 		}
-		var n int
-		if _, err := fmt.Sscan(m.Header.Get(tail.HeaderLines), &n); err == nil {
-			lines += n
-		}
+		prevEnd[m.Subject] = end
+		hits = append(hits, hs...)
 	}
-	return hits, lines
+	return hits
 }
 
 // waitHits waits until the stream holds n hits.
-func (b *bundle) waitHits(t *testing.T, n int) map[string]hit.Hit {
+func (b *bundle) waitHits(t *testing.T, n int) []hit.Hit {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		hits, _ := b.published(t)
+		hits := b.published(t)
 		if len(hits) == n {
 			return hits
 		}
@@ -166,13 +165,17 @@ func TestRotationByRename(t *testing.T) {
 	stop := b.start(t)
 	appendLines(t, b.log, b.lines[:1000])
 	b.waitHits(t, 1000)
-	// logrotate's default: rename, then the server writes a new file.
+	// logrotate's default: rename, create the new file, then the server
+	// reopens its logs, writing to the old file until it does.
 	appendLines(t, b.log, b.lines[1000:1500])
 	if err := os.Rename(b.log, b.log+".1"); err != nil {
 		t.Fatal(err)
 	}
-	appendLines(t, b.log+".1", b.lines[1500:1600]) // server still writing the old file
-	appendLines(t, b.log, b.lines[1600:2500])
+	appendLines(t, b.log+".1", b.lines[1500:1600])
+	appendLines(t, b.log, b.lines[1600:1700]) // the new file exists...
+	time.Sleep(50 * time.Millisecond)
+	appendLines(t, b.log+".1", b.lines[1700:1800]) // ...and the old one still gets lines
+	appendLines(t, b.log, b.lines[1800:2500])
 	b.waitHits(t, 2500)
 	stop()
 }
@@ -188,6 +191,14 @@ func TestCopyTruncate(t *testing.T) {
 	time.Sleep(50 * time.Millisecond) // let the tailer see the empty file
 	appendLines(t, b.log, b.lines[1000:1200])
 	b.waitHits(t, 1200)
+	// Truncated and written again with the same bytes: same inode, same
+	// head, same end offsets. Still new lines, and not a duplicate publish.
+	if err := os.Truncate(b.log, 0); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	appendLines(t, b.log, b.lines[1000:1200])
+	b.waitHits(t, 1400)
 	stop()
 }
 
@@ -215,6 +226,25 @@ func TestOutageOfNATS(t *testing.T) {
 	b.nats.Restart(t)
 	appendLines(t, b.log, b.lines[4000:5000])
 	b.waitHits(t, 5000)
+	stop()
+}
+
+// A quiet file's messages can age out of the stream (hits_max_age); the
+// tailer must carry on from its own offset, losing and repeating nothing.
+func TestPositionAgedOutOfStream(t *testing.T) {
+	b := setup(t)
+	stop := b.start(t)
+	appendLines(t, b.log, b.lines[:500])
+	b.waitHits(t, 500)
+	s, err := b.bus.JS.Stream(context.Background(), b.bus.HitsStreamName())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Purge(context.Background()); err != nil { // as if MaxAge had passed
+		t.Fatal(err)
+	}
+	appendLines(t, b.log, b.lines[500:800])
+	b.waitHits(t, 300)
 	stop()
 }
 
