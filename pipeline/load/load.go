@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -57,8 +58,8 @@ func (c Config) Validate() error {
 	if c.BatchAge <= 0 {
 		errs = append(errs, fmt.Errorf("ingest.load.batch_age: must be positive, got %s", c.BatchAge))
 	}
-	if c.AckWait < 5*time.Second {
-		errs = append(errs, fmt.Errorf("ingest.load.ack_wait: must be at least 5s, got %s", c.AckWait))
+	if c.AckWait < 5*time.Second || c.AckWait < 2*c.BatchAge {
+		errs = append(errs, fmt.Errorf("ingest.load.ack_wait: must be at least 5s and twice ingest.load.batch_age (%s), got %s", c.BatchAge, c.AckWait))
 	}
 	return errors.Join(errs...)
 }
@@ -72,6 +73,7 @@ type Store interface {
 // Loader is one loading process's share of the consumer.
 type Loader struct {
 	cfg     Config
+	stream  jetstream.Stream
 	cons    jetstream.Consumer
 	store   Store
 	logger  *slog.Logger
@@ -87,51 +89,73 @@ func New(ctx context.Context, cfg Config, b *bus.Bus, store Store, logger *slog.
 	if err != nil {
 		return nil, err
 	}
-	cons, err := stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
-		Durable:     cfg.Consumer,
+	l := &Loader{cfg: cfg, stream: stream, store: store, logger: logger, metrics: newMetrics(reg)}
+	if err := l.ensureConsumer(ctx); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// ensureConsumer creates the durable consumer, or updates it to this
+// loader's settings; also how a loader recovers a deleted consumer.
+func (l *Loader) ensureConsumer(ctx context.Context) error {
+	cons, err := l.stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
+		Durable:     l.cfg.Consumer,
 		Description: "pagewatch loaders: hits into ClickHouse",
 		AckPolicy:   jetstream.AckExplicitPolicy,
-		AckWait:     cfg.AckWait,
+		AckWait:     l.cfg.AckWait,
 		// Enough outstanding messages for a full batch from small tailer
 		// messages, and for several loaders at once.
-		MaxAckPending: max(10_000, cfg.BatchRows/10),
+		MaxAckPending: max(10_000, l.cfg.BatchRows/10),
 		MaxDeliver:    -1,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("create consumer %s: %w", cfg.Consumer, err)
+		return fmt.Errorf("create consumer %s: %w", l.cfg.Consumer, err)
 	}
-	return &Loader{cfg: cfg, cons: cons, store: store, logger: logger, metrics: newMetrics(reg)}, nil
+	l.cons = cons
+	return nil
 }
 
 // Run loads until ctx is done. Messages of an unfinished batch are left
 // for redelivery, to this loader or another.
 func (l *Loader) Run(ctx context.Context) error {
+	failures := 0
 	for ctx.Err() == nil {
-		msgs, batches, rows, err := l.collect(ctx)
-		if err == nil && len(msgs) > 0 {
-			if err = l.insert(ctx, msgs, batches, rows); err == nil {
-				l.ack(msgs)
-				continue
+		msgs, batches, rows, fetchErr := l.collect(ctx)
+		if len(msgs) > 0 {
+			if err := l.insert(ctx, msgs, batches, rows); err != nil {
+				// Only ctx ending stops insert's retries: hand the batch
+				// back now rather than after AckWait.
+				for _, m := range msgs {
+					_ = m.Nak()
+				}
+				break
+			}
+			l.ack(msgs)
+		}
+		if fetchErr == nil || ctx.Err() != nil {
+			failures = 0
+			continue
+		}
+		l.metrics.fetchErrors.Inc()
+		d := retry.Delay(failures, 100*time.Millisecond, 10*time.Second)
+		failures++
+		l.logger.Warn("fetch failed; retrying", "err", fetchErr, "attempt", failures, "retry_in", d.Round(time.Millisecond))
+		if errors.Is(fetchErr, jetstream.ErrConsumerDeleted) || errors.Is(fetchErr, jetstream.ErrConsumerNotFound) {
+			if err := l.ensureConsumer(ctx); err != nil {
+				l.logger.Warn("recreate consumer failed", "err", err)
 			}
 		}
-		if ctx.Err() != nil {
-			// Hand the unfinished batch back now rather than after AckWait.
-			for _, m := range msgs {
-				_ = m.Nak()
-			}
-			break
-		}
-		if err != nil {
-			l.logger.Warn("fetch failed; retrying", "err", err)
-			_ = retry.Sleep(ctx, time.Second)
-		}
+		_ = retry.Sleep(ctx, d)
 	}
 	return nil
 }
 
-// collect fetches messages until the batch is full or old enough.
+// collect fetches messages until the batch is full or old enough. A fetch
+// error ends the batch early; what was collected is still returned.
 func (l *Loader) collect(ctx context.Context) (msgs []jetstream.Msg, batches []hit.Batch, rows int, err error) {
 	var deadline time.Time
+	seen := map[uint64]bool{}
 	for rows < l.cfg.BatchRows {
 		wait := l.cfg.BatchAge
 		if !deadline.IsZero() {
@@ -154,6 +178,12 @@ func (l *Loader) collect(ctx context.Context) (msgs []jetstream.Msg, batches []h
 			if !ok {
 				continue
 			}
+			if seen[b.Seq] {
+				// Redelivered while we were still collecting: one copy per
+				// insert, or its per-minute counts would add up twice.
+				continue
+			}
+			seen[b.Seq] = true
 			msgs = append(msgs, m)
 			batches = append(batches, b)
 			rows += len(b.Hits)
@@ -162,11 +192,19 @@ func (l *Loader) collect(ctx context.Context) (msgs []jetstream.Msg, batches []h
 		if ctx.Err() != nil {
 			return msgs, batches, rows, ctx.Err()
 		}
+		if err := fetched.Error(); err != nil && !idle(err) {
+			return msgs, batches, rows, err
+		}
 		if deadline.IsZero() {
 			return msgs, batches, rows, nil // nothing arrived: go round again
 		}
 	}
 	return msgs, batches, rows, nil
+}
+
+// idle reports whether a fetch error only means "nothing arrived in time".
+func idle(err error) bool {
+	return errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, jetstream.ErrNoMessages)
 }
 
 // decode turns a message into a batch; a message that is not one is
@@ -196,7 +234,24 @@ func (l *Loader) decode(m jetstream.Msg) (hit.Batch, bool) {
 // the messages are kept from redelivery with progress acks, and nothing
 // more is fetched (JetStream is the buffer).
 func (l *Loader) insert(ctx context.Context, msgs []jetstream.Msg, batches []hit.Batch, rows int) error {
-	lastProgress := time.Now()
+	// Keep the messages ours for as long as the insert and its retries
+	// take, so a slow or down ClickHouse does not cause redeliveries.
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		t := time.NewTicker(l.cfg.AckWait / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				for _, m := range msgs {
+					_ = m.InProgress()
+				}
+			}
+		}
+	}()
 	for attempt := 0; ; attempt++ {
 		start := time.Now()
 		err := l.store.InsertHits(ctx, batches)
@@ -212,12 +267,6 @@ func (l *Loader) insert(ctx context.Context, msgs []jetstream.Msg, batches []hit
 		l.metrics.insertErrors.Inc()
 		d := retry.Delay(attempt, 100*time.Millisecond, 30*time.Second)
 		l.logger.Warn("insert failed; retrying", "err", err, "rows", rows, "messages", len(msgs), "attempt", attempt+1, "retry_in", d.Round(time.Millisecond))
-		if time.Since(lastProgress) > l.cfg.AckWait/3 {
-			for _, m := range msgs {
-				_ = m.InProgress()
-			}
-			lastProgress = time.Now()
-		}
 		if err := retry.Sleep(ctx, d); err != nil {
 			return err
 		}

@@ -167,3 +167,22 @@ func TestClickHouseOutage(t *testing.T) {
 	b.waitCount(t, 10_000)
 	b.assertPageCount(t, 10_000)
 }
+
+// A deleted consumer is recreated; the new one starts from the stream's
+// beginning, and loading everything again changes no count.
+func TestConsumerDeletedIsRecreated(t *testing.T) {
+	b := setup(t)
+	b.publish(t, 50, 100)
+	defer b.run(t, b.ch)()
+	b.waitCount(t, 5000)
+	s, err := b.bus.HitsStream(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteConsumer(context.Background(), b.cfg.Consumer); err != nil {
+		t.Fatal(err)
+	}
+	b.publish(t, 50, 100)
+	b.waitCount(t, 10_000)
+	b.assertPageCount(t, 10_000)
+}
