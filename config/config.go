@@ -131,6 +131,10 @@ func (c Config) Validate(part Part) error {
 		errs = append(errs, c.ClickHouse.Validate(), c.Sweeper.Validate())
 	case Worker:
 		errs = append(errs, c.ClickHouse.Validate(), c.Worker.Validate(), c.Mail.Validate())
+		if c.Worker.DrainTimeout >= c.ShutdownTimeout {
+			// Otherwise the process is gone mid-send: the duplicate case.
+			errs = append(errs, fmt.Errorf("worker.drain_timeout: must be less than shutdown_timeout (%s), got %s", c.ShutdownTimeout, c.Worker.DrainTimeout))
+		}
 	default:
 		errs = append(errs, fmt.Errorf("unknown part %q", part))
 	}
@@ -153,6 +157,7 @@ func (l Log) validate() error {
 // Redacted renders the config as YAML with secrets masked, for
 // --check-config.
 func (c Config) Redacted() ([]byte, error) {
+	c.NATS.URL = bus.RedactURL(c.NATS.URL)
 	n, err := encodeNode(reflect.ValueOf(c))
 	if err != nil {
 		return nil, fmt.Errorf("render config: %w", err)

@@ -101,7 +101,7 @@ func leafKeys(n *yaml.Node, prefix string) []string {
 }
 
 func TestSecretsAreNeverPrinted(t *testing.T) {
-	cfg, err := parse(t, "nats:\n  user: u\n  password: hunter2\nclickhouse:\n  password: hunter3\nmail:\n  smtp:\n    password: hunter4\n")
+	cfg, err := parse(t, "nats:\n  url: nats://bob:hunter1@127.0.0.1:4222\n  user: u\n  password: hunter2\nclickhouse:\n  password: hunter3\nmail:\n  smtp:\n    password: hunter4\n")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,9 +6,11 @@
 package lock
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -38,6 +40,9 @@ type Lease struct {
 // onLost is called (once, from another goroutine) if a renewal fails, so
 // the holder can stop work it no longer owns.
 func Acquire(ctx context.Context, kv jetstream.KeyValue, key, owner string, ttl time.Duration, onLost func()) (*Lease, error) {
+	// The value is unique per lease, so a renewal whose reply was lost can
+	// tell its own write from another holder's.
+	owner = fmt.Sprintf("%s/%x", owner, rand.Uint64())
 	rev, err := kv.Create(ctx, key, []byte(owner))
 	if errors.Is(err, jetstream.ErrKeyExists) {
 		return nil, ErrLocked
@@ -72,10 +77,17 @@ func (l *Lease) renew(onLost func()) {
 		ctx, cancel := context.WithTimeout(context.Background(), l.ttl/3)
 		l.mu.Lock()
 		rev, err := l.kv.Update(ctx, l.key, l.owner, l.rev)
-		if err == nil {
+		switch {
+		case err == nil:
 			l.rev = rev
-		} else if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyNotFound) {
-			l.lost = true
+		case errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyNotFound):
+			// Either another holder took the key, or our previous renewal
+			// landed and only its reply was lost: the value tells which.
+			if e, gerr := l.kv.Get(ctx, l.key); gerr == nil && bytes.Equal(e.Value(), l.owner) {
+				l.rev = e.Revision()
+			} else {
+				l.lost = true
+			}
 		}
 		lost := l.lost
 		l.mu.Unlock()

@@ -232,12 +232,16 @@ type sentEntry struct {
 
 func (w *Worker) recordSent(ctx context.Context, x crossing.Crossing) error {
 	body, _ := json.Marshal(sentEntry{At: time.Now().UTC(), Worker: w.cfg.Name, MessageID: mail.MessageID(x.Key)})
+	// The mail is out: the ledger write must not be cut short by a lost
+	// lease or a shutdown, or the crossing would be mailed again.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
 	var err error
 	for attempt := 0; attempt < 5; attempt++ {
 		if _, err = w.sent.Put(ctx, x.Key, body); err == nil {
 			return nil
 		}
-		time.Sleep(time.Duration(100<<attempt) * time.Millisecond)
+		_ = retry.Sleep(ctx, retry.Delay(attempt, 100*time.Millisecond, 5*time.Second))
 	}
 	return fmt.Errorf("write sent ledger %s: %w", x.Key, err)
 }
