@@ -85,7 +85,7 @@ func setup(t *testing.T, rules string) *bundle {
 	b.log = filepath.Join(b.dir, "access.log")
 	b.config = filepath.Join(b.dir, "pagewatch.yaml")
 	cfg := fmt.Sprintf(`log: {level: info}
-shutdown_timeout: 10s
+shutdown_timeout: 15s
 nats: {url: %q}
 clickhouse: {addr: [%q]}
 ingest:
@@ -111,6 +111,7 @@ worker:
   lock_ttl: 5s
   defer_delay: 200ms
   ack_wait: 20s
+  drain_timeout: 5s
 mail:
   transport: smtp
   from: pagewatch@example.com
