@@ -160,8 +160,15 @@ func (b *bundle) start(t *testing.T, bin string, args ...string) *proc {
 
 // stop sends SIGTERM and requires a clean exit within the shutdown deadline.
 func (p *proc) stop(t *testing.T) {
-	if p.cmd.ProcessState != nil || p.done == nil {
+	if p.done == nil {
+		return // killed on purpose
+	}
+	select {
+	case err := <-p.done:
+		p.done = nil
+		t.Errorf("%s exited before the test stopped it: %v", p.name, err)
 		return
+	default:
 	}
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
