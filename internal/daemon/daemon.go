@@ -36,8 +36,8 @@ type Command struct {
 	Name    string
 	Summary string
 	Part    config.Part // which config sections it validates
-	// Flags adds command-specific flags; the returned func is not needed,
-	// the command reads its own variables.
+	// Flags adds command-specific flags, bound to variables the command's
+	// Run reads.
 	Flags func(fs *flag.FlagSet)
 	Run   func(ctx context.Context, env *Env) error
 }

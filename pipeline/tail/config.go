@@ -24,11 +24,11 @@ type Config struct {
 	// RotateGrace is how long a renamed-away file is still read after a
 	// new file appeared at its path, and after its last new line: the
 	// time the web server takes to reopen its logs.
-	RotateGrace   time.Duration `yaml:"rotate_grace"`
-	BatchLines    int           `yaml:"batch_lines"`
-	BatchBytes    int           `yaml:"batch_bytes"`
-	MaxLineBytes  int           `yaml:"max_line_bytes"`
-	PublishTimout time.Duration `yaml:"publish_timeout"`
+	RotateGrace    time.Duration `yaml:"rotate_grace"`
+	BatchLines     int           `yaml:"batch_lines"`
+	BatchBytes     int           `yaml:"batch_bytes"`
+	MaxLineBytes   int           `yaml:"max_line_bytes"`
+	PublishTimeout time.Duration `yaml:"publish_timeout"`
 }
 
 // Input is one access-log file.
@@ -42,15 +42,15 @@ type Input struct {
 func DefaultConfig() Config {
 	host, _ := os.Hostname()
 	return Config{
-		Listen:        "127.0.0.1:9101",
-		Instance:      sanitizeInstance(host),
-		StartAt:       "end",
-		PollInterval:  250 * time.Millisecond,
-		RotateGrace:   5 * time.Second,
-		BatchLines:    5000,
-		BatchBytes:    512 << 10,
-		MaxLineBytes:  64 << 10,
-		PublishTimout: 10 * time.Second,
+		Listen:         "127.0.0.1:9101",
+		Instance:       sanitizeInstance(host),
+		StartAt:        "end",
+		PollInterval:   250 * time.Millisecond,
+		RotateGrace:    5 * time.Second,
+		BatchLines:     5000,
+		BatchBytes:     512 << 10,
+		MaxLineBytes:   64 << 10,
+		PublishTimeout: 10 * time.Second,
 	}
 }
 
@@ -111,8 +111,8 @@ func (c Config) Validate() error {
 	if c.MaxLineBytes < 1<<10 || c.MaxLineBytes > c.BatchBytes {
 		add("ingest.tail.max_line_bytes: must be 1024..batch_bytes, got %d", c.MaxLineBytes)
 	}
-	if c.PublishTimout <= 0 {
-		add("ingest.tail.publish_timeout: must be positive, got %s", c.PublishTimout)
+	if c.PublishTimeout <= 0 {
+		add("ingest.tail.publish_timeout: must be positive, got %s", c.PublishTimeout)
 	}
 	return errors.Join(errs...)
 }

@@ -83,9 +83,7 @@ func (fw *follower) follow(ctx context.Context) error {
 		}
 		// At the end of what the file has. Publish what was read, unless
 		// inside an over-long line: a position must fall between lines.
-		if fw.skipping {
-			// wait for the line's end
-		} else if fw.lines > 0 || time.Since(fw.lastPublish) > fw.keepalive {
+		if !fw.skipping && (fw.lines > 0 || time.Since(fw.lastPublish) > fw.keepalive) {
 			// A quiet file re-publishes its position now and then, so it
 			// does not age out of the stream with the last batch.
 			if err := fw.publish(ctx); err != nil {

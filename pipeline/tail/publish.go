@@ -64,8 +64,8 @@ func (fw *follower) publish(ctx context.Context) error {
 	msg.Header.Set(jetstream.MsgIDHeader, fmt.Sprintf("%s.%d", fw.subject, fw.lastSeq))
 
 	for attempt := 0; ; attempt++ {
-		pctx, cancel := context.WithTimeout(ctx, fw.cfg.PublishTimout)
-		ack, err := fw.js.PublishMsg(pctx, msg, jetstream.WithExpectLastSequencePerSubject(fw.lastSeq))
+		pctx, cancel := context.WithTimeout(ctx, fw.cfg.PublishTimeout)
+		ack, err := fw.bus.JS.PublishMsg(pctx, msg, jetstream.WithExpectLastSequencePerSubject(fw.lastSeq))
 		cancel()
 		if err == nil {
 			fw.lastSeq = ack.Sequence

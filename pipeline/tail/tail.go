@@ -27,7 +27,6 @@ import (
 // Tailer follows the configured inputs.
 type Tailer struct {
 	cfg     Config
-	js      jetstream.JetStream
 	stream  jetstream.Stream
 	bus     *bus.Bus
 	logger  *slog.Logger
@@ -45,7 +44,6 @@ func New(ctx context.Context, cfg Config, b *bus.Bus, logger *slog.Logger, reg p
 	}
 	return &Tailer{
 		cfg:     cfg,
-		js:      b.JS,
 		stream:  stream,
 		bus:     b,
 		logger:  logger,

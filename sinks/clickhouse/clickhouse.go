@@ -76,7 +76,7 @@ type Client struct {
 	insertSettings ch.Settings
 }
 
-// errUnknownDatabase is ClickHouse's code 81.
+// codeUnknownDatabase is the exception code of a missing database.
 const codeUnknownDatabase = 81
 
 // Open connects, creating the database if it does not exist yet.
