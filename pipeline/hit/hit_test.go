@@ -40,3 +40,24 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkDecode decodes a 5,000-hit message shaped like real traffic.
+func BenchmarkDecode(b *testing.B) {
+	var e Encoder
+	for i := 0; i < 5000; i++ {
+		e.Add(&Hit{Time: time.Unix(1431857103+int64(i), 0), Site: "example.com", Path: "/blog/2015/05/some-post.html",
+			Method: "GET", Status: 200, Bytes: 12345, Referer: "https://www.google.com/search?q=pagewatch",
+			UserAgent: "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36", Offset: uint64(i * 200)})
+	}
+	data := e.Bytes()
+	dst := make([]Hit, 0, 5000)
+	b.SetBytes(int64(len(data)))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		var err error
+		if dst, err = Decode(data, dst[:0]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N*5000)/b.Elapsed().Seconds(), "hits/s")
+}
