@@ -1,16 +1,16 @@
--- Raw hits, one row per access-log line that is a page view.
+-- Raw hits, one row per access-log line that is a page view: what the
+-- emails' "top referrers" and operators' questions read. Only what those
+-- need is kept (no client address, no user agent): less personal data, and
+-- a narrower row loads faster. JetStream keeps the full hit for its max age.
 -- ReplacingMergeTree keyed by (seq, line_offset): a batch that is loaded
 -- twice (a loader killed between insert and ack) collapses to one copy, and
 -- every query that counts groups by that key so it is exact before merges.
+-- One partition per day, so retention drops whole days.
 CREATE TABLE IF NOT EXISTS hits (
     ts DateTime,
     site String,
     path String,
-    method String,
-    status UInt16,
-    bytes UInt64,
     referer String,
-    user_agent String,
     seq UInt64,
     line_offset UInt64
 ) ENGINE = ReplacingMergeTree()

@@ -1,9 +1,11 @@
 package clickhouse
 
 import (
+	"cmp"
 	"context"
 	"fmt"
-	"sort"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/pagewatch/pagewatch/pipeline/hit"
@@ -11,106 +13,167 @@ import (
 
 // InsertHits loads batches of hits and their per-minute counts. It is
 // idempotent: inserting the same batches again changes no count (see
-// schema/migrations/0001_init.sql). Rows are split by partition so that one
-// batch never exceeds the server's partitions-per-insert limit, which a
-// backfill spanning months would.
+// schema/migrations/0001_init.sql).
+//
+// Each insert is one block within one partition, so the server takes it
+// whole or not at all, and a backfill spanning months never exceeds the
+// partitions-per-insert limit. Rows are sent already in the tables' sort
+// order: ClickHouse then skips sorting the block, which doubles how fast
+// 18.16 takes string-keyed rows.
 func (c *Client) InsertHits(ctx context.Context, batches []hit.Batch) error {
-	byDay := map[int][]int{} // day → indexes into flat
-	var flat []loaded
-	minutes := map[minuteKey]uint64{}
+	rows := sortedRows(batches)
+	if len(rows) == 0 {
+		return nil
+	}
+	minutes := countMinutes(rows)
+	// Counts first: once a batch's raw hits are visible, so are its counts,
+	// which is what anyone comparing the two (tests, operators) assumes.
+	for _, part := range splitBy(len(minutes), func(i int) int { return minutes[i].month }) {
+		if err := c.insertMinutes(ctx, minutes[part.from:part.to]); err != nil {
+			return fmt.Errorf("insert %d page-minute counts of month %d: %w", part.to-part.from, part.key, err)
+		}
+	}
+	for _, part := range splitBy(len(rows), func(i int) int { return rows[i].day }) {
+		if err := c.insertHitRows(ctx, rows[part.from:part.to]); err != nil {
+			return fmt.Errorf("insert %d hits of day %d: %w", part.to-part.from, part.key, err)
+		}
+	}
+	return nil
+}
+
+// row is one hit with the sequence of the message it came in.
+type row struct {
+	day  int // dayOf(unix), the partition
+	unix int64
+	seq  uint64
+	hit  *hit.Hit
+}
+
+// sortedRows orders hits by partition, then by the hits table's key
+// (site, path, ts, seq, line_offset).
+func sortedRows(batches []hit.Batch) []row {
+	n := 0
+	for _, b := range batches {
+		n += len(b.Hits)
+	}
+	rows := make([]row, 0, n)
 	for _, b := range batches {
 		for i := range b.Hits {
 			h := &b.Hits[i]
-			day := dayOf(h.Time)
-			byDay[day] = append(byDay[day], len(flat))
-			flat = append(flat, loaded{seq: b.Seq, hit: h})
-			minutes[minuteKey{site: h.Site, path: h.Path, minute: h.Time.Unix() / 60 * 60, seq: b.Seq}]++
+			unix := h.Time.Unix()
+			rows = append(rows, row{day: dayOf(unix), unix: unix, seq: b.Seq, hit: h})
 		}
 	}
-	if len(flat) == 0 {
-		return nil
-	}
-	// Counts first: once a batch's raw hits are visible, so are its counts,
-	// which is what anyone comparing the two (tests, operators) assumes.
-	if err := c.insertMinutes(ctx, minutes); err != nil {
-		return fmt.Errorf("insert %d page-minute counts: %w", len(minutes), err)
-	}
-	for _, day := range sortedKeys(byDay) {
-		if err := c.insertHitRows(ctx, flat, byDay[day]); err != nil {
-			return fmt.Errorf("insert %d hits of day %d: %w", len(byDay[day]), day, err)
+	slices.SortFunc(rows, func(a, b row) int {
+		if c := cmp.Compare(a.day, b.day); c != 0 {
+			return c
 		}
-	}
-	return nil
+		if c := strings.Compare(a.hit.Site, b.hit.Site); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.hit.Path, b.hit.Path); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.unix, b.unix); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.seq, b.seq); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.hit.Offset, b.hit.Offset)
+	})
+	return rows
 }
 
-type loaded struct {
-	seq uint64
-	hit *hit.Hit
-}
-
-type minuteKey struct {
+// minuteCount is one page_minutes row.
+type minuteCount struct {
+	month      int // YYYYMM, the page_minutes partition
 	site, path string
 	minute     int64
 	seq        uint64
+	hits       uint64
 }
 
-func dayOf(t time.Time) int {
-	y, m, d := t.UTC().Date()
+// countMinutes counts hits per (site, path, minute, seq) from rows sorted
+// as sortedRows leaves them, and returns the counts in page_minutes' own
+// order within each month.
+func countMinutes(rows []row) []minuteCount {
+	var out []minuteCount
+	for i := 0; i < len(rows); {
+		// One run: the rows of one page in one minute, several messages.
+		first := len(out)
+		site, path, minute := rows[i].hit.Site, rows[i].hit.Path, rows[i].unix/60*60
+		for ; i < len(rows) && rows[i].unix/60*60 == minute && rows[i].hit.Path == path && rows[i].hit.Site == site; i++ {
+			j := first
+			for j < len(out) && out[j].seq != rows[i].seq {
+				j++
+			}
+			if j == len(out) {
+				out = append(out, minuteCount{month: rows[i].day / 100, site: site, path: path, minute: minute, seq: rows[i].seq})
+			}
+			out[j].hits++
+		}
+		slices.SortFunc(out[first:], func(a, b minuteCount) int { return cmp.Compare(a.seq, b.seq) })
+	}
+	// Rows came ordered by day first; a month holds many days, so restore
+	// (month, site, path, minute, seq) order.
+	slices.SortStableFunc(out, func(a, b minuteCount) int {
+		if c := cmp.Compare(a.month, b.month); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.site, b.site); c != 0 {
+			return c
+		}
+		return strings.Compare(a.path, b.path)
+	})
+	return out
+}
+
+// span is a run of equal keys in a sorted slice.
+type span struct{ key, from, to int }
+
+// splitBy cuts [0, n) into runs where key(i) is constant.
+func splitBy(n int, key func(i int) int) []span {
+	var out []span
+	for i := 0; i < n; {
+		s := span{key: key(i), from: i}
+		for i++; i < n && key(i) == s.key; i++ {
+		}
+		s.to = i
+		out = append(out, s)
+	}
+	return out
+}
+
+// dayOf is the UTC day of a Unix time as YYYYMMDD, the hits partition.
+func dayOf(unix int64) int {
+	y, m, d := time.Unix(unix, 0).UTC().Date()
 	return y*10000 + int(m)*100 + d
 }
 
-func sortedKeys(m map[int][]int) []int {
-	keys := make([]int, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Ints(keys)
-	return keys
-}
-
-func (c *Client) insertHitRows(ctx context.Context, flat []loaded, idx []int) error {
-	n := len(idx)
+func (c *Client) insertHitRows(ctx context.Context, rows []row) error {
+	n := len(rows)
 	var (
-		ts                          = make([]time.Time, n)
-		site, path, method, ref, ua = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		status                      = make([]uint16, n)
-		bytes, seq, offset          = make([]uint64, n), make([]uint64, n), make([]uint64, n)
+		ts              = make([]time.Time, n)
+		site, path, ref = make([]string, n), make([]string, n), make([]string, n)
+		seq, offset     = make([]uint64, n), make([]uint64, n)
 	)
-	for j, i := range idx {
-		h := flat[i].hit
-		ts[j], site[j], path[j], method[j] = h.Time, h.Site, h.Path, h.Method
-		status[j], bytes[j], ref[j], ua[j] = h.Status, h.Bytes, h.Referer, h.UserAgent
-		seq[j], offset[j] = flat[i].seq, h.Offset
+	for i, r := range rows {
+		ts[i], site[i], path[i], ref[i] = r.hit.Time, r.hit.Site, r.hit.Path, r.hit.Referer
+		seq[i], offset[i] = r.seq, r.hit.Offset
 	}
-	return c.sendColumns(ctx, insertHits, ts, site, path, method, status, bytes, ref, ua, seq, offset)
+	return c.sendColumns(ctx, insertHits, ts, site, path, ref, seq, offset)
 }
 
-func (c *Client) insertMinutes(ctx context.Context, minutes map[minuteKey]uint64) error {
-	// One insert per month partition, in a stable order.
-	byMonth := map[int][]minuteKey{}
-	for k := range minutes {
-		m := dayOf(time.Unix(k.minute, 0)) / 100
-		byMonth[m] = append(byMonth[m], k)
+func (c *Client) insertMinutes(ctx context.Context, counts []minuteCount) error {
+	n := len(counts)
+	site, path := make([]string, n), make([]string, n)
+	minute := make([]time.Time, n)
+	seq, hits := make([]uint64, n), make([]uint64, n)
+	for i, k := range counts {
+		site[i], path[i], minute[i], seq[i], hits[i] = k.site, k.path, time.Unix(k.minute, 0).UTC(), k.seq, k.hits
 	}
-	months := make([]int, 0, len(byMonth))
-	for m := range byMonth {
-		months = append(months, m)
-	}
-	sort.Ints(months)
-	for _, m := range months {
-		keys := byMonth[m]
-		n := len(keys)
-		site, path := make([]string, n), make([]string, n)
-		minute := make([]time.Time, n)
-		seq, hits := make([]uint64, n), make([]uint64, n)
-		for i, k := range keys {
-			site[i], path[i], minute[i], seq[i], hits[i] = k.site, k.path, time.Unix(k.minute, 0).UTC(), k.seq, minutes[k]
-		}
-		if err := c.sendColumns(ctx, insertPageMinutes, site, path, minute, seq, hits); err != nil {
-			return fmt.Errorf("month %d: %w", m, err)
-		}
-	}
-	return nil
+	return c.sendColumns(ctx, insertPageMinutes, site, path, minute, seq, hits)
 }
 
 // sendColumns sends one block: each argument is a column's values, in

@@ -7,7 +7,7 @@ const (
 	queryAppliedMigrations = `SELECT version FROM schema_migrations`
 	insertMigration        = `INSERT INTO schema_migrations (version, name, applied_at)`
 
-	insertHits = `INSERT INTO hits (ts, site, path, method, status, bytes, referer, user_agent, seq, line_offset)`
+	insertHits = `INSERT INTO hits (ts, site, path, referer, seq, line_offset)`
 
 	insertPageMinutes = `INSERT INTO page_minutes (site, path, minute, seq, hits)`
 

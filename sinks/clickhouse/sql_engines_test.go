@@ -19,7 +19,7 @@ import (
 var sampleRuns = map[string]string{
 	"queryAppliedMigrations": queryAppliedMigrations,
 	"insertMigration":        insertMigration + " VALUES (1, '0001_init.sql', toDateTime(1700000000))",
-	"insertHits":             insertHits + " VALUES (toDateTime(1700000000), 'example.com', '/p', 'GET', 200, 512, '-', 'curl', 7, 0)",
+	"insertHits":             insertHits + " VALUES (toDateTime(1700000000), 'example.com', '/p', '-', 7, 0)",
 	"insertPageMinutes":      insertPageMinutes + " VALUES ('example.com', '/p', toDateTime(1700000000), 7, 3)",
 	"queryPageCount":         bind(queryPageCount, "example.com", "/p", int64(1699990000)),
 	"queryHitCount":          queryHitCount,
