@@ -22,14 +22,21 @@ func Logger(t testing.TB) *slog.Logger {
 func NATS(t testing.TB, logger *slog.Logger) (*bus.Bus, *natstest.Server) {
 	t.Helper()
 	ns := natstest.Start(t)
+	return NATSClient(t, ns.URL, logger), ns
+}
+
+// NATSClient connects another Bus to a running server, e.g. one per
+// simulated process.
+func NATSClient(t testing.TB, url string, logger *slog.Logger) *bus.Bus {
+	t.Helper()
 	cfg := bus.DefaultConfig()
-	cfg.URL = ns.URL
+	cfg.URL = url
 	b, err := bus.Connect(context.Background(), cfg, t.Name(), logger)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(b.Close)
-	return b, ns
+	return b
 }
 
 // ClickHouse starts a clickhouse-server, opens a client on database
@@ -37,15 +44,23 @@ func NATS(t testing.TB, logger *slog.Logger) (*bus.Bus, *natstest.Server) {
 func ClickHouse(t testing.TB, logger *slog.Logger) (*clickhouse.Client, *clickhousetest.Server) {
 	t.Helper()
 	srv := clickhousetest.Start(t)
+	c := ClickHouseClient(t, srv.Addr, logger)
+	if _, err := c.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return c, srv
+}
+
+// ClickHouseClient opens another client on database "pagewatch" of a
+// running server.
+func ClickHouseClient(t testing.TB, addr string, logger *slog.Logger) *clickhouse.Client {
+	t.Helper()
 	cfg := clickhouse.DefaultConfig()
-	cfg.Addr = []string{srv.Addr}
+	cfg.Addr = []string{addr}
 	c, err := clickhouse.Open(context.Background(), cfg, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	if _, err := c.Migrate(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return c, srv
+	return c
 }

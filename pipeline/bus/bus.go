@@ -36,6 +36,9 @@ type Config struct {
 	// which ClickHouse can be rebuilt by replay, and how long a stopped
 	// tailer finds its position again.
 	HitsMaxAge time.Duration `yaml:"hits_max_age"`
+	// DeadLetterMaxAge is how long a message that could not be processed
+	// stays in the dead-letter stream for someone to inspect or replay.
+	DeadLetterMaxAge time.Duration `yaml:"dead_letter_max_age"`
 }
 
 // DefaultConfig returns the defaults documented in deploy/pagewatch.example.yaml.
@@ -46,6 +49,8 @@ func DefaultConfig() Config {
 		Prefix:         "pagewatch",
 		Replicas:       1,
 		HitsMaxAge:     72 * time.Hour,
+		// Long enough to notice and act on over a holiday.
+		DeadLetterMaxAge: 30 * 24 * time.Hour,
 	}
 }
 
@@ -68,6 +73,9 @@ func (c Config) Validate() error {
 	}
 	if c.HitsMaxAge < time.Hour {
 		errs = append(errs, fmt.Errorf("nats.hits_max_age: must be at least 1h, got %s", c.HitsMaxAge))
+	}
+	if c.DeadLetterMaxAge < time.Hour {
+		errs = append(errs, fmt.Errorf("nats.dead_letter_max_age: must be at least 1h, got %s", c.DeadLetterMaxAge))
 	}
 	if c.Password.IsSet() && c.User == "" {
 		errs = append(errs, errors.New("nats.password: set without nats.user"))
@@ -166,6 +174,41 @@ func (b *Bus) JobsStreamName() string { return upper(b.cfg.Prefix) + "_JOBS" }
 
 // JobsSubject is the subject of jobs for one page (pageKey from Key).
 func (b *Bus) JobsSubject(pageKey string) string { return b.cfg.Prefix + ".jobs." + pageKey }
+
+// DeadLetterStreamName is the stream of messages that could not be
+// processed, kept with the reason for a person to look at.
+func (b *Bus) DeadLetterStreamName() string { return upper(b.cfg.Prefix) + "_DEAD" }
+
+// DeadLetterSubject is the subject for dead letters of one kind ("hits",
+// "jobs").
+func (b *Bus) DeadLetterSubject(kind string) string { return b.cfg.Prefix + ".dead." + kind }
+
+// Headers of a dead letter, beside the original message's own.
+const (
+	HeaderDeadReason  = "Pagewatch-Dead-Reason"
+	HeaderDeadSubject = "Pagewatch-Dead-Subject"  // where the message was
+	HeaderDeadSeq     = "Pagewatch-Dead-Sequence" // its stream sequence there
+)
+
+// DeadLetterStream creates or updates the dead-letter stream.
+func (b *Bus) DeadLetterStream(ctx context.Context) (jetstream.Stream, error) {
+	s, err := b.JS.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:        b.DeadLetterStreamName(),
+		Description: "pagewatch messages that could not be processed, with the reason",
+		Subjects:    []string{b.cfg.Prefix + ".dead.>"},
+		Retention:   jetstream.LimitsPolicy,
+		MaxAge:      b.cfg.DeadLetterMaxAge,
+		Storage:     jetstream.FileStorage,
+		Replicas:    b.cfg.Replicas,
+		// Message IDs name the source message: dead-lettering it again
+		// after a crash stores it once.
+		Duplicates: 10 * time.Minute,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create stream %s: %w", b.DeadLetterStreamName(), err)
+	}
+	return s, nil
+}
 
 // HitsStream creates or updates the hits stream.
 func (b *Bus) HitsStream(ctx context.Context) (jetstream.Stream, error) {

@@ -2,70 +2,136 @@ package load_test
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pagewatch/pagewatch/internal/realdata"
+	"github.com/pagewatch/pagewatch/internal/testenv"
 	"github.com/pagewatch/pagewatch/pipeline/hit"
+	"github.com/pagewatch/pagewatch/pipeline/load"
 	"github.com/pagewatch/pagewatch/pipeline/logformat"
 )
 
-// BenchmarkJetStreamToClickHouse measures one loader moving 200,000 real
-// hits (40 messages of 5,000, as ingest tail sends them) from JetStream
-// into ClickHouse 18.16, until every row is counted.
+// BenchmarkJetStreamToClickHouse measures loaders moving 1,000,000 hits
+// from JetStream (file storage) into ClickHouse 18.16 until every one is
+// counted: raw rows and per-minute counts. The hits are the real log's
+// paths and referrers in order, 5,000 per message as ingest tail sends
+// them, timed as a busy site would see them: 100,000 hits a minute. Each
+// loader has its own NATS connection and ClickHouse client, like a
+// separate process.
 func BenchmarkJetStreamToClickHouse(b *testing.B) {
+	for _, loaders := range []int{1, 2, 3} {
+		b.Run(fmt.Sprintf("loaders=%d", loaders), func(b *testing.B) { benchLoad(b, loaders, 1_000_000) })
+	}
+}
+
+func benchLoad(b *testing.B, loaders, total int) {
 	bb := setup(b)
 	bb.cfg.BatchRows = 100_000
 	bb.cfg.BatchAge = time.Second
+	bb.cfg.AckWait = 30 * time.Second
 	ctx := context.Background()
-	if _, err := bb.bus.HitsStream(ctx); err != nil {
-		b.Fatal(err)
-	}
-	var e logformat.Entry
-	var msgs [][]byte
-	var enc hit.Encoder
-	for len(msgs) < 40 {
-		for i, l := range realdata.Lines(b, realdata.ApacheLog) {
-			if err := logformat.Parse(l, &e); err != nil {
-				b.Fatal(err)
-			}
-			enc.Add(&hit.Hit{Time: e.Time, Site: "example.com", Path: string(e.Target), Method: string(e.Method),
-				Status: uint16(e.Status), Referer: string(e.Referer), UserAgent: string(e.UserAgent), Offset: uint64(i)})
-			if enc.Len() == 5000 {
-				msgs = append(msgs, append([]byte(nil), enc.Bytes()...))
-				enc.Reset()
-			}
-		}
-	}
-	msgs = msgs[:40]
+	msgs := benchMessages(b, total, 5000, 100_000)
+	quiet := testenv.Logger(b)
 	b.ResetTimer()
-	start := time.Now()
-	total := uint64(0)
+	var loaded time.Duration
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		for _, data := range msgs {
-			m := nats.NewMsg(bb.bus.HitsSubject("bench", "f"))
-			m.Data = data
-			if _, err := bb.bus.JS.PublishMsg(ctx, m); err != nil {
+		publishAsync(b, bb, msgs, i)
+		b.StartTimer()
+		start := time.Now()
+		var stops []func()
+		for j := 0; j < loaders; j++ {
+			nb := testenv.NATSClient(b, bb.natsURL, quiet)
+			ch := testenv.ClickHouseClient(b, bb.chSrv.Addr, quiet)
+			l, err := load.New(ctx, bb.cfg, nb, ch, quiet, prometheus.NewRegistry())
+			if err != nil {
 				b.Fatal(err)
 			}
+			stops = append(stops, runLoader(b, l))
 		}
-		b.StartTimer()
-		total += uint64(len(msgs) * 5000)
-		stop := bb.run(b, bb.ch)
+		want := uint64(total * (i + 1))
 		for {
 			n, err := bb.ch.HitCount(ctx)
 			if err != nil {
 				b.Fatal(err)
 			}
-			if n == total {
+			if n == want {
 				break
 			}
-			time.Sleep(10 * time.Millisecond)
+			time.Sleep(20 * time.Millisecond)
 		}
-		stop()
+		loaded += time.Since(start)
+		for _, stop := range stops {
+			stop()
+		}
 	}
-	b.ReportMetric(float64(total)/time.Since(start).Seconds(), "rows/s")
+	b.ReportMetric(float64(total*b.N)/loaded.Seconds(), "rows/s")
+}
+
+// benchMessages encodes total real hits into messages of per hits, with
+// timestamps advancing perMinute hits a minute.
+func benchMessages(b *testing.B, total, per, perMinute int) [][]byte {
+	lines := realdata.Lines(b, realdata.ApacheLog)
+	var e logformat.Entry
+	var enc hit.Encoder
+	var msgs [][]byte
+	base := time.Now().UTC().Add(-time.Duration(total/perMinute+1) * time.Minute).Truncate(time.Minute)
+	for i := 0; i < total; i++ {
+		if err := logformat.Parse(lines[i%len(lines)], &e); err != nil {
+			b.Fatal(err)
+		}
+		at := base.Add(time.Duration(i) * time.Minute / time.Duration(perMinute))
+		enc.Add(&hit.Hit{Time: at, Site: "example.com", Path: string(e.Target), Method: string(e.Method),
+			Status: uint16(e.Status), Referer: string(e.Referer), UserAgent: string(e.UserAgent), Offset: uint64(i) * 200})
+		if enc.Len() == per || i == total-1 {
+			msgs = append(msgs, append([]byte(nil), enc.Bytes()...))
+			enc.Reset()
+		}
+	}
+	return msgs
+}
+
+// publishAsync publishes msgs with up to 256 acks in flight; round keeps
+// the subjects of different rounds apart.
+func publishAsync(b *testing.B, bb *bundle, msgs [][]byte, round int) {
+	ctx := context.Background()
+	if _, err := bb.bus.HitsStream(ctx); err != nil {
+		b.Fatal(err)
+	}
+	var acks []jetstream.PubAckFuture
+	for j, data := range msgs {
+		m := nats.NewMsg(bb.bus.HitsSubject("bench", fmt.Sprintf("r%df%d", round, j%8)))
+		m.Data = data
+		f, err := bb.bus.JS.PublishMsgAsync(m, jetstream.WithStallWait(time.Minute))
+		if err != nil {
+			b.Fatal(err)
+		}
+		acks = append(acks, f)
+	}
+	for _, f := range acks {
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			b.Fatal(err)
+		}
+	}
+}
+
+func runLoader(tb testing.TB, l *load.Loader) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx) }()
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			tb.Errorf("loader: %v", err)
+		}
+	}
 }

@@ -3,6 +3,15 @@
 // loaders share one durable consumer. A batch that is delivered again (a
 // loader killed between insert and ack) is inserted again, and the store
 // makes that harmless: rows are keyed by stream sequence and line offset.
+//
+// A loader is a two-stage pipeline, so that collecting the next batch
+// overlaps inserting the current one:
+//
+//	collect (fetch, decode, dead-letter) → insert (retry, then ack)
+//
+// The stages hand over one batch at a time, so a loader holds at most two
+// batches and a partial third: when ClickHouse is down, inserting stalls,
+// collecting stops, and JetStream is the buffer.
 package load
 
 import (
@@ -10,9 +19,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -25,24 +34,30 @@ import (
 type Config struct {
 	Listen   string `yaml:"listen"`
 	Consumer string `yaml:"consumer"`
-	// A batch is inserted when it holds BatchRows hits or its first
-	// message is BatchAge old, whichever comes first.
-	BatchRows int           `yaml:"batch_rows"`
-	BatchAge  time.Duration `yaml:"batch_age"`
+	// A batch is inserted when it holds BatchRows hits or BatchBytes of
+	// messages, or its first message is BatchAge old, whichever comes first.
+	BatchRows  int           `yaml:"batch_rows"`
+	BatchBytes int           `yaml:"batch_bytes"`
+	BatchAge   time.Duration `yaml:"batch_age"`
 	// AckWait is how long a message may stay unacknowledged before
 	// JetStream gives it to another loader; slow inserts are kept alive
 	// with progress acks, so this bounds how long a dead loader delays them.
 	AckWait time.Duration `yaml:"ack_wait"`
+	// RetryMax caps the backoff between attempts at a failing insert or
+	// fetch.
+	RetryMax time.Duration `yaml:"retry_max"`
 }
 
 // DefaultConfig returns the defaults documented in deploy/pagewatch.example.yaml.
 func DefaultConfig() Config {
 	return Config{
-		Listen:    "127.0.0.1:9102",
-		Consumer:  "loader",
-		BatchRows: 100_000,
-		BatchAge:  time.Second,
-		AckWait:   30 * time.Second,
+		Listen:     "127.0.0.1:9102",
+		Consumer:   "loader",
+		BatchRows:  100_000,
+		BatchBytes: 64 << 20,
+		BatchAge:   time.Second,
+		AckWait:    30 * time.Second,
+		RetryMax:   30 * time.Second,
 	}
 }
 
@@ -55,14 +70,26 @@ func (c Config) Validate() error {
 	if c.BatchRows < 1 || c.BatchRows > 10_000_000 {
 		errs = append(errs, fmt.Errorf("ingest.load.batch_rows: must be 1..10000000, got %d", c.BatchRows))
 	}
+	if c.BatchBytes < 1<<20 || c.BatchBytes > 1<<30 {
+		errs = append(errs, fmt.Errorf("ingest.load.batch_bytes: must be 1MiB..1GiB (1048576..1073741824), got %d", c.BatchBytes))
+	}
 	if c.BatchAge <= 0 {
 		errs = append(errs, fmt.Errorf("ingest.load.batch_age: must be positive, got %s", c.BatchAge))
 	}
 	if c.AckWait < 5*time.Second || c.AckWait < 2*c.BatchAge {
 		errs = append(errs, fmt.Errorf("ingest.load.ack_wait: must be at least 5s and twice ingest.load.batch_age (%s), got %s", c.BatchAge, c.AckWait))
 	}
+	if c.RetryMax < 100*time.Millisecond {
+		errs = append(errs, fmt.Errorf("ingest.load.retry_max: must be at least 100ms, got %s", c.RetryMax))
+	}
 	return errors.Join(errs...)
 }
+
+// maxAckPending is how many messages all loaders together may hold
+// unacknowledged. Each loader holds up to two batches and a partial third;
+// sized for three loaders of single-hit messages, the worst case, it never
+// starves a loader of messages it could be inserting.
+func (c Config) maxAckPending() int { return max(10_000, 9*c.BatchRows) }
 
 // Store receives batches of hits; inserting the same batch twice must not
 // change any count.
@@ -72,12 +99,19 @@ type Store interface {
 
 // Loader is one loading process's share of the consumer.
 type Loader struct {
-	cfg     Config
-	stream  jetstream.Stream
-	cons    jetstream.Consumer
-	store   Store
-	logger  *slog.Logger
-	metrics *metrics
+	cfg        Config
+	bus        *bus.Bus
+	stream     jetstream.Stream
+	mu         sync.Mutex // guards cons, replaced if deleted under us
+	cons       jetstream.Consumer
+	store      Store
+	logger     *slog.Logger
+	metrics    *metrics
+	maxPayload int // the largest message NATS allows: always fits a fetch
+	// recreate restores the consumer if it is deleted under us.
+	recreate func(context.Context) (jetstream.Consumer, error)
+	// done, if set, ends Run once it returns true after a batch (replay).
+	done func(ctx context.Context, lastSeq uint64) (bool, error)
 }
 
 // New creates or updates the durable consumer and returns a Loader.
@@ -85,199 +119,140 @@ func New(ctx context.Context, cfg Config, b *bus.Bus, store Store, logger *slog.
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	l, err := newLoader(ctx, cfg, b, store, logger, reg)
+	if err != nil {
+		return nil, err
+	}
+	l.recreate = func(ctx context.Context) (jetstream.Consumer, error) {
+		c, err := l.stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
+			Durable:       cfg.Consumer,
+			Description:   "pagewatch loaders: hits into ClickHouse",
+			AckPolicy:     jetstream.AckExplicitPolicy,
+			AckWait:       cfg.AckWait,
+			MaxAckPending: cfg.maxAckPending(),
+			MaxDeliver:    -1,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("create consumer %s: %w", cfg.Consumer, err)
+		}
+		return c, nil
+	}
+	cons, err := l.recreate(ctx)
+	if err != nil {
+		return nil, err
+	}
+	l.setConsumer(cons)
+	return l, nil
+}
+
+func newLoader(ctx context.Context, cfg Config, b *bus.Bus, store Store, logger *slog.Logger, reg prometheus.Registerer) (*Loader, error) {
 	stream, err := b.HitsStream(ctx)
 	if err != nil {
 		return nil, err
 	}
-	l := &Loader{cfg: cfg, stream: stream, store: store, logger: logger, metrics: newMetrics(reg)}
-	if err := l.ensureConsumer(ctx); err != nil {
+	if _, err := b.DeadLetterStream(ctx); err != nil {
 		return nil, err
 	}
-	return l, nil
+	return &Loader{
+		cfg: cfg, bus: b, stream: stream, store: store, logger: logger,
+		metrics:    newMetrics(reg),
+		maxPayload: int(b.Conn.MaxPayload()),
+	}, nil
 }
 
-// ensureConsumer creates the durable consumer, or updates it to this
-// loader's settings; also how a loader recovers a deleted consumer.
-func (l *Loader) ensureConsumer(ctx context.Context) error {
-	cons, err := l.stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
-		Durable:     l.cfg.Consumer,
-		Description: "pagewatch loaders: hits into ClickHouse",
-		AckPolicy:   jetstream.AckExplicitPolicy,
-		AckWait:     l.cfg.AckWait,
-		// Enough outstanding messages for a full batch from small tailer
-		// messages, and for several loaders at once.
-		MaxAckPending: max(10_000, l.cfg.BatchRows/10),
-		MaxDeliver:    -1,
-	})
-	if err != nil {
-		return fmt.Errorf("create consumer %s: %w", l.cfg.Consumer, err)
+func (l *Loader) consumer() jetstream.Consumer {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.cons
+}
+
+func (l *Loader) setConsumer(c jetstream.Consumer) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.cons = c
+}
+
+// Run loads until ctx is done. Messages of unfinished batches are handed
+// back for redelivery, to this loader or another.
+func (l *Loader) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go l.watchLag(ctx)
+
+	handover := make(chan *batch) // unbuffered: bounds what a loader holds
+	inserted := make(chan error, 1)
+	go func() {
+		err := l.insertStage(ctx, handover)
+		cancel(err) // a finished replay stops collecting too
+		inserted <- err
+	}()
+	l.collectStage(ctx, handover)
+	close(handover)
+	if err := <-inserted; err != nil && !errors.Is(err, errFinished) {
+		return err
 	}
-	l.cons = cons
 	return nil
 }
 
-// Run loads until ctx is done. Messages of an unfinished batch are left
-// for redelivery, to this loader or another.
-func (l *Loader) Run(ctx context.Context) error {
+// errFinished ends a replay that loaded everything it was asked to.
+var errFinished = errors.New("replay finished")
+
+// collectStage fills batches and hands them to the insert stage until ctx
+// ends. Fetch failures are retried with backoff; they never end the loader.
+func (l *Loader) collectStage(ctx context.Context, handover chan<- *batch) {
 	failures := 0
 	for ctx.Err() == nil {
-		msgs, batches, rows, fetchErr := l.collect(ctx)
-		if len(msgs) > 0 {
-			if err := l.insert(ctx, msgs, batches, rows); err != nil {
-				// Only ctx ending stops insert's retries: hand the batch
-				// back now rather than after AckWait.
-				for _, m := range msgs {
-					_ = m.Nak()
-				}
-				break
+		b, fetchErr := l.collect(ctx)
+		if b != nil {
+			b.keepAlive(l.cfg.AckWait / 3)
+			select {
+			case handover <- b:
+			case <-ctx.Done():
+				b.giveBack()
 			}
-			l.ack(msgs)
 		}
 		if fetchErr == nil || ctx.Err() != nil {
 			failures = 0
 			continue
 		}
 		l.metrics.fetchErrors.Inc()
-		d := retry.Delay(failures, 100*time.Millisecond, 10*time.Second)
+		d := retry.Delay(failures, 100*time.Millisecond, min(l.cfg.RetryMax, 10*time.Second))
 		failures++
 		l.logger.Warn("fetch failed; retrying", "err", fetchErr, "attempt", failures, "retry_in", d.Round(time.Millisecond))
-		if errors.Is(fetchErr, jetstream.ErrConsumerDeleted) || errors.Is(fetchErr, jetstream.ErrConsumerNotFound) {
-			if err := l.ensureConsumer(ctx); err != nil {
+		if l.recreate != nil && (errors.Is(fetchErr, jetstream.ErrConsumerDeleted) || errors.Is(fetchErr, jetstream.ErrConsumerNotFound)) {
+			if c, err := l.recreate(ctx); err != nil {
 				l.logger.Warn("recreate consumer failed", "err", err)
+			} else {
+				l.setConsumer(c)
 			}
 		}
 		_ = retry.Sleep(ctx, d)
 	}
+}
+
+// insertStage inserts each batch it is handed, retrying until the store
+// takes it, then acknowledges its messages. When ctx ends, what it holds
+// goes back to JetStream.
+func (l *Loader) insertStage(ctx context.Context, handover <-chan *batch) error {
+	for b := range handover {
+		if ctx.Err() != nil {
+			b.giveBack()
+			continue
+		}
+		if err := l.insert(ctx, b); err != nil {
+			b.giveBack()
+			continue
+		}
+		b.ack(l.logger)
+		if l.done != nil {
+			finished, err := l.done(ctx, b.lastSeq)
+			if err != nil {
+				l.logger.Warn("replay progress check failed", "err", err)
+			}
+			if finished {
+				return errFinished
+			}
+		}
+	}
 	return nil
-}
-
-// collect fetches messages until the batch is full or old enough. A fetch
-// error ends the batch early; what was collected is still returned.
-func (l *Loader) collect(ctx context.Context) (msgs []jetstream.Msg, batches []hit.Batch, rows int, err error) {
-	var deadline time.Time
-	seen := map[uint64]bool{}
-	for rows < l.cfg.BatchRows {
-		wait := l.cfg.BatchAge
-		if !deadline.IsZero() {
-			wait = time.Until(deadline)
-			if wait <= 0 {
-				break
-			}
-		}
-		fctx, cancel := context.WithTimeout(ctx, max(wait, 20*time.Millisecond))
-		fetched, err := l.cons.Fetch(min(1000, l.cfg.BatchRows), jetstream.FetchContext(fctx))
-		if err != nil {
-			cancel()
-			return msgs, batches, rows, err
-		}
-		for m := range fetched.Messages() {
-			if deadline.IsZero() {
-				deadline = time.Now().Add(l.cfg.BatchAge)
-			}
-			b, ok := l.decode(m)
-			if !ok {
-				continue
-			}
-			if seen[b.Seq] {
-				// Redelivered while we were still collecting: one copy per
-				// insert, or its per-minute counts would add up twice.
-				continue
-			}
-			seen[b.Seq] = true
-			msgs = append(msgs, m)
-			batches = append(batches, b)
-			rows += len(b.Hits)
-		}
-		cancel()
-		if ctx.Err() != nil {
-			return msgs, batches, rows, ctx.Err()
-		}
-		if err := fetched.Error(); err != nil && !idle(err) {
-			return msgs, batches, rows, err
-		}
-		if deadline.IsZero() {
-			return msgs, batches, rows, nil // nothing arrived: go round again
-		}
-	}
-	return msgs, batches, rows, nil
-}
-
-// idle reports whether a fetch error only means "nothing arrived in time".
-func idle(err error) bool {
-	return errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, jetstream.ErrNoMessages)
-}
-
-// decode turns a message into a batch; a message that is not one is
-// terminated, since no number of redeliveries would make it readable.
-func (l *Loader) decode(m jetstream.Msg) (hit.Batch, bool) {
-	meta, err := m.Metadata()
-	if err != nil {
-		l.logger.Error("message without metadata; terminating it", "subject", m.Subject(), "err", err)
-		_ = m.Term()
-		l.metrics.deadLetters.Inc()
-		return hit.Batch{}, false
-	}
-	if meta.NumDelivered > 1 {
-		l.metrics.redeliveries.Inc()
-	}
-	hits, err := hit.Decode(m.Data(), nil)
-	if err != nil {
-		l.logger.Error("undecodable hits message; terminating it", "subject", m.Subject(), "seq", meta.Sequence.Stream, "err", err)
-		_ = m.TermWithReason(err.Error())
-		l.metrics.deadLetters.Inc()
-		return hit.Batch{}, false
-	}
-	return hit.Batch{Seq: meta.Sequence.Stream, Hits: hits}, true
-}
-
-// insert retries until the store takes the batch or ctx ends; meanwhile
-// the messages are kept from redelivery with progress acks, and nothing
-// more is fetched (JetStream is the buffer).
-func (l *Loader) insert(ctx context.Context, msgs []jetstream.Msg, batches []hit.Batch, rows int) error {
-	// Keep the messages ours for as long as the insert and its retries
-	// take, so a slow or down ClickHouse does not cause redeliveries.
-	stop := make(chan struct{})
-	defer close(stop)
-	go func() {
-		t := time.NewTicker(l.cfg.AckWait / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-				for _, m := range msgs {
-					_ = m.InProgress()
-				}
-			}
-		}
-	}()
-	for attempt := 0; ; attempt++ {
-		start := time.Now()
-		err := l.store.InsertHits(ctx, batches)
-		if err == nil {
-			l.metrics.insertSeconds.Observe(time.Since(start).Seconds())
-			l.metrics.rows.Add(float64(rows))
-			l.metrics.batches.Inc()
-			return nil
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		l.metrics.insertErrors.Inc()
-		d := retry.Delay(attempt, 100*time.Millisecond, 30*time.Second)
-		l.logger.Warn("insert failed; retrying", "err", err, "rows", rows, "messages", len(msgs), "attempt", attempt+1, "retry_in", d.Round(time.Millisecond))
-		if err := retry.Sleep(ctx, d); err != nil {
-			return err
-		}
-	}
-}
-
-func (l *Loader) ack(msgs []jetstream.Msg) {
-	for _, m := range msgs {
-		// A lost ack only means a redelivery, which the store absorbs.
-		if err := m.Ack(); err != nil {
-			l.logger.Warn("ack failed; the message will be delivered again", "err", err)
-		}
-	}
 }

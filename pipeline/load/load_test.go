@@ -20,23 +20,24 @@ import (
 )
 
 type bundle struct {
-	bus    *bus.Bus
-	ch     *clickhouse.Client
-	chSrv  *clickhousetest.Server
-	cfg    load.Config
-	logger *slog.Logger
+	bus     *bus.Bus
+	natsURL string
+	ch      *clickhouse.Client
+	chSrv   *clickhousetest.Server
+	cfg     load.Config
+	logger  *slog.Logger
 }
 
 func setup(t testing.TB) *bundle {
 	t.Helper()
 	logger := testenv.Logger(t)
-	b, _ := testenv.NATS(t, logger)
+	b, ns := testenv.NATS(t, logger)
 	c, srv := testenv.ClickHouse(t, logger)
 	cfg := load.DefaultConfig()
 	cfg.BatchRows = 2000
 	cfg.BatchAge = 100 * time.Millisecond
 	cfg.AckWait = 5 * time.Second
-	return &bundle{bus: b, ch: c, chSrv: srv, cfg: cfg, logger: logger}
+	return &bundle{bus: b, natsURL: ns.URL, ch: c, chSrv: srv, cfg: cfg, logger: logger}
 }
 
 // publish sends msgs messages of per hits each, all on one page.

@@ -1,0 +1,211 @@
+package load
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pagewatch/pagewatch/pipeline/bus"
+	"github.com/pagewatch/pagewatch/pipeline/hit"
+)
+
+// batch is what one insert carries: the decoded hits and the messages
+// they came in, which are acknowledged once the insert succeeded.
+type batch struct {
+	msgs    []jetstream.Msg
+	hits    []hit.Batch
+	rows    int
+	bytes   int
+	lastSeq uint64 // highest stream sequence in the batch
+
+	stopKeepAlive func()
+}
+
+// keepAlive sends progress acks every interval until the batch is acked
+// or given back, so a batch that waits for a slow or down ClickHouse is
+// not redelivered to another loader meanwhile.
+func (b *batch) keepAlive(interval time.Duration) {
+	stop := make(chan struct{})
+	var once sync.Once
+	b.stopKeepAlive = func() { once.Do(func() { close(stop) }) }
+	go func() {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				for _, m := range b.msgs {
+					_ = m.InProgress()
+				}
+			}
+		}
+	}()
+}
+
+func (b *batch) stop() {
+	if b.stopKeepAlive != nil {
+		b.stopKeepAlive()
+	}
+}
+
+// ack acknowledges every message. A lost ack only means a redelivery,
+// which the store absorbs.
+func (b *batch) ack(logger *slog.Logger) {
+	b.stop()
+	for _, m := range b.msgs {
+		if err := m.Ack(); err != nil {
+			logger.Warn("ack failed; the message will be delivered again", "err", err)
+		}
+	}
+}
+
+// giveBack hands the messages back for immediate redelivery rather than
+// after AckWait.
+func (b *batch) giveBack() {
+	b.stop()
+	for _, m := range b.msgs {
+		_ = m.Nak()
+	}
+}
+
+// collect fetches messages until the batch is full or old enough. A fetch
+// error ends the batch early; what was collected is still returned. It
+// returns a nil batch when nothing arrived.
+func (l *Loader) collect(ctx context.Context) (*batch, error) {
+	b := &batch{}
+	var deadline time.Time
+	seen := map[uint64]bool{}
+	for b.rows < l.cfg.BatchRows && b.bytes < l.cfg.BatchBytes {
+		wait := l.cfg.BatchAge
+		if !deadline.IsZero() {
+			wait = time.Until(deadline)
+			if wait <= 0 {
+				break
+			}
+		}
+		fctx, cancel := context.WithTimeout(ctx, max(wait, 20*time.Millisecond))
+		// Ask for about as many messages as the batch still has room for,
+		// judged by the messages so far, and never more bytes than it has
+		// room for, except that one whole message always fits.
+		fetched, err := l.consumer().Fetch(l.fetchSize(b),
+			jetstream.FetchMaxBytes(max(l.cfg.BatchBytes-b.bytes, l.maxPayload+4096)),
+			jetstream.FetchContext(fctx))
+		if err != nil {
+			cancel()
+			return b.orNil(), err
+		}
+		for m := range fetched.Messages() {
+			if deadline.IsZero() {
+				deadline = time.Now().Add(l.cfg.BatchAge)
+			}
+			hb, ok := l.decode(ctx, m)
+			if !ok {
+				continue
+			}
+			if seen[hb.Seq] {
+				// Redelivered while we were still collecting: one copy per
+				// insert, or its per-minute counts would add up twice. Not
+				// acked: acking any delivery acks the message, and ours is
+				// not inserted yet.
+				continue
+			}
+			seen[hb.Seq] = true
+			b.msgs = append(b.msgs, m)
+			b.hits = append(b.hits, hb)
+			b.rows += len(hb.Hits)
+			b.bytes += len(m.Data())
+			b.lastSeq = max(b.lastSeq, hb.Seq)
+		}
+		cancel()
+		if ctx.Err() != nil {
+			return b.orNil(), ctx.Err()
+		}
+		if err := fetched.Error(); err != nil && !idle(err) {
+			return b.orNil(), err
+		}
+		if deadline.IsZero() {
+			return nil, nil // nothing arrived: go round again
+		}
+	}
+	return b.orNil(), nil
+}
+
+func (b *batch) orNil() *batch {
+	if len(b.msgs) == 0 {
+		return nil
+	}
+	return b
+}
+
+// fetchSize is how many messages to request next: the batch's remaining
+// rows over the rows per message seen so far, within [1, 1000].
+func (l *Loader) fetchSize(b *batch) int {
+	if len(b.msgs) == 0 || b.rows == 0 {
+		return 64
+	}
+	perMsg := max(1, b.rows/len(b.msgs))
+	return min(1000, max(1, (l.cfg.BatchRows-b.rows+perMsg-1)/perMsg))
+}
+
+// idle reports whether a fetch error only means "nothing arrived in time".
+func idle(err error) bool {
+	return errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, jetstream.ErrNoMessages)
+}
+
+// decode turns a message into a batch of hits. A message that is not one
+// is dead-lettered, since no number of redeliveries would make it
+// readable; if even that fails it is left for redelivery, never dropped.
+func (l *Loader) decode(ctx context.Context, m jetstream.Msg) (hit.Batch, bool) {
+	meta, err := m.Metadata()
+	if err != nil {
+		l.deadLetter(ctx, m, 0, fmt.Sprintf("no JetStream metadata: %v", err))
+		return hit.Batch{}, false
+	}
+	if meta.NumDelivered > 1 {
+		l.metrics.redeliveries.Inc()
+	}
+	hits, err := hit.Decode(m.Data(), nil)
+	if err != nil {
+		l.deadLetter(ctx, m, meta.Sequence.Stream, err.Error())
+		return hit.Batch{}, false
+	}
+	return hit.Batch{Seq: meta.Sequence.Stream, Hits: hits}, true
+}
+
+// deadLetter copies m with the reason to the dead-letter stream, then
+// terminates it.
+func (l *Loader) deadLetter(ctx context.Context, m jetstream.Msg, seq uint64, reason string) {
+	l.logger.Error("undecodable hits message; dead-lettering it", "subject", m.Subject(), "seq", seq, "reason", reason, "bytes", len(m.Data()))
+	dl := nats.NewMsg(l.bus.DeadLetterSubject("hits"))
+	dl.Data = m.Data()
+	for k, v := range m.Headers() {
+		dl.Header[k] = v
+	}
+	dl.Header.Set(bus.HeaderDeadReason, reason)
+	dl.Header.Set(bus.HeaderDeadSubject, m.Subject())
+	dl.Header.Set(bus.HeaderDeadSeq, fmt.Sprint(seq))
+	if seq != 0 {
+		dl.Header.Set(nats.MsgIdHdr, fmt.Sprintf("%s.%d", l.bus.HitsStreamName(), seq))
+	} else {
+		dl.Header.Del(nats.MsgIdHdr)
+	}
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if _, err := l.bus.JS.PublishMsg(pctx, dl); err != nil {
+		l.logger.Error("dead-letter publish failed; the message will be delivered again", "subject", m.Subject(), "seq", seq, "err", err)
+		_ = m.NakWithDelay(l.cfg.RetryMax)
+		return
+	}
+	if err := m.TermWithReason(reason); err != nil {
+		l.logger.Warn("terminate after dead-lettering failed; it may be dead-lettered again", "seq", seq, "err", err)
+	}
+	l.metrics.deadLetters.Inc()
+}
