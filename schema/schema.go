@@ -5,6 +5,23 @@
 // Every statement must be idempotent (IF NOT EXISTS and the like): ClickHouse
 // has no transactional DDL, so a migration interrupted half-way is simply
 // run again.
+//
+// Each migration file is a text/template rendered for a Layout: one server
+// (the plain DDL) or a cluster (Replicated tables, Distributed tables, ON
+// CLUSTER). A table is declared as
+//
+//	CREATE TABLE IF NOT EXISTS {{table "hits"}} (
+//	    ...
+//	) ENGINE = {{engine "hits" "ReplacingMergeTree()"}}
+//	PARTITION BY ...
+//	ORDER BY ...;
+//	{{distributed "hits" "cityHash64(site, path)"}}
+//
+// and the sharding key must keep together the rows that a query or a
+// ReplacingMergeTree needs to see side by side: merges and FINAL only
+// deduplicate within one shard. A later migration that alters a table must
+// alter both halves in cluster mode; add template functions for that when
+// the first one is written.
 package schema
 
 import (
@@ -29,16 +46,31 @@ type Migration struct {
 // MigrationsTable records the applied versions.
 const MigrationsTable = "schema_migrations"
 
-// CreateMigrationsTable is the bootstrap statement, run before any migration.
-const CreateMigrationsTable = `CREATE TABLE IF NOT EXISTS schema_migrations (
+// createMigrationsTable is the bootstrap statement, run before any
+// migration. In cluster mode it is one replicated table that every host
+// holds in full, read directly: any host then knows every applied version
+// without a Distributed table, and a version it has not replicated yet only
+// means an idempotent migration runs again.
+const createMigrationsTable = `CREATE TABLE IF NOT EXISTS {{sharedTable "schema_migrations"}} (
     version UInt32,
     name String,
     applied_at DateTime
-) ENGINE = ReplacingMergeTree()
+) ENGINE = {{sharedEngine "schema_migrations" "ReplacingMergeTree()"}}
 ORDER BY version`
 
-// Migrations returns all migrations in version order.
-func Migrations() ([]Migration, error) {
+// CreateMigrationsTable returns the bootstrap statement for a layout.
+func CreateMigrationsTable(l Layout) (string, error) {
+	if err := l.check(); err != nil {
+		return "", err
+	}
+	return newRenderer(l).render(MigrationsTable, createMigrationsTable)
+}
+
+// Migrations returns all migrations in version order, rendered for a layout.
+func Migrations(l Layout) ([]Migration, error) {
+	if err := l.check(); err != nil {
+		return nil, err
+	}
 	entries, err := fs.ReadDir(files, "migrations")
 	if err != nil {
 		return nil, fmt.Errorf("read embedded migrations: %w", err)
@@ -55,7 +87,11 @@ func Migrations() ([]Migration, error) {
 		if err != nil {
 			return nil, fmt.Errorf("read migration %s: %w", name, err)
 		}
-		stmts := Split(string(body))
+		sql, err := newRenderer(l).render(name, string(body))
+		if err != nil {
+			return nil, err
+		}
+		stmts := Split(sql)
 		if len(stmts) == 0 {
 			return nil, fmt.Errorf("migration %s: no statements", name)
 		}

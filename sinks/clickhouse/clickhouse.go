@@ -28,16 +28,27 @@ type Config struct {
 	// Migrate applies the embedded schema when a daemon starts. Turn it off
 	// where the schema is managed by `sweeper migrate` alone.
 	Migrate bool `yaml:"migrate"`
+	// Cluster, when set, names a cluster of the servers' remote_servers:
+	// the schema is then created ON CLUSTER as Replicated tables with
+	// Distributed tables in front (see schema.Layout). Empty: one server.
+	Cluster string `yaml:"cluster"`
+	// ReplicationPath and Replica are the Replicated engines' arguments in
+	// cluster mode. pagewatch expands {database} and {table} in the path;
+	// {shard} and {replica} are the servers' <macros>.
+	ReplicationPath string `yaml:"replication_path"`
+	Replica         string `yaml:"replica"`
 }
 
 // DefaultConfig returns the defaults documented in deploy/pagewatch.example.yaml.
 func DefaultConfig() Config {
 	return Config{
-		Addr:        []string{"127.0.0.1:9000"},
-		Database:    "pagewatch",
-		Username:    "default",
-		DialTimeout: 5 * time.Second,
-		Migrate:     true,
+		Addr:            []string{"127.0.0.1:9000"},
+		Database:        "pagewatch",
+		Username:        "default",
+		DialTimeout:     5 * time.Second,
+		Migrate:         true,
+		ReplicationPath: "/clickhouse/tables/{shard}/{database}/{table}",
+		Replica:         "{replica}",
 	}
 }
 
@@ -63,6 +74,7 @@ func (c Config) Validate() error {
 	if c.DialTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("clickhouse.dial_timeout: must be positive, got %s", c.DialTimeout))
 	}
+	errs = append(errs, c.validateCluster()...)
 	return errors.Join(errs...)
 }
 
@@ -71,8 +83,8 @@ type Client struct {
 	conn   driver.Conn
 	cfg    Config
 	logger *slog.Logger
-	// insertSettings are sent with every batch insert. Empty for servers
-	// that predate async_insert (they reject unknown settings).
+	// insertSettings are sent with every batch insert. async_insert is
+	// left out for servers that predate it (they reject unknown settings).
 	insertSettings ch.Settings
 }
 
@@ -100,10 +112,17 @@ func Open(ctx context.Context, cfg Config, logger *slog.Logger) (*Client, error)
 	}
 	// pagewatch batches its own inserts; current servers would otherwise
 	// buffer them again (async_insert is on by default from 26.2).
+	c.insertSettings = ch.Settings{}
 	if v.Version.Major > 21 || (v.Version.Major == 21 && v.Version.Minor >= 11) {
-		c.insertSettings = ch.Settings{"async_insert": 0}
+		c.insertSettings["async_insert"] = 0
 	}
-	logger.Info("clickhouse connected", "addr", cfg.Addr, "database", cfg.Database, "server", v.String())
+	if cfg.Cluster != "" {
+		// A Distributed table otherwise queues the rows on this server's
+		// disk and forwards them later: the loader would ack hits that
+		// no shard holds yet.
+		c.insertSettings["insert_distributed_sync"] = 1
+	}
+	logger.Info("clickhouse connected", "addr", cfg.Addr, "database", cfg.Database, "cluster", cfg.Cluster, "server", v.String())
 	return c, nil
 }
 
@@ -136,8 +155,13 @@ func createDatabase(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer conn.Close()
-	// The name is validated against identRE, so quoting is safe.
-	if err := conn.Exec(ctx, "CREATE DATABASE IF NOT EXISTS `"+cfg.Database+"`"); err != nil {
+	// The names are validated (identRE, clusterRE), so quoting is safe.
+	stmt := "CREATE DATABASE IF NOT EXISTS `" + cfg.Database + "`"
+	if cfg.Cluster != "" {
+		// On every host, or the migrations ON CLUSTER fail on the others.
+		stmt += " ON CLUSTER `" + cfg.Cluster + "`"
+	}
+	if err := conn.Exec(ctx, stmt); err != nil {
 		return fmt.Errorf("create database %s: %w", cfg.Database, err)
 	}
 	return nil

@@ -5,19 +5,35 @@ import (
 	"fmt"
 	"time"
 
+	ch "github.com/ClickHouse/clickhouse-go/v2"
+
 	"github.com/pagewatch/pagewatch/schema"
 )
+
+// ddlTimeout bounds how long a statement ON CLUSTER waits for every host.
+// It stays below the connection's read timeout, so that a host that is
+// down fails the migration with the server's message naming the
+// unfinished hosts rather than with a bare i/o timeout.
+const ddlTimeout = 100 // seconds; settings must be Go ints for 18.16
 
 // Migrate applies the embedded migrations that the database lacks. Safe to
 // run from several daemons at once: every statement is idempotent, and the
 // migrations table is a ReplacingMergeTree, so a version recorded twice is
-// still one version.
+// still one version. In cluster mode every statement runs ON CLUSTER.
 func (c *Client) Migrate(ctx context.Context) (applied int, err error) {
-	migrations, err := schema.Migrations()
+	layout := c.cfg.layout()
+	migrations, err := schema.Migrations(layout)
 	if err != nil {
 		return 0, err
 	}
-	if err := c.conn.Exec(ctx, schema.CreateMigrationsTable); err != nil {
+	bootstrap, err := schema.CreateMigrationsTable(layout)
+	if err != nil {
+		return 0, err
+	}
+	if layout.Clustered() {
+		ctx = ch.Context(ctx, ch.WithSettings(ch.Settings{"distributed_ddl_task_timeout": ddlTimeout}))
+	}
+	if err := c.conn.Exec(ctx, bootstrap); err != nil {
 		return 0, fmt.Errorf("create %s: %w", schema.MigrationsTable, err)
 	}
 	done, err := c.appliedVersions(ctx)

@@ -28,4 +28,37 @@ const (
 	insertCrossing = `INSERT INTO crossings (crossing_key, rule, site, path, window_text, threshold, hits, crossed_at)`
 
 	insertNotification = `INSERT INTO notifications (at, crossing_key, rule, site, path, outcome, smtp_code, error, worker)`
+
+	// queryHitsPartitionsBefore lists the days of raw hits older than the
+	// day of a Unix time (in the server's time zone, like the partition
+	// key toYYYYMMDD(ts)). Partition ids of that key are YYYYMMDD, so they
+	// compare as strings.
+	queryHitsPartitionsBefore = `SELECT DISTINCT partition_id
+FROM system.parts
+WHERE database = currentDatabase() AND table = 'hits' AND active
+    AND partition_id < toString(toYYYYMMDD(toDateTime(?)))
+ORDER BY partition_id`
+
+	// queryHitsPartitionsBeforeOnCluster is the cluster form: the rows
+	// are in hits_local on every shard, and a shard may hold a day that
+	// this server's shard does not. Its ? are the cluster, the database
+	// and the Unix time.
+	queryHitsPartitionsBeforeOnCluster = `SELECT DISTINCT partition_id
+FROM cluster(?, system.parts)
+WHERE database = ? AND table = 'hits_local' AND active
+    AND partition_id < toString(toYYYYMMDD(toDateTime(?)))
+ORDER BY partition_id`
+
+	// alterDropHitsPartition drops one day of raw hits; ? is its
+	// partition id. Dropping a partition that is already gone (another
+	// loader was first) succeeds and changes nothing, on 18.16 as on
+	// current servers (TestDropHitsBeforeTwice).
+	alterDropHitsPartition = `ALTER TABLE hits DROP PARTITION ID ?`
+
+	// alterDropHitsPartitionOnCluster is alterDropHitsPartition in cluster
+	// mode, formatted with the database and the cluster. The database is
+	// named because ON CLUSTER runs the statement on each host in that
+	// host's default database. On Replicated tables one replica per shard
+	// runs it and replication drops the partition on the others.
+	alterDropHitsPartitionOnCluster = "ALTER TABLE %s.hits_local ON CLUSTER `%s` DROP PARTITION ID ?"
 )
