@@ -149,7 +149,7 @@ func (b *batch) orNil() *batch {
 // rows over the rows per message seen so far, within [1, 1000].
 func (l *Loader) fetchSize(b *batch) int {
 	if len(b.msgs) == 0 || b.rows == 0 {
-		return 64
+		return 1 // one message to learn their size; the next fetch adapts
 	}
 	perMsg := max(1, b.rows/len(b.msgs))
 	return min(1000, max(1, (l.cfg.BatchRows-b.rows+perMsg-1)/perMsg))
