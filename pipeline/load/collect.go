@@ -18,11 +18,10 @@ import (
 // batch is what one insert carries: the decoded hits and the messages
 // they came in, which are acknowledged once the insert succeeded.
 type batch struct {
-	msgs    []jetstream.Msg
-	hits    []hit.Batch
-	rows    int
-	bytes   int
-	lastSeq uint64 // highest stream sequence in the batch
+	msgs  []jetstream.Msg
+	hits  []hit.Batch
+	rows  int
+	bytes int
 
 	stopKeepAlive func()
 }
@@ -122,7 +121,6 @@ func (l *Loader) collect(ctx context.Context) (*batch, error) {
 			b.hits = append(b.hits, hb)
 			b.rows += len(hb.Hits)
 			b.bytes += len(m.Data())
-			b.lastSeq = max(b.lastSeq, hb.Seq)
 		}
 		cancel()
 		if ctx.Err() != nil {
