@@ -18,11 +18,10 @@ import (
 // batch is what one insert carries: the decoded hits and the messages
 // they came in, which are acknowledged once the insert succeeded.
 type batch struct {
-	msgs    []jetstream.Msg
-	hits    []hit.Batch
-	rows    int
-	bytes   int
-	lastSeq uint64 // highest stream sequence in the batch
+	msgs  []jetstream.Msg
+	hits  []hit.Batch
+	rows  int
+	bytes int
 
 	stopKeepAlive func()
 }
@@ -122,7 +121,6 @@ func (l *Loader) collect(ctx context.Context) (*batch, error) {
 			b.hits = append(b.hits, hb)
 			b.rows += len(hb.Hits)
 			b.bytes += len(m.Data())
-			b.lastSeq = max(b.lastSeq, hb.Seq)
 		}
 		cancel()
 		if ctx.Err() != nil {
@@ -149,7 +147,7 @@ func (b *batch) orNil() *batch {
 // rows over the rows per message seen so far, within [1, 1000].
 func (l *Loader) fetchSize(b *batch) int {
 	if len(b.msgs) == 0 || b.rows == 0 {
-		return 64
+		return 1 // one message to learn their size; the next fetch adapts
 	}
 	perMsg := max(1, b.rows/len(b.msgs))
 	return min(1000, max(1, (l.cfg.BatchRows-b.rows+perMsg-1)/perMsg))

@@ -110,8 +110,9 @@ type Loader struct {
 	maxPayload int // the largest message NATS allows: always fits a fetch
 	// recreate restores the consumer if it is deleted under us.
 	recreate func(context.Context) (jetstream.Consumer, error)
-	// done, if set, ends Run once it returns true after a batch (replay).
-	done func(ctx context.Context, lastSeq uint64) (bool, error)
+	// done, if set, is asked after every batch and every idle round, and
+	// ends Run when it says so (replay).
+	done func(ctx context.Context) (bool, error)
 }
 
 // New creates or updates the durable consumer and returns a Loader.
@@ -186,7 +187,8 @@ func (l *Loader) Run(ctx context.Context) error {
 		cancel(err) // a finished replay stops collecting too
 		inserted <- err
 	}()
-	l.collectStage(ctx, handover)
+	cerr := l.collectStage(ctx, handover)
+	cancel(cerr)
 	close(handover)
 	if err := <-inserted; err != nil && !errors.Is(err, errFinished) {
 		return err
@@ -194,15 +196,30 @@ func (l *Loader) Run(ctx context.Context) error {
 	return nil
 }
 
+// finished asks done, if set, whether a replay is complete.
+func (l *Loader) finished(ctx context.Context) bool {
+	if l.done == nil {
+		return false
+	}
+	fin, err := l.done(ctx)
+	if err != nil && ctx.Err() == nil {
+		l.logger.Warn("replay progress check failed", "err", err)
+	}
+	return fin
+}
+
 // errFinished ends a replay that loaded everything it was asked to.
 var errFinished = errors.New("replay finished")
 
 // collectStage fills batches and hands them to the insert stage until ctx
 // ends. Fetch failures are retried with backoff; they never end the loader.
-func (l *Loader) collectStage(ctx context.Context, handover chan<- *batch) {
+func (l *Loader) collectStage(ctx context.Context, handover chan<- *batch) error {
 	failures := 0
 	for ctx.Err() == nil {
 		b, fetchErr := l.collect(ctx)
+		if b == nil && fetchErr == nil && l.finished(ctx) {
+			return errFinished
+		}
 		if b != nil {
 			b.keepAlive(l.cfg.AckWait / 3)
 			select {
@@ -228,6 +245,7 @@ func (l *Loader) collectStage(ctx context.Context, handover chan<- *batch) {
 		}
 		_ = retry.Sleep(ctx, d)
 	}
+	return nil
 }
 
 // insertStage inserts each batch it is handed, retrying until the store
@@ -244,14 +262,8 @@ func (l *Loader) insertStage(ctx context.Context, handover <-chan *batch) error 
 			continue
 		}
 		b.ack(l.logger)
-		if l.done != nil {
-			finished, err := l.done(ctx, b.lastSeq)
-			if err != nil {
-				l.logger.Warn("replay progress check failed", "err", err)
-			}
-			if finished {
-				return errFinished
-			}
+		if l.finished(ctx) {
+			return errFinished
 		}
 	}
 	return nil
