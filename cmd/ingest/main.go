@@ -4,15 +4,20 @@ package main
 
 import (
 	"context"
+	"flag"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/pagewatch/pagewatch/config"
 	"github.com/pagewatch/pagewatch/internal/daemon"
 	"github.com/pagewatch/pagewatch/pipeline/load"
+	"github.com/pagewatch/pagewatch/pipeline/retention"
 	"github.com/pagewatch/pagewatch/pipeline/tail"
 )
+
+var replayFrom string
 
 var program = daemon.Program{
 	Name: "ingest",
@@ -25,10 +30,14 @@ halves that run as separate processes:
         restarted tailer neither skips nor repeats a line.
   load  takes hits from JetStream in large batches and inserts them into
         ClickHouse, acknowledging only after the insert. Run as many as you
-        like; a batch loaded twice is still counted once.`,
+        like; a batch loaded twice is still counted once. Loaders also drop
+        raw hits older than ingest.load.retention.raw_hits_days.`,
 	Commands: []daemon.Command{
 		{Name: "tail", Part: config.IngestTail, Summary: "follow access logs and publish page hits to JetStream", Run: runTail},
-		{Name: "load", Part: config.IngestLoad, Summary: "load page hits from JetStream into ClickHouse", Run: runLoad},
+		{Name: "load", Part: config.IngestLoad, Summary: "load page hits from JetStream into ClickHouse (or replay them, with --replay-from)", Run: runLoad,
+			Flags: func(fs *flag.FlagSet) {
+				fs.StringVar(&replayFrom, "replay-from", "", `load: load again every hit JetStream holds since a time, then exit: "start", an RFC 3339 time, or a duration ago ("24h"). Rebuilds ClickHouse; loading a hit twice changes no count`)
+			}},
 	},
 }
 
@@ -59,9 +68,25 @@ func runLoad(ctx context.Context, env *daemon.Env) error {
 	if err != nil {
 		return err
 	}
-	l, err := load.New(ctx, env.Config.Ingest.Load, b, ch, env.Logger, env.Registry)
+	cfg := env.Config.Ingest.Load
+	if replayFrom != "" {
+		from, err := load.ParseReplayFrom(replayFrom, time.Now())
+		if err != nil {
+			return err
+		}
+		l, err := load.NewReplay(ctx, cfg, b, ch, env.Logger, env.Registry, from)
+		if err != nil {
+			return err
+		}
+		return env.Serve(ctx, cfg.Listen, l)
+	}
+	l, err := load.New(ctx, cfg, b, ch, env.Logger, env.Registry)
 	if err != nil {
 		return err
 	}
-	return env.Serve(ctx, env.Config.Ingest.Load.Listen, l)
+	r, err := retention.New(cfg.Retention, ch, env.Logger, env.Registry, nil)
+	if err != nil {
+		return err
+	}
+	return env.Serve(ctx, cfg.Listen, daemon.Together(l, r))
 }

@@ -3,6 +3,7 @@ package daemon_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -72,3 +73,22 @@ func TestRunsTheDefaultCommand(t *testing.T) {
 		t.Fatalf("unknown command: code %d", code)
 	}
 }
+
+func TestTogetherStopsAllWhenOneFails(t *testing.T) {
+	boom := errors.New("boom")
+	failing := runnerFunc(func(ctx context.Context) error { return boom })
+	waiting := runnerFunc(func(ctx context.Context) error { <-ctx.Done(); return nil })
+	done := runnerFunc(func(ctx context.Context) error { return nil })
+	if err := daemon.Together(waiting, failing, done).Run(context.Background()); !errors.Is(err, boom) {
+		t.Fatalf("err = %v, want boom", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := daemon.Together(waiting, done).Run(ctx); err != nil {
+		t.Fatalf("after cancel: %v", err)
+	}
+}
+
+type runnerFunc func(ctx context.Context) error
+
+func (f runnerFunc) Run(ctx context.Context) error { return f(ctx) }

@@ -27,6 +27,7 @@ import (
 
 	"github.com/pagewatch/pagewatch/pipeline/bus"
 	"github.com/pagewatch/pagewatch/pipeline/hit"
+	"github.com/pagewatch/pagewatch/pipeline/retention"
 	"github.com/pagewatch/pagewatch/pipeline/retry"
 )
 
@@ -46,6 +47,9 @@ type Config struct {
 	// RetryMax caps the backoff between attempts at a failing insert or
 	// fetch.
 	RetryMax time.Duration `yaml:"retry_max"`
+	// Retention drops old days of raw hits; loaders run it because they
+	// are the ones writing them.
+	Retention retention.Config `yaml:"retention"`
 }
 
 // DefaultConfig returns the defaults documented in deploy/pagewatch.example.yaml.
@@ -58,6 +62,7 @@ func DefaultConfig() Config {
 		BatchAge:   time.Second,
 		AckWait:    30 * time.Second,
 		RetryMax:   30 * time.Second,
+		Retention:  retention.DefaultConfig(),
 	}
 }
 
@@ -82,6 +87,7 @@ func (c Config) Validate() error {
 	if c.RetryMax < 100*time.Millisecond {
 		errs = append(errs, fmt.Errorf("ingest.load.retry_max: must be at least 100ms, got %s", c.RetryMax))
 	}
+	errs = append(errs, c.Retention.Validate())
 	return errors.Join(errs...)
 }
 
