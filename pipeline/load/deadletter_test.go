@@ -1,0 +1,80 @@
+package load_test
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pagewatch/pagewatch/pipeline/bus"
+)
+
+// An undecodable message goes to the dead-letter stream with its reason
+// and where it came from; the hits around it are all loaded.
+func TestUndecodableMessageIsDeadLettered(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	b.publish(t, 10, 100)
+	junk := nats.NewMsg(b.bus.HitsSubject("test", "junk"))
+	junk.Data = []byte("\x16\x03\x01 not a hit batch")
+	ack, err := b.bus.JS.PublishMsg(ctx, junk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.publish(t, 10, 100)
+	defer b.run(t, b.ch)()
+	b.waitCount(t, 2000)
+
+	dead, err := b.bus.JS.Stream(ctx, b.bus.DeadLetterStreamName())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m *jetstream.RawStreamMsg
+	deadline := time.Now().Add(10 * time.Second)
+	for m == nil {
+		m, _ = dead.GetLastMsgForSubject(ctx, b.bus.DeadLetterSubject("hits"))
+		if m == nil && time.Now().After(deadline) {
+			t.Fatal("nothing dead-lettered")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if string(m.Data) != string(junk.Data) {
+		t.Fatalf("dead letter data %q", m.Data)
+	}
+	if got := m.Header.Get(bus.HeaderDeadSubject); got != junk.Subject {
+		t.Fatalf("dead letter subject header %q, want %q", got, junk.Subject)
+	}
+	if got, want := m.Header.Get(bus.HeaderDeadSeq), ack.Sequence; got != strconv.FormatUint(want, 10) {
+		t.Fatalf("dead letter sequence header %q, want %d", got, want)
+	}
+	if reason := m.Header.Get(bus.HeaderDeadReason); reason == "" {
+		t.Fatal("dead letter without a reason")
+	} else {
+		t.Logf("reason: %s", reason)
+	}
+	info, err := dead.Info(ctx)
+	if err != nil || info.State.Msgs != 1 {
+		t.Fatalf("dead-letter stream holds %d messages (%v), want 1", info.State.Msgs, err)
+	}
+	// Terminated, so never delivered again.
+	cons, err := b.bus.JS.Consumer(ctx, b.bus.HitsStreamName(), b.cfg.Consumer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		ci, err := cons.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ci.NumAckPending == 0 && ci.NumPending == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("consumer still has %d pending, %d unacked", ci.NumPending, ci.NumAckPending)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
