@@ -5,9 +5,12 @@ package e2e
 import (
 	"bytes"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,7 +30,7 @@ var (
 )
 
 // binaries builds cmd/... once per test binary run.
-func binaries(t *testing.T) string {
+func binaries(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "pagewatch-e2e-bin-")
@@ -48,7 +51,7 @@ func binaries(t *testing.T) string {
 	return binDir
 }
 
-func repoRoot(t *testing.T) string {
+func repoRoot(t testing.TB) string {
 	dir, err := os.Getwd()
 	if err != nil {
 		t.Fatal(err)
@@ -72,13 +75,31 @@ type bundle struct {
 	nats   *natstest.Server
 	ch     *clickhousetest.Server
 	smtp   *smtptest.Server
+
+	mu     sync.Mutex
+	starts map[string]int // runs per daemon name, for log file names
 }
+
+// loadConfig is the ingest.load section setup writes.
+type loadConfig struct {
+	BatchRows         int
+	BatchAge, AckWait string // YAML durations, e.g. "200ms"
+}
+
+// defaultLoad suits the small tests: batches of a few tailer messages.
+var defaultLoad = loadConfig{BatchRows: 5000, BatchAge: "200ms", AckWait: "10s"}
 
 // setup starts the servers and writes a config for the daemons; rules is
 // the YAML list under sweeper.rules.
-func setup(t *testing.T, rules string) *bundle {
+func setup(t testing.TB, rules string) *bundle {
 	t.Helper()
-	b := &bundle{dir: t.TempDir(), bin: binaries(t)}
+	return setupLoad(t, rules, defaultLoad)
+}
+
+// setupLoad is setup with the loader's batching settings given.
+func setupLoad(t testing.TB, rules string, load loadConfig) *bundle {
+	t.Helper()
+	b := &bundle{dir: t.TempDir(), bin: binaries(t), starts: map[string]int{}}
 	b.nats = natstest.Start(t)
 	b.ch = clickhousetest.Start(t)
 	b.smtp = smtptest.Start(t)
@@ -98,9 +119,11 @@ ingest:
     batch_lines: 500
   load:
     listen: "127.0.0.1:0"
-    batch_rows: 5000
-    batch_age: 200ms
-    ack_wait: 10s
+    batch_rows: %d
+    batch_age: %s
+    ack_wait: %s
+    # The tests replay a 2015 log; retention would drop it.
+    retention: {raw_hits_days: 0}
 sweeper:
   listen: "127.0.0.1:0"
   schedule: "@every 1s"
@@ -116,7 +139,7 @@ mail:
   transport: smtp
   from: pagewatch@example.com
   smtp: {host: %q, port: %d, tls: none}
-`, b.nats.URL, b.ch.Addr, b.log, rules, b.smtp.Host, b.smtp.Port)
+`, b.nats.URL, b.ch.Addr, b.log, load.BatchRows, load.BatchAge, load.AckWait, rules, b.smtp.Host, b.smtp.Port)
 	if err := os.WriteFile(b.config, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -132,11 +155,20 @@ type proc struct {
 }
 
 // start runs a daemon, e.g. start(t, "ingest", "tail"); its output goes to
-// a file shown if the test fails.
-func (b *bundle) start(t *testing.T, bin string, args ...string) *proc {
+// a file of its own (name.log, then name.2.log, ... for later runs) shown
+// if the test fails.
+func (b *bundle) start(t testing.TB, bin string, args ...string) *proc {
 	t.Helper()
 	name := bin + " " + strings.Join(args, " ")
-	out, err := os.OpenFile(filepath.Join(b.dir, strings.ReplaceAll(name, " ", "_")+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	file := strings.ReplaceAll(name, " ", "_")
+	b.mu.Lock()
+	b.starts[name]++
+	if n := b.starts[name]; n > 1 {
+		file += "." + strconv.Itoa(n)
+		name += " #" + strconv.Itoa(n)
+	}
+	b.mu.Unlock()
+	out, err := os.OpenFile(filepath.Join(b.dir, file+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +191,7 @@ func (b *bundle) start(t *testing.T, bin string, args ...string) *proc {
 }
 
 // stop sends SIGTERM and requires a clean exit within the shutdown deadline.
-func (p *proc) stop(t *testing.T) {
+func (p *proc) stop(t testing.TB) {
 	if p.done == nil {
 		return // killed on purpose
 	}
@@ -197,7 +229,7 @@ func tailBytes(b []byte, n int) []byte {
 	return b
 }
 
-func appendLines(t *testing.T, path string, lines [][]byte) {
+func appendLines(t testing.TB, path string, lines [][]byte) {
 	t.Helper()
 	var buf bytes.Buffer
 	for _, l := range lines {
@@ -215,7 +247,7 @@ func appendLines(t *testing.T, path string, lines [][]byte) {
 }
 
 // hitCount is the number of distinct hits in ClickHouse.
-func (b *bundle) hitCount(t *testing.T) int {
+func (b *bundle) hitCount(t testing.TB) int {
 	t.Helper()
 	out := b.ch.Query(t, "SELECT count() FROM (SELECT seq, line_offset FROM pagewatch.hits GROUP BY seq, line_offset)")
 	n, err := strconv.Atoi(strings.TrimSpace(out))
@@ -225,12 +257,12 @@ func (b *bundle) hitCount(t *testing.T) int {
 	return n
 }
 
-func (b *bundle) tablesExist(t *testing.T) bool {
+func (b *bundle) tablesExist(t testing.TB) bool {
 	return strings.TrimSpace(b.ch.Query(t, "SELECT count() FROM system.tables WHERE database = 'pagewatch' AND name = 'hits'")) == "1"
 }
 
 // waitHits waits until ClickHouse holds want hits, failing on more.
-func (b *bundle) waitHits(t *testing.T, want int, timeout time.Duration) {
+func (b *bundle) waitHits(t testing.TB, want int, timeout time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
@@ -249,4 +281,50 @@ func (b *bundle) waitHits(t *testing.T, want int, timeout time.Duration) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// adminAddr is the address a daemon's /metrics, /healthz and /readyz are
+// served on, read from its log (the config asks for port 0).
+func (p *proc) adminAddr(t testing.TB) string {
+	t.Helper()
+	re := regexp.MustCompile(`admin endpoints serving.* addr=(\S+)`)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		data, err := os.ReadFile(p.out.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := re.FindSubmatch(data); m != nil {
+			return string(m[1])
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: no admin address logged after 30s", p.name)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// metric scrapes one unlabelled counter or gauge from a daemon's /metrics.
+func metric(t testing.TB, addr, name string) float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatalf("scrape %s: %v", addr, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("scrape %s: %v", addr, err)
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				t.Fatalf("%s: %q", name, line)
+			}
+			return f
+		}
+	}
+	t.Fatalf("%s does not serve %s", addr, name)
+	return 0
 }

@@ -137,6 +137,19 @@ func (s *Server) Stop() {
 	s.proc = nil
 }
 
+// Kill SIGKILLs the server's process group, as a crash or the OOM killer
+// would, and waits for it to exit. Ports and data stay for Restart.
+func (s *Server) Kill() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc == nil {
+		return
+	}
+	_ = killGroup(s.proc.cmd.Process.Pid)
+	s.proc.stop() // reaps it and closes its console
+	s.proc = nil
+}
+
 // Query runs sql over the HTTP interface and returns the response body
 // (TabSeparated unless the query says otherwise). Any error fails the test.
 func (s *Server) Query(t testing.TB, sql string) string {

@@ -1,0 +1,129 @@
+package e2e
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/pagewatch/pagewatch/internal/realdata"
+	"github.com/pagewatch/pagewatch/internal/testserver/clickhousetest"
+	"github.com/pagewatch/pagewatch/internal/testserver/natstest"
+)
+
+// BenchmarkTailToClickHouse runs the built `ingest tail` and `ingest load`
+// as processes, with their default batch settings, against real NATS
+// (file storage) and ClickHouse on this machine, while it appends the real
+// log to the tailed file, restamped with the current time, at up to
+// PAGEWATCH_BENCH_RATE lines/s (500,000) for PAGEWATCH_BENCH_SECONDS (10;
+// `make bench` uses 60). It reports lines/s from the first write until
+// ClickHouse holds every line, the rate the writer kept up, and the
+// largest backlog (lines written, not yet in ClickHouse) seen.
+func BenchmarkTailToClickHouse(b *testing.B) {
+	seconds := envInt(b, "PAGEWATCH_BENCH_SECONDS", 10)
+	rate := envInt(b, "PAGEWATCH_BENCH_RATE", 500_000)
+	bb := &bundle{dir: b.TempDir(), bin: binaries(b), starts: map[string]int{}}
+	bb.nats = natstest.Start(b)
+	bb.ch = clickhousetest.Start(b)
+	bb.log = filepath.Join(bb.dir, "access.log")
+	bb.config = filepath.Join(bb.dir, "pagewatch.yaml")
+	cfg := fmt.Sprintf(`log: {level: warn}
+nats: {url: %q}
+clickhouse: {addr: [%q]}
+ingest:
+  tail:
+    listen: "127.0.0.1:0"
+    instance: bench
+    inputs: [{path: %q, site: example.com}]
+    start_at: beginning
+  load:
+    listen: "127.0.0.1:0"
+    retention: {raw_hits_days: 0}
+`, bb.nats.URL, bb.ch.Addr, bb.log)
+	if err := os.WriteFile(bb.config, []byte(cfg), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(bb.log, nil, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	chunk, stamps := stampableChunk(b)
+	linesPerChunk := len(stamps)
+	f, err := os.OpenFile(bb.log, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+
+	bb.start(b, "ingest", "tail")
+	loader := bb.start(b, "ingest", "load")
+	admin := loader.adminAddr(b)
+	b.ResetTimer()
+
+	start := time.Now()
+	written, maxLag := 0, 0
+	nextSample := start.Add(time.Second)
+	for time.Since(start) < time.Duration(seconds)*time.Second {
+		now := time.Now()
+		stamp := now.UTC().Format("02/Jan/2006:15:04:05")
+		for _, at := range stamps {
+			copy(chunk[at:], stamp)
+		}
+		if _, err := f.Write(chunk); err != nil {
+			b.Fatal(err)
+		}
+		written += linesPerChunk
+		if now.After(nextSample) {
+			loaded := int(metric(b, admin, "pagewatch_ingest_load_rows_total"))
+			maxLag = max(maxLag, written-loaded)
+			nextSample = now.Add(time.Second)
+		}
+		if ahead := time.Duration(float64(written)/float64(rate)*float64(time.Second)) - time.Since(start); ahead > 0 {
+			time.Sleep(ahead)
+		}
+	}
+	writing := time.Since(start)
+	for int(metric(b, admin, "pagewatch_ingest_load_rows_total")) < written {
+		time.Sleep(20 * time.Millisecond)
+	}
+	elapsed := time.Since(start)
+	b.StopTimer()
+	if got := bb.hitCount(b); got != written {
+		b.Fatalf("ClickHouse holds %d distinct hits for %d lines", got, written)
+	}
+	b.ReportMetric(float64(written)/elapsed.Seconds(), "lines/s")
+	b.ReportMetric(float64(written)/writing.Seconds(), "written-lines/s")
+	b.ReportMetric(float64(maxLag), "max-backlog-lines")
+	b.Logf("%d lines written in %s, all in ClickHouse after %s", written, writing.Round(time.Millisecond), elapsed.Round(time.Millisecond))
+}
+
+// stampableChunk is the real log as one write, with the offset of each
+// line's time ("17/May/2015:10:05:03") so it can be restamped in place.
+func stampableChunk(b *testing.B) ([]byte, []int) {
+	var chunk []byte
+	var stamps []int
+	for _, l := range realdata.Lines(b, realdata.ApacheLog) {
+		i := bytes.IndexByte(l, '[')
+		if i < 0 || len(l) < i+21 {
+			b.Fatalf("line without a time: %q", l)
+		}
+		stamps = append(stamps, len(chunk)+i+1)
+		chunk = append(chunk, l...)
+		chunk = append(chunk, '\n')
+	}
+	return chunk, stamps
+}
+
+func envInt(b *testing.B, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		b.Fatalf("%s: want a positive integer, got %q", name, v)
+	}
+	return n
+}
