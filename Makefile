@@ -19,8 +19,10 @@ test:
 demo:
 	bash deploy/demo/run.sh
 
+# Go benchmarks of every package, and the multi-process ones in
+# internal/e2e (tail -> JetStream -> ClickHouse for 60 s).
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 2s ./...
+	PAGEWATCH_BENCH_SECONDS=60 $(GO) test -run '^$$' -bench . -benchtime 2s -timeout 60m ./...
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

@@ -30,7 +30,7 @@ func BenchmarkTailToClickHouse(b *testing.B) {
 	bb.ch = clickhousetest.Start(b)
 	bb.log = filepath.Join(bb.dir, "access.log")
 	bb.config = filepath.Join(bb.dir, "pagewatch.yaml")
-	cfg := fmt.Sprintf(`log: {level: warn}
+	cfg := fmt.Sprintf(`log: {level: info}
 nats: {url: %q}
 clickhouse: {addr: [%q]}
 ingest:
