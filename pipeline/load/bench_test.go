@@ -25,13 +25,14 @@ import (
 // loader has its own NATS connection and ClickHouse client, like a
 // separate process.
 func BenchmarkJetStreamToClickHouse(b *testing.B) {
-	for _, loaders := range []int{1, 2, 3} {
-		b.Run(fmt.Sprintf("loaders=%d", loaders), func(b *testing.B) { benchLoad(b, loaders, 1_000_000) })
+	for _, c := range []struct{ loaders, inserts int }{{1, 1}, {1, 2}, {2, 2}, {3, 2}} {
+		b.Run(fmt.Sprintf("loaders=%d/inserts=%d", c.loaders, c.inserts), func(b *testing.B) { benchLoad(b, c.loaders, c.inserts, 1_000_000) })
 	}
 }
 
-func benchLoad(b *testing.B, loaders, total int) {
+func benchLoad(b *testing.B, loaders, inserts, total int) {
 	bb := setup(b)
+	bb.cfg.Inserts = inserts
 	bb.cfg.BatchRows = 100_000
 	bb.cfg.BatchAge = time.Second
 	bb.cfg.AckWait = 30 * time.Second

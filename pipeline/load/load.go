@@ -9,9 +9,10 @@
 //
 //	collect (fetch, decode, dead-letter) → insert (retry, then ack)
 //
-// The stages hand over one batch at a time, so a loader holds at most two
-// batches and a partial third: when ClickHouse is down, inserting stalls,
-// collecting stops, and JetStream is the buffer.
+// The stages hand over one batch at a time, so a loader holds at most
+// `inserts` batches being inserted, one waiting and a partial one being
+// collected: when ClickHouse is down, inserting stalls, collecting stops,
+// and JetStream is the buffer.
 package load
 
 import (
@@ -44,6 +45,10 @@ type Config struct {
 	// JetStream gives it to another loader; slow inserts are kept alive
 	// with progress acks, so this bounds how long a dead loader delays them.
 	AckWait time.Duration `yaml:"ack_wait"`
+	// Inserts is how many batches one loader inserts at once. ClickHouse
+	// works on one insert with about one core, so two keep a small
+	// server busy while the loader collects the next batch.
+	Inserts int `yaml:"inserts"`
 	// RetryMax caps the backoff between attempts at a failing insert or
 	// fetch.
 	RetryMax time.Duration `yaml:"retry_max"`
@@ -61,6 +66,7 @@ func DefaultConfig() Config {
 		BatchBytes: 64 << 20,
 		BatchAge:   time.Second,
 		AckWait:    30 * time.Second,
+		Inserts:    2,
 		RetryMax:   30 * time.Second,
 		Retention:  retention.DefaultConfig(),
 	}
@@ -84,6 +90,9 @@ func (c Config) Validate() error {
 	if c.AckWait < 5*time.Second || c.AckWait < 2*c.BatchAge {
 		errs = append(errs, fmt.Errorf("ingest.load.ack_wait: must be at least 5s and twice ingest.load.batch_age (%s), got %s", c.BatchAge, c.AckWait))
 	}
+	if c.Inserts < 1 || c.Inserts > 16 {
+		errs = append(errs, fmt.Errorf("ingest.load.inserts: must be 1..16, got %d", c.Inserts))
+	}
 	if c.RetryMax < 100*time.Millisecond {
 		errs = append(errs, fmt.Errorf("ingest.load.retry_max: must be at least 100ms, got %s", c.RetryMax))
 	}
@@ -92,10 +101,10 @@ func (c Config) Validate() error {
 }
 
 // maxAckPending is how many messages all loaders together may hold
-// unacknowledged. Each loader holds up to two batches and a partial third;
-// sized for three loaders of single-hit messages, the worst case, it never
-// starves a loader of messages it could be inserting.
-func (c Config) maxAckPending() int { return max(10_000, 9*c.BatchRows) }
+// unacknowledged. Each loader holds up to inserts+2 batches; sized for
+// three loaders of single-hit messages, the worst case, it never starves a
+// loader of messages it could be inserting.
+func (c Config) maxAckPending() int { return max(10_000, 3*(c.Inserts+2)*c.BatchRows) }
 
 // Store receives batches of hits; inserting the same batch twice must not
 // change any count.
@@ -187,19 +196,24 @@ func (l *Loader) Run(ctx context.Context) error {
 	go l.watchLag(ctx)
 
 	handover := make(chan *batch) // unbuffered: bounds what a loader holds
-	inserted := make(chan error, 1)
-	go func() {
-		err := l.insertStage(ctx, handover)
-		cancel(err) // a finished replay stops collecting too
-		inserted <- err
-	}()
+	inserted := make(chan error, l.cfg.Inserts)
+	for range l.cfg.Inserts {
+		go func() {
+			err := l.insertStage(ctx, handover)
+			cancel(err) // a finished replay stops collecting too
+			inserted <- err
+		}()
+	}
 	cerr := l.collectStage(ctx, handover)
 	cancel(cerr)
 	close(handover)
-	if err := <-inserted; err != nil && !errors.Is(err, errFinished) {
-		return err
+	var errs []error
+	for range l.cfg.Inserts {
+		if err := <-inserted; err != nil && !errors.Is(err, errFinished) && !errors.Is(err, context.Canceled) {
+			errs = append(errs, err)
+		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // finished asks done, if set, whether a replay is complete.
