@@ -15,6 +15,9 @@ type Config struct {
 	Name        string `yaml:"name"`
 	Consumer    string `yaml:"consumer"`
 	Concurrency int    `yaml:"concurrency"`
+	// Prefetch is how many jobs a worker holds, grouped by page, so the
+	// runner that locks a page also takes that page's later jobs.
+	Prefetch int `yaml:"prefetch"`
 	// LockTTL is the page lease: how long a dead worker can keep a page
 	// locked. The holder renews it every third of that.
 	LockTTL time.Duration `yaml:"lock_ttl"`
@@ -36,6 +39,7 @@ func DefaultConfig() Config {
 		Name:         fmt.Sprintf("%s-%d", host, os.Getpid()),
 		Consumer:     "worker",
 		Concurrency:  4,
+		Prefetch:     256,
 		LockTTL:      15 * time.Second,
 		DeferDelay:   time.Second,
 		AckWait:      time.Minute,
@@ -55,6 +59,9 @@ func (c Config) Validate() error {
 	}
 	if c.Concurrency < 1 || c.Concurrency > 1024 {
 		add("worker.concurrency: must be 1..1024, got %d", c.Concurrency)
+	}
+	if c.Prefetch < c.Concurrency || c.Prefetch > 100_000 {
+		add("worker.prefetch: must be worker.concurrency (%d)..100000, got %d", c.Concurrency, c.Prefetch)
 	}
 	if c.LockTTL < 3*time.Second {
 		add("worker.lock_ttl: must be at least 3s, got %s", c.LockTTL)

@@ -1,8 +1,9 @@
 // Package notify is the worker: it takes notification jobs from the work
-// queue and mails each crossing once. A job goes through named steps:
+// queue and mails each crossing once. Jobs are grouped by page (schedule);
+// a runner locks a page, or defers its jobs, and then takes each of the
+// page's jobs through named steps:
 //
-//	decode → lock the page (or defer) → skip if already sent → send →
-//	record in the sent ledger → ack
+//	skip if already sent → send → record in the sent ledger → ack
 //
 // and every outcome is written to the notifications history.
 package notify
@@ -60,12 +61,13 @@ func New(ctx context.Context, cfg Config, b *bus.Bus, mailer Mailer, history Rec
 		return nil, err
 	}
 	cons, err := stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
-		Durable:       cfg.Consumer,
-		Description:   "pagewatch workers: notification mails",
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       cfg.AckWait,
-		MaxDeliver:    -1,
-		MaxAckPending: 10_000,
+		Durable:     cfg.Consumer,
+		Description: "pagewatch workers: notification mails",
+		AckPolicy:   jetstream.AckExplicitPolicy,
+		AckWait:     cfg.AckWait,
+		MaxDeliver:  -1,
+		// Room for every worker process's prefetch.
+		MaxAckPending: max(10_000, 8*cfg.Prefetch),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create consumer %s: %w", cfg.Consumer, err)
@@ -83,19 +85,36 @@ func New(ctx context.Context, cfg Config, b *bus.Bus, mailer Mailer, history Rec
 }
 
 // Run handles jobs until ctx is done, then lets in-flight jobs finish for
-// up to DrainTimeout. Jobs not started are left for redelivery.
+// up to DrainTimeout. Jobs not started are handed back for redelivery.
+//
+// One fetcher keeps up to Prefetch jobs in hand, grouped by page, and
+// Concurrency runners each take a page, lock it, and run its jobs one
+// after another (see schedule).
 func (w *Worker) Run(ctx context.Context) error {
 	jobCtx, cancelJobs := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelJobs()
+	s := newSchedule(w.cfg.Prefetch)
+	go s.keepAlive(jobCtx, w.cfg.AckWait/3)
+	fetched := make(chan struct{})
+	go func() {
+		defer close(fetched)
+		w.fetch(ctx, s)
+	}()
 	var wg sync.WaitGroup
 	for i := 0; i < w.cfg.Concurrency; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w.loop(ctx, jobCtx)
+			for page := s.nextPage(); page != ""; page = s.nextPage() {
+				w.runPage(ctx, jobCtx, s, page)
+			}
 		}()
 	}
 	<-ctx.Done()
+	<-fetched
+	for _, j := range s.close() {
+		_ = j.msg.Nak()
+	}
 	drained := make(chan struct{})
 	go func() { wg.Wait(); close(drained) }()
 	select {
@@ -108,23 +127,46 @@ func (w *Worker) Run(ctx context.Context) error {
 	return nil
 }
 
-// loop fetches one job at a time, so a worker never holds jobs it is not
-// working on (nothing waits behind a slow send, nothing is stranded on
-// shutdown).
-func (w *Worker) loop(ctx, jobCtx context.Context) {
+// fetch keeps the schedule supplied with up to Prefetch jobs.
+func (w *Worker) fetch(ctx context.Context, s *schedule) {
 	for ctx.Err() == nil {
-		fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		msg, err := w.cons.Next(jetstream.FetchContext(fctx))
-		cancel()
-		if err != nil {
-			if ctx.Err() == nil && !idle(err) {
-				w.logger.Warn("fetch job failed", "err", err)
-				time.Sleep(time.Second)
-			}
+		n := s.space()
+		if n <= 0 {
+			s.waitRoom(ctx)
 			continue
 		}
-		w.handle(jobCtx, msg)
+		fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		batch, err := w.cons.Fetch(min(n, 256), jetstream.FetchContext(fctx))
+		if err != nil {
+			cancel()
+			w.fetchFailed(ctx, err)
+			continue
+		}
+		for msg := range batch.Messages() {
+			if ctx.Err() != nil {
+				_ = msg.Nak() // arrived as we stopped: straight back
+				continue
+			}
+			x, err := crossing.Unmarshal(msg.Data())
+			if err != nil {
+				w.logger.Error("undecodable job; terminating it", "subject", msg.Subject(), "err", err)
+				_ = msg.TermWithReason(err.Error())
+				w.metrics.jobs.WithLabelValues("invalid").Inc()
+				continue
+			}
+			s.add(bus.Key(x.Site, x.Path), job{msg: msg, x: x})
+		}
+		cancel()
+		w.fetchFailed(ctx, batch.Error())
 	}
+}
+
+func (w *Worker) fetchFailed(ctx context.Context, err error) {
+	if err == nil || ctx.Err() != nil || idle(err) {
+		return
+	}
+	w.logger.Warn("fetch jobs failed", "err", err)
+	_ = retry.Sleep(ctx, time.Second)
 }
 
 // idle reports whether a fetch error only means "no job arrived in time".
@@ -132,35 +174,51 @@ func idle(err error) bool {
 	return errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, jetstream.ErrNoMessages)
 }
 
-// handle runs one job through its steps.
-func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
-	x, err := crossing.Unmarshal(msg.Data())
-	if err != nil {
-		w.logger.Error("undecodable job; terminating it", "subject", msg.Subject(), "err", err)
-		_ = msg.TermWithReason(err.Error())
-		w.metrics.jobs.WithLabelValues("invalid").Inc()
-		return
-	}
-	log := w.logger.With("key", x.Key)
-
-	// Step: lock the page, or defer the job without counting it as failed.
-	ctx, cancel := context.WithCancel(ctx)
+// runPage is one runner's turn on a page: lock it, or defer its jobs
+// without counting them as failed; then run its jobs, including any that
+// arrive meanwhile, under the one lock.
+func (w *Worker) runPage(ctx, jobCtx context.Context, s *schedule, page string) {
+	defer s.finish(page) // after the release below: defers run last first
+	pctx, cancel := context.WithCancel(jobCtx)
 	defer cancel()
-	lease, err := lock.Acquire(ctx, w.locks, bus.Key(x.Site, x.Path), w.cfg.Name, w.cfg.LockTTL, cancel)
+	lease, err := lock.Acquire(pctx, w.locks, page, w.cfg.Name, w.cfg.LockTTL, cancel)
 	if errors.Is(err, lock.ErrLocked) {
-		w.deferJob(ctx, msg, x)
+		for _, j := range s.takeAll(page) {
+			w.deferJob(jobCtx, j.msg, j.x)
+		}
 		return
 	}
 	if err != nil {
-		log.Warn("lock failed; job will be redelivered", "err", err)
-		_ = msg.NakWithDelay(w.cfg.DeferDelay)
+		w.logger.Warn("lock failed; jobs will be redelivered", "page", page, "err", err)
+		for _, j := range s.takeAll(page) {
+			_ = j.msg.NakWithDelay(w.cfg.DeferDelay)
+		}
 		return
 	}
 	defer func() {
-		if err := lease.Release(context.WithoutCancel(ctx)); err != nil {
-			log.Warn("release lock", "err", err)
+		if err := lease.Release(context.WithoutCancel(pctx)); err != nil {
+			w.logger.Warn("release lock", "page", page, "err", err)
 		}
 	}()
+	for {
+		if ctx.Err() != nil || pctx.Err() != nil {
+			// Shutting down, or the lease was lost: hand the rest back.
+			for _, j := range s.takeAll(page) {
+				_ = j.msg.Nak()
+			}
+			return
+		}
+		j, ok := s.pop(page)
+		if !ok {
+			return
+		}
+		w.handle(pctx, j.msg, j.x)
+	}
+}
+
+// handle runs one job of a locked page through its steps.
+func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, x crossing.Crossing) {
+	log := w.logger.With("key", x.Key)
 
 	// Step: skip a crossing that was already mailed.
 	if _, err := w.sent.Get(ctx, x.Key); err == nil {
@@ -174,7 +232,7 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 
 	// Step: send.
 	start := time.Now()
-	err = w.mailer.Send(ctx, mail.Notification{
+	err := w.mailer.Send(ctx, mail.Notification{
 		Key: x.Key, Rule: x.Rule, Site: x.Site, Path: x.Path, Count: x.Count, Threshold: x.Threshold,
 		Window: x.Window, CrossedAt: x.CrossedAt, Recipients: x.Recipients,
 	})

@@ -1,0 +1,194 @@
+package notify
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pagewatch/pagewatch/pipeline/crossing"
+)
+
+// job is one fetched notification job, held until a runner takes it.
+type job struct {
+	msg jetstream.Msg
+	x   crossing.Crossing
+}
+
+// schedule holds the jobs a worker process has fetched, grouped by page,
+// and hands each page to one runner at a time. The runner that holds a
+// page's lock takes that page's later jobs too, so jobs for one page that
+// arrive together (a queue after an outage) run one after another under
+// one lock instead of colliding on it. Conflicts, and so deferrals, remain
+// only between worker processes that fetched jobs of the same page.
+type schedule struct {
+	mu      sync.Mutex
+	cond    *sync.Cond // signalled when a page becomes ready or on close
+	pages   map[string]*pageJobs
+	ready   []string // pages with jobs and no runner, oldest first
+	held    int      // jobs held, not yet taken by a runner
+	room    chan struct{}
+	closed  bool
+	maxHeld int
+}
+
+type pageJobs struct {
+	jobs    []job
+	running bool
+}
+
+func newSchedule(maxHeld int) *schedule {
+	s := &schedule{pages: map[string]*pageJobs{}, room: make(chan struct{}, 1), maxHeld: maxHeld}
+	s.cond = sync.NewCond(&s.mu)
+	return s
+}
+
+// add queues a fetched job behind its page's other jobs.
+func (s *schedule) add(page string, j job) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.pages[page]
+	if p == nil {
+		p = &pageJobs{}
+		s.pages[page] = p
+	}
+	p.jobs = append(p.jobs, j)
+	s.held++
+	if !p.running && len(p.jobs) == 1 {
+		s.ready = append(s.ready, page)
+		s.cond.Signal()
+	}
+}
+
+// space is how many more jobs the fetcher may take.
+func (s *schedule) space() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.maxHeld - s.held
+}
+
+// waitRoom blocks until a runner took a job or ctx ends.
+func (s *schedule) waitRoom(ctx context.Context) {
+	select {
+	case <-s.room:
+	case <-ctx.Done():
+	}
+}
+
+// nextPage blocks until a page is ready and gives it to the caller, who
+// runs it until pop says it is empty and then calls finish. It returns ""
+// once the schedule is closed.
+func (s *schedule) nextPage() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for len(s.ready) == 0 && !s.closed {
+		s.cond.Wait()
+	}
+	if s.closed {
+		return ""
+	}
+	page := s.ready[0]
+	s.ready = s.ready[1:]
+	s.pages[page].running = true
+	return page
+}
+
+// pop takes the page's next job; ok is false when it has none left.
+func (s *schedule) pop(page string) (j job, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.pages[page]
+	if len(p.jobs) == 0 {
+		return job{}, false
+	}
+	j = p.jobs[0]
+	p.jobs[0] = job{}
+	p.jobs = p.jobs[1:]
+	s.taken(1)
+	return j, true
+}
+
+// takeAll empties the page's queue, for jobs the runner cannot run.
+func (s *schedule) takeAll(page string) []job {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.pages[page]
+	jobs := p.jobs
+	p.jobs = nil
+	s.taken(len(jobs))
+	return jobs
+}
+
+func (s *schedule) taken(n int) {
+	s.held -= n
+	if n > 0 {
+		select {
+		case s.room <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// finish ends a runner's turn on a page, after it released the page's
+// lock; jobs that arrived since its last pop make the page ready again.
+func (s *schedule) finish(page string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.pages[page]
+	p.running = false
+	if len(p.jobs) > 0 {
+		s.ready = append(s.ready, page)
+		s.cond.Signal()
+		return
+	}
+	delete(s.pages, page)
+}
+
+// close wakes every runner waiting for a page and returns the jobs no
+// runner took, for the caller to hand back.
+func (s *schedule) close() []job {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	s.cond.Broadcast()
+	var left []job
+	for _, p := range s.pages {
+		if !p.running {
+			left = append(left, p.jobs...)
+			s.taken(len(p.jobs))
+			p.jobs = nil
+		}
+	}
+	return left
+}
+
+// heldMsgs lists the messages waiting for a runner, for progress acks.
+func (s *schedule) heldMsgs() []jetstream.Msg {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []jetstream.Msg
+	for _, p := range s.pages {
+		for _, j := range p.jobs {
+			out = append(out, j.msg)
+		}
+	}
+	return out
+}
+
+// keepAlive sends progress acks for held jobs every interval, so a job
+// that waits behind its page's earlier jobs is not redelivered meanwhile.
+func (s *schedule) keepAlive(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			for _, m := range s.heldMsgs() {
+				_ = m.InProgress()
+			}
+		}
+	}
+}
