@@ -252,6 +252,9 @@ const (
 	BucketLocks  = "locks"  // per-page worker leases
 	BucketSent   = "sent"   // crossing keys already mailed
 	BucketSweeps = "sweeps" // sweeper state per rule and page
+	// BucketRateLimits holds the mail rate limits' state, one key per
+	// limited thing (the SMTP account, each recipient).
+	BucketRateLimits = "ratelimits"
 )
 
 // KV creates or opens the named bucket. ttl > 0 makes entries lapse unless

@@ -53,6 +53,11 @@ const (
 	Duplicate Outcome = "duplicate" // already in the sent ledger
 	Deferred  Outcome = "deferred"  // page locked by another worker
 	Failed    Outcome = "failed"    // send failed; SMTPCode says how
+	// RateLimited: a recipient is over its limit; the job comes back
+	// when its slot is near.
+	RateLimited Outcome = "rate_limited"
+	// DeadLettered: failed for good (a 5xx); kept in the dead-letter stream.
+	DeadLettered Outcome = "dead_lettered"
 )
 
 // Record is one row of the notifications history.

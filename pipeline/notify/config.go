@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/pagewatch/pagewatch/pipeline/ratelimit"
 )
 
 // Config is the `worker:` section.
@@ -27,6 +29,8 @@ type Config struct {
 	// AckWait bounds how long a job stays with a worker that stopped
 	// answering before JetStream offers it to another.
 	AckWait time.Duration `yaml:"ack_wait"`
+	// RateLimit spaces out mail across all workers.
+	RateLimit ratelimit.Config `yaml:"rate_limit"`
 	// DrainTimeout is how long in-flight sends may finish on shutdown.
 	DrainTimeout time.Duration `yaml:"drain_timeout"`
 }
@@ -44,6 +48,7 @@ func DefaultConfig() Config {
 		DeferDelay:   time.Second,
 		AckWait:      time.Minute,
 		DrainTimeout: 10 * time.Second,
+		RateLimit:    ratelimit.DefaultConfig(),
 	}
 }
 
@@ -75,5 +80,6 @@ func (c Config) Validate() error {
 	if c.DrainTimeout <= 0 {
 		add("worker.drain_timeout: must be positive, got %s", c.DrainTimeout)
 	}
+	errs = append(errs, c.RateLimit.Validate("worker.rate_limit"))
 	return errors.Join(errs...)
 }

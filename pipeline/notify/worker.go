@@ -25,6 +25,7 @@ import (
 	"github.com/pagewatch/pagewatch/pipeline/bus"
 	"github.com/pagewatch/pagewatch/pipeline/crossing"
 	"github.com/pagewatch/pagewatch/pipeline/lock"
+	"github.com/pagewatch/pagewatch/pipeline/ratelimit"
 	"github.com/pagewatch/pagewatch/pipeline/retry"
 	"github.com/pagewatch/pagewatch/sinks/mail"
 )
@@ -45,6 +46,8 @@ type Worker struct {
 	cons    jetstream.Consumer
 	locks   jetstream.KeyValue
 	sent    jetstream.KeyValue
+	limiter *ratelimit.Limiter
+	bus     *bus.Bus
 	mailer  Mailer
 	history Recorder
 	logger  *slog.Logger
@@ -80,8 +83,15 @@ func New(ctx context.Context, cfg Config, b *bus.Bus, mailer Mailer, history Rec
 	if err != nil {
 		return nil, err
 	}
-	return &Worker{cfg: cfg, cons: cons, locks: locks, sent: sent, mailer: mailer, history: history,
-		logger: logger, metrics: newMetrics(reg)}, nil
+	limits, err := b.KV(ctx, bus.BucketRateLimits, 0)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := b.DeadLetterStream(ctx); err != nil {
+		return nil, err
+	}
+	return &Worker{cfg: cfg, cons: cons, locks: locks, sent: sent, bus: b, mailer: mailer, history: history,
+		limiter: ratelimit.New(limits, logger, reg, nil), logger: logger, metrics: newMetrics(reg)}, nil
 }
 
 // Run handles jobs until ctx is done, then lets in-flight jobs finish for
@@ -230,6 +240,11 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, x crossing.Cross
 		return
 	}
 
+	// Step: wait for the rate limits' slots.
+	if !w.awaitSlot(ctx, msg, x) {
+		return
+	}
+
 	// Step: send.
 	start := time.Now()
 	err := w.mailer.Send(ctx, mail.Notification{
@@ -269,8 +284,7 @@ func (w *Worker) sendFailed(ctx context.Context, msg jetstream.Msg, x crossing.C
 	w.metrics.jobs.WithLabelValues(string(crossing.Failed)).Inc()
 	w.record(ctx, x, rec)
 	if mail.IsPermanent(err) {
-		w.logger.Error("send failed permanently; job terminated", "key", x.Key, "smtp_code", rec.SMTPCode, "err", err)
-		_ = msg.TermWithReason(fmt.Sprintf("smtp %d", rec.SMTPCode))
+		w.deadLetter(ctx, msg, x, rec)
 		return
 	}
 	attempt := 1

@@ -19,6 +19,7 @@ import (
 	"github.com/pagewatch/pagewatch/pipeline/crossing"
 	"github.com/pagewatch/pagewatch/pipeline/lock"
 	"github.com/pagewatch/pagewatch/pipeline/notify"
+	"github.com/pagewatch/pagewatch/pipeline/ratelimit"
 	"github.com/pagewatch/pagewatch/sinks/clickhouse"
 	"github.com/pagewatch/pagewatch/sinks/mail"
 )
@@ -47,6 +48,8 @@ func setup(t *testing.T, smtpOpts ...smtptest.Option) *bundle {
 	cfg.LockTTL = 3 * time.Second
 	cfg.DeferDelay = 200 * time.Millisecond
 	cfg.AckWait = 10 * time.Second
+	// Most tests send bursts to one address; limits_test.go turns them on.
+	cfg.RateLimit = ratelimit.Config{}
 	return &bundle{bus: b, ch: c, chSrv: srv, smtp: sm, cfg: cfg, mail: mc, logger: logger}
 }
 
@@ -196,6 +199,23 @@ func TestPermanentFailureIsTerminatedAndRecorded(t *testing.T) {
 	time.Sleep(time.Second)
 	if n := len(b.smtp.Messages()); n != 0 {
 		t.Fatalf("a permanently failed job was retried: %d mails", n)
+	}
+	if !strings.Contains(b.outcomes(t), "dead_lettered\t1") {
+		t.Fatalf("history: %q", b.outcomes(t))
+	}
+	dead, err := b.bus.JS.Stream(context.Background(), b.bus.DeadLetterStreamName())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := dead.GetLastMsgForSubject(context.Background(), b.bus.DeadLetterSubject("jobs"))
+	if err != nil {
+		t.Fatalf("no dead letter: %v", err)
+	}
+	if x, err := crossing.Unmarshal(m.Data); err != nil || x.Key != job(3).Key {
+		t.Fatalf("dead letter holds %q (%v)", m.Data, err)
+	}
+	if reason := m.Header.Get(bus.HeaderDeadReason); !strings.Contains(reason, "550") {
+		t.Fatalf("dead letter reason %q", reason)
 	}
 }
 
