@@ -42,12 +42,14 @@ func run(ctx context.Context, env *daemon.Env) error {
 	if err != nil {
 		return err
 	}
-	mailer, err := mail.New(env.Config.Mail, env.Logger)
+	// Fail at start, not at the first job, on a bad mail setup.
+	probe, err := mail.New(env.Config.Mail, env.Logger)
 	if err != nil {
 		return err
 	}
-	defer mailer.Close()
-	w, err := notify.New(ctx, env.Config.Worker, b, mailer, ch, env.Logger, env.Registry)
+	_ = probe.Close()
+	mailers := func() (notify.Mailer, error) { return mail.New(env.Config.Mail, env.Logger) }
+	w, err := notify.New(ctx, env.Config.Worker, b, mailers, ch, env.Logger, env.Registry)
 	if err != nil {
 		return err
 	}

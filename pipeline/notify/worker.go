@@ -30,10 +30,15 @@ import (
 	"github.com/pagewatch/pagewatch/sinks/mail"
 )
 
-// Mailer sends one notification.
+// Mailer sends notifications, one at a time, over a connection it keeps.
 type Mailer interface {
 	Send(ctx context.Context, n mail.Notification) error
+	Close() error
 }
+
+// NewMailer opens a Mailer. A worker opens one per runner, so its runners
+// send at the same time, each over its own reused connection.
+type NewMailer func() (Mailer, error)
 
 // Recorder keeps the notifications history.
 type Recorder interface {
@@ -48,14 +53,14 @@ type Worker struct {
 	sent    jetstream.KeyValue
 	limiter *ratelimit.Limiter
 	bus     *bus.Bus
-	mailer  Mailer
+	mailers NewMailer
 	history Recorder
 	logger  *slog.Logger
 	metrics *metrics
 }
 
 // New creates the consumer and buckets and returns a Worker.
-func New(ctx context.Context, cfg Config, b *bus.Bus, mailer Mailer, history Recorder, logger *slog.Logger, reg prometheus.Registerer) (*Worker, error) {
+func New(ctx context.Context, cfg Config, b *bus.Bus, mailers NewMailer, history Recorder, logger *slog.Logger, reg prometheus.Registerer) (*Worker, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -90,7 +95,7 @@ func New(ctx context.Context, cfg Config, b *bus.Bus, mailer Mailer, history Rec
 	if _, err := b.DeadLetterStream(ctx); err != nil {
 		return nil, err
 	}
-	return &Worker{cfg: cfg, cons: cons, locks: locks, sent: sent, bus: b, mailer: mailer, history: history,
+	return &Worker{cfg: cfg, cons: cons, locks: locks, sent: sent, bus: b, mailers: mailers, history: history,
 		limiter: ratelimit.New(limits, logger, reg, nil), logger: logger, metrics: newMetrics(reg)}, nil
 }
 
@@ -101,6 +106,17 @@ func New(ctx context.Context, cfg Config, b *bus.Bus, mailer Mailer, history Rec
 // Concurrency runners each take a page, lock it, and run its jobs one
 // after another (see schedule).
 func (w *Worker) Run(ctx context.Context) error {
+	mailers := make([]Mailer, w.cfg.Concurrency)
+	for i := range mailers {
+		m, err := w.mailers()
+		if err != nil {
+			for _, open := range mailers[:i] {
+				_ = open.Close()
+			}
+			return fmt.Errorf("open mailer %d of %d: %w", i+1, len(mailers), err)
+		}
+		mailers[i] = m
+	}
 	jobCtx, cancelJobs := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelJobs()
 	s := newSchedule(w.cfg.Prefetch)
@@ -111,12 +127,13 @@ func (w *Worker) Run(ctx context.Context) error {
 		w.fetch(ctx, s)
 	}()
 	var wg sync.WaitGroup
-	for i := 0; i < w.cfg.Concurrency; i++ {
+	for _, m := range mailers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer m.Close()
 			for page := s.nextPage(); page != ""; page = s.nextPage() {
-				w.runPage(ctx, jobCtx, s, page)
+				w.runPage(ctx, jobCtx, s, page, m)
 			}
 		}()
 	}
@@ -187,7 +204,7 @@ func idle(err error) bool {
 // runPage is one runner's turn on a page: lock it, or defer its jobs
 // without counting them as failed; then run its jobs, including any that
 // arrive meanwhile, under the one lock.
-func (w *Worker) runPage(ctx, jobCtx context.Context, s *schedule, page string) {
+func (w *Worker) runPage(ctx, jobCtx context.Context, s *schedule, page string, m Mailer) {
 	defer s.finish(page) // after the release below: defers run last first
 	pctx, cancel := context.WithCancel(jobCtx)
 	defer cancel()
@@ -222,12 +239,12 @@ func (w *Worker) runPage(ctx, jobCtx context.Context, s *schedule, page string) 
 		if !ok {
 			return
 		}
-		w.handle(pctx, j.msg, j.x)
+		w.handle(pctx, j.msg, j.x, m)
 	}
 }
 
 // handle runs one job of a locked page through its steps.
-func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, x crossing.Crossing) {
+func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, x crossing.Crossing, m Mailer) {
 	log := w.logger.With("key", x.Key)
 
 	// Step: skip a crossing that was already mailed.
@@ -247,7 +264,7 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, x crossing.Cross
 
 	// Step: send.
 	start := time.Now()
-	err := w.mailer.Send(ctx, mail.Notification{
+	err := m.Send(ctx, mail.Notification{
 		Key: x.Key, Rule: x.Rule, Site: x.Site, Path: x.Path, Count: x.Count, Threshold: x.Threshold,
 		Window: x.Window, CrossedAt: x.CrossedAt, Recipients: x.Recipients,
 	})

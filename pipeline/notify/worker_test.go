@@ -57,19 +57,16 @@ func setup(t *testing.T, smtpOpts ...smtptest.Option) *bundle {
 func (b *bundle) start(t *testing.T, n int) {
 	t.Helper()
 	for i := 0; i < n; i++ {
-		m, err := mail.New(b.mail, b.logger)
-		if err != nil {
-			t.Fatal(err)
-		}
 		cfg := b.cfg
 		cfg.Name = fmt.Sprintf("w%d", i)
-		w, err := notify.New(context.Background(), cfg, b.bus, m, b.ch, b.logger, prometheus.NewRegistry())
+		mailers := func() (notify.Mailer, error) { return mail.New(b.mail, b.logger) }
+		w, err := notify.New(context.Background(), cfg, b.bus, mailers, b.ch, b.logger, prometheus.NewRegistry())
 		if err != nil {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
-		go func() { _ = w.Run(ctx); m.Close(); close(done) }()
+		go func() { _ = w.Run(ctx); close(done) }()
 		t.Cleanup(func() { cancel(); <-done })
 	}
 }
