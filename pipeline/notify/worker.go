@@ -40,10 +40,6 @@ type Mailer interface {
 // send at the same time, each over its own reused connection.
 type NewMailer func() (Mailer, error)
 
-// Recorder keeps the notifications history.
-type Recorder interface {
-	RecordNotification(ctx context.Context, r crossing.Record) error
-}
 
 // Worker consumes notification jobs.
 type Worker struct {
@@ -55,6 +51,7 @@ type Worker struct {
 	bus     *bus.Bus
 	mailers NewMailer
 	history Recorder
+	hist    *history // batches history writes; set while Run runs
 	logger  *slog.Logger
 	metrics *metrics
 }
@@ -117,6 +114,8 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 		mailers[i] = m
 	}
+	w.hist = newHistory(w.history, w.logger)
+	defer w.hist.close()
 	jobCtx, cancelJobs := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelJobs()
 	s := newSchedule(w.cfg.Prefetch)
@@ -336,18 +335,18 @@ func (w *Worker) recordSent(ctx context.Context, x crossing.Crossing) error {
 }
 
 func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, x crossing.Crossing, rec crossing.Record) {
-	if err := msg.DoubleAck(ctx); err != nil {
-		// The ledger holds the crossing, so a redelivery ends as a duplicate.
+	// Not DoubleAck: the ledger already holds the crossing, so an ack
+	// lost on the way ends as a duplicate on redelivery, never a second
+	// mail, and waiting for the server's confirmation would slow each job.
+	if err := msg.Ack(); err != nil {
 		w.logger.Warn("ack failed", "key", x.Key, "err", err)
 	}
 	w.metrics.jobs.WithLabelValues(string(rec.Outcome)).Inc()
 	w.record(ctx, x, rec)
 }
 
-// record writes the history; a failure is logged, never fatal to the job.
-func (w *Worker) record(ctx context.Context, x crossing.Crossing, rec crossing.Record) {
+// record queues an outcome for the history; it never fails the job.
+func (w *Worker) record(_ context.Context, x crossing.Crossing, rec crossing.Record) {
 	rec.At, rec.Crossing, rec.Worker = time.Now(), x, w.cfg.Name
-	if err := w.history.RecordNotification(context.WithoutCancel(ctx), rec); err != nil {
-		w.logger.Warn("record notification history", "key", x.Key, "outcome", rec.Outcome, "err", err)
-	}
+	w.hist.add(rec)
 }

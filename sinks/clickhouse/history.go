@@ -22,16 +22,34 @@ func (c *Client) RecordCrossing(ctx context.Context, x crossing.Crossing) error 
 
 // RecordNotification appends one worker outcome to the history.
 func (c *Client) RecordNotification(ctx context.Context, r crossing.Record) error {
-	code := uint16(0)
-	if r.SMTPCode > 0 && r.SMTPCode < 1000 {
-		code = uint16(r.SMTPCode)
+	return c.RecordNotifications(ctx, []crossing.Record{r})
+}
+
+// RecordNotifications appends worker outcomes to the history in one
+// insert. They must fall in one month (the table's partition) or the
+// insert is split by month.
+func (c *Client) RecordNotifications(ctx context.Context, rs []crossing.Record) error {
+	byMonth := map[int][]crossing.Record{}
+	for _, r := range rs {
+		m := dayOf(r.At.Unix()) / 100
+		byMonth[m] = append(byMonth[m], r)
 	}
-	x := r.Crossing
-	err := c.sendColumns(ctx, insertNotification,
-		[]time.Time{r.At.UTC()}, []string{x.Key}, []string{x.Rule}, []string{x.Site}, []string{x.Path},
-		[]string{string(r.Outcome)}, []uint16{code}, []string{r.Error}, []string{r.Worker})
-	if err != nil {
-		return fmt.Errorf("record notification %s %s: %w", x.Key, r.Outcome, err)
+	for _, part := range byMonth {
+		n := len(part)
+		at := make([]time.Time, n)
+		key, rule, site, path, outcome, errText, worker := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		code := make([]uint16, n)
+		for i, r := range part {
+			if r.SMTPCode > 0 && r.SMTPCode < 1000 {
+				code[i] = uint16(r.SMTPCode)
+			}
+			x := r.Crossing
+			at[i], key[i], rule[i], site[i], path[i] = r.At.UTC(), x.Key, x.Rule, x.Site, x.Path
+			outcome[i], errText[i], worker[i] = string(r.Outcome), r.Error, r.Worker
+		}
+		if err := c.sendColumns(ctx, insertNotification, at, key, rule, site, path, outcome, code, errText, worker); err != nil {
+			return fmt.Errorf("record %d notification outcomes: %w", n, err)
+		}
 	}
 	return nil
 }

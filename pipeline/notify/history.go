@@ -1,0 +1,86 @@
+package notify
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/pagewatch/pagewatch/pipeline/crossing"
+	"github.com/pagewatch/pagewatch/pipeline/retry"
+)
+
+// Recorder keeps the notifications history.
+type Recorder interface {
+	RecordNotifications(ctx context.Context, rs []crossing.Record) error
+}
+
+// history writes outcomes to the Recorder in batches, off the send path:
+// one ClickHouse insert per job would cost more than the send itself.
+// The history is a record, not a guarantee; what makes a crossing mailed
+// once is the sent ledger, written before the ack.
+type history struct {
+	rec    Recorder
+	logger *slog.Logger
+	in     chan crossing.Record
+	done   chan struct{}
+}
+
+const (
+	historyBatch = 1000
+	historyEvery = 500 * time.Millisecond
+)
+
+func newHistory(rec Recorder, logger *slog.Logger) *history {
+	h := &history{rec: rec, logger: logger, in: make(chan crossing.Record, 10*historyBatch), done: make(chan struct{})}
+	go h.run()
+	return h
+}
+
+// add queues an outcome; it blocks only when ClickHouse has fallen far
+// behind, which slows the worker rather than losing history.
+func (h *history) add(r crossing.Record) { h.in <- r }
+
+// close writes what is queued and stops.
+func (h *history) close() {
+	close(h.in)
+	<-h.done
+}
+
+func (h *history) run() {
+	defer close(h.done)
+	var batch []crossing.Record
+	t := time.NewTicker(historyEvery)
+	defer t.Stop()
+	for {
+		select {
+		case r, ok := <-h.in:
+			if !ok {
+				h.write(batch)
+				return
+			}
+			batch = append(batch, r)
+			if len(batch) < historyBatch {
+				continue
+			}
+		case <-t.C:
+		}
+		h.write(batch)
+		batch = batch[:0]
+	}
+}
+
+func (h *history) write(batch []crossing.Record) {
+	if len(batch) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		if err = h.rec.RecordNotifications(ctx, batch); err == nil {
+			return
+		}
+		_ = retry.Sleep(ctx, retry.Delay(attempt, 200*time.Millisecond, 5*time.Second))
+	}
+	h.logger.Warn("notification history lost", "records", len(batch), "err", err)
+}
