@@ -60,8 +60,8 @@ func (l Limit) String() string {
 func (l Limit) interval() time.Duration { return l.Per / time.Duration(l.Rate) }
 
 // Config is the worker's `rate_limit:` section: the limits the worker
-// applies before every send. The lead wires it into the worker config; its
-// keys are named relative to the prefix given to Validate.
+// applies before every send. Its keys are named relative to the prefix
+// given to Validate.
 type Config struct {
 	// Global is shared by every worker: the SMTP account's allowance.
 	Global Limit `yaml:"global"`
