@@ -62,3 +62,34 @@ ORDER BY partition_id`
 	// runs it and replication drops the partition on the others.
 	alterDropHitsPartitionOnCluster = "ALTER TABLE %s.hits_local ON CLUSTER `%s` DROP PARTITION ID ?"
 )
+
+// Statements for the notification email (stats.go).
+const (
+	// queryPageSeries returns one page's hits per minute for minutes
+	// starting in [from, to), deduplicated like queryPageCount: one row
+	// per (minute, batch) before summing. Minutes without hits are absent.
+	queryPageSeries = `SELECT minute, sum(h) AS n FROM (
+    SELECT minute, any(hits) AS h
+    FROM page_minutes
+    WHERE site = ? AND path = ? AND minute >= toDateTime(?) AND minute < toDateTime(?)
+    GROUP BY minute, seq
+)
+GROUP BY minute
+ORDER BY minute`
+
+	// queryTopReferrers counts one page's hits in [from, to) per referer
+	// from the raw hits. The inner GROUP BY keeps one row per hit
+	// (seq, line_offset), so a batch loaded twice counts once before and
+	// after merges. No referer ("-" in the log, or empty) is left out.
+	// The last ? is the LIMIT.
+	queryTopReferrers = `SELECT referer, count() AS n FROM (
+    SELECT referer
+    FROM hits
+    WHERE site = ? AND path = ? AND ts >= toDateTime(?) AND ts < toDateTime(?)
+        AND referer != '' AND referer != '-'
+    GROUP BY referer, seq, line_offset
+)
+GROUP BY referer
+ORDER BY n DESC, referer
+LIMIT ?`
+)

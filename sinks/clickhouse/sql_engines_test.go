@@ -29,6 +29,8 @@ var sampleRuns = map[string]string{
 	// and drop.
 	"queryHitsPartitionsBefore": bind(queryHitsPartitionsBefore, int64(1800000000)),
 	"alterDropHitsPartition":    bind(alterDropHitsPartition, "20231114"),
+	"queryPageSeries":           bind(queryPageSeries, "example.com", "/p", int64(1699990000), int64(1700010000)),
+	"queryTopReferrers":         bind(queryTopReferrers, "example.com", "/p", int64(1699990000), int64(1700010000), 10),
 }
 
 // bind substitutes ? placeholders with SQL literals.

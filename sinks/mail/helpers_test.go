@@ -7,6 +7,7 @@ import (
 	"mime"
 	"mime/multipart"
 	netmail "net/mail"
+	"net/textproto"
 	"strings"
 	"testing"
 	"time"
@@ -68,6 +69,16 @@ type parsed struct {
 	Header      netmail.Header
 	Subject     string // RFC 2047-decoded
 	Text, HTML  string // decoded bodies of the two alternatives
+	Images      []inline
+	// Structure is the MIME tree, e.g.
+	// "multipart/related(multipart/alternative(text/plain,text/html),image/png)".
+	Structure string
+}
+
+// inline is an image part.
+type inline struct {
+	Header textproto.MIMEHeader
+	Data   []byte // decoded
 }
 
 func parseMessage(t *testing.T, data []byte) parsed {
@@ -88,11 +99,30 @@ func parseMessage(t *testing.T, data []byte) parsed {
 	if err != nil {
 		t.Fatalf("decode subject: %v", err)
 	}
-	mediaType, params, err := mime.ParseMediaType(msg.Header.Get("Content-Type"))
-	if err != nil || mediaType != "multipart/alternative" {
-		t.Fatalf("Content-Type = %q (%v), want multipart/alternative", msg.Header.Get("Content-Type"), err)
+	ct := msg.Header.Get("Content-Type")
+	if mt, _, _ := mime.ParseMediaType(ct); mt != "multipart/alternative" && mt != "multipart/related" {
+		t.Fatalf("Content-Type = %q, want multipart/alternative or, with a chart, multipart/related", ct)
 	}
-	mr := multipart.NewReader(msg.Body, params["boundary"])
+	p.Structure = walkPart(t, &p, ct, msg.Body)
+	if p.Text == "" || p.HTML == "" {
+		t.Fatalf("want both alternatives, got text=%t html=%t", p.Text != "", p.HTML != "")
+	}
+	return p
+}
+
+// walkPart decodes one MIME part of type contentType, recursing into
+// multiparts, and returns its structure.
+func walkPart(t *testing.T, p *parsed, contentType string, body io.Reader) string {
+	t.Helper()
+	mediaType, params, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		t.Fatalf("Content-Type %q: %v", contentType, err)
+	}
+	if !strings.HasPrefix(mediaType, "multipart/") {
+		t.Fatalf("walkPart on %q", mediaType)
+	}
+	var kids []string
+	mr := multipart.NewReader(body, params["boundary"])
 	for {
 		part, err := mr.NextPart() // decodes quoted-printable itself
 		if err == io.EOF {
@@ -101,26 +131,31 @@ func parseMessage(t *testing.T, data []byte) parsed {
 		if err != nil {
 			t.Fatalf("NextPart: %v", err)
 		}
+		ct := part.Header.Get("Content-Type")
+		mt, _, _ := mime.ParseMediaType(ct)
+		if strings.HasPrefix(mt, "multipart/") {
+			kids = append(kids, walkPart(t, p, ct, part))
+			continue
+		}
+		kids = append(kids, mt)
 		var r io.Reader = part
 		if strings.EqualFold(part.Header.Get("Content-Transfer-Encoding"), "base64") {
 			r = base64.NewDecoder(base64.StdEncoding, part)
 		}
-		body, err := io.ReadAll(r)
+		data, err := io.ReadAll(r)
 		if err != nil {
 			t.Fatalf("read part: %v", err)
 		}
-		ct, _, _ := mime.ParseMediaType(part.Header.Get("Content-Type"))
-		switch ct {
+		switch mt {
 		case "text/plain":
-			p.Text = string(body)
+			p.Text = string(data)
 		case "text/html":
-			p.HTML = string(body)
+			p.HTML = string(data)
+		case "image/png":
+			p.Images = append(p.Images, inline{Header: part.Header, Data: data})
 		default:
-			t.Errorf("unexpected part %q", ct)
+			t.Errorf("unexpected part %q", mt)
 		}
 	}
-	if p.Text == "" || p.HTML == "" {
-		t.Fatalf("want both alternatives, got text=%t html=%t", p.Text != "", p.HTML != "")
-	}
-	return p
+	return mediaType + "(" + strings.Join(kids, ",") + ")"
 }

@@ -2,11 +2,13 @@ package mail
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	htmltemplate "html/template"
+	"slices"
 	"strconv"
 	"strings"
 	texttemplate "text/template"
@@ -26,6 +28,32 @@ type Notification struct {
 	Window     string // human text: "1h", "all time"
 	CrossedAt  time.Time
 	Recipients []string
+
+	// Optional context. Left empty, the message has no chart and no
+	// referrer list, and nothing in it hints at them.
+
+	// WindowStart and WindowEnd bound what Series and Referrers cover,
+	// [WindowStart, WindowEnd). Either may be zero: the chart then takes
+	// its edges from Series.
+	WindowStart, WindowEnd time.Time
+	// Series is the page's hits per minute, one point per minute; minutes
+	// without a point are drawn as zero. It becomes an inline PNG chart.
+	Series []Point
+	// Referrers are the page's top referrers in the window. The ten with
+	// the most hits are shown, as text: they are written by strangers.
+	Referrers []Referrer
+}
+
+// Point is a page's hits in the minute starting at At.
+type Point struct {
+	At   time.Time
+	Hits uint64
+}
+
+// Referrer is a referer and how many of the page's hits came from it.
+type Referrer struct {
+	Referer string // written by strangers: may contain anything
+	Hits    uint64
 }
 
 // Limits on how much stranger-controlled text reaches a message. Subjects
@@ -35,7 +63,14 @@ const (
 	maxSubjectRunes = 200
 	maxBodyRunes    = 2000
 	maxLabelRunes   = 100 // rule, window, key: ours, but cheap to bound
+	// A referrer is one line of a list: room for a real URL, not for a
+	// stranger's essay.
+	maxReferrerRunes = 200
+	maxReferrers     = 10
 )
+
+// chartFile names the inline chart: its Content-Type name and filename.
+const chartFile = "chart.png"
 
 // MessageID returns the Message-ID (without angle brackets) used for the
 // crossing key. It is derived from the key alone so that a retried or
@@ -58,6 +93,23 @@ type view struct {
 	Window    string
 	AllTime   bool
 	CrossedAt string
+
+	WindowText string // "2025-03-04 04:06 – 05:06 UTC", or empty
+	Referrers  []referrerView
+
+	// The chart, when there is one. ChartCID is "cid:…" for the img src:
+	// html/template would refuse the cid scheme in a plain string, and it
+	// is built from a hash, never from input.
+	HasChart       bool
+	ChartCID       htmltemplate.URL
+	ChartStep      string // "minute", "5 minutes"
+	ChartW, ChartH int
+	Peak           string // "04:42 UTC, 87 views"
+}
+
+type referrerView struct {
+	Referer string
+	Hits    string
 }
 
 func newView(n Notification) view {
@@ -82,7 +134,63 @@ func newView(n Notification) view {
 	if !allTime {
 		v.Subject += " in " + window
 	}
+	v.Referrers = topReferrers(n.Referrers)
+	if !n.WindowStart.IsZero() && !n.WindowEnd.IsZero() {
+		v.WindowText = spanText(n.WindowStart, n.WindowEnd)
+	}
 	return v
+}
+
+// withChart adds the chart's captions to v; cid is its Content-ID.
+func (v *view) withChart(c *chart, cid string) {
+	v.HasChart = true
+	v.ChartCID = htmltemplate.URL("cid:" + cid)
+	v.ChartStep = c.stepText()
+	v.ChartW, v.ChartH = chartW, chartH
+	if v.WindowText == "" {
+		v.WindowText = spanText(c.start, c.end)
+	}
+	if c.peak > 0 {
+		layout := "15:04 UTC"
+		if !sameDay(c.start, c.end.Add(-time.Nanosecond)) {
+			layout = "2006-01-02 15:04 UTC"
+		}
+		v.Peak = c.peakAt.Format(layout) + ", " + views(c.peak)
+	}
+}
+
+// topReferrers keeps the maxReferrers with the most hits, in that order
+// (the caller's order among equals), each cleaned to one short line.
+func topReferrers(refs []Referrer) []referrerView {
+	sorted := slices.Clone(refs)
+	slices.SortStableFunc(sorted, func(a, b Referrer) int { return cmp.Compare(b.Hits, a.Hits) })
+	out := make([]referrerView, 0, min(len(sorted), maxReferrers))
+	for _, r := range sorted[:min(len(sorted), maxReferrers)] {
+		out = append(out, referrerView{Referer: orPlaceholder(clean(r.Referer, maxReferrerRunes)), Hits: groupDigits(r.Hits)})
+	}
+	return out
+}
+
+// spanText shows [from, to) in UTC, the date once when both are on it.
+func spanText(from, to time.Time) string {
+	from, to = from.UTC(), to.UTC()
+	if sameDay(from, to) {
+		return from.Format("2006-01-02 15:04") + " – " + to.Format("15:04") + " UTC"
+	}
+	return from.Format("2006-01-02 15:04") + " – " + to.Format("2006-01-02 15:04") + " UTC"
+}
+
+func sameDay(a, b time.Time) bool {
+	ay, am, ad := a.UTC().Date()
+	by, bm, bd := b.UTC().Date()
+	return ay == by && am == bm && ad == bd
+}
+
+func views(n uint64) string {
+	if n == 1 {
+		return "1 view"
+	}
+	return groupDigits(n) + " views"
 }
 
 const textBody = `{{.Path}} on {{.Site}} passed {{.Threshold}} views{{if not .AllTime}} in {{.Window}}{{end}}.
@@ -94,6 +202,20 @@ Threshold:  {{.Threshold}}
 Window:     {{.Window}}
 Crossed at: {{.CrossedAt}}
 Rule:       {{.Rule}}
+{{- if .HasChart}}
+
+Views per {{.ChartStep}}{{if .WindowText}}, {{.WindowText}}{{end}}: the chart is
+in the HTML version of this message (inline image ` + chartFile + `).
+{{- if .Peak}}
+Busiest minute: {{.Peak}}.{{end}}
+{{- end}}
+{{- if .Referrers}}
+
+Top referrers{{if .WindowText}}, {{.WindowText}}{{end}}:
+{{- range .Referrers}}
+{{printf "%12s" .Hits}}  {{.Referer}}
+{{- end}}
+{{- end}}
 
 -- 
 Sent by pagewatch for crossing {{.Key}}.
@@ -113,6 +235,19 @@ const htmlBody = `<!DOCTYPE html>
 <tr><th align="left">Crossed at</th><td>{{.CrossedAt}}</td></tr>
 <tr><th align="left">Rule</th><td>{{.Rule}}</td></tr>
 </table>
+{{- if .HasChart}}
+<p><strong>Views per {{.ChartStep}}</strong>{{if .WindowText}}, {{.WindowText}}{{end}}{{if .Peak}}; busiest minute {{.Peak}}{{end}}</p>
+<p><img src="{{.ChartCID}}" width="{{.ChartW}}" height="{{.ChartH}}" alt="Bar chart of views per {{.ChartStep}}" style="max-width: 100%; height: auto"></p>
+{{- end}}
+{{- if .Referrers}}
+<p><strong>Top referrers</strong>{{if .WindowText}}, {{.WindowText}}{{end}}</p>
+<table cellpadding="4">
+<tr><th align="right">Views</th><th align="left">Referrer (not a link: written by visitors)</th></tr>
+{{- range .Referrers}}
+<tr><td align="right">{{.Hits}}</td><td style="word-break: break-all"><code>{{.Referer}}</code></td></tr>
+{{- end}}
+</table>
+{{- end}}
 <p style="color: #888">Sent by pagewatch for crossing {{.Key}}.</p>
 </body>
 </html>
@@ -146,6 +281,15 @@ func (r *renderer) message(n Notification) (*gomail.Msg, error) {
 		return nil, permanent(errors.New("no recipients"))
 	}
 	v := newView(n)
+	var chartPNG []byte
+	cid := "chart." + MessageID(n.Key) // unique per crossing, like the Message-ID
+	if c := newChart(n.Series, n.WindowStart, n.WindowEnd, n.CrossedAt); c != nil {
+		var err error
+		if chartPNG, err = c.png(); err != nil {
+			return nil, err
+		}
+		v.withChart(c, cid)
+	}
 	var text, html bytes.Buffer
 	if err := r.text.Execute(&text, v); err != nil {
 		return nil, fmt.Errorf("render text body: %w", err)
@@ -170,6 +314,13 @@ func (r *renderer) message(n Notification) (*gomail.Msg, error) {
 	m.SetGenHeader(gomail.Header("Auto-Submitted"), "auto-generated")
 	m.SetBodyString(gomail.TypeTextPlain, text.String())
 	m.AddAlternativeString(gomail.TypeTextHTML, html.String())
+	if chartPNG != nil {
+		// An inline part in multipart/related, which the HTML references
+		// by Content-ID; go-mail base64-encodes it.
+		m.EmbedReadSeeker(chartFile, bytes.NewReader(chartPNG),
+			gomail.WithFileContentID("<"+cid+">"),
+			gomail.WithFileContentType(gomail.ContentType("image/png")))
+	}
 	return m, nil
 }
 
