@@ -49,7 +49,7 @@ func run(ctx context.Context, env *daemon.Env) error {
 	}
 	_ = probe.Close()
 	mailers := func() (notify.Mailer, error) { return mail.New(env.Config.Mail, env.Logger) }
-	w, err := notify.New(ctx, env.Config.Worker, b, mailers, ch, env.Logger, env.Registry)
+	w, err := notify.New(ctx, env.Config.Worker, b, mailers, ch, ch, env.Logger, env.Registry)
 	if err != nil {
 		return err
 	}

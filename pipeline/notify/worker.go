@@ -3,7 +3,8 @@
 // a runner locks a page, or defers its jobs, and then takes each of the
 // page's jobs through named steps:
 //
-//	skip if already sent → send → record in the sent ledger → ack
+//	skip if already sent → describe (chart, referrers) → wait for the
+//	rate limits → send → record in the sent ledger → ack
 //
 // and every outcome is written to the notifications history.
 package notify
@@ -51,13 +52,14 @@ type Worker struct {
 	bus     *bus.Bus
 	mailers NewMailer
 	history Recorder
+	stats   Stats // nil: mails without chart and referrers
 	hist    *history // batches history writes; set while Run runs
 	logger  *slog.Logger
 	metrics *metrics
 }
 
 // New creates the consumer and buckets and returns a Worker.
-func New(ctx context.Context, cfg Config, b *bus.Bus, mailers NewMailer, history Recorder, logger *slog.Logger, reg prometheus.Registerer) (*Worker, error) {
+func New(ctx context.Context, cfg Config, b *bus.Bus, mailers NewMailer, history Recorder, stats Stats, logger *slog.Logger, reg prometheus.Registerer) (*Worker, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -92,7 +94,7 @@ func New(ctx context.Context, cfg Config, b *bus.Bus, mailers NewMailer, history
 	if _, err := b.DeadLetterStream(ctx); err != nil {
 		return nil, err
 	}
-	return &Worker{cfg: cfg, cons: cons, locks: locks, sent: sent, bus: b, mailers: mailers, history: history,
+	return &Worker{cfg: cfg, cons: cons, locks: locks, sent: sent, bus: b, mailers: mailers, history: history, stats: stats,
 		limiter: ratelimit.New(limits, logger, reg, nil), logger: logger, metrics: newMetrics(reg)}, nil
 }
 
@@ -256,17 +258,16 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, x crossing.Cross
 		return
 	}
 
-	// Step: wait for the rate limits' slots.
+	// Step: gather the chart and referrers, then wait for the rate
+	// limits' slots, claimed last so they are used at once.
+	n := w.describe(ctx, x)
 	if !w.awaitSlot(ctx, msg, x) {
 		return
 	}
 
 	// Step: send.
 	start := time.Now()
-	err := m.Send(ctx, mail.Notification{
-		Key: x.Key, Rule: x.Rule, Site: x.Site, Path: x.Path, Count: x.Count, Threshold: x.Threshold,
-		Window: x.Window, CrossedAt: x.CrossedAt, Recipients: x.Recipients,
-	})
+	err := m.Send(ctx, n)
 	w.metrics.sendSeconds.Observe(time.Since(start).Seconds())
 	if err != nil {
 		w.sendFailed(ctx, msg, x, err)

@@ -17,6 +17,7 @@ import (
 	"github.com/pagewatch/pagewatch/internal/testserver/smtptest"
 	"github.com/pagewatch/pagewatch/pipeline/bus"
 	"github.com/pagewatch/pagewatch/pipeline/crossing"
+	"github.com/pagewatch/pagewatch/pipeline/hit"
 	"github.com/pagewatch/pagewatch/pipeline/lock"
 	"github.com/pagewatch/pagewatch/pipeline/notify"
 	"github.com/pagewatch/pagewatch/pipeline/ratelimit"
@@ -60,7 +61,7 @@ func (b *bundle) start(t *testing.T, n int) {
 		cfg := b.cfg
 		cfg.Name = fmt.Sprintf("w%d", i)
 		mailers := func() (notify.Mailer, error) { return mail.New(b.mail, b.logger) }
-		w, err := notify.New(context.Background(), cfg, b.bus, mailers, b.ch, b.logger, prometheus.NewRegistry())
+		w, err := notify.New(context.Background(), cfg, b.bus, mailers, b.ch, b.ch, b.logger, prometheus.NewRegistry())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -221,4 +222,32 @@ func TestTemporaryFailureIsRetried(t *testing.T) {
 	b.start(t, 1)
 	b.publish(t, job(4), "")
 	b.smtp.WaitForMessages(t, 1, 15*time.Second)
+}
+
+// The mail shows the page's views per minute (an inline PNG) and its top
+// referrers over the rule's window, read from ClickHouse.
+func TestMailCarriesChartAndReferrers(t *testing.T) {
+	b := setup(t)
+	x := job(0)
+	x.CrossedAt = time.Now().UTC()
+	batch := hit.Batch{Seq: 1}
+	for i := 0; i < 30; i++ {
+		batch.Hits = append(batch.Hits, hit.Hit{Time: x.CrossedAt.Add(-time.Duration(i) * time.Minute), Site: x.Site, Path: x.Path,
+			Referer: "https://news.example/<b>story</b>", Offset: uint64(i)})
+	}
+	if err := b.ch.InsertHits(context.Background(), []hit.Batch{batch}); err != nil {
+		t.Fatal(err)
+	}
+	b.publish(t, x, x.Key)
+	b.start(t, 1)
+	msg := b.smtp.WaitForMessages(t, 1, 15*time.Second)[0]
+	data := string(msg.Data)
+	for _, want := range []string{"image/png", "cid:", "news.example/&lt;b&gt;story&lt;/b&gt;"} {
+		if !strings.Contains(data, want) {
+			t.Errorf("mail lacks %q", want)
+		}
+	}
+	if strings.Contains(data, "<b>story</b>") && !strings.Contains(data, "text/plain") {
+		t.Error("referrer HTML not escaped")
+	}
 }

@@ -1,0 +1,58 @@
+package notify
+
+import (
+	"context"
+	"time"
+
+	"github.com/pagewatch/pagewatch/pipeline/crossing"
+	"github.com/pagewatch/pagewatch/sinks/clickhouse"
+	"github.com/pagewatch/pagewatch/sinks/mail"
+)
+
+// Stats answers what an email shows besides the count: the page's views
+// per minute and its top referrers over the rule's window.
+type Stats interface {
+	PageSeries(ctx context.Context, site, path string, from, to time.Time) ([]clickhouse.MinuteHits, error)
+	TopReferrers(ctx context.Context, site, path string, from, to time.Time, limit int) ([]clickhouse.Referrer, error)
+}
+
+// allTimeChart is the span charted for all-time rules, whose window has
+// no start worth drawing.
+const allTimeChart = 24 * time.Hour
+
+// describe builds the notification, with the chart and referrers when
+// stats are at hand. Without them the mail still goes out: the count is
+// what was promised, the context is a courtesy.
+func (w *Worker) describe(ctx context.Context, x crossing.Crossing) mail.Notification {
+	n := mail.Notification{
+		Key: x.Key, Rule: x.Rule, Site: x.Site, Path: x.Path, Count: x.Count, Threshold: x.Threshold,
+		Window: x.Window, CrossedAt: x.CrossedAt, Recipients: x.Recipients,
+	}
+	if w.stats == nil {
+		return n
+	}
+	span, err := time.ParseDuration(x.Window)
+	if err != nil || span <= 0 {
+		span = allTimeChart
+	}
+	// The minute of the crossing is included.
+	n.WindowEnd = x.CrossedAt.Truncate(time.Minute).Add(time.Minute)
+	n.WindowStart = n.WindowEnd.Add(-span)
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	series, err := w.stats.PageSeries(ctx, x.Site, x.Path, n.WindowStart, n.WindowEnd)
+	if err != nil {
+		w.logger.Warn("page series for the email unavailable; sending without the chart", "key", x.Key, "err", err)
+	}
+	for _, m := range series {
+		n.Series = append(n.Series, mail.Point{At: m.Minute, Hits: m.Hits})
+	}
+	refs, err := w.stats.TopReferrers(ctx, x.Site, x.Path, n.WindowStart, n.WindowEnd, 10)
+	if err != nil {
+		w.logger.Warn("top referrers for the email unavailable; sending without them", "key", x.Key, "err", err)
+	}
+	for _, r := range refs {
+		n.Referrers = append(n.Referrers, mail.Referrer{Referer: r.Referer, Hits: r.Hits})
+	}
+	return n
+}
