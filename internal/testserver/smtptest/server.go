@@ -25,6 +25,11 @@ type Message struct {
 	From string   // MAIL FROM reverse path
 	To   []string // RCPT TO forward paths, in order
 	Data []byte   // the message exactly as received, CRLF line endings
+
+	// Began is when the server received MAIL FROM for this message and
+	// Accepted when it replied to the end of DATA: [Began, Accepted] is the
+	// send as the server saw it, so tests can tell which sends overlapped.
+	Began, Accepted time.Time
 }
 
 // Server is a running test SMTP server. Addr, Host and Port say where to
@@ -52,6 +57,7 @@ type options struct {
 	implicitTLS bool
 	failCode    int
 	failCount   int
+	delay       time.Duration
 }
 
 // Option configures a Server.
@@ -82,6 +88,14 @@ func WithImplicitTLS() Option {
 // end of DATA, which is where real servers reject content.
 func WithFailures(code, n int) Option {
 	return func(o *options) { o.failCode, o.failCount = code, n }
+}
+
+// WithDelay makes the server take d over every message after receiving
+// its DATA and before replying, as a real relay does while it queues or
+// scans the message. Sessions are delayed independently, so concurrent
+// connections overlap as they would against a real server.
+func WithDelay(d time.Duration) Option {
+	return func(o *options) { o.delay = d }
 }
 
 // Start runs a server on 127.0.0.1 on a free port and stops it when the
@@ -153,7 +167,7 @@ func (s *Server) Messages() []Message {
 	defer s.mu.Unlock()
 	out := make([]Message, len(s.msgs))
 	for i, m := range s.msgs {
-		out[i] = Message{From: m.From, To: slices.Clone(m.To), Data: bytes.Clone(m.Data)}
+		out[i] = Message{From: m.From, To: slices.Clone(m.To), Data: bytes.Clone(m.Data), Began: m.Began, Accepted: m.Accepted}
 	}
 	return out
 }
@@ -239,6 +253,7 @@ type session struct {
 	authed bool
 	from   string
 	to     []string
+	began  time.Time
 }
 
 func (ss *session) AuthMechanisms() []string {
@@ -274,7 +289,7 @@ func (ss *session) Mail(from string, _ *smtp.MailOptions) error {
 	if ss.srv.opts.auth && !ss.authed {
 		return smtp.ErrAuthRequired
 	}
-	ss.from = from
+	ss.from, ss.began = from, time.Now()
 	return nil
 }
 
@@ -288,6 +303,9 @@ func (ss *session) Data(r io.Reader) error {
 	if err != nil {
 		return err
 	}
+	if d := ss.srv.opts.delay; d > 0 {
+		time.Sleep(d)
+	}
 	if code := ss.srv.takeFailure(); code != 0 {
 		return &smtp.SMTPError{
 			Code:         code,
@@ -295,11 +313,11 @@ func (ss *session) Data(r io.Reader) error {
 			Message:      fmt.Sprintf("smtptest: simulated failure %d", code),
 		}
 	}
-	ss.srv.record(Message{From: ss.from, To: slices.Clone(ss.to), Data: data})
+	ss.srv.record(Message{From: ss.from, To: slices.Clone(ss.to), Data: data, Began: ss.began, Accepted: time.Now()})
 	return nil
 }
 
-func (ss *session) Reset() { ss.from, ss.to = "", nil }
+func (ss *session) Reset() { ss.from, ss.to, ss.began = "", nil, time.Time{} }
 
 func (ss *session) Logout() error { return nil }
 
