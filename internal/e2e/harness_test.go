@@ -89,6 +89,41 @@ type loadConfig struct {
 // defaultLoad suits the small tests: batches of a few tailer messages.
 var defaultLoad = loadConfig{BatchRows: 5000, BatchAge: "200ms", AckWait: "10s"}
 
+// workerConfig is the worker section setup writes.
+type workerConfig struct {
+	Concurrency, Prefetch int // 0 leaves the built-in default
+	// YAML durations, e.g. "3s".
+	LockTTL, DeferDelay, AckWait, DrainTimeout string
+	// NoRateLimit turns both mail rate limits off.
+	NoRateLimit bool
+}
+
+// defaultWorker suits the small tests.
+var defaultWorker = workerConfig{LockTTL: "5s", DeferDelay: "200ms", AckWait: "20s", DrainTimeout: "5s"}
+
+func (w workerConfig) yaml() string {
+	s := fmt.Sprintf("  lock_ttl: %s\n  defer_delay: %s\n  ack_wait: %s\n  drain_timeout: %s\n",
+		w.LockTTL, w.DeferDelay, w.AckWait, w.DrainTimeout)
+	if w.Concurrency > 0 {
+		s += fmt.Sprintf("  concurrency: %d\n", w.Concurrency)
+	}
+	if w.Prefetch > 0 {
+		s += fmt.Sprintf("  prefetch: %d\n", w.Prefetch)
+	}
+	if w.NoRateLimit {
+		s += "  rate_limit: {global: {rate: 0, per: 0s, burst: 0}, per_recipient: {rate: 0, per: 0s, burst: 0}}\n"
+	}
+	return s
+}
+
+// setupOptions is everything setupWith can vary.
+type setupOptions struct {
+	rules  string // the YAML list under sweeper.rules
+	load   loadConfig
+	worker workerConfig
+	smtp   []smtptest.Option
+}
+
 // setup starts the servers and writes a config for the daemons; rules is
 // the YAML list under sweeper.rules.
 func setup(t testing.TB, rules string) *bundle {
@@ -99,10 +134,18 @@ func setup(t testing.TB, rules string) *bundle {
 // setupLoad is setup with the loader's batching settings given.
 func setupLoad(t testing.TB, rules string, load loadConfig) *bundle {
 	t.Helper()
+	return setupWith(t, setupOptions{rules: rules, load: load, worker: defaultWorker})
+}
+
+// setupWith is setup with the loader and worker settings and the SMTP
+// server's options given.
+func setupWith(t testing.TB, o setupOptions) *bundle {
+	t.Helper()
+	rules, load := o.rules, o.load
 	b := &bundle{dir: t.TempDir(), bin: binaries(t), starts: map[string]int{}}
 	b.nats = natstest.Start(t)
 	b.ch = clickhousetest.Start(t)
-	b.smtp = smtptest.Start(t)
+	b.smtp = smtptest.Start(t, o.smtp...)
 	b.log = filepath.Join(b.dir, "access.log")
 	b.config = filepath.Join(b.dir, "pagewatch.yaml")
 	cfg := fmt.Sprintf(`log: {level: info}
@@ -131,15 +174,11 @@ sweeper:
 %s
 worker:
   listen: "127.0.0.1:0"
-  lock_ttl: 5s
-  defer_delay: 200ms
-  ack_wait: 20s
-  drain_timeout: 5s
-mail:
+%smail:
   transport: smtp
   from: pagewatch@example.com
   smtp: {host: %q, port: %d, tls: none}
-`, b.nats.URL, b.ch.Addr, b.log, load.BatchRows, load.BatchAge, load.AckWait, rules, b.smtp.Host, b.smtp.Port)
+`, b.nats.URL, b.ch.Addr, b.log, load.BatchRows, load.BatchAge, load.AckWait, rules, o.worker.yaml(), b.smtp.Host, b.smtp.Port)
 	if err := os.WriteFile(b.config, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,732 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"mime"
+	"mime/multipart"
+	"mime/quotedprintable"
+	netmail "net/mail"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pagewatch/pagewatch/internal/testserver/smtptest"
+	"github.com/pagewatch/pagewatch/pipeline/bus"
+	"github.com/pagewatch/pagewatch/pipeline/crossing"
+	"github.com/pagewatch/pagewatch/sinks/mail"
+)
+
+// The worker tests publish notification jobs straight to the jobs stream,
+// as the sweeper does, and run `worker run` processes against them. What
+// the SMTP server received is the evidence: each mail names its crossing
+// in its body and its page in its Subject, and the server recorded when
+// each send began (MAIL FROM) and when it was accepted (reply to DATA).
+
+const workerSite = "example.com"
+
+// jobsClient is the test's own connection, publishing as the sweeper does.
+type jobsClient struct {
+	bus    *bus.Bus
+	stream jetstream.Stream
+}
+
+func (b *bundle) jobsClient(t *testing.T) *jobsClient {
+	t.Helper()
+	cfg := bus.DefaultConfig()
+	cfg.URL = b.nats.URL
+	bb, err := bus.Connect(context.Background(), cfg, "e2e jobs publisher",
+		slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(bb.Close)
+	s, err := bb.JobsStream(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &jobsClient{bus: bb, stream: s}
+}
+
+// publish enqueues x with its key as Nats-Msg-Id, as the sweeper does.
+func (c *jobsClient) publish(t *testing.T, x crossing.Crossing) {
+	t.Helper()
+	if err := c.tryPublish(x); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (c *jobsClient) tryPublish(x crossing.Crossing) error {
+	body, err := x.Marshal()
+	if err != nil {
+		return err
+	}
+	m := nats.NewMsg(c.bus.JobsSubject(bus.Key(x.Site, x.Path)))
+	m.Data = body
+	m.Header.Set(jetstream.MsgIDHeader, x.Key)
+	if _, err := c.bus.JS.PublishMsg(context.Background(), m); err != nil {
+		return fmt.Errorf("publish %s: %w", x.Key, err)
+	}
+	return nil
+}
+
+// pending is how many jobs the stream still holds (work queue: acked and
+// terminated jobs are gone).
+func (c *jobsClient) pending(t *testing.T) uint64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	info, err := c.stream.Info(ctx)
+	if err != nil {
+		t.Fatalf("jobs stream info: %v", err)
+	}
+	return info.State.Msgs
+}
+
+// ledgerSize is how many crossings the sent ledger holds.
+func (c *jobsClient) ledgerSize(t *testing.T) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	kv, err := c.bus.KV(ctx, bus.BucketSent, 0) // as the workers open it
+	if err != nil {
+		t.Fatalf("sent ledger: %v", err)
+	}
+	keys, err := kv.ListKeys(ctx)
+	if err != nil {
+		t.Fatalf("sent ledger: %v", err)
+	}
+	n := 0
+	for range keys.Keys() {
+		n++
+	}
+	return n
+}
+
+func workerPath(page int) string { return fmt.Sprintf("/page/%02d", page) }
+
+// workerJob is crossing i of page, with a key shaped like the sweeper's
+// (rule.page-hash.episode).
+func workerJob(page, i int) crossing.Crossing {
+	path := workerPath(page)
+	return crossing.Crossing{
+		Key:  fmt.Sprintf("e2e-rule.%s.%d", bus.Key(workerSite, path), i),
+		Rule: "e2e-rule", Site: workerSite, Path: path, Window: "1h",
+		Threshold: 1000, Count: uint64(1000 + i), CrossedAt: time.Now().UTC(),
+		Recipients: []string{"ops@example.com"},
+	}
+}
+
+// received is one mail as the SMTP server saw it.
+type received struct {
+	key       string // from the body: "Sent by pagewatch for crossing KEY."
+	page      string // from the Subject
+	messageID string // the Message-ID header, without angle brackets
+	began     time.Time
+	accepted  time.Time
+}
+
+var crossingLine = regexp.MustCompile(`Sent by pagewatch for crossing (\S+)\.\r?\n`)
+
+// parseMails reads the crossing key, page and Message-ID of every message.
+func parseMails(t *testing.T, msgs []smtptest.Message) []received {
+	t.Helper()
+	out := make([]received, 0, len(msgs))
+	for i, m := range msgs {
+		r, err := parseMail(m)
+		if err != nil {
+			t.Fatalf("message %d: %v\n%s", i, err, m.Data)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func parseMail(m smtptest.Message) (received, error) {
+	r := received{began: m.Began, accepted: m.Accepted}
+	msg, err := netmail.ReadMessage(bytes.NewReader(m.Data))
+	if err != nil {
+		return r, err
+	}
+	r.messageID = strings.Trim(strings.TrimSpace(msg.Header.Get("Message-Id")), "<>")
+	subject, err := new(mime.WordDecoder).DecodeHeader(msg.Header.Get("Subject"))
+	if err != nil {
+		return r, fmt.Errorf("subject: %w", err)
+	}
+	page, ok := strings.CutPrefix(subject, "[pagewatch] ")
+	if ok {
+		page, _, ok = strings.Cut(page, " passed ")
+	}
+	if !ok {
+		return r, fmt.Errorf("subject %q names no page", subject)
+	}
+	r.page = page
+	text, err := plainText(msg.Header.Get("Content-Type"), msg.Header.Get("Content-Transfer-Encoding"), msg.Body)
+	if err != nil {
+		return r, err
+	}
+	sm := crossingLine.FindSubmatch(text)
+	if sm == nil {
+		return r, fmt.Errorf("no crossing key in the text part")
+	}
+	r.key = string(sm[1])
+	return r, nil
+}
+
+// plainText finds the text/plain part, decoded.
+func plainText(contentType, encoding string, body io.Reader) ([]byte, error) {
+	media, params, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		return nil, fmt.Errorf("content type %q: %w", contentType, err)
+	}
+	if strings.HasPrefix(media, "multipart/") {
+		mr := multipart.NewReader(body, params["boundary"])
+		for {
+			p, err := mr.NextPart()
+			if err == io.EOF {
+				return nil, fmt.Errorf("no text/plain part")
+			}
+			if err != nil {
+				return nil, err
+			}
+			// NextPart decodes quoted-printable itself and hides the header.
+			if text, err := plainText(p.Header.Get("Content-Type"), p.Header.Get("Content-Transfer-Encoding"), p); err == nil {
+				return text, nil
+			}
+		}
+	}
+	if media != "text/plain" {
+		return nil, fmt.Errorf("%s is not text/plain", media)
+	}
+	switch strings.ToLower(strings.TrimSpace(encoding)) {
+	case "base64":
+		body = base64.NewDecoder(base64.StdEncoding, body)
+	case "quoted-printable":
+		body = quotedprintable.NewReader(body)
+	}
+	return io.ReadAll(body)
+}
+
+// mailStats checks what every workers test requires of the mails: each
+// names a published crossing, is about that crossing's page and carries
+// the Message-ID derived from its key; and it counts copies per crossing.
+type mailStats struct {
+	copies     map[string]int // crossing key → mails
+	duplicates int            // mails beyond the first per crossing
+	missing    []string       // published crossings never mailed
+}
+
+func checkMails(t *testing.T, mails []received, jobs map[string]crossing.Crossing) mailStats {
+	t.Helper()
+	st := mailStats{copies: map[string]int{}}
+	idCopies := map[string]int{}
+	for _, r := range mails {
+		x, ok := jobs[r.key]
+		if !ok {
+			t.Errorf("mail for crossing %q, which was never published", r.key)
+			continue
+		}
+		if r.page != x.Path {
+			t.Errorf("mail for crossing %s is about page %q, want %q", r.key, r.page, x.Path)
+		}
+		if want := mail.MessageID(r.key); r.messageID != want {
+			t.Errorf("mail for crossing %s has Message-ID %q, want %q", r.key, r.messageID, want)
+		}
+		st.copies[r.key]++
+		idCopies[r.messageID]++
+	}
+	for key := range jobs {
+		if st.copies[key] == 0 {
+			st.missing = append(st.missing, key)
+		}
+	}
+	sort.Strings(st.missing)
+	for _, n := range idCopies {
+		st.duplicates += n - 1
+	}
+	return st
+}
+
+// overlap is two sends of one page that the SMTP server had in hand at
+// the same time.
+type overlap struct {
+	page string
+	a, b received
+}
+
+func (o overlap) String() string {
+	return fmt.Sprintf("page %s: %s [%s, %s] and %s [%s, %s]", o.page,
+		o.a.key, o.a.began.Format("15:04:05.000"), o.a.accepted.Format("15:04:05.000"),
+		o.b.key, o.b.began.Format("15:04:05.000"), o.b.accepted.Format("15:04:05.000"))
+}
+
+// overlaps lists every send of a page that began before an earlier send
+// of the same page was accepted.
+func overlaps(mails []received) []overlap {
+	byPage := map[string][]received{}
+	for _, r := range mails {
+		byPage[r.page] = append(byPage[r.page], r)
+	}
+	var out []overlap
+	for page, rs := range byPage {
+		sort.Slice(rs, func(i, j int) bool { return rs[i].began.Before(rs[j].began) })
+		last := rs[0] // the send accepted latest so far
+		for _, r := range rs[1:] {
+			if r.began.Before(last.accepted) {
+				out = append(out, overlap{page, last, r})
+			}
+			if r.accepted.After(last.accepted) {
+				last = r
+			}
+		}
+	}
+	return out
+}
+
+// maxInFlight is the most sends the SMTP server had in hand at once,
+// whatever their page: proof that the workers did send concurrently.
+func maxInFlight(mails []received) int {
+	type edge struct {
+		at    time.Time
+		delta int
+	}
+	edges := make([]edge, 0, 2*len(mails))
+	for _, r := range mails {
+		edges = append(edges, edge{r.began, 1}, edge{r.accepted, -1})
+	}
+	sort.Slice(edges, func(i, j int) bool {
+		if edges[i].at.Equal(edges[j].at) {
+			return edges[i].delta < edges[j].delta
+		}
+		return edges[i].at.Before(edges[j].at)
+	})
+	n, most := 0, 0
+	for _, e := range edges {
+		n += e.delta
+		most = max(most, n)
+	}
+	return most
+}
+
+// waitJobsDone waits until every published crossing was mailed and the
+// jobs stream is empty, then returns the mails.
+func (b *bundle) waitJobsDone(t *testing.T, c *jobsClient, jobs map[string]crossing.Crossing, timeout time.Duration) []received {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		msgs := b.smtp.Messages()
+		if len(msgs) >= len(jobs) && c.pending(t) == 0 {
+			mails := parseMails(t, msgs)
+			if st := checkMails(t, mails, jobs); len(st.missing) == 0 {
+				// Nothing is left to send; let a send of a killed worker
+				// that the server still had in hand land.
+				time.Sleep(500 * time.Millisecond)
+				return parseMails(t, b.smtp.Messages())
+			}
+		}
+		if time.Now().After(deadline) {
+			mails := parseMails(t, msgs)
+			st := checkMails(t, mails, jobs)
+			t.Fatalf("after %s: %d mails, %d of %d crossings never mailed (e.g. %v), %d jobs left in the stream",
+				timeout, len(msgs), len(st.missing), len(jobs), st.missing[:min(3, len(st.missing))], c.pending(t))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// startWorkers starts n `worker run` processes one after another, each
+// once it serves its admin endpoints (after it set up the jobs stream and
+// its consumer). Starting them all at once has the embedded nats-server
+// update the jobs stream and create the consumer concurrently, which its
+// own code does not synchronise (a data race -race reports in
+// nats-server's fileStore, not in pagewatch).
+func (b *bundle) startWorkers(t *testing.T, n int) ([]*proc, []string) {
+	t.Helper()
+	procs, addrs := make([]*proc, n), make([]string, n)
+	for i := range procs {
+		procs[i] = b.start(t, "worker", "run")
+		addrs[i] = procs[i].adminAddr(t)
+	}
+	return procs, addrs
+}
+
+// workerMetric sums an unlabelled metric over the workers' admin addresses.
+func workerMetric(t *testing.T, addrs []string, name string) float64 {
+	t.Helper()
+	var n float64
+	for _, a := range addrs {
+		n += metric(t, a, name)
+	}
+	return n
+}
+
+// waitOutcome waits until the notifications history holds want rows of
+// outcome and returns the history by outcome.
+func (b *bundle) waitOutcome(t *testing.T, outcome string, want int, timeout time.Duration) string {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		got := b.ch.Query(t, fmt.Sprintf("SELECT count() FROM pagewatch.notifications WHERE outcome = '%s'", outcome))
+		if strings.TrimSpace(got) == strconv.Itoa(want) {
+			rows := strings.TrimSpace(b.ch.Query(t, "SELECT outcome, count() FROM pagewatch.notifications GROUP BY outcome ORDER BY outcome"))
+			return strings.NewReplacer("\t", " ", "\n", ", ").Replace(rows)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("notifications history holds %s %q rows after %s, want %d", strings.TrimSpace(got), outcome, timeout, want)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestWorkersNeverSendOnePageTwiceAtOnce runs four worker processes on 400
+// crossings of 20 pages with a server that takes 15 ms per message, so
+// sends overlap: no two sends of one page may, and each crossing is
+// mailed exactly once.
+func TestWorkersNeverSendOnePageTwiceAtOnce(t *testing.T) {
+	const (
+		workers      = 4
+		pages        = 20
+		perPage      = 20
+		smtpDelay    = 15 * time.Millisecond
+		lockConflict = "pagewatch_worker_lock_conflicts_total"
+	)
+	b := setupWith(t, setupOptions{
+		rules: "    []", load: defaultLoad,
+		// A small prefetch spreads every page's jobs over the processes,
+		// so they contend for the pages' locks.
+		worker: workerConfig{Concurrency: 3, Prefetch: 16, LockTTL: "3s", DeferDelay: "100ms",
+			AckWait: "10s", DrainTimeout: "5s", NoRateLimit: true},
+		smtp: []smtptest.Option{smtptest.WithDelay(smtpDelay)},
+	})
+	c := b.jobsClient(t)
+	_, addrs := b.startWorkers(t, workers)
+
+	began := time.Now()
+	jobs := map[string]crossing.Crossing{}
+	// Round-robin over the pages, as crossings of busy pages arrive.
+	for i := 0; i < perPage; i++ {
+		for p := 0; p < pages; p++ {
+			x := workerJob(p, i)
+			jobs[x.Key] = x
+			c.publish(t, x)
+		}
+	}
+	mails := b.waitJobsDone(t, c, jobs, 45*time.Second)
+	took := time.Since(began)
+
+	st := checkMails(t, mails, jobs)
+	if len(mails) != len(jobs) || st.duplicates != 0 {
+		t.Errorf("%d mails for %d crossings, %d duplicates: want each crossing mailed exactly once", len(mails), len(jobs), st.duplicates)
+	}
+	ov := overlaps(mails)
+	for i, o := range ov {
+		if i == 10 {
+			t.Errorf("... and %d more overlaps", len(ov)-10)
+			break
+		}
+		t.Errorf("overlapping sends of one page: %s", o)
+	}
+	inFlight := maxInFlight(mails)
+	if inFlight < 2 {
+		t.Errorf("at most %d send at a time: the test did not make sends overlap", inFlight)
+	}
+	if n := c.ledgerSize(t); n != len(jobs) {
+		t.Errorf("the sent ledger holds %d crossings, want %d", n, len(jobs))
+	}
+	conflicts := workerMetric(t, addrs, lockConflict)
+	history := b.waitOutcome(t, "sent", len(jobs), 20*time.Second)
+	t.Logf("%d workers: %d crossings over %d pages mailed in %s: %d mails, %d duplicates, %d overlapping sends of one page; up to %d sends at once; %.0f jobs deferred on a locked page; history: %s",
+		workers, len(jobs), pages, took.Round(time.Millisecond), len(mails), st.duplicates, len(ov), inFlight, conflicts, history)
+}
+
+// TestWorkersKilled20Times mails 1,000 crossings over 50 pages with four
+// worker processes, one of which is SIGKILLed (and restarted) at a random
+// moment 20 times. Every crossing is mailed; a crossing mailed twice is
+// one whose first mail the server accepted around a kill, and both copies
+// carry the same Message-ID; no two sends of one page overlap, dead
+// workers' leases included; and the jobs stream ends empty.
+func TestWorkersKilled20Times(t *testing.T) {
+	const (
+		workers     = 4
+		concurrency = 2
+		pages       = 50
+		crossings   = 1000
+		kills       = 20
+		smtpDelay   = 20 * time.Millisecond
+		lockTTL     = 3 * time.Second
+	)
+	b := setupWith(t, setupOptions{
+		rules: "    []", load: defaultLoad,
+		// ack_wait is the least lock_ttl allows: a killed worker's
+		// prefetched jobs come back after it.
+		worker: workerConfig{Concurrency: concurrency, Prefetch: 16, LockTTL: lockTTL.String(), DeferDelay: "200ms",
+			AckWait: (2 * lockTTL).String(), DrainTimeout: "5s", NoRateLimit: true},
+		smtp: []smtptest.Option{smtptest.WithDelay(smtpDelay)},
+	})
+	c := b.jobsClient(t)
+	procs, _ := b.startWorkers(t, workers)
+	seed := uint64(time.Now().UnixNano())
+	rng := rand.New(rand.NewPCG(seed, 6))
+
+	began := time.Now()
+	jobs := map[string]crossing.Crossing{}
+	all := make([]crossing.Crossing, 0, crossings)
+	for i := 0; i < crossings; i++ {
+		x := workerJob(i%pages, i/pages)
+		jobs[x.Key] = x
+		all = append(all, x)
+	}
+	// Crossings arrive over about 12 s, 20 every 250 ms, while the kills
+	// happen: live traffic, not a backlog.
+	published := make(chan struct{})
+	stop := make(chan struct{})
+	defer func() { close(stop); <-published }() // if the test fails early
+	go func() {
+		defer close(published)
+		for off := 0; off < len(all); off += 20 {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			for _, x := range all[off:min(off+20, len(all))] {
+				if err := c.tryPublish(x); err != nil {
+					t.Error(err) // not Fatal: this is not the test's goroutine
+					return
+				}
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+	}()
+
+	killTimes := make([]time.Time, 0, kills)
+	for k := 0; k < kills; k++ {
+		time.Sleep(200*time.Millisecond + time.Duration(rng.IntN(800))*time.Millisecond)
+		i := rng.IntN(workers)
+		killTimes = append(killTimes, time.Now())
+		procs[i].kill()
+		procs[i] = b.start(t, "worker", "run")
+	}
+	killing := time.Since(began)
+	<-published
+	mails := b.waitJobsDone(t, c, jobs, 45*time.Second)
+	took := time.Since(began)
+
+	st := checkMails(t, mails, jobs)
+	if len(st.missing) > 0 {
+		t.Errorf("%d crossings never mailed", len(st.missing))
+	}
+	// A second mail of a crossing is allowed only when a worker died
+	// after the server accepted the first and before it wrote the sent
+	// ledger: the first copy was accepted just before a kill, or just
+	// after (the server finishing a dead worker's DATA).
+	first := map[string]received{}
+	for _, r := range mails {
+		if f, ok := first[r.key]; !ok || r.accepted.Before(f.accepted) {
+			first[r.key] = r
+		}
+	}
+	dupCrossings := 0
+	// Earliest and latest acceptance of a first copy, relative to its kill.
+	var offsets []time.Duration
+	for key, n := range st.copies {
+		if n == 1 {
+			continue
+		}
+		dupCrossings++
+		acc := first[key].accepted
+		// The kill nearest the acceptance.
+		off := time.Duration(1<<63 - 1)
+		for _, k := range killTimes {
+			if d := acc.Sub(k); d.Abs() < off.Abs() {
+				off = d
+			}
+		}
+		offsets = append(offsets, off)
+		// Accepted up to a second before the kill (the worker had the
+		// reply, not yet the ledger entry) or shortly after it (the
+		// server finishing the dead worker's DATA).
+		if off < -time.Second || off > smtpDelay+500*time.Millisecond {
+			t.Errorf("crossing %s mailed %d times; its first mail was accepted at %s, %s from the nearest kill",
+				key, n, acc.Format("15:04:05.000"), off)
+		}
+	}
+	if st.duplicates > kills*concurrency {
+		t.Errorf("%d duplicates from %d kills of workers running %d sends each", st.duplicates, kills, concurrency)
+	}
+	ov := overlaps(mails)
+	for i, o := range ov {
+		if i == 10 {
+			t.Errorf("... and %d more overlaps", len(ov)-10)
+			break
+		}
+		t.Errorf("overlapping sends of one page: %s", o)
+	}
+	if n := c.pending(t); n != 0 {
+		t.Errorf("%d jobs left in the stream", n)
+	}
+	if n := c.ledgerSize(t); n != crossings {
+		t.Errorf("the sent ledger holds %d crossings, want %d", n, crossings)
+	}
+	window := "none"
+	if len(offsets) > 0 {
+		window = fmt.Sprintf("%s to %s", slices.Min(offsets).Round(time.Millisecond), slices.Max(offsets).Round(time.Millisecond))
+	}
+	t.Logf("%d crossings over %d pages, %d workers (seed %d): %d SIGKILLs in %s; %d emails, %d duplicates (same Message-ID, %d crossings; first copies accepted %s from the nearest kill), %d overlapping sends of one page, up to %d sends at once; all done in %s, jobs stream empty, sent ledger complete",
+		crossings, pages, workers, seed, len(killTimes), killing.Round(time.Millisecond), len(mails), st.duplicates, dupCrossings,
+		window, len(ov), maxInFlight(mails), took.Round(time.Millisecond))
+}
+
+// TestKilledWorkersLockLapses SIGKILLs a worker in the middle of a send,
+// while another worker holds jobs of the same page and is deferring them:
+// the survivor sends them once the dead worker's lease has lapsed, within
+// about lock_ttl of the kill, and not a moment before the lease ran out.
+func TestKilledWorkersLockLapses(t *testing.T) {
+	const (
+		lockTTL    = 3 * time.Second
+		deferDelay = 200 * time.Millisecond
+		// Long enough to kill the holder mid-send, after its first lease
+		// renewal (lock_ttl/3 = 1 s in): the server then finishes the dead
+		// worker's DATA under 1 s after the kill, long before the renewed
+		// lease (2 s or more left) runs out, so it cannot overlap the
+		// survivor's send.
+		smtpDelay = 2 * time.Second
+		conflicts = "pagewatch_worker_lock_conflicts_total"
+	)
+	b := setupWith(t, setupOptions{
+		rules: "    []", load: defaultLoad,
+		// One job at a time in each worker, so the jobs published while
+		// the holder sends go mostly to the other.
+		worker: workerConfig{Concurrency: 1, Prefetch: 1, LockTTL: lockTTL.String(), DeferDelay: deferDelay.String(),
+			AckWait: (2 * lockTTL).String(), DrainTimeout: "5s", NoRateLimit: true},
+		smtp: []smtptest.Option{smtptest.WithDelay(smtpDelay)},
+	})
+	c := b.jobsClient(t)
+	locks, err := c.bus.KV(context.Background(), bus.BucketLocks, lockTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	procs, addrs := b.startWorkers(t, 2)
+
+	const page = 7
+	pageKey := bus.Key(workerSite, workerPath(page))
+	jobs := map[string]crossing.Crossing{}
+	x := workerJob(page, 0)
+	jobs[x.Key] = x
+	c.publish(t, x)
+
+	// Wait for a worker to lock the page: it is then sending the first job.
+	var holder, survivor int
+	var locked time.Time
+	var acquired jetstream.KeyValueEntry
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		e, err := locks.Get(context.Background(), pageKey)
+		if err == nil {
+			locked, acquired = time.Now(), e
+			value := string(e.Value())
+			holder = slices.IndexFunc(procs, func(p *proc) bool {
+				return strings.Contains(value, fmt.Sprintf("-%d/", p.cmd.Process.Pid))
+			})
+			if holder < 0 {
+				t.Fatalf("lock value %q names neither worker (pids %d, %d)", value, procs[0].cmd.Process.Pid, procs[1].cmd.Process.Pid)
+			}
+			survivor = 1 - holder
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no worker locked the page within 20s: %v", err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	for i := 1; i < 4; i++ {
+		x := workerJob(page, i)
+		jobs[x.Key] = x
+		c.publish(t, x)
+	}
+	// The survivor tries the page while the holder is sending, and defers.
+	for workerMetric(t, addrs[survivor:survivor+1], conflicts) == 0 {
+		if time.Since(locked) > 3*smtpDelay/4 {
+			t.Fatalf("the other worker did not try the locked page within %s", 3*smtpDelay/4)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// Kill the holder mid-send once it has renewed its lease, so the
+	// lease left is close to the whole lock_ttl, and well before the
+	// server accepts its mail.
+	for {
+		e, err := locks.Get(context.Background(), pageKey)
+		if err != nil {
+			t.Fatalf("the holder's lock vanished while it was sending: %v", err)
+		}
+		if e.Revision() != acquired.Revision() {
+			break
+		}
+		if time.Since(locked) > 3*smtpDelay/4 {
+			t.Fatalf("the holder did not renew its lease within %s (lock_ttl %s)", 3*smtpDelay/4, lockTTL)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := len(b.smtp.Messages()); n != 0 {
+		t.Fatalf("the server accepted %d mails before the kill: the holder was not mid-send", n)
+	}
+	killAt := time.Now()
+	procs[holder].kill()
+	e, err := locks.Get(context.Background(), pageKey)
+	if err != nil {
+		t.Fatalf("the dead worker's lock is gone at once: %v", err)
+	}
+	leaseEnd := e.Created().Add(lockTTL) // its last renewal, plus the TTL
+	t.Logf("holder (pid %d) killed %s after locking the page; its lease, renewed %s before the kill, runs %s more",
+		procs[holder].cmd.Process.Pid, killAt.Sub(locked).Round(time.Millisecond),
+		killAt.Sub(e.Created()).Round(time.Millisecond), leaseEnd.Sub(killAt).Round(time.Millisecond))
+
+	mails := b.waitJobsDone(t, c, jobs, 40*time.Second)
+	st := checkMails(t, mails, jobs)
+	sort.Slice(mails, func(i, j int) bool { return mails[i].began.Before(mails[j].began) })
+	next := slices.IndexFunc(mails, func(r received) bool { return r.began.After(killAt) })
+	if next < 0 {
+		t.Fatal("no send began after the kill")
+	}
+	lapse := mails[next].began.Sub(killAt)
+	// A lease lapses lock_ttl after its last renewal; the survivor's
+	// deferred job comes back within 1.5 defer delays; the rest is slack
+	// for the KV bucket's expiry timer and a loaded machine.
+	limit := lockTTL + 5*deferDelay
+	if lapse > limit {
+		t.Errorf("the page's next send began %s after the kill, want at most %s (lock_ttl %s)", lapse, limit, lockTTL)
+	}
+	if early := leaseEnd.Sub(mails[next].began); early > 0 {
+		t.Errorf("the page's next send began %s before the dead worker's lease ran out", early)
+	}
+	if lapse <= 0 {
+		t.Errorf("lapse %s", lapse)
+	}
+	// The killed send: the server had its DATA and accepted it after the
+	// kill; with no ledger entry, the job comes back and is mailed again
+	// under the same Message-ID. No other crossing may be mailed twice.
+	for key, n := range st.copies {
+		if n > 1 && key != workerJob(page, 0).Key {
+			t.Errorf("crossing %s mailed %d times; only the one killed mid-send may be", key, n)
+		}
+	}
+	ov := overlaps(mails)
+	for _, o := range ov {
+		t.Errorf("overlapping sends of one page: %s", o)
+	}
+	t.Logf("next send of the page began %s after the kill (%s after the lease ran out; lock_ttl %s, defer_delay %s); %d mails for %d crossings, %d duplicates (same Message-ID), %d overlaps; survivor deferred %.0f jobs",
+		lapse.Round(time.Millisecond), mails[next].began.Sub(leaseEnd).Round(time.Millisecond), lockTTL, deferDelay,
+		len(mails), len(jobs), st.duplicates, len(ov), workerMetric(t, addrs[survivor:survivor+1], conflicts))
+}
