@@ -1,17 +1,6 @@
 package notify_test
 
-// Benchmarks for issue #6: how fast do the workers clear the backlog a
-// queue holds after an outage, when many jobs for one page sit next to each
-// other? Real pieces throughout: an embedded JetStream server, the real
-// worker with its KV page leases, the real SMTP sender, and a real SMTP
-// server that takes 20 ms per message. Only the notifications history is
-// kept in memory (and rate limits are off), so neither ClickHouse nor the
-// limits blur what is measured.
-//
-//	go test -run '^$' -bench Backlog -benchtime 1x ./pipeline/notify/
-//
-// By default the cases that finish within a minute together run; set
-// PAGEWATCH_BENCH_FULL=1 for the rest (a few minutes more).
+// Helpers of BenchmarkBacklog (bench_test.go).
 
 import (
 	"context"
