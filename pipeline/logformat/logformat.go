@@ -35,6 +35,10 @@ type Entry struct {
 	Bytes                 int64 // -1 when the field is "-"
 	// Referer and UserAgent are empty for the "common" format.
 	Referer, UserAgent []byte
+	// Vhost is the virtual host the request was served for (Apache %v,
+	// nginx $host or $server_name), for formats that log it; Parse never
+	// sets it.
+	Vhost []byte
 }
 
 // Reasons a line can be rejected for; each is a fixed token so it can be
@@ -52,14 +56,20 @@ const (
 	ReasonBytes     = "bytes"
 	ReasonReferer   = "referer"
 	ReasonUserAgent = "user_agent"
+
+	// Reported only by the parsers of Preset and Compile.
+	ReasonVhost = "vhost"
+	ReasonField = "field" // a field pagewatch skips, or a separator around it
+	ReasonJSON  = "json"  // a JSON line that is not one well-formed object
 )
 
-// Reasons returns every Reason Parse can report, so that callers can
-// pre-register metric series at zero.
+// Reasons returns every Reason Parse and the parsers of Preset and Compile
+// can report, so that callers can pre-register metric series at zero.
 func Reasons() []string {
 	return []string{ReasonEmpty, ReasonTooLong, ReasonClient, ReasonIdent,
 		ReasonUser, ReasonTime, ReasonRequest, ReasonQuote, ReasonStatus,
-		ReasonBytes, ReasonReferer, ReasonUserAgent}
+		ReasonBytes, ReasonReferer, ReasonUserAgent,
+		ReasonVhost, ReasonField, ReasonJSON}
 }
 
 // ParseError says why a line was rejected.

@@ -1,9 +1,11 @@
 package logformat
 
 import (
-	"github.com/pagewatch/pagewatch/internal/realdata"
+	"strconv"
 	"testing"
 	"time"
+
+	"github.com/pagewatch/pagewatch/internal/realdata"
 )
 
 func realLines(tb testing.TB) [][]byte {
@@ -113,4 +115,57 @@ func BenchmarkParse(b *testing.B) {
 	b.ReportMetric(float64(n*len(lines))/sec, "lines/s")
 	b.ReportMetric(float64(int64(n)*size)/sec/1e6, "MB/s")
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n*len(lines)), "ns/line")
+}
+
+// benchParser is BenchmarkParse for any Parser, on lines made by mk from
+// the real log's lines.
+func benchParser(b *testing.B, p Parser, mk func([]byte) []byte) {
+	lines := realLines(b)
+	var size int64
+	for i, l := range lines {
+		lines[i] = mk(l)
+		size += int64(len(lines[i])) + 1
+	}
+	var e Entry
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		for _, l := range lines {
+			if err := p.Parse(l, &e); err != nil {
+				b.Fatal(err)
+			}
+		}
+		n++
+	}
+	sec := b.Elapsed().Seconds()
+	b.ReportMetric(float64(n*len(lines))/sec, "lines/s")
+	b.ReportMetric(float64(int64(n)*size)/sec/1e6, "MB/s")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n*len(lines)), "ns/line")
+}
+
+func same(l []byte) []byte { return l }
+
+func BenchmarkCompiledCombined(b *testing.B) {
+	benchParser(b, mustCompile(b, KindNginx, NginxCombined), same)
+}
+
+func BenchmarkVhostCombined(b *testing.B) {
+	benchParser(b, mustPreset(b, "vhost_combined"), func(l []byte) []byte {
+		return append([]byte("blog.example.com:80 "), l...)
+	})
+}
+
+// BenchmarkJSON parses the real log rewritten as nginx escape=json lines.
+func BenchmarkJSON(b *testing.B) {
+	benchParser(b, mustPreset(b, "json"), func(l []byte) []byte {
+		var e Entry
+		if err := Parse(l, &e); err != nil {
+			b.Fatal(err)
+		}
+		q := func(s []byte) string { return strconv.Quote(string(s)) }
+		return []byte(`{"remote_addr":` + q(e.Client) + `,"remote_user":` + q(e.User) +
+			`,"time_local":"` + e.Time.Format("02/Jan/2006:15:04:05 -0700") + `","request":` + q(e.Request) +
+			`,"status":"` + strconv.Itoa(e.Status) + `","body_bytes_sent":"` + strconv.FormatInt(max(e.Bytes, 0), 10) +
+			`","http_referer":` + q(e.Referer) + `,"http_user_agent":` + q(e.UserAgent) + `,"request_time":"0.004"}`)
+	})
 }
