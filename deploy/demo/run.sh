@@ -207,8 +207,10 @@ ELAPSED=$(secs_since "$T0" "$(date -r "$EML" +%s%6N)") # when the worker wrote i
 sleep 0.5 # let the loader and the worker catch up before counting
 echo
 echo "=== email written by the worker: ${EML#"$ROOT/"} ==="
-cat "$EML"
-echo "=== end of email ==="
+# Headers and the plain-text part; the HTML part and the chart (PNG) are
+# in the file for a mail client.
+awk '/^Content-Type: text\/html/ { exit } { print }' "$EML" | tr -d '\r'
+echo "=== (HTML part and chart.png: open the .eml in a mail client) ==="
 declare -A SEEN=(["$EML"]=1)
 new_emails() { # list the emails not shown yet
   local f

@@ -222,6 +222,10 @@ func TestTemporaryFailureIsRetried(t *testing.T) {
 	b.start(t, 1)
 	b.publish(t, job(4), "")
 	b.smtp.WaitForMessages(t, 1, 15*time.Second)
+	time.Sleep(time.Second) // would a second copy follow?
+	if n := len(b.smtp.Messages()); n != 1 {
+		t.Fatalf("a 4xx then success gave %d mails, want 1", n)
+	}
 }
 
 // The mail shows the page's views per minute (an inline PNG) and its top

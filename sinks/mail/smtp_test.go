@@ -107,7 +107,7 @@ func TestSMTPHostileNotification(t *testing.T) {
 
 	n := testNotification()
 	n.Path = "/x\r\nBcc: evil@example.com<script>alert(1)</script>" +
-		strings.Repeat("junk\x00\x1b[31m\u202e", 10<<10/12) + "\xff\xfe\xc3"
+		strings.Repeat("junk\x00\x1b[31m\u202e", 100<<10/12) + "\xff\xfe\xc3"
 	n.Site = "example.com\r\nX-Injected: yes\n<img src=x onerror=alert(1)>"
 	if err := s.Send(context.Background(), n); err != nil {
 		t.Fatalf("Send: %v", err)

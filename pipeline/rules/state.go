@@ -1,0 +1,111 @@
+package rules
+
+import (
+	"math"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// State is what the sweeper keeps between sweeps for one rule and one page
+// (or, for a sum rule, for the rule). The zero value is a rule that never
+// fired: everything armed. It is JSON-friendly for the KV store.
+type State struct {
+	// Fired holds the thresholds that fired and have not re-armed: for
+	// calendar windows, those fired in the window named by Window.
+	Fired []uint64 `json:"fired,omitempty"`
+	// Window is the calendar window key Fired belongs to.
+	Window string `json:"window,omitempty"`
+	// LastFired is when a threshold last fired; cooldowns count from it.
+	LastFired time.Time `json:"last_fired,omitzero"`
+	// Episode counts the sweeps in which the rule fired. It numbers the
+	// crossings of rolling rules, which have no window to name them.
+	Episode uint64 `json:"episode,omitempty"`
+}
+
+// Armed reports whether threshold t may fire.
+func (s State) Armed(t uint64) bool { return !slices.Contains(s.Fired, t) }
+
+// Firing is one threshold that fires in this step.
+type Firing struct {
+	Threshold uint64
+	// Key identifies the crossing within its rule and page, the same from
+	// every sweeper: the episode for a rolling single-threshold rule (as
+	// the sweeper numbers them today), "<window key>.<threshold>" for
+	// calendar windows, "<threshold>" otherwise.
+	Key string
+}
+
+// Crossed is the one comparison every rule uses: "passed 1,000 views"
+// means more than 1,000.
+func Crossed(count, threshold uint64) bool { return count > threshold }
+
+// Step is the re-arm state machine: given the state after the previous
+// sweep, the count now and the time now, it returns the new state and the
+// thresholds that fire, lowest first. It does not change prev.
+//
+//   - Calendar windows: a new window key clears what fired, so each
+//     threshold fires at most once per window.
+//   - Rolling, one threshold: a fired threshold re-arms when the count is
+//     at or below threshold × (1 − hysteresis), or once cooldown has
+//     passed since it fired. Re-arming is checked before firing, so a
+//     cooldown that ends while the count is still high fires again now.
+//   - Milestones and all-time windows never re-arm.
+//   - An armed threshold that is crossed fires (the rising edge) and is
+//     disarmed; every milestone crossed in the same sweep fires.
+func (r *Rule) Step(prev State, count uint64, now time.Time) (State, []Firing) {
+	next := prev
+	next.Fired = slices.Clone(prev.Fired)
+
+	if r.Window.Kind == Calendar {
+		if key := r.Window.Key(now); key != next.Window {
+			next.Window, next.Fired = key, nil
+		}
+	}
+	if r.Window.Kind == Rolling && len(r.Thresholds) == 1 {
+		t := r.Thresholds[0]
+		if !next.Armed(t) && r.rearms(t, count, now, next.LastFired) {
+			next.Fired = slices.DeleteFunc(next.Fired, func(f uint64) bool { return f == t })
+		}
+	}
+
+	var fire []Firing
+	for _, t := range r.Thresholds {
+		if Crossed(count, t) && next.Armed(t) {
+			next.Fired = append(next.Fired, t)
+			fire = append(fire, Firing{Threshold: t})
+		}
+	}
+	if len(fire) == 0 {
+		return next, nil
+	}
+	next.Episode++
+	next.LastFired = now
+	for i := range fire {
+		fire[i].Key = r.firingKey(next, fire[i].Threshold)
+	}
+	return next, fire
+}
+
+// RearmLevel is the count at or below which a fired rolling threshold
+// re-arms.
+func (r *Rule) RearmLevel(t uint64) uint64 {
+	return uint64(math.Floor(float64(t) * (1 - r.Rearm.Hysteresis)))
+}
+
+func (r *Rule) rearms(t, count uint64, now, lastFired time.Time) bool {
+	if count <= r.RearmLevel(t) {
+		return true
+	}
+	return r.Rearm.Cooldown > 0 && !lastFired.IsZero() && now.Sub(lastFired) >= r.Rearm.Cooldown
+}
+
+func (r *Rule) firingKey(s State, t uint64) string {
+	switch {
+	case r.Window.Kind == Calendar:
+		return s.Window + "." + strconv.FormatUint(t, 10)
+	case r.Window.Kind == Rolling && !r.Thresholds.Milestones():
+		return strconv.FormatUint(s.Episode, 10)
+	}
+	return strconv.FormatUint(t, 10)
+}
