@@ -231,6 +231,7 @@ func TestKilledWorkersLockLapses(t *testing.T) {
 		// survivor's send.
 		smtpDelay = 2 * time.Second
 		conflicts = "pagewatch_worker_lock_conflicts_total"
+		handedOff = `pagewatch_worker_jobs_total{outcome="handed_off"}`
 	)
 	b := setupWith(t, setupOptions{
 		rules: "    []", load: defaultLoad,
@@ -283,8 +284,9 @@ func TestKilledWorkersLockLapses(t *testing.T) {
 		jobs[x.Key] = x
 		c.publish(t, x)
 	}
-	// The survivor tries the page while the holder is sending, and defers.
-	for workerMetric(t, addrs[survivor:survivor+1], conflicts) == 0 {
+	// The survivor tries the page while the holder is sending: it hands
+	// the jobs to the holder, or defers them.
+	for workerMetric(t, addrs[survivor:survivor+1], conflicts)+workerMetric(t, addrs[survivor:survivor+1], handedOff) == 0 {
 		if time.Since(locked) > 3*smtpDelay/4 {
 			t.Fatalf("the other worker did not try the locked page within %s", 3*smtpDelay/4)
 		}
@@ -320,12 +322,19 @@ func TestKilledWorkersLockLapses(t *testing.T) {
 		procs[holder].cmd.Process.Pid, killAt.Sub(locked).Round(time.Millisecond),
 		killAt.Sub(e.Created()).Round(time.Millisecond), leaseEnd.Sub(killAt).Round(time.Millisecond))
 
+	// A job published now can only be sent once the dead worker's lease
+	// has lapsed. (The jobs handed to the dead worker come back later, when
+	// their ack_wait runs out, like any job a dead worker had fetched.)
+	fresh := workerJob(page, 4)
+	jobs[fresh.Key] = fresh
+	c.publish(t, fresh)
+
 	mails := b.waitJobsDone(t, c, jobs, 40*time.Second)
 	st := checkMails(t, mails, jobs)
 	sort.Slice(mails, func(i, j int) bool { return mails[i].began.Before(mails[j].began) })
-	next := slices.IndexFunc(mails, func(r received) bool { return r.began.After(killAt) })
+	next := slices.IndexFunc(mails, func(r received) bool { return r.began.After(killAt) && r.key == fresh.Key })
 	if next < 0 {
-		t.Fatal("no send began after the kill")
+		t.Fatal("the job published after the kill was not sent")
 	}
 	lapse := mails[next].began.Sub(killAt)
 	// A lease lapses lock_ttl after its last renewal; the survivor's

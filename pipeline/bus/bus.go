@@ -175,6 +175,11 @@ func (b *Bus) JobsStreamName() string { return upper(b.cfg.Prefix) + "_JOBS" }
 // JobsSubject is the subject of jobs for one page (pageKey from Key).
 func (b *Bus) JobsSubject(pageKey string) string { return b.cfg.Prefix + ".jobs." + pageKey }
 
+// HandoffSubject is where a worker process takes jobs for a page it has
+// locked from other worker processes (core NATS request-reply). worker is
+// the worker's name; it is hashed, as names may hold any character.
+func (b *Bus) HandoffSubject(worker string) string { return b.cfg.Prefix + ".handoff." + Key(worker) }
+
 // DeadLetterStreamName is the stream of messages that could not be
 // processed, kept with the reason for a person to look at.
 func (b *Bus) DeadLetterStreamName() string { return upper(b.cfg.Prefix) + "_DEAD" }

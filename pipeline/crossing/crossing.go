@@ -53,6 +53,10 @@ const (
 	Duplicate Outcome = "duplicate" // already in the sent ledger
 	Deferred  Outcome = "deferred"  // page locked by another worker
 	Failed    Outcome = "failed"    // send failed; SMTPCode says how
+	// HandedOff: the page was locked by another worker process, which
+	// took the job to run under its lease; its next outcome comes from
+	// that worker (or, if it died, from a redelivery).
+	HandedOff Outcome = "handed_off"
 	// RateLimited: a recipient is over its limit; the job comes back
 	// when its slot is near.
 	RateLimited Outcome = "rate_limited"

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 
@@ -20,6 +21,24 @@ import (
 // ErrLocked means another holder has the lease. Callers branch on it: a
 // locked page is deferred, not failed.
 var ErrLocked = errors.New("locked by another holder")
+
+// HeldError is the error Acquire returns when another holder has the
+// lease; errors.Is(err, ErrLocked) matches it. Holder is the owner that
+// holder passed to Acquire (without the per-lease nonce), or "" when the
+// lock was released before it could be read.
+type HeldError struct {
+	Holder string
+}
+
+func (e *HeldError) Error() string {
+	if e.Holder == "" {
+		return ErrLocked.Error()
+	}
+	return ErrLocked.Error() + " (" + e.Holder + ")"
+}
+
+// Is makes errors.Is(err, ErrLocked) true.
+func (e *HeldError) Is(target error) bool { return target == ErrLocked }
 
 // Lease is a held lock.
 type Lease struct {
@@ -35,7 +54,8 @@ type Lease struct {
 	done chan struct{}
 }
 
-// Acquire takes the lock on key, or returns ErrLocked at once. ttl must be
+// Acquire takes the lock on key, or returns a *HeldError (ErrLocked) at
+// once, naming the holder. ttl must be
 // the bucket's TTL. Until Release, the lease is renewed every ttl/3;
 // onLost is called (once, from another goroutine) if a renewal fails, so
 // the holder can stop work it no longer owns.
@@ -45,7 +65,14 @@ func Acquire(ctx context.Context, kv jetstream.KeyValue, key, owner string, ttl 
 	owner = fmt.Sprintf("%s/%x", owner, rand.Uint64())
 	rev, err := kv.Create(ctx, key, []byte(owner))
 	if errors.Is(err, jetstream.ErrKeyExists) {
-		return nil, ErrLocked
+		// Create does not return the value it found, so the holder is
+		// read here, on the conflict path only. A failed read still
+		// reports the conflict.
+		held := &HeldError{}
+		if e, gerr := kv.Get(ctx, key); gerr == nil {
+			held.Holder = holderOf(e.Value())
+		}
+		return nil, held
 	}
 	if err != nil {
 		return nil, fmt.Errorf("acquire lock %s: %w", key, err)
@@ -54,6 +81,15 @@ func Acquire(ctx context.Context, kv jetstream.KeyValue, key, owner string, ttl 
 		stop: make(chan struct{}), done: make(chan struct{})}
 	go l.renew(onLost)
 	return l, nil
+}
+
+// holderOf strips the per-lease nonce from a lock value.
+func holderOf(value []byte) string {
+	v := string(value)
+	if i := strings.LastIndexByte(v, '/'); i >= 0 {
+		return v[:i]
+	}
+	return v
 }
 
 // Token is the revision the lease holds now: a fencing token that grows

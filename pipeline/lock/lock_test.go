@@ -78,3 +78,25 @@ func TestDeadHolderLapses(t *testing.T) {
 	}
 	t.Logf("dead holder's lock lapsed after %s (ttl %s)", time.Since(start).Round(100*time.Millisecond), ttl)
 }
+
+func TestLockedReportsHolder(t *testing.T) {
+	b, _ := testenv.NATS(t, testenv.Logger(t))
+	ctx := context.Background()
+	kv, err := b.KV(ctx, bus.BucketLocks, ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := lock.Acquire(ctx, kv, "page", "worker/a", ttl, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release(ctx)
+	_, err = lock.Acquire(ctx, kv, "page", "b", ttl, nil)
+	var he *lock.HeldError
+	if !errors.As(err, &he) || !errors.Is(err, lock.ErrLocked) {
+		t.Fatalf("second acquire: %v, want a *HeldError matching ErrLocked", err)
+	}
+	if he.Holder != "worker/a" { // the owner as given, without the lease's nonce
+		t.Fatalf("holder %q, want %q", he.Holder, "worker/a")
+	}
+}

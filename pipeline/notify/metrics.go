@@ -16,7 +16,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
 		jobs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pagewatch_worker_jobs_total",
-			Help: "Notification jobs handled, by outcome: sent, duplicate, deferred, rate_limited, failed, dead_lettered, invalid.",
+			Help: "Notification jobs handled, by outcome: sent, duplicate, deferred, handed_off, rate_limited, failed, dead_lettered, invalid.",
 		}, []string{"outcome"}),
 		lockConflicts: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "pagewatch_worker_lock_conflicts_total",
@@ -29,7 +29,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 	}
 	reg.MustRegister(m.jobs, m.lockConflicts, m.sendSeconds)
-	for _, o := range []crossing.Outcome{crossing.Sent, crossing.Duplicate, crossing.Deferred, crossing.RateLimited, crossing.Failed, crossing.DeadLettered, "invalid"} {
+	for _, o := range []crossing.Outcome{crossing.Sent, crossing.Duplicate, crossing.Deferred, crossing.HandedOff, crossing.RateLimited, crossing.Failed, crossing.DeadLettered, "invalid"} {
 		m.jobs.WithLabelValues(string(o))
 	}
 	return m

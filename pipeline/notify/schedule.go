@@ -192,3 +192,33 @@ func (s *schedule) keepAlive(ctx context.Context, interval time.Duration) {
 		}
 	}
 }
+
+// addIfRunning queues jobs handed over by another worker process behind
+// the page's jobs, only while one of our runners has the page: that
+// runner holds the page's lease and runs them, or, if it is just letting
+// go, finish makes the page ready again and the next runner locks it
+// afresh. Either way the jobs run under a lease of ours.
+func (s *schedule) addIfRunning(page string, jobs []job) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.pages[page]
+	if s.closed || p == nil || !p.running {
+		return false
+	}
+	p.jobs = append(p.jobs, jobs...)
+	s.held += len(jobs)
+	return true
+}
+
+// putBack returns jobs taken by takeAll to the front of the page's queue,
+// for the runner that took them.
+func (s *schedule) putBack(page string, jobs []job) {
+	if len(jobs) == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.pages[page]
+	p.jobs = append(jobs, p.jobs...)
+	s.held += len(jobs)
+}

@@ -1,6 +1,7 @@
 // Package notify is the worker: it takes notification jobs from the work
 // queue and mails each crossing once. Jobs are grouped by page (schedule);
-// a runner locks a page, or defers its jobs, and then takes each of the
+// a runner locks a page, or hands its jobs to the worker process holding
+// the page's lock (handoff.go), or defers them, and then takes each of the
 // page's jobs through named steps:
 //
 //	skip if already sent → describe (chart, referrers) → wait for the
@@ -41,7 +42,6 @@ type Mailer interface {
 // send at the same time, each over its own reused connection.
 type NewMailer func() (Mailer, error)
 
-
 // Worker consumes notification jobs.
 type Worker struct {
 	cfg     Config
@@ -52,7 +52,7 @@ type Worker struct {
 	bus     *bus.Bus
 	mailers NewMailer
 	history Recorder
-	stats   Stats // nil: mails without chart and referrers
+	stats   Stats    // nil: mails without chart and referrers
 	hist    *history // batches history writes; set while Run runs
 	logger  *slog.Logger
 	metrics *metrics
@@ -105,6 +105,13 @@ func New(ctx context.Context, cfg Config, b *bus.Bus, mailers NewMailer, history
 // Concurrency runners each take a page, lock it, and run its jobs one
 // after another (see schedule).
 func (w *Worker) Run(ctx context.Context) error {
+	s := newSchedule(w.cfg.Prefetch)
+	// Other worker processes hand us jobs for pages we have locked.
+	sub, err := w.bus.Conn.Subscribe(w.bus.HandoffSubject(w.cfg.Name), w.onHandoff(s))
+	if err != nil {
+		return fmt.Errorf("subscribe to hand-offs: %w", err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
 	mailers := make([]Mailer, w.cfg.Concurrency)
 	for i := range mailers {
 		m, err := w.mailers()
@@ -120,7 +127,6 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer w.hist.close()
 	jobCtx, cancelJobs := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelJobs()
-	s := newSchedule(w.cfg.Prefetch)
 	go s.keepAlive(jobCtx, w.cfg.AckWait/3)
 	fetched := make(chan struct{})
 	go func() {
@@ -202,14 +208,28 @@ func idle(err error) bool {
 	return errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, jetstream.ErrNoMessages)
 }
 
-// runPage is one runner's turn on a page: lock it, or defer its jobs
-// without counting them as failed; then run its jobs, including any that
-// arrive meanwhile, under the one lock.
+// runPage is one runner's turn on a page: lock it, or hand its jobs to
+// the worker process that holds the lock, or else defer them without
+// counting them as failed; then run its jobs, including any that arrive
+// meanwhile, under the one lock.
 func (w *Worker) runPage(ctx, jobCtx context.Context, s *schedule, page string, m Mailer) {
 	defer s.finish(page) // after the release below: defers run last first
 	pctx, cancel := context.WithCancel(jobCtx)
 	defer cancel()
 	lease, err := lock.Acquire(pctx, w.locks, page, w.cfg.Name, w.cfg.LockTTL, cancel)
+	for attempt := 1; errors.Is(err, lock.ErrLocked); attempt++ {
+		var held *lock.HeldError
+		if errors.As(err, &held) && w.handOff(jobCtx, s, page, held.Holder) {
+			return
+		}
+		if attempt > handoffAttempts {
+			break
+		}
+		// Refused or not possible: the holder may be letting go of the
+		// page, so try the lock again shortly.
+		time.Sleep(time.Duration(attempt) * 2 * time.Millisecond)
+		lease, err = lock.Acquire(pctx, w.locks, page, w.cfg.Name, w.cfg.LockTTL, cancel)
+	}
 	if errors.Is(err, lock.ErrLocked) {
 		for _, j := range s.takeAll(page) {
 			w.deferJob(jobCtx, j.msg, j.x)
