@@ -35,7 +35,17 @@ type Config struct {
 type Input struct {
 	Path string `yaml:"path"`
 	// Site is recorded with every hit of this file, e.g. "example.com".
+	// Without it each line's virtual host is its site, so the format must
+	// log one (vhost_combined, json, $host, $server_name, %v, %{Host}i).
 	Site string `yaml:"site"`
+	// Format is a preset of logformat: combined (the default), common,
+	// nginx, vhost_combined or json. In its place, one of NginxFormat,
+	// ApacheFormat or JSONFormat gives the server's own format string,
+	// compiled by logformat.Compile.
+	Format       string `yaml:"format"`
+	NginxFormat  string `yaml:"nginx_format"`
+	ApacheFormat string `yaml:"apache_format"`
+	JSONFormat   string `yaml:"json_format"`
 }
 
 // DefaultConfig returns the defaults documented in deploy/pagewatch.example.yaml.
@@ -91,6 +101,13 @@ func (c Config) Validate() error {
 			add("ingest.tail.inputs[%d].path: %q listed twice", i, in.Path)
 		}
 		seen[in.Path] = true
+		_, vhost, err := in.parser()
+		if err != nil {
+			add("ingest.tail.inputs[%d].%w", i, err)
+		} else if in.Site == "" && !vhost {
+			key, value, _ := in.formatSpec()
+			add("ingest.tail.inputs[%d].site: must be set, since %s %q logs no virtual host to take the site from", i, key, value)
+		}
 	}
 	if c.StartAt != "end" && c.StartAt != "beginning" {
 		add(`ingest.tail.start_at: must be "end" or "beginning", got %q`, c.StartAt)

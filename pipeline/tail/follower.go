@@ -33,6 +33,8 @@ const readChunk = 256 << 10
 type follower struct {
 	*Tailer
 	in      Input
+	parser  logformat.Parser
+	sites   map[string]string // vhost as logged → site, for an input without a site
 	subject string
 	logger  *slog.Logger
 
@@ -241,7 +243,7 @@ func (fw *follower) consumePending(ctx context.Context) error {
 // consume turns one line into a hit in the batch, or counts why not.
 func (fw *follower) consume(line []byte, offset int64) {
 	fw.lines++
-	if err := logformat.Parse(line, &fw.entry); err != nil {
+	if err := fw.parser.Parse(line, &fw.entry); err != nil {
 		reason := "unknown"
 		var pe *logformat.ParseError
 		if errors.As(err, &pe) {
@@ -252,7 +254,15 @@ func (fw *follower) consume(line []byte, offset int64) {
 		fw.logger.Debug("malformed line", "offset", offset, "reason", reason)
 		return
 	}
-	h, skip := pageview(&fw.entry, fw.in.Site)
+	site := fw.in.Site
+	if site == "" {
+		if site = fw.siteOf(fw.entry.Vhost); site == "" {
+			fw.metrics.lines.WithLabelValues("skipped").Inc()
+			fw.logger.Debug("line names no virtual host", "offset", offset)
+			return
+		}
+	}
+	h, skip := pageview(&fw.entry, site)
 	if skip != "" {
 		fw.metrics.lines.WithLabelValues("skipped").Inc()
 		return

@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pagewatch/pagewatch/pipeline/bus"
+	"github.com/pagewatch/pagewatch/pipeline/logformat"
 )
 
 // Tailer follows the configured inputs.
@@ -31,6 +32,7 @@ type Tailer struct {
 	bus     *bus.Bus
 	logger  *slog.Logger
 	metrics *metrics
+	parsers []logformat.Parser // one per input, compiled once
 }
 
 // New returns a Tailer publishing to the hits stream of b.
@@ -42,12 +44,19 @@ func New(ctx context.Context, cfg Config, b *bus.Bus, logger *slog.Logger, reg p
 	if err != nil {
 		return nil, err
 	}
+	parsers := make([]logformat.Parser, len(cfg.Inputs))
+	for i, in := range cfg.Inputs {
+		if parsers[i], _, err = in.parser(); err != nil {
+			return nil, fmt.Errorf("ingest.tail.inputs[%d].%w", i, err)
+		}
+	}
 	return &Tailer{
 		cfg:     cfg,
 		stream:  stream,
 		bus:     b,
 		logger:  logger,
 		metrics: newMetrics(reg),
+		parsers: parsers,
 	}, nil
 }
 
@@ -62,7 +71,7 @@ func (t *Tailer) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			fw := t.newFollower(in)
+			fw := t.newFollower(in, t.parsers[i])
 			if err := fw.run(ctx); err != nil && !errors.Is(err, context.Canceled) {
 				errs[i] = fmt.Errorf("tail %s: %w", in.Path, err)
 				cancel()
@@ -73,10 +82,11 @@ func (t *Tailer) Run(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-func (t *Tailer) newFollower(in Input) *follower {
+func (t *Tailer) newFollower(in Input, p logformat.Parser) *follower {
 	return &follower{
 		Tailer:    t,
 		in:        in,
+		parser:    p,
 		subject:   t.bus.HitsSubject(t.cfg.Instance, bus.Key(in.Path)),
 		logger:    t.logger.With("file", in.Path),
 		keepalive: t.bus.HitsMaxAge() / 4,
