@@ -34,7 +34,7 @@ func run(t *testing.T, cfg string, args ...string) (code int, stdout, stderr str
 	return code, out.String(), errb.String()
 }
 
-const goodConfig = "nats: {password: s3cr3t, user: u}\ningest:\n  tail:\n    inputs: [{path: /var/log/a.log}]\n"
+const goodConfig = "nats: {password: s3cr3t, user: u}\ningest:\n  tail:\n    inputs: [{path: /var/log/a.log, site: example.com}]\n"
 
 func TestHelp(t *testing.T) {
 	code, out, _ := run(t, "", "--help")

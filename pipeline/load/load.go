@@ -235,6 +235,7 @@ var errFinished = errors.New("replay finished")
 // ends. Fetch failures are retried with backoff; they never end the loader.
 func (l *Loader) collectStage(ctx context.Context, handover chan<- *batch) error {
 	failures := 0
+	lost := false // the consumer was deleted and not yet recreated
 	for ctx.Err() == nil {
 		b, fetchErr := l.collect(ctx)
 		if b == nil && fetchErr == nil && l.finished(ctx) {
@@ -256,11 +257,17 @@ func (l *Loader) collectStage(ctx context.Context, handover chan<- *batch) error
 		d := retry.Delay(failures, 100*time.Millisecond, min(l.cfg.RetryMax, 10*time.Second))
 		failures++
 		l.logger.Warn("fetch failed; retrying", "err", fetchErr, "attempt", failures, "retry_in", d.Round(time.Millisecond))
-		if l.recreate != nil && (errors.Is(fetchErr, jetstream.ErrConsumerDeleted) || errors.Is(fetchErr, jetstream.ErrConsumerNotFound)) {
+		if errors.Is(fetchErr, jetstream.ErrConsumerDeleted) || errors.Is(fetchErr, jetstream.ErrConsumerNotFound) {
+			lost = true
+		}
+		// Once the consumer is gone, later fetches fail otherwise ("no
+		// responders"), so keep recreating until it is back.
+		if lost && l.recreate != nil {
 			if c, err := l.recreate(ctx); err != nil {
-				l.logger.Warn("recreate consumer failed", "err", err)
+				l.logger.Warn("recreate consumer failed; will retry", "err", err)
 			} else {
 				l.setConsumer(c)
+				lost = false
 			}
 		}
 		_ = retry.Sleep(ctx, d)
