@@ -152,11 +152,11 @@ func messageID(data []byte) string {
 }
 
 // counterValue reads one labelled counter from a registry.
-func counterValue(b *testing.B, reg *prometheus.Registry, name, label, value string) float64 {
-	b.Helper()
+func counterValue(tb testing.TB, reg *prometheus.Registry, name, label, value string) float64 {
+	tb.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	for _, mf := range mfs {
 		if mf.GetName() != name {
@@ -170,6 +170,6 @@ func counterValue(b *testing.B, reg *prometheus.Registry, name, label, value str
 			}
 		}
 	}
-	b.Fatalf("no %s{%s=%q} in the registry", name, label, value)
+	tb.Fatalf("no %s{%s=%q} in the registry", name, label, value)
 	return 0
 }

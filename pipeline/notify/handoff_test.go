@@ -118,7 +118,7 @@ func TestLockedPageIsHandedToTheHolder(t *testing.T) {
 	}
 	handed := 0.0
 	for _, reg := range regs {
-		handed += counter(t, reg, "pagewatch_worker_jobs_total", "outcome", string(crossing.HandedOff))
+		handed += counterValue(t, reg, "pagewatch_worker_jobs_total", "outcome", string(crossing.HandedOff))
 	}
 	if int(handed) != outcomes[crossing.HandedOff] {
 		t.Errorf("metrics say %v hand-offs, history %d", handed, outcomes[crossing.HandedOff])
@@ -130,27 +130,4 @@ func TestLockedPageIsHandedToTheHolder(t *testing.T) {
 			t.Errorf("%s handed off %d times, want at most once", key, o[crossing.HandedOff])
 		}
 	}
-}
-
-// counter reads one labelled counter from a registry.
-func counter(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == label && l.GetValue() == value {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	t.Fatalf("no %s{%s=%q}", name, label, value)
-	return 0
 }
