@@ -141,17 +141,6 @@ func publishAsync(b *testing.B, bb *bundle, msgs [][]byte, round int) {
 	}
 }
 
-func runLoader(tb testing.TB, l *load.Loader) (stop func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- l.Run(ctx) }()
-	return func() {
-		cancel()
-		if err := <-done; err != nil {
-			tb.Errorf("loader: %v", err)
-		}
-	}
-}
 
 // loadedRows sums pagewatch_ingest_load_rows_total over the loaders.
 func loadedRows(regs []*prometheus.Registry) float64 {

@@ -68,13 +68,18 @@ func (b *bundle) run(t testing.TB, store load.Store) (stop func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return runLoader(t, l)
+}
+
+// runLoader runs l until the returned stop is called.
+func runLoader(tb testing.TB, l *load.Loader) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- l.Run(ctx) }()
 	return func() {
 		cancel()
 		if err := <-done; err != nil {
-			t.Errorf("loader: %v", err)
+			tb.Errorf("loader: %v", err)
 		}
 	}
 }
