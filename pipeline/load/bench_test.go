@@ -141,7 +141,6 @@ func publishAsync(b *testing.B, bb *bundle, msgs [][]byte, round int) {
 	}
 }
 
-
 // loadedRows sums pagewatch_ingest_load_rows_total over the loaders.
 func loadedRows(regs []*prometheus.Registry) float64 {
 	var sum float64
