@@ -122,7 +122,7 @@ func (w *Worker) handOff(ctx context.Context, s *schedule, page, holder string) 
 	s.putBack(page, handed)
 	for _, j := range mine {
 		w.metrics.jobs.WithLabelValues(string(crossing.HandedOff)).Inc()
-		w.record(ctx, j.x, crossing.Record{Outcome: crossing.HandedOff})
+		w.record(j.x, crossing.Record{Outcome: crossing.HandedOff})
 	}
 	return len(handed) == 0
 }

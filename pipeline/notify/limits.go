@@ -36,7 +36,7 @@ func (w *Worker) awaitSlot(ctx context.Context, msg jetstream.Msg, x crossing.Cr
 			// capacity, never an extra send.
 			_ = msg.NakWithDelay(slot.Wait)
 			w.metrics.jobs.WithLabelValues(string(crossing.RateLimited)).Inc()
-			w.record(ctx, x, crossing.Record{Outcome: crossing.RateLimited, Error: fmt.Sprintf("recipient over its limit; next slot in %s", slot.Wait.Round(time.Second))})
+			w.record(x, crossing.Record{Outcome: crossing.RateLimited, Error: fmt.Sprintf("recipient over its limit; next slot in %s", slot.Wait.Round(time.Second))})
 			return false
 		}
 		wait = max(wait, slot.Wait)
@@ -78,5 +78,5 @@ func (w *Worker) deadLetter(ctx context.Context, msg jetstream.Msg, x crossing.C
 	_ = msg.TermWithReason(fmt.Sprintf("smtp %d", rec.SMTPCode))
 	rec.Outcome = crossing.DeadLettered
 	w.metrics.jobs.WithLabelValues(string(crossing.DeadLettered)).Inc()
-	w.record(ctx, x, rec)
+	w.record(x, rec)
 }

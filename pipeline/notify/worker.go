@@ -232,7 +232,7 @@ func (w *Worker) runPage(ctx, jobCtx context.Context, s *schedule, page string, 
 	}
 	if errors.Is(err, lock.ErrLocked) {
 		for _, j := range s.takeAll(page) {
-			w.deferJob(jobCtx, j.msg, j.x)
+			w.deferJob(j.msg, j.x)
 		}
 		return
 	}
@@ -307,19 +307,19 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, x crossing.Cross
 	log.Info("notification sent", "rule", x.Rule, "recipients", len(x.Recipients))
 }
 
-func (w *Worker) deferJob(ctx context.Context, msg jetstream.Msg, x crossing.Crossing) {
+func (w *Worker) deferJob(msg jetstream.Msg, x crossing.Crossing) {
 	// Jitter keeps deferred jobs for one page from coming back together.
 	d := w.cfg.DeferDelay/2 + time.Duration(rand.Int64N(int64(w.cfg.DeferDelay)))
 	_ = msg.NakWithDelay(d)
 	w.metrics.lockConflicts.Inc()
 	w.metrics.jobs.WithLabelValues(string(crossing.Deferred)).Inc()
-	w.record(ctx, x, crossing.Record{Outcome: crossing.Deferred})
+	w.record(x, crossing.Record{Outcome: crossing.Deferred})
 }
 
 func (w *Worker) sendFailed(ctx context.Context, msg jetstream.Msg, x crossing.Crossing, err error) {
 	rec := crossing.Record{Outcome: crossing.Failed, SMTPCode: mail.SMTPCode(err), Error: err.Error()}
 	w.metrics.jobs.WithLabelValues(string(crossing.Failed)).Inc()
-	w.record(ctx, x, rec)
+	w.record(x, rec)
 	if mail.IsPermanent(err) {
 		w.deadLetter(ctx, msg, x, rec)
 		return
@@ -363,11 +363,11 @@ func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, x crossing.Cross
 		w.logger.Warn("ack failed", "key", x.Key, "err", err)
 	}
 	w.metrics.jobs.WithLabelValues(string(rec.Outcome)).Inc()
-	w.record(ctx, x, rec)
+	w.record(x, rec)
 }
 
 // record queues an outcome for the history; it never fails the job.
-func (w *Worker) record(_ context.Context, x crossing.Crossing, rec crossing.Record) {
+func (w *Worker) record(x crossing.Crossing, rec crossing.Record) {
 	rec.At, rec.Crossing, rec.Worker = time.Now(), x, w.cfg.Name
 	w.hist.add(rec)
 }
