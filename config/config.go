@@ -15,6 +15,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/pagewatch/pagewatch/config/strict"
 	"github.com/pagewatch/pagewatch/pipeline/bus"
 	"github.com/pagewatch/pagewatch/pipeline/load"
 	"github.com/pagewatch/pagewatch/pipeline/notify"
@@ -91,7 +92,7 @@ func Parse(data []byte, cfg *Config) error {
 		}
 		return err
 	}
-	if err := decodeStrict(&doc, cfg); err != nil {
+	if err := strict.Decode(&doc, cfg, ""); err != nil {
 		return err
 	}
 	// Host-dependent defaults: an empty value in the file means "derive it".

@@ -9,6 +9,8 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
+var durationType = reflect.TypeOf(time.Duration(0))
+
 var marshalerType = reflect.TypeOf((*yaml.Marshaler)(nil)).Elem()
 
 // encodeNode renders a config value the way a person writes it: durations

@@ -1,4 +1,7 @@
-package config
+// Package strict decodes YAML into config structs strictly: an unknown
+// key, a key given twice or a value of the wrong kind is an error that
+// names the full dotted key and its line.
+package strict
 
 import (
 	"errors"
@@ -12,18 +15,19 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// decodeStrict decodes a YAML node into the struct pointed to by out. Unlike
+// Decode decodes a YAML node into the value pointed to by out. Unlike
 // yaml.v3's KnownFields, every error names the full dotted key
-// ("worker.lock_ttl") and the line, which is what a person fixing a config
-// file needs. Durations must be strings ("15s"): a bare number is ambiguous.
-func decodeStrict(n *yaml.Node, out any) error {
+// ("worker.lock_ttl"), prefixed by path when the node is not the top of
+// the file, and the line, which is what a person fixing a config file
+// needs. Durations must be strings ("15s"): a bare number is ambiguous.
+func Decode(n *yaml.Node, out any, path string) error {
 	if n.Kind == yaml.DocumentNode {
 		if len(n.Content) == 0 {
 			return nil
 		}
 		n = n.Content[0]
 	}
-	return decodeValue(n, reflect.ValueOf(out).Elem(), "")
+	return decodeValue(n, reflect.ValueOf(out).Elem(), path)
 }
 
 var (
