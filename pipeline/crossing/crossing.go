@@ -10,18 +10,54 @@ import (
 )
 
 // Crossing is one page passing one rule's threshold, once. Key is
-// deterministic (rule, page, episode), so every stage can deduplicate on it.
+// deterministic (rule, page, and the episode, window or milestone), so
+// every stage can deduplicate on it.
 type Crossing struct {
 	Key        string    `json:"key"`
 	Rule       string    `json:"rule"`
 	Site       string    `json:"site"`
-	Path       string    `json:"path"`
-	Window     string    `json:"window"` // "1h", or "all time"
+	Path       string    `json:"path"`   // for a sum rule or a digest, the rule's match as written
+	Window     string    `json:"window"` // "1h", "day", or "all time"
 	Threshold  uint64    `json:"threshold"`
 	Count      uint64    `json:"count"`
 	CrossedAt  time.Time `json:"crossed_at"`
 	Recipients []string  `json:"recipients"`
+
+	// WindowFrom and WindowTo bound what Count covers, [from, to); zero
+	// for all-time windows. Calendar windows are cut in the rule's zone.
+	WindowFrom time.Time `json:"window_from,omitzero"`
+	WindowTo   time.Time `json:"window_to,omitzero"`
+	// Labels are the rule's notify.labels.
+	Labels map[string]string `json:"labels,omitempty"`
+	// Subject and Body are the rule's own templates, already rendered;
+	// empty means the mailer's default.
+	Subject string `json:"subject,omitempty"`
+	Body    string `json:"body,omitempty"`
+	// Digest, when set, makes this job a storm guard's summary: the
+	// crossings of one rule in one sweep beyond those mailed one by one.
+	Digest *Digest `json:"digest,omitempty"`
 }
+
+// Digest is a storm guard's summary of many crossings of one rule.
+type Digest struct {
+	// Items are the folded crossings, the highest counts first, at most
+	// MaxDigestItems of them; Total says how many there were in all.
+	Items []Item `json:"items"`
+	Total int    `json:"total"`
+}
+
+// Item is one crossing in a digest.
+type Item struct {
+	Key       string `json:"key"`
+	Path      string `json:"path"`
+	Threshold uint64 `json:"threshold"`
+	Count     uint64 `json:"count"`
+}
+
+// MaxDigestItems bounds a digest job: a JetStream message is at most
+// 1 MiB, and nobody reads ten thousand lines of mail. Every folded
+// crossing is still recorded one by one in the crossings table.
+const MaxDigestItems = 1000
 
 // Marshal encodes the job body.
 func (c Crossing) Marshal() ([]byte, error) {

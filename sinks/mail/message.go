@@ -42,6 +42,25 @@ type Notification struct {
 	// Referrers are the page's top referrers in the window. The ten with
 	// the most hits are shown, as text: they are written by strangers.
 	Referrers []Referrer
+
+	// Subject and Body are the rule's own texts (already rendered), used
+	// in place of the default subject and first sentence. They are
+	// cleaned like everything else: one line for the subject, lines of
+	// plain text for the body.
+	Subject, Body string
+
+	// Digest, when set, makes this a storm guard's summary: these pages
+	// crossed too, in the same sweep, and are listed rather than mailed
+	// one by one. DigestTotal counts them all, listed or not.
+	Digest      []DigestItem
+	DigestTotal int
+}
+
+// DigestItem is one crossing in a digest.
+type DigestItem struct {
+	Path      string // written by strangers: may contain anything
+	Count     uint64
+	Threshold uint64
 }
 
 // Point is a page's hits in the minute starting at At.
@@ -67,6 +86,10 @@ const (
 	// stranger's essay.
 	maxReferrerRunes = 200
 	maxReferrers     = 10
+	maxBodyLines     = 50
+	// A digest lists this many pages; the rest are counted, and all are
+	// in the crossings history.
+	maxDigestLines = 1000
 )
 
 // chartFile names the inline chart: its Content-Type name and filename.
@@ -97,6 +120,11 @@ type view struct {
 	WindowText string // "2025-03-04 04:06 – 05:06 UTC", or empty
 	Referrers  []referrerView
 
+	Intro      []string // the rule's own body, line by line; empty: the default sentence
+	Digest     []digestView
+	DigestMore int // digest crossings not listed
+	DigestN    string
+
 	// The chart, when there is one. ChartCID is "cid:…" for the img src:
 	// html/template would refuse the cid scheme in a plain string, and it
 	// is built from a hash, never from input.
@@ -105,6 +133,10 @@ type view struct {
 	ChartStep      string // "minute", "5 minutes"
 	ChartW, ChartH int
 	Peak           string // "04:42 UTC, 87 views"
+}
+
+type digestView struct {
+	Path, Count, Threshold string
 }
 
 type referrerView struct {
@@ -133,6 +165,25 @@ func newView(n Notification) view {
 		" passed " + v.Threshold + " views"
 	if !allTime {
 		v.Subject += " in " + window
+	}
+	if n.Subject != "" {
+		v.Subject = clean(n.Subject, maxSubjectRunes)
+	}
+	for i, line := range strings.Split(n.Body, "\n") {
+		if n.Body == "" || i == maxBodyLines {
+			break
+		}
+		v.Intro = append(v.Intro, clean(line, maxBodyRunes))
+	}
+	if n.Digest != nil || n.DigestTotal > 0 {
+		for _, d := range n.Digest[:min(len(n.Digest), maxDigestLines)] {
+			v.Digest = append(v.Digest, digestView{Path: orPlaceholder(clean(d.Path, maxReferrerRunes)), Count: groupDigits(d.Count), Threshold: groupDigits(d.Threshold)})
+		}
+		v.DigestMore = max(n.DigestTotal, len(n.Digest)) - len(v.Digest)
+		v.DigestN = groupDigits(uint64(max(n.DigestTotal, len(n.Digest))))
+		if n.Subject == "" {
+			v.Subject = "[pagewatch] " + v.DigestN + " pages matching " + orPlaceholder(clean(n.Path, maxSubjectRunes)) + " passed their thresholds"
+		}
 	}
 	v.Referrers = topReferrers(n.Referrers)
 	if !n.WindowStart.IsZero() && !n.WindowEnd.IsZero() {
@@ -193,8 +244,18 @@ func views(n uint64) string {
 	return groupDigits(n) + " views"
 }
 
-const textBody = `{{.Path}} on {{.Site}} passed {{.Threshold}} views{{if not .AllTime}} in {{.Window}}{{end}}.
-
+const textBody = `{{if .Intro}}{{range .Intro}}{{.}}
+{{end}}{{else if .Digest}}{{.DigestN}} pages matching {{.Path}} on {{.Site}} passed their thresholds{{if not .AllTime}} in {{.Window}}{{end}} in one sweep.
+Rule {{.Rule}} mails the busiest one by one; these are the rest.
+{{else}}{{.Path}} on {{.Site}} passed {{.Threshold}} views{{if not .AllTime}} in {{.Window}}{{end}}.
+{{end}}
+{{- if .Digest}}
+{{range .Digest}}{{printf "%12s" .Count}}  {{.Path}} (threshold {{.Threshold}})
+{{end}}{{if .DigestMore}}...and {{.DigestMore}} more, in the crossings history.
+{{end}}
+Crossed at: {{.CrossedAt}}
+Rule:       {{.Rule}}
+{{- else}}
 Site:       {{.Site}}
 Page:       {{.Path}}
 Views:      {{.Count}}
@@ -202,6 +263,7 @@ Threshold:  {{.Threshold}}
 Window:     {{.Window}}
 Crossed at: {{.CrossedAt}}
 Rule:       {{.Rule}}
+{{- end}}
 {{- if .HasChart}}
 
 Views per {{.ChartStep}}{{if .WindowText}}, {{.WindowText}}{{end}}: the chart is
@@ -225,7 +287,23 @@ const htmlBody = `<!DOCTYPE html>
 <html>
 <head><meta charset="utf-8"><title>{{.Subject}}</title></head>
 <body style="font-family: sans-serif">
+{{- if .Intro}}
+<p>{{range $i, $l := .Intro}}{{if $i}}<br>{{end}}{{$l}}{{end}}</p>
+{{- else if .Digest}}
+<p><strong>{{.DigestN}}</strong> pages matching <strong>{{.Path}}</strong> on {{.Site}} passed their thresholds{{if not .AllTime}} in {{.Window}}{{end}} in one sweep. Rule {{.Rule}} mails the busiest one by one; these are the rest.</p>
+<table cellpadding="4">
+<tr><th align="right">Views</th><th align="right">Threshold</th><th align="left">Page</th></tr>
+{{- range .Digest}}
+<tr><td align="right">{{.Count}}</td><td align="right">{{.Threshold}}</td><td style="word-break: break-all"><code>{{.Path}}</code></td></tr>
+{{- end}}
+</table>
+{{- if .DigestMore}}
+<p>...and {{.DigestMore}} more, in the crossings history.</p>
+{{- end}}
+{{- else}}
 <p><strong>{{.Path}}</strong> on {{.Site}} passed <strong>{{.Threshold}}</strong> views{{if not .AllTime}} in {{.Window}}{{end}}.</p>
+{{- end}}
+{{- if not .Digest}}
 <table cellpadding="4">
 <tr><th align="left">Site</th><td>{{.Site}}</td></tr>
 <tr><th align="left">Page</th><td>{{.Path}}</td></tr>
@@ -235,6 +313,7 @@ const htmlBody = `<!DOCTYPE html>
 <tr><th align="left">Crossed at</th><td>{{.CrossedAt}}</td></tr>
 <tr><th align="left">Rule</th><td>{{.Rule}}</td></tr>
 </table>
+{{- end}}
 {{- if .HasChart}}
 <p><strong>Views per {{.ChartStep}}</strong>{{if .WindowText}}, {{.WindowText}}{{end}}{{if .Peak}}; busiest minute {{.Peak}}{{end}}</p>
 <p><img src="{{.ChartCID}}" width="{{.ChartW}}" height="{{.ChartH}}" alt="Bar chart of views per {{.ChartStep}}" style="max-width: 100%; height: auto"></p>
