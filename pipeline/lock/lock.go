@@ -47,11 +47,12 @@ type Lease struct {
 	owner []byte
 	ttl   time.Duration
 
-	mu   sync.Mutex
-	rev  uint64
-	lost bool
-	stop chan struct{}
-	done chan struct{}
+	mu       sync.Mutex
+	rev      uint64
+	lost     bool
+	stop     chan struct{}
+	stopOnce sync.Once
+	done     chan struct{}
 }
 
 // Acquire takes the lock on key, or returns a *HeldError (ErrLocked) at
@@ -139,9 +140,16 @@ func (l *Lease) renew(onLost func()) {
 	}
 }
 
+// Abandon stops renewing without deleting the lock, so it lapses after
+// its TTL as if the holder had died: what tests of a takeover need.
+func (l *Lease) Abandon() {
+	l.stopOnce.Do(func() { close(l.stop) })
+	<-l.done
+}
+
 // Release stops renewing and deletes the lock if we still hold it.
 func (l *Lease) Release(ctx context.Context) error {
-	close(l.stop)
+	l.stopOnce.Do(func() { close(l.stop) })
 	<-l.done
 	l.mu.Lock()
 	defer l.mu.Unlock()
