@@ -61,6 +61,8 @@ type Rule struct {
 	Site string `yaml:"site"`
 	// Match selects the pages of Site the rule watches.
 	Match Match `yaml:"match"`
+	// Path is shorthand for match: {exact: Path}, the commonest rule.
+	Path string `yaml:"path,omitempty"`
 	// Aggregate says whether each matched page crosses on its own or the
 	// sum over all matched pages does. Empty means per_page.
 	Aggregate Aggregate `yaml:"aggregate"`

@@ -45,6 +45,12 @@ func (r *Rule) Validate(key string) error {
 	if r.Site == "" {
 		add(".site", "required")
 	}
+	if r.Path != "" {
+		if r.Match != (Match{}) && r.Match != (Match{Exact: r.Path}) {
+			add(".path", "is shorthand for match.exact; give one or the other, not both")
+		}
+		r.Match = Match{Exact: r.Path}
+	}
 	if m, err := compileMatch(r.Match); err != nil {
 		errs = append(errs, fmt.Errorf("%s.match%w", key, err))
 	} else {
