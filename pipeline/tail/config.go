@@ -6,6 +6,8 @@ import (
 	"os"
 	"regexp"
 	"time"
+
+	"github.com/pagewatch/pagewatch/pipeline/pageview"
 )
 
 // Config is the `ingest.tail:` section.
@@ -29,6 +31,10 @@ type Config struct {
 	BatchBytes     int           `yaml:"batch_bytes"`
 	MaxLineBytes   int           `yaml:"max_line_bytes"`
 	PublishTimeout time.Duration `yaml:"publish_timeout"`
+	// Pages says which lines are page views and how their paths are
+	// normalised; one section for every input, so a page is spelled the
+	// same whichever file it came from.
+	Pages pageview.Config `yaml:"pages"`
 }
 
 // Input is one access-log file.
@@ -61,6 +67,7 @@ func DefaultConfig() Config {
 		BatchBytes:     512 << 10,
 		MaxLineBytes:   64 << 10,
 		PublishTimeout: 10 * time.Second,
+		Pages:          pageview.DefaultConfig(),
 	}
 }
 
@@ -130,6 +137,9 @@ func (c Config) Validate() error {
 	}
 	if c.PublishTimeout <= 0 {
 		add("ingest.tail.publish_timeout: must be positive, got %s", c.PublishTimeout)
+	}
+	if err := c.Pages.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

@@ -257,14 +257,15 @@ func (fw *follower) consume(line []byte, offset int64) {
 	site := fw.in.Site
 	if site == "" {
 		if site = fw.siteOf(fw.entry.Vhost); site == "" {
-			fw.metrics.lines.WithLabelValues("skipped").Inc()
+			fw.metrics.skipped(filterNoSite)
 			fw.logger.Debug("line names no virtual host", "offset", offset)
 			return
 		}
 	}
-	h, skip := pageview(&fw.entry, site)
-	if skip != "" {
-		fw.metrics.lines.WithLabelValues("skipped").Inc()
+	// h shares the line's bytes until enc.Add copies them, below.
+	var h hit.Hit
+	if drop := fw.pages.Fill(&h, &fw.entry, site); drop != "" {
+		fw.metrics.skipped(drop)
 		return
 	}
 	h.Offset = uint64(offset)

@@ -4,11 +4,17 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pagewatch/pagewatch/pipeline/logformat"
+	"github.com/pagewatch/pagewatch/pipeline/pageview"
 )
+
+// filterNoSite counts lines of an input without a site whose virtual
+// host is missing or unusable.
+const filterNoSite = "no_site"
 
 type metrics struct {
 	lines     *prometheus.CounterVec // by result: hit, malformed, skipped
 	malformed *prometheus.CounterVec // by reason
+	filtered  *prometheus.CounterVec // by filter: why a parsed line is no page view
 	bytes     prometheus.Counter
 	batches   prometheus.Counter
 	retries   prometheus.Counter
@@ -25,6 +31,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "pagewatch_ingest_tail_malformed_lines_total",
 			Help: "Unparseable access-log lines, by reason.",
 		}, []string{"reason"}),
+		filtered: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pagewatch_ingest_tail_filtered_lines_total",
+			Help: "Parsed lines that are no page view (counted as skipped), by the filter that dropped them: " +
+				"no_request, method, status, not_a_path, static, bot (ingest.tail.pages), or no_site (no virtual host).",
+		}, []string{"filter"}),
 		bytes: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "pagewatch_ingest_tail_read_bytes_total",
 			Help: "Bytes read from access logs.",
@@ -42,12 +53,21 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Log rotations seen, by kind: rename (new file at the path) or truncate.",
 		}, []string{"kind"}),
 	}
-	reg.MustRegister(m.lines, m.malformed, m.bytes, m.batches, m.retries, m.rotations)
+	reg.MustRegister(m.lines, m.malformed, m.filtered, m.bytes, m.batches, m.retries, m.rotations)
 	for _, r := range []string{"hit", "malformed", "skipped"} {
 		m.lines.WithLabelValues(r)
 	}
 	for _, r := range logformat.Reasons() {
 		m.malformed.WithLabelValues(r)
 	}
+	for _, f := range append(pageview.Reasons(), filterNoSite) {
+		m.filtered.WithLabelValues(f)
+	}
 	return m
+}
+
+// skipped counts a parsed line that is no page view.
+func (m *metrics) skipped(filter string) {
+	m.lines.WithLabelValues("skipped").Inc()
+	m.filtered.WithLabelValues(filter).Inc()
 }

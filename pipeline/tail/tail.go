@@ -23,6 +23,7 @@ import (
 
 	"github.com/pagewatch/pagewatch/pipeline/bus"
 	"github.com/pagewatch/pagewatch/pipeline/logformat"
+	"github.com/pagewatch/pagewatch/pipeline/pageview"
 )
 
 // Tailer follows the configured inputs.
@@ -33,6 +34,7 @@ type Tailer struct {
 	logger  *slog.Logger
 	metrics *metrics
 	parsers []logformat.Parser // one per input, compiled once
+	pages   *pageview.Normalizer
 }
 
 // New returns a Tailer publishing to the hits stream of b.
@@ -50,7 +52,12 @@ func New(ctx context.Context, cfg Config, b *bus.Bus, logger *slog.Logger, reg p
 			return nil, fmt.Errorf("ingest.tail.inputs[%d].%w", i, err)
 		}
 	}
+	pages, err := pageview.New(cfg.Pages)
+	if err != nil {
+		return nil, err
+	}
 	return &Tailer{
+		pages:   pages,
 		cfg:     cfg,
 		stream:  stream,
 		bus:     b,

@@ -1,0 +1,289 @@
+// Package pageview decides what a page view is: which access-log lines
+// count, and under which page each is counted.
+//
+// A line counts when its method, status, file extension and user agent
+// pass the filters of Config; its page is the request target normalised
+// so that every spelling of one URL is one page:
+//
+//   - the logger's own escapes (\xHH, \", JSON's \uXXXX) are undone;
+//   - an absolute-form target (http://host/path, sent to proxies) keeps its path;
+//   - the fragment and every query parameter not in keep_query are dropped;
+//     kept ones are sorted, so ?b=1&a=2 and ?a=2&b=1 are one page;
+//   - percent-encoding is normalised (RFC 3986 6.2.2): %XX of letters,
+//     digits and -._~ decoded, the hex of every other escape upper case, a
+//     '%' that starts no escape kept, and every byte a URI cannot hold raw
+//     (controls, space, quotes, non-ASCII) written as %XX;
+//   - "." and ".." segments are removed, as servers do;
+//   - optionally, trailing slashes are stripped and letters lowercased;
+//   - the result is capped at max_path_bytes, never inside an escape.
+//
+// A page is therefore always printable ASCII starting with '/': a hostile
+// target (newlines, NUL, overlong UTF-8, megabytes of path) is stored as
+// visible escapes rather than dropped, so it stays countable and can never
+// break a log line, a mail header or a terminal. Non-ASCII paths appear as
+// browsers send them, e.g. /caf%C3%A9.
+package pageview
+
+import (
+	"slices"
+	"unsafe"
+
+	"github.com/pagewatch/pagewatch/pipeline/hit"
+	"github.com/pagewatch/pagewatch/pipeline/logformat"
+)
+
+// Reasons Fill drops a line for; each is a fixed token, usable as a
+// metric label.
+const (
+	DropNoRequest = "no_request" // no method or target: "-", TLS sent to port 80
+	DropMethod    = "method"
+	DropStatus    = "status"
+	DropNotAPath  = "not_a_path" // "*" (OPTIONS), an authority (CONNECT), junk
+	DropStatic    = "static"
+	DropBot       = "bot"
+)
+
+// Reasons returns every reason Fill can return, in the order Fill checks
+// them, so callers can pre-register metric series at zero.
+func Reasons() []string {
+	return []string{DropNoRequest, DropMethod, DropStatus, DropNotAPath, DropStatic, DropBot}
+}
+
+// Normalizer applies a Config. It is immutable once made, so one can be
+// shared by any number of goroutines.
+type Normalizer struct {
+	keep      []string // normalised parameter names
+	strip     bool
+	lowercase bool
+	maxBytes  int
+	methods   []string // empty: any
+	anyStatus bool
+	statuses  [1024 / 64]uint64 // bit per status code
+	exts      map[string]struct{}
+	bots      botMatcher
+}
+
+// New checks cfg and compiles it.
+func New(cfg Config) (*Normalizer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	n := &Normalizer{
+		strip:     cfg.TrailingSlash == "strip",
+		lowercase: cfg.Lowercase,
+		maxBytes:  cfg.MaxPathBytes,
+		methods:   slices.Clone(cfg.Methods),
+		anyStatus: len(cfg.Statuses) == 0,
+		exts:      make(map[string]struct{}, len(cfg.StaticExtensions)),
+	}
+	for _, k := range cfg.KeepQuery {
+		// Names are matched as a parameter's normalised name, so
+		// "utm%5Fsource" in a log is kept by utm_source.
+		n.keep = append(n.keep, string(appendComponent(nil, []byte(k), false, true)))
+	}
+	for _, s := range cfg.Statuses {
+		lo, hi, _ := parseStatus(s)
+		for c := lo; c <= hi; c++ {
+			n.statuses[c/64] |= 1 << (c % 64)
+		}
+	}
+	for _, e := range cfg.StaticExtensions {
+		n.exts[string(foldASCII([]byte(trimDot(e))))] = struct{}{}
+	}
+	for _, b := range cfg.Bots {
+		n.bots.add(b)
+	}
+	return n, nil
+}
+
+func trimDot(s string) string {
+	if len(s) > 0 && s[0] == '.' {
+		return s[1:]
+	}
+	return s
+}
+
+func foldASCII(b []byte) []byte {
+	for i, c := range b {
+		b[i] = lower[c]
+	}
+	return b
+}
+
+// Fill makes h the page view of e on site, or returns why e is none
+// (one of the Drop reasons) and leaves h alone. Offset is the caller's.
+//
+// Fill allocates only the path (and a buffer for one over 256 bytes).
+// h.Referer and h.UserAgent share e's bytes, like e's own fields: they
+// are valid until the line's buffer is reused, which is enough to encode
+// h and saves two allocations per line. Use strings.Clone to keep them.
+func (n *Normalizer) Fill(h *hit.Hit, e *logformat.Entry, site string) (drop string) {
+	if len(e.Method) == 0 || len(e.Target) == 0 {
+		return DropNoRequest
+	}
+	method, ok := n.method(e.Method)
+	if !ok {
+		return DropMethod
+	}
+	if !n.status(e.Status) {
+		return DropStatus
+	}
+	// Pages up to this size are built without allocating (99% of real
+	// ones are under 170 bytes); zeroing a larger buffer costs every line.
+	var stack [256]byte
+	page, pathEnd, ok := n.appendPage(stack[:0], e.Target)
+	if !ok {
+		return DropNotAPath
+	}
+	if n.static(page[:pathEnd]) {
+		return DropStatic
+	}
+	if n.bots.match(e.UserAgent) {
+		return DropBot
+	}
+	*h = hit.Hit{
+		Time:      e.Time,
+		Site:      site,
+		Path:      string(page),
+		Method:    method,
+		Status:    uint16(e.Status),
+		Referer:   alias(e.Referer),
+		UserAgent: alias(e.UserAgent),
+	}
+	if e.Bytes > 0 {
+		h.Bytes = uint64(e.Bytes)
+	}
+	return ""
+}
+
+func alias(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+// Path returns the page of a request target, or false when the target is
+// no path. Rules naming pages can be put through it to match what Fill
+// records.
+func (n *Normalizer) Path(target string) (string, bool) {
+	var stack [256]byte
+	page, _, ok := n.appendPage(stack[:0], []byte(target))
+	return string(page), ok
+}
+
+// AppendPath appends the page of target to dst, for callers that reuse
+// a buffer.
+func (n *Normalizer) AppendPath(dst, target []byte) ([]byte, bool) {
+	page, _, ok := n.appendPage(dst, target)
+	return page, ok
+}
+
+// method returns the method as a string without allocating for the
+// configured ones and the common ones.
+func (n *Normalizer) method(m []byte) (string, bool) {
+	if len(n.methods) > 0 {
+		for _, s := range n.methods {
+			if string(m) == s {
+				return s, true
+			}
+		}
+		return "", false
+	}
+	switch string(m) {
+	case "GET":
+		return "GET", true
+	case "HEAD":
+		return "HEAD", true
+	case "POST":
+		return "POST", true
+	}
+	return string(m), true
+}
+
+func (n *Normalizer) status(s int) bool {
+	if n.anyStatus {
+		return true
+	}
+	return s >= 0 && s < 1024 && n.statuses[s/64]&(1<<(s%64)) != 0
+}
+
+// static reports whether the last segment of path has a static extension.
+func (n *Normalizer) static(path []byte) bool {
+	if len(n.exts) == 0 {
+		return false
+	}
+	seg := path
+	for i := len(path) - 1; i >= 0; i-- {
+		if path[i] == '/' {
+			seg = path[i+1:]
+			break
+		}
+	}
+	dot := -1
+	for i := len(seg) - 1; i >= 0; i-- {
+		if seg[i] == '.' {
+			dot = i
+			break
+		}
+	}
+	if dot < 0 || len(seg)-dot-1 > maxExtBytes {
+		return false
+	}
+	var buf [maxExtBytes]byte
+	ext := foldASCII(append(buf[:0], seg[dot+1:]...))
+	_, ok := n.exts[string(ext)]
+	return ok
+}
+
+// botMatcher finds any of its patterns in a user agent, ignoring ASCII
+// case, in one pass: a bit per hashed lowercased trigram says where a
+// pattern may start, and only there are patterns compared. A browser's
+// user agent rarely hits a bit, so the cost is about a table lookup per
+// byte rather than a search per pattern.
+type botMatcher struct {
+	starts *[1 << 16 / 64]uint64
+	pats   []botPattern
+}
+
+type botPattern struct {
+	tri uint32
+	p   []byte // lowercased
+}
+
+func trigram(a, b, c byte) uint32 {
+	return (uint32(a)<<16 | uint32(b)<<8 | uint32(c)) * 0x9E3779B1 >> 16
+}
+
+func (m *botMatcher) add(p string) {
+	if m.starts == nil {
+		m.starts = new([1 << 16 / 64]uint64)
+	}
+	lp := foldASCII([]byte(p))
+	k := trigram(lp[0], lp[1], lp[2])
+	m.starts[k/64] |= 1 << (k % 64)
+	m.pats = append(m.pats, botPattern{k, lp})
+}
+
+func (m *botMatcher) match(ua []byte) bool {
+	if m.starts == nil {
+		return false
+	}
+	for i := 0; i+2 < len(ua); i++ {
+		k := trigram(lower[ua[i]], lower[ua[i+1]], lower[ua[i+2]])
+		if m.starts[k/64]&(1<<(k%64)) == 0 {
+			continue
+		}
+		for _, p := range m.pats {
+			if p.tri == k && len(ua)-i >= len(p.p) && foldEqual(ua[i:i+len(p.p)], p.p) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// foldEqual reports whether s equals the lowercase p, ignoring ASCII case.
+func foldEqual(s, p []byte) bool {
+	for i, c := range p {
+		if lower[s[i]] != c {
+			return false
+		}
+	}
+	return true
+}
