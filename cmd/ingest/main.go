@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"os"
 	"os/signal"
@@ -17,7 +18,11 @@ import (
 	"github.com/pagewatch/pagewatch/pipeline/tail"
 )
 
-var replayFrom string
+var (
+	replayFrom   string
+	fromStart    bool
+	backfillOnly bool
+)
 
 var program = daemon.Program{
 	Name: "ingest",
@@ -33,7 +38,11 @@ halves that run as separate processes:
         like; a batch loaded twice is still counted once. Loaders also drop
         raw hits older than ingest.load.retention.raw_hits_days.`,
 	Commands: []daemon.Command{
-		{Name: "tail", Part: config.IngestTail, Summary: "follow access logs and publish page hits to JetStream", Run: runTail},
+		{Name: "tail", Part: config.IngestTail, Summary: "follow access logs and publish page hits to JetStream (first backfilling rotated logs, with --from-start)", Run: runTail,
+			Flags: func(fs *flag.FlagSet) {
+				fs.BoolVar(&fromStart, "from-start", false, "tail: first publish every input's rotated logs (access.log.1, access.log.2.gz, ...) not published yet, oldest first, and each file without a saved position from its beginning; then follow as usual. Safe to interrupt and to run again within nats.hits_max_age; past that the stream no longer says what was published, so run it once, not on every start")
+				fs.BoolVar(&backfillOnly, "backfill-only", false, "tail: with --from-start, exit once every file has been read to its end instead of following")
+			}},
 		{Name: "load", Part: config.IngestLoad, Summary: "load page hits from JetStream into ClickHouse (or replay them, with --replay-from)", Run: runLoad,
 			Flags: func(fs *flag.FlagSet) {
 				fs.StringVar(&replayFrom, "replay-from", "", `load: load again every hit JetStream holds since a time, then exit: "start", an RFC 3339 time, or a duration ago ("24h"). Rebuilds ClickHouse; loading a hit twice changes no count`)
@@ -48,6 +57,9 @@ func main() {
 }
 
 func runTail(ctx context.Context, env *daemon.Env) error {
+	if backfillOnly && !fromStart {
+		return &daemon.UsageError{Err: errors.New("--backfill-only needs --from-start")}
+	}
 	b, err := env.NATS(ctx)
 	if err != nil {
 		return err
@@ -55,6 +67,11 @@ func runTail(ctx context.Context, env *daemon.Env) error {
 	t, err := tail.New(ctx, env.Config.Ingest.Tail, b, env.Logger, env.Registry)
 	if err != nil {
 		return err
+	}
+	if fromStart {
+		// A redrawn progress line when stderr is a terminal, a log line
+		// every 30s otherwise (systemd, redirected output).
+		t.SetBackfill(tail.BackfillOptions{Progress: env.Stderr, Only: backfillOnly})
 	}
 	return env.Serve(ctx, env.Config.Ingest.Tail.Listen, t)
 }

@@ -25,7 +25,9 @@ type Config struct {
 	PollInterval time.Duration `yaml:"poll_interval"`
 	// RotateGrace is how long a renamed-away file is still read after a
 	// new file appeared at its path, and after its last new line: the
-	// time the web server takes to reopen its logs.
+	// time the web server takes to reopen its logs. A deleted file is
+	// closed once quiet that long, and a rotated file found after a
+	// restart is read until it has not changed for that long.
 	RotateGrace    time.Duration `yaml:"rotate_grace"`
 	BatchLines     int           `yaml:"batch_lines"`
 	BatchBytes     int           `yaml:"batch_bytes"`

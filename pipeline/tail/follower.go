@@ -21,6 +21,9 @@ const (
 	HeaderStart = "Pagewatch-Start"
 	HeaderEnd   = "Pagewatch-End"
 	HeaderLines = "Pagewatch-Lines"
+	// HeaderEOF marks the last message of a file known to be complete: a
+	// deleted file once read, a rotated sibling read to its end.
+	HeaderEOF = "Pagewatch-Eof"
 )
 
 // errResync means the stream holds a position other than ours: the
@@ -37,9 +40,11 @@ type follower struct {
 	sites   map[string]string // vhost as logged → site, for an input without a site
 	subject string
 	logger  *slog.Logger
+	state   *fileState // lag and age of the input, for the metrics; nil when reading a sibling
 
 	f        *os.File
 	id       identity
+	finished bool   // reading a complete rotated file: its identity is fixed (see publish)
 	offset   int64  // end of the last line consumed
 	readPos  int64  // end of the bytes read into pending
 	pending  []byte // bytes read past offset: at most one incomplete line
@@ -51,22 +56,44 @@ type follower struct {
 	lastData    time.Time     // when the file last had new bytes
 	rotatedAt   time.Time     // when a successor appeared at the path; zero if none
 	batchStart  int64
-	lines       int // lines consumed into the batch, hits or not
+	lines       int   // lines consumed into the batch, hits or not
+	linesRead   int64 // lines consumed since the follower started, for progress
+	eof         bool  // the next publish is the last of a complete file
 	enc         hit.Encoder
 	entry       logformat.Entry
+
+	// With --from-start: the run the follower takes part in, how its
+	// reading is counted, the rotated siblings it publishes first, and
+	// whether it has read its live file to the end once.
+	backfill *backfillRun
+	meter    *meter
+	tasks    []siblingTask
+	caughtUp bool
 }
 
+// errBackfillDone stops a follower of `--backfill-only` once its file has
+// been read to the end.
+var errBackfillDone = errors.New("backfill done")
+
 func (fw *follower) run(ctx context.Context) error {
+	if err := fw.runTasks(ctx, fw.tasks); err != nil {
+		return err
+	}
 	for {
 		err := fw.follow(ctx)
 		if fw.f != nil {
 			fw.f.Close()
 			fw.f = nil
 		}
-		if !errors.Is(err, errResync) {
+		switch {
+		case errors.Is(err, errResync):
+			fw.logger.Warn("position in JetStream differs from ours; resuming from the stream's (is another tailer using the same instance name?)")
+		case errors.Is(err, errReopen):
+		case errors.Is(err, errBackfillDone):
+			return nil
+		default:
 			return err
 		}
-		fw.logger.Warn("position in JetStream differs from ours; resuming from the stream's (is another tailer using the same instance name?)")
 	}
 }
 
@@ -75,10 +102,12 @@ func (fw *follower) follow(ctx context.Context) error {
 		return err
 	}
 	for {
-		n, err := fw.readLines(ctx)
+		linesBefore := fw.linesRead
+		n, err := fw.readLines(ctx, fw.f)
 		if err != nil {
 			return err
 		}
+		fw.observe(n, linesBefore)
 		if n > 0 {
 			fw.lastData = time.Now()
 			continue
@@ -90,6 +119,15 @@ func (fw *follower) follow(ctx context.Context) error {
 			// does not age out of the stream with the last batch.
 			if err := fw.publish(ctx); err != nil {
 				return err
+			}
+		}
+		if fw.lines == 0 {
+			fw.state.allPublished()
+		}
+		if fw.backfill != nil && !fw.caughtUp {
+			fw.catchUpDone()
+			if fw.backfill.opts.Only {
+				return errBackfillDone
 			}
 		}
 		switched, err := fw.checkRotation(ctx)
@@ -107,8 +145,25 @@ func (fw *follower) follow(ctx context.Context) error {
 	}
 }
 
+// observe updates the metrics after a read of n bytes: the file's lag
+// behind its end, when its unpublished bytes were first seen, and, while
+// a backfill catches up with the file, its progress.
+func (fw *follower) observe(n int, linesBefore int64) {
+	if fw.backfill != nil && !fw.caughtUp {
+		fw.meter.add(int64(n), fw.linesRead-linesBefore)
+	}
+	if n > 0 {
+		fw.state.unpublishedSeen(time.Now())
+	}
+	if st, err := fw.f.Stat(); err == nil {
+		fw.state.setLag(st.Size() - fw.batchStart)
+	}
+}
+
 // open finds the file's position in the stream and opens the file there,
-// waiting for the file to exist.
+// waiting for the file to exist. When the stream's file is no longer at
+// the path (rotated while ingest was stopped), it first reads the rest of
+// that file from among the path's rotated siblings.
 func (fw *follower) open(ctx context.Context) error {
 	pos, err := retrying(ctx, fw, "read position", func() (*position, error) { return fw.lastPosition(ctx) })
 	if err != nil {
@@ -118,26 +173,55 @@ func (fw *follower) open(ctx context.Context) error {
 	if pos != nil {
 		fw.lastSeq, fw.lastPublish = pos.seq, pos.at
 	}
-	appeared := false
-	for {
-		f, err := os.Open(fw.in.Path)
-		if err == nil {
-			fw.f = f
-			break
-		}
-		if !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("open: %w", err)
-		}
-		if !appeared {
-			fw.logger.Info("waiting for file to appear")
-		}
-		appeared = true
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(fw.cfg.PollInterval):
+	// Whatever a previous attempt had read but not published is read again.
+	fw.pending, fw.skipping = fw.pending[:0], false
+	fw.enc.Reset()
+	fw.lines = 0
+	f, err := os.Open(fw.in.Path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("open: %w", err)
+	}
+	same := false
+	if pos != nil && f != nil {
+		if same, err = sameFile(f, pos.id); err != nil {
+			f.Close()
+			return err
 		}
 	}
+	lost := false
+	if pos != nil && !same && !pos.eof {
+		found, err := fw.recoverRotated(ctx, pos)
+		if err != nil {
+			if f != nil {
+				f.Close()
+			}
+			return err
+		}
+		lost = !found
+	}
+	appeared := false
+	if f == nil {
+		if fw.backfill != nil && !fw.caughtUp {
+			// Nothing to catch up with: the backfill of this input is over.
+			fw.catchUpDone()
+			if fw.backfill.opts.Only {
+				return errBackfillDone
+			}
+		}
+		if f, err = fw.waitForFile(ctx); err != nil {
+			return err
+		}
+		appeared = true
+		// A missing file that comes back may be the one we were reading
+		// (a directory mounted late, a file moved away and back).
+		if pos != nil {
+			if same, err = sameFile(f, pos.id); err != nil {
+				f.Close()
+				return err
+			}
+		}
+	}
+	fw.f = f
 	if fw.id, err = identify(fw.f); err != nil {
 		return err
 	}
@@ -148,29 +232,27 @@ func (fw *follower) open(ctx context.Context) error {
 	var start int64
 	marker := false
 	switch {
+	case same && size >= pos.end:
+		start = pos.end
+	case same:
+		fw.logger.Warn("file shrank while ingest was stopped; reading it from the beginning", "size", size, "saved_offset", pos.end)
 	case pos != nil:
-		same, err := sameFile(fw.f, pos.id)
-		if err != nil {
-			return err
+		// Another file than the stream's: a new one, read from its start.
+		if lost {
+			fw.logger.Warn("file was replaced while ingest was stopped and is not among its rotated siblings; lines written to it after the saved offset are lost, reading the new file from the beginning",
+				"saved_file", pos.id.String(), "saved_offset", pos.end, "missed_bytes", "unknown")
 		}
-		switch {
-		case same && size >= pos.end:
-			start = pos.end
-		case same:
-			fw.logger.Warn("file shrank while ingest was stopped; reading it from the beginning", "size", size, "saved_offset", pos.end)
-		default:
-			fw.logger.Warn("file was replaced while ingest was stopped; reading the new file from the beginning", "saved_file", pos.id.String())
-		}
-	case appeared || fw.cfg.StartAt == "beginning":
+	case appeared || fw.cfg.StartAt == "beginning" || fw.backfill != nil:
 		start = 0
 	default:
 		start, marker = size, true
 	}
 	fw.offset, fw.readPos, fw.batchStart = start, start, start
-	fw.pending, fw.skipping = fw.pending[:0], false
-	fw.enc.Reset()
-	fw.lines = 0
-	fw.logger.Info("following", "offset", start, "file_id", fw.id.String(), "stream_seq", fw.lastSeq)
+	fw.logger.Log(ctx, fw.logLevel(), "following", "offset", start, "file_id", fw.id.String(), "stream_seq", fw.lastSeq)
+	if fw.backfill != nil && !fw.caughtUp {
+		fw.meter.setFile(fw.in.Path)
+		fw.meter.addTotal(size - start)
+	}
 	if marker {
 		// Record where we start, so a restart before the first new line
 		// resumes here rather than at the (by then later) end.
@@ -179,26 +261,58 @@ func (fw *follower) open(ctx context.Context) error {
 	return nil
 }
 
-// readLines reads what the file has past readPos and consumes its complete
+// waitForFile polls until the input's path can be opened.
+func (fw *follower) waitForFile(ctx context.Context) (*os.File, error) {
+	fw.logger.Info("waiting for file to appear")
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(fw.cfg.PollInterval):
+		}
+		f, err := os.Open(fw.in.Path)
+		if err == nil {
+			return f, nil
+		}
+		if !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("open: %w", err)
+		}
+	}
+}
+
+// readError is a failed read of the file, as opposed to a failed publish.
+type readError struct {
+	off int64
+	err error
+}
+
+func (e *readError) Error() string { return fmt.Sprintf("read at %d: %v", e.off, e.err) }
+func (e *readError) Unwrap() error { return e.err }
+
+// readLines reads what src has past readPos and consumes its complete
 // lines, publishing each batch as it fills. It returns the bytes read.
-func (fw *follower) readLines(ctx context.Context) (int, error) {
+func (fw *follower) readLines(ctx context.Context, src io.ReaderAt) (int, error) {
 	if cap(fw.pending)-len(fw.pending) < readChunk {
 		grown := make([]byte, len(fw.pending), len(fw.pending)+readChunk)
 		copy(grown, fw.pending)
 		fw.pending = grown
 	}
 	space := fw.pending[len(fw.pending) : len(fw.pending)+readChunk]
-	n, err := fw.f.ReadAt(space, fw.readPos)
+	n, err := src.ReadAt(space, fw.readPos)
+	if n > 0 {
+		// Lines read before a failure are still consumed: a damaged .gz
+		// publishes everything before the damage.
+		fw.metrics.bytes.Add(float64(n))
+		fw.readPos += int64(n)
+		fw.pending = fw.pending[:len(fw.pending)+n]
+		if err := fw.consumePending(ctx); err != nil {
+			return n, err
+		}
+	}
 	if err != nil && err != io.EOF {
-		return 0, fmt.Errorf("read at %d: %w", fw.readPos, err)
+		return n, &readError{off: fw.readPos, err: err}
 	}
-	if n == 0 {
-		return 0, nil
-	}
-	fw.metrics.bytes.Add(float64(n))
-	fw.readPos += int64(n)
-	fw.pending = fw.pending[:len(fw.pending)+n]
-	return n, fw.consumePending(ctx)
+	return n, nil
 }
 
 func (fw *follower) consumePending(ctx context.Context) error {
@@ -230,6 +344,7 @@ func (fw *follower) consumePending(ctx context.Context) error {
 		if !fw.skipping {
 			fw.skipping = true
 			fw.lines++
+			fw.linesRead++
 			fw.metrics.lines.WithLabelValues("malformed").Inc()
 			fw.metrics.malformed.WithLabelValues(logformat.ReasonTooLong).Inc()
 			fw.logger.Warn("line too long; skipped", "offset", fw.offset, "max_line_bytes", fw.cfg.MaxLineBytes)
@@ -243,6 +358,7 @@ func (fw *follower) consumePending(ctx context.Context) error {
 // consume turns one line into a hit in the batch, or counts why not.
 func (fw *follower) consume(line []byte, offset int64) {
 	fw.lines++
+	fw.linesRead++
 	if err := fw.parser.Parse(line, &fw.entry); err != nil {
 		reason := "unknown"
 		var pe *logformat.ParseError

@@ -61,8 +61,27 @@ func headHash(f *os.File, n int) (string, error) {
 	if _, err := f.ReadAt(buf, 0); err != nil && err != io.EOF {
 		return "", fmt.Errorf("read head of %s: %w", f.Name(), err)
 	}
-	sum := sha256.Sum256(buf)
-	return hex.EncodeToString(sum[:8]), nil
+	return hashHead(buf), nil
+}
+
+// hashHead is the fingerprint of a file's first bytes.
+func hashHead(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
+}
+
+// headMatches reports whether head starts with the bytes a saved identity
+// fingerprinted. A saved fingerprint may be shorter than head: it was
+// taken while the file was smaller.
+func headMatches(head []byte, saved identity) bool {
+	return len(head) >= saved.fpLen && hashHead(head[:saved.fpLen]) == saved.fp
+}
+
+// contentKey names a file by its first bytes alone. It survives what the
+// inode does not: compression (access.log.1 → access.log.1.gz) and the
+// copy copytruncate makes.
+func (id identity) contentKey() string {
+	return strconv.Itoa(id.fpLen) + ":" + id.fp
 }
 
 // sameFile reports whether f is the file a saved identity describes: the

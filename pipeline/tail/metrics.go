@@ -18,7 +18,12 @@ type metrics struct {
 	bytes     prometheus.Counter
 	batches   prometheus.Counter
 	retries   prometheus.Counter
-	rotations *prometheus.CounterVec // by kind: rename, truncate
+	rotations *prometheus.CounterVec // by kind: rename, truncate, delete
+
+	// With --from-start, by input (its configured path).
+	backfillBytes *prometheus.CounterVec
+	backfillLines *prometheus.CounterVec
+	backfillTotal *prometheus.GaugeVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -50,12 +55,28 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 		rotations: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pagewatch_ingest_tail_rotations_total",
-			Help: "Log rotations seen, by kind: rename (new file at the path) or truncate.",
+			Help: "Log rotations seen, by kind: rename (new file at the path, or the file found renamed after a restart), truncate, or delete (file deleted, closed once read).",
 		}, []string{"kind"}),
+		backfillBytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pagewatch_ingest_tail_backfill_read_bytes_total",
+			Help: "Bytes read by the backfill (ingest tail --from-start), by input: compressed bytes for .gz files.",
+		}, []string{"file"}),
+		backfillLines: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pagewatch_ingest_tail_backfill_lines_total",
+			Help: "Lines read by the backfill (ingest tail --from-start), by input.",
+		}, []string{"file"}),
+		backfillTotal: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "pagewatch_ingest_tail_backfill_planned_bytes",
+			Help: "Bytes the backfill (ingest tail --from-start) has to read, by input: rotated files not yet published and the live file up to its size at start.",
+		}, []string{"file"}),
 	}
-	reg.MustRegister(m.lines, m.malformed, m.filtered, m.bytes, m.batches, m.retries, m.rotations)
+	reg.MustRegister(m.lines, m.malformed, m.filtered, m.bytes, m.batches, m.retries, m.rotations,
+		m.backfillBytes, m.backfillLines, m.backfillTotal)
 	for _, r := range []string{"hit", "malformed", "skipped"} {
 		m.lines.WithLabelValues(r)
+	}
+	for _, k := range []string{"rename", "truncate", "delete"} {
+		m.rotations.WithLabelValues(k)
 	}
 	for _, r := range logformat.Reasons() {
 		m.malformed.WithLabelValues(r)

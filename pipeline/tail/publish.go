@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"time"
 
@@ -20,32 +19,59 @@ type position struct {
 	end int64
 	seq uint64
 	at  time.Time // when it was published
+	// eof: the file was complete at end (deleted, or a rotated sibling
+	// read to its end), so nothing of it is left to read.
+	eof bool
 }
 
 func (fw *follower) lastPosition(ctx context.Context) (*position, error) {
-	msg, err := fw.stream.GetLastMsgForSubject(ctx, fw.subject)
+	return fw.positionOn(ctx, fw.subject)
+}
+
+// positionOn reads the last message on subject; nil when it has none.
+func (fw *follower) positionOn(ctx context.Context, subject string) (*position, error) {
+	msg, err := fw.stream.GetLastMsgForSubject(ctx, subject)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("last message on %s: %w", fw.subject, err)
+		return nil, fmt.Errorf("last message on %s: %w", subject, err)
 	}
-	id, err := parseIdentity(msg.Header.Get(HeaderFile))
+	id, end, err := parsePosition(msg.Header)
 	if err != nil {
-		return nil, fmt.Errorf("message %d on %s: %w", msg.Sequence, fw.subject, err)
+		return nil, fmt.Errorf("message %d on %s: %w", msg.Sequence, subject, err)
 	}
-	end, err := strconv.ParseInt(msg.Header.Get(HeaderEnd), 10, 64)
+	return &position{id: id, end: end, seq: msg.Sequence, at: msg.Time, eof: msg.Header.Get(HeaderEOF) != ""}, nil
+}
+
+func parsePosition(h nats.Header) (identity, int64, error) {
+	id, err := parseIdentity(h.Get(HeaderFile))
+	if err != nil {
+		return identity{}, 0, err
+	}
+	end, err := strconv.ParseInt(h.Get(HeaderEnd), 10, 64)
 	if err != nil || end < 0 {
-		return nil, fmt.Errorf("message %d on %s: bad %s header %q", msg.Sequence, fw.subject, HeaderEnd, msg.Header.Get(HeaderEnd))
+		return identity{}, 0, fmt.Errorf("bad %s header %q", HeaderEnd, h.Get(HeaderEnd))
 	}
-	return &position{id: id, end: end, seq: msg.Sequence, at: msg.Time}, nil
+	return id, end, nil
+}
+
+// publishEOF publishes the batch (possibly empty) as the last of a file
+// that is complete: a later run need not open the file again.
+func (fw *follower) publishEOF(ctx context.Context) error {
+	fw.eof = true
+	defer func() { fw.eof = false }()
+	return fw.publish(ctx)
 }
 
 // publish sends the batch (possibly empty: a position marker) and starts a
 // new one. It retries until it succeeds or ctx ends: the file is the buffer
 // while JetStream is away, so nothing is lost by waiting.
 func (fw *follower) publish(ctx context.Context) error {
-	if fw.id.fpLen < fingerprintLen {
+	// A finished file's identity was taken whole when it was opened (from
+	// the decompressed head for .gz, whose own inode and bytes are not
+	// the ones the identity describes).
+	if !fw.finished && fw.id.fpLen < fingerprintLen {
 		id, err := identify(fw.f)
 		if err != nil {
 			return err
@@ -58,6 +84,9 @@ func (fw *follower) publish(ctx context.Context) error {
 	msg.Header.Set(HeaderStart, strconv.FormatInt(fw.batchStart, 10))
 	msg.Header.Set(HeaderEnd, strconv.FormatInt(fw.offset, 10))
 	msg.Header.Set(HeaderLines, strconv.Itoa(fw.lines))
+	if fw.eof {
+		msg.Header.Set(HeaderEOF, "1")
+	}
 	// The expected sequence makes the ID unique per publish and the same
 	// for every retry of it: a duplicate ack means an earlier attempt of
 	// this very publish landed.
@@ -129,94 +158,6 @@ func isWrongLastSequence(err error) bool {
 	return errors.As(err, &apiErr) &&
 		(apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
 			apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
-}
-
-// checkRotation looks at the path after the file was read to its end. It
-// reports whether the follower moved to another file or offset.
-func (fw *follower) checkRotation(ctx context.Context) (bool, error) {
-	same, exists := sameInode(fw.in.Path, fw.f)
-	switch {
-	case exists && !same:
-		// A successor appeared (logrotate's create), but the server keeps
-		// writing the old file until it reopens its logs: drain the old one
-		// until it has been quiet for rotate_grace.
-		if fw.rotatedAt.IsZero() {
-			fw.rotatedAt = time.Now()
-			fw.logger.Info("successor file appeared; draining the rotated file first", "rotate_grace", fw.cfg.RotateGrace)
-		}
-		if time.Since(fw.rotatedAt) < fw.cfg.RotateGrace || time.Since(fw.lastData) < fw.cfg.RotateGrace {
-			return false, nil
-		}
-		fw.rotatedAt = time.Time{}
-		return true, fw.switchFile(ctx)
-	case !exists:
-		// Deleted, or renamed with no successor yet: the writer may still
-		// be appending to it, so keep the handle.
-		return false, nil
-	}
-	st, err := fw.f.Stat()
-	if err != nil {
-		return false, fmt.Errorf("stat: %w", err)
-	}
-	truncated := st.Size() < fw.readPos
-	if !truncated && fw.id.fpLen > 0 {
-		// Truncated and written again past our offset between two polls:
-		// the size does not show it, the head does.
-		h, err := headHash(fw.f, fw.id.fpLen)
-		if err != nil {
-			return false, err
-		}
-		truncated = h != fw.id.fp
-	}
-	if !truncated {
-		return false, nil
-	}
-	fw.metrics.rotations.WithLabelValues("truncate").Inc()
-	fw.logger.Info("file truncated; reading it from the beginning", "old_offset", fw.offset)
-	if fw.id, err = identify(fw.f); err != nil {
-		return false, err
-	}
-	fw.offset, fw.readPos, fw.batchStart = 0, 0, 0
-	fw.pending, fw.skipping = fw.pending[:0], false
-	return true, nil
-}
-
-// switchFile finishes the rotated-away file and opens its successor.
-func (fw *follower) switchFile(ctx context.Context) error {
-	for {
-		n, err := fw.readLines(ctx)
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			break
-		}
-	}
-	if len(fw.pending) > 0 && !fw.skipping {
-		// The last line of a finished file may lack its newline.
-		fw.consume(fw.pending, fw.offset)
-		fw.offset += int64(len(fw.pending))
-		fw.pending = fw.pending[:0]
-	}
-	if fw.lines > 0 {
-		if err := fw.publish(ctx); err != nil {
-			return err
-		}
-	}
-	next, err := os.Open(fw.in.Path)
-	if err != nil {
-		return fmt.Errorf("open successor: %w", err)
-	}
-	fw.f.Close()
-	fw.f = next
-	if fw.id, err = identify(next); err != nil {
-		return err
-	}
-	fw.metrics.rotations.WithLabelValues("rename").Inc()
-	fw.logger.Info("file rotated; following its successor", "file_id", fw.id.String())
-	fw.offset, fw.readPos, fw.batchStart = 0, 0, 0
-	fw.pending, fw.skipping = fw.pending[:0], false
-	return nil
 }
 
 func retrying[T any](ctx context.Context, fw *follower, what string, f func() (T, error)) (T, error) {

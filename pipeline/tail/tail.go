@@ -9,6 +9,17 @@
 // Publishes are conditional on the subject's last sequence
 // (Nats-Expected-Last-Subject-Sequence), so a retried publish whose first
 // attempt did land cannot add the batch twice.
+//
+// Files move under a follower. Renamed while it runs, a file is read until
+// quiet for rotate_grace, then its successor from the start; renamed while
+// ingest was stopped, it is found among the path's rotated siblings (by
+// inode and head, or by decompressed head once gzipped) and its rest is
+// published on the same subject before the new file is read. A deleted
+// file is closed once read and quiet, and its last message marked
+// complete (Pagewatch-Eof). A backfill (SetBackfill, `ingest tail
+// --from-start`) publishes the rotated siblings never published, each on
+// a subject of its own named by its content, so it resumes where it
+// stopped and a sibling is published once whatever its name becomes.
 package tail
 
 import (
@@ -35,6 +46,9 @@ type Tailer struct {
 	metrics *metrics
 	parsers []logformat.Parser // one per input, compiled once
 	pages   *pageview.Normalizer
+	states  []*fileState // one per input, for the lag and age metrics
+
+	backfillOpts *BackfillOptions // nil unless SetBackfill was called
 }
 
 // New returns a Tailer publishing to the hits stream of b.
@@ -56,7 +70,13 @@ func New(ctx context.Context, cfg Config, b *bus.Bus, logger *slog.Logger, reg p
 	if err != nil {
 		return nil, err
 	}
+	states := make([]*fileState, len(cfg.Inputs))
+	for i, in := range cfg.Inputs {
+		states[i] = &fileState{path: in.Path}
+	}
+	reg.MustRegister(newStateCollector(states))
 	return &Tailer{
+		states:  states,
 		pages:   pages,
 		cfg:     cfg,
 		stream:  stream,
@@ -67,20 +87,32 @@ func New(ctx context.Context, cfg Config, b *bus.Bus, logger *slog.Logger, reg p
 	}, nil
 }
 
-// Run follows every input until ctx is done. Lines read but not yet
+// Run follows every input until ctx is done (with BackfillOptions.Only,
+// until every input has been read to its end). Lines read but not yet
 // published when it stops are read again by the next run.
 func (t *Tailer) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var wg sync.WaitGroup
-	errs := make([]error, len(t.cfg.Inputs))
+	fws := make([]*follower, len(t.cfg.Inputs))
 	for i, in := range t.cfg.Inputs {
+		fws[i] = t.newFollower(in, t.parsers[i], t.states[i])
+	}
+	if t.backfillOpts != nil {
+		stop, err := t.startBackfill(ctx, fws)
+		if err != nil {
+			return err
+		}
+		// An interrupted backfill's display still says how far it got.
+		defer stop()
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(fws))
+	for i, fw := range fws {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			fw := t.newFollower(in, t.parsers[i])
 			if err := fw.run(ctx); err != nil && !errors.Is(err, context.Canceled) {
-				errs[i] = fmt.Errorf("tail %s: %w", in.Path, err)
+				errs[i] = fmt.Errorf("tail %s: %w", fw.in.Path, err)
 				cancel()
 			}
 		}()
@@ -89,11 +121,12 @@ func (t *Tailer) Run(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-func (t *Tailer) newFollower(in Input, p logformat.Parser) *follower {
+func (t *Tailer) newFollower(in Input, p logformat.Parser, state *fileState) *follower {
 	return &follower{
 		Tailer:    t,
 		in:        in,
 		parser:    p,
+		state:     state,
 		subject:   t.bus.HitsSubject(t.cfg.Instance, bus.Key(in.Path)),
 		logger:    t.logger.With("file", in.Path),
 		keepalive: t.bus.HitsMaxAge() / 4,

@@ -1,0 +1,319 @@
+package tail
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/term"
+
+	"github.com/pagewatch/pagewatch/internal/progress"
+	"github.com/pagewatch/pagewatch/pipeline/bus"
+)
+
+// BackfillOptions configure `ingest tail --from-start`: before following
+// its file, each input publishes the rotated siblings of that file that
+// were never published (plain and .gz, oldest first), and its live file
+// from the beginning when it has no position yet.
+type BackfillOptions struct {
+	// Progress receives the progress display (stderr); nil for none.
+	Progress io.Writer
+	// Terminal chooses the redrawn line or quiet log lines; the default
+	// looks at whether Progress is a terminal.
+	Terminal progress.TerminalMode
+	// Only stops once every input has been read to its end, instead of
+	// following the files on.
+	Only bool
+}
+
+// SetBackfill makes Run backfill before it follows. Call it before Run.
+func (t *Tailer) SetBackfill(o BackfillOptions) { t.backfillOpts = &o }
+
+// backfillRun is one Run's backfill over all its inputs.
+type backfillRun struct {
+	opts    BackfillOptions
+	display *progress.Display // nil without BackfillOptions.Progress
+	left    atomic.Int64      // inputs not caught up yet
+	logger  *slog.Logger
+	// level is that of the per-file log lines while the backfill runs:
+	// Debug under a redrawn terminal line, which a log line would break
+	// in the middle (the line shows the file being read anyway).
+	level slog.Level
+}
+
+// startBackfill plans every input's backfill before any is read, so the
+// progress total is whole from the start, and runs the progress display
+// until stop is called.
+func (t *Tailer) startBackfill(ctx context.Context, fws []*follower) (stop func(), err error) {
+	bf := &backfillRun{opts: *t.backfillOpts, logger: t.logger}
+	bf.left.Store(int64(len(fws)))
+	if bf.opts.Progress != nil {
+		bf.display = progress.New(bf.opts.Progress, progress.Options{Terminal: bf.opts.Terminal, Logger: t.logger})
+		if onTerminal(bf.opts) {
+			bf.level = slog.LevelDebug
+		}
+	}
+	errs := make([]error, len(fws))
+	var wg sync.WaitGroup
+	for i, fw := range fws {
+		fw.backfill = bf
+		fw.meter = &meter{
+			display: bf.display,
+			bytes:   t.metrics.backfillBytes.WithLabelValues(fw.in.Path),
+			lines:   t.metrics.backfillLines.WithLabelValues(fw.in.Path),
+			total:   t.metrics.backfillTotal.WithLabelValues(fw.in.Path),
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = fw.planBackfill(ctx)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	t.logger.Info("backfill planned", "rotated_files", countTasks(fws))
+	if bf.display == nil {
+		return func() {}, nil
+	}
+	dctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = bf.display.Run(dctx)
+	}()
+	return func() { cancel(); <-done }, nil
+}
+
+// onTerminal tells, as progress.New does, whether the display redraws a
+// terminal line.
+func onTerminal(o BackfillOptions) bool {
+	switch o.Terminal {
+	case progress.TerminalOn:
+		return true
+	case progress.TerminalAuto:
+		f, ok := o.Progress.(*os.File)
+		return ok && term.IsTerminal(int(f.Fd()))
+	}
+	return false
+}
+
+// logLevel is the level of a per-file Info line: lower while a backfill
+// draws on a terminal.
+func (fw *follower) logLevel() slog.Level {
+	if fw.backfill != nil && !fw.caughtUp {
+		return fw.backfill.level
+	}
+	return slog.LevelInfo
+}
+
+func countTasks(fws []*follower) int {
+	n := 0
+	for _, fw := range fws {
+		n += len(fw.tasks)
+	}
+	return n
+}
+
+// catchUpDone records that the follower's live file has been read to its
+// end once; the last input to get there ends the backfill.
+func (fw *follower) catchUpDone() {
+	fw.caughtUp = true
+	if fw.backfill.left.Add(-1) == 0 {
+		if fw.backfill.display != nil {
+			fw.backfill.display.Done()
+		}
+		fw.backfill.logger.Info("backfill done; every input has been read to its end")
+	}
+}
+
+// planBackfill decides which rotated siblings of the input to publish,
+// and from where. The file the input's position is in is left to open,
+// which continues it on the input's subject wherever it now is.
+func (fw *follower) planBackfill(ctx context.Context) error {
+	pos, err := retrying(ctx, fw, "read position", func() (*position, error) { return fw.lastPosition(ctx) })
+	if err != nil {
+		return err
+	}
+	sibs, err := fw.siblings()
+	if err != nil {
+		fw.logger.Warn("cannot list rotated files; backfilling the live file only", "err", err)
+		return nil
+	}
+	var current *sibling
+	if pos != nil && !pos.eof {
+		if i := findSibling(sibs, pos.id); i >= 0 {
+			current = sibs[i]
+		}
+	}
+	fw.tasks, err = fw.planSiblings(ctx, sibs, current)
+	return err
+}
+
+// siblingTask is a rotated sibling to publish on a subject of its own.
+type siblingTask struct {
+	s       *sibling
+	subject string
+	start   int64  // in the content: decompressed bytes for a .gz
+	lastSeq uint64 // of the last message on subject, 0 if none
+}
+
+// backfillSubject is where a sibling the input never published goes: a
+// subject per file, so an interrupted backfill resumes at its own
+// position. It is named by the file's first bytes, not its inode or name,
+// so it is the same after the file is renamed (.1 → .2) or compressed.
+func (fw *follower) backfillSubject(s *sibling) string {
+	return fw.bus.HitsSubject(fw.cfg.Instance, bus.Key(fw.in.Path, "backfill", s.identity().contentKey()))
+}
+
+// planSiblings decides where each sibling is to be read from: past the
+// end recorded for it on its own subject, else past the furthest end
+// recorded for it on the input's subject (a file followed live, then
+// rotated), else from its start. A sibling whose own subject says it is
+// complete, or a plain one already read to its size, is left out, and so
+// is skip, which the caller reads itself.
+func (fw *follower) planSiblings(ctx context.Context, sibs []*sibling, skip *sibling) ([]siblingTask, error) {
+	if len(sibs) == 0 {
+		return nil, nil
+	}
+	recorded, err := retrying(ctx, fw, "scan published files", func() ([]recordedFile, error) { return fw.recordedFiles(ctx) })
+	if err != nil {
+		return nil, err
+	}
+	// One sibling per content: while gzip runs, a rotation exists as both
+	// access.log.1 and a growing access.log.1.gz; the plain one is whole.
+	best := map[string]*sibling{}
+	for _, s := range sibs {
+		k := s.identity().contentKey()
+		if b, ok := best[k]; !ok || b.gz && !s.gz || b.gz == s.gz && s.size > b.size {
+			best[k] = s
+		}
+	}
+	var skipKey string
+	if skip != nil {
+		skipKey = skip.identity().contentKey()
+	}
+	var tasks []siblingTask
+	for _, s := range sibs {
+		k := s.identity().contentKey()
+		if len(s.head) == 0 || best[k] != s || k == skipKey {
+			continue // empty files hold no line
+		}
+		subject := fw.backfillSubject(s)
+		bpos, err := retrying(ctx, fw, "read backfill position", func() (*position, error) { return fw.positionOn(ctx, subject) })
+		if err != nil {
+			return nil, err
+		}
+		t := siblingTask{s: s, subject: subject}
+		switch {
+		case bpos != nil && bpos.eof:
+			continue
+		case bpos != nil && !headMatches(s.head, bpos.id):
+			fw.logger.Warn("backfill subject holds another file; skipped", "rotated", s.path, "subject", subject)
+			continue
+		case bpos != nil:
+			t.start, t.lastSeq = bpos.end, bpos.seq
+		default:
+			for _, r := range recorded {
+				if s.match(r.id) != noMatch {
+					t.start = max(t.start, r.end)
+				}
+			}
+		}
+		if !s.gz && t.start >= s.size {
+			continue
+		}
+		fw.meter.addTotal(s.toRead(t.start))
+		tasks = append(tasks, t)
+	}
+	return tasks, nil
+}
+
+// runTasks publishes each planned sibling on its subject, from its start
+// to its end.
+func (fw *follower) runTasks(ctx context.Context, tasks []siblingTask) error {
+	for _, t := range tasks {
+		for {
+			r := fw.reader(t.subject)
+			r.lastSeq, r.id = t.lastSeq, t.s.identity()
+			r.offset, r.readPos, r.batchStart = t.start, t.start, t.start
+			fw.logger.Log(ctx, fw.logLevel(), "backfilling rotated file", "rotated", t.s.path, "offset", t.start)
+			err := r.readFinished(ctx, t.s, true)
+			if !errors.Is(err, errResync) {
+				if err != nil {
+					return err
+				}
+				break
+			}
+			// Someone else published on the subject: go on from there.
+			pos, err := retrying(ctx, fw, "read backfill position", func() (*position, error) { return fw.positionOn(ctx, t.subject) })
+			if err != nil {
+				return err
+			}
+			t.start, t.lastSeq = 0, 0
+			if pos != nil {
+				if pos.eof {
+					break
+				}
+				t.start, t.lastSeq = pos.end, pos.seq
+			}
+		}
+	}
+	return nil
+}
+
+// reader is a follower that publishes a sibling on subject, sharing the
+// input's format, counters and progress.
+func (fw *follower) reader(subject string) *follower {
+	return &follower{
+		Tailer:    fw.Tailer,
+		in:        fw.in,
+		parser:    fw.parser,
+		subject:   subject,
+		logger:    fw.logger,
+		keepalive: fw.keepalive,
+		meter:     fw.meter,
+	}
+}
+
+// meter counts what a backfill reads, for the progress display and the
+// metrics. A nil meter (no backfill) counts nothing.
+type meter struct {
+	display *progress.Display
+	bytes   prometheus.Counter
+	lines   prometheus.Counter
+	total   prometheus.Gauge
+}
+
+func (m *meter) add(bytes, lines int64) {
+	if m == nil {
+		return
+	}
+	m.bytes.Add(float64(bytes))
+	m.lines.Add(float64(lines))
+	if m.display != nil {
+		m.display.Add(bytes, lines)
+	}
+}
+
+func (m *meter) addTotal(bytes int64) {
+	if m == nil {
+		return
+	}
+	m.total.Add(float64(bytes))
+	if m.display != nil {
+		m.display.AddTotal(bytes)
+	}
+}
+
+func (m *meter) setFile(path string) {
+	if m != nil && m.display != nil {
+		m.display.SetFile(path)
+	}
+}

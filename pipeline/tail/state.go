@@ -1,0 +1,80 @@
+package tail
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// fileState is what the metrics say about one input between scrapes. The
+// follower writes it; a scrape reads it, so the age keeps growing while
+// the follower is stuck in a publish (JetStream away).
+type fileState struct {
+	path string
+	lag  atomic.Int64 // bytes of the file past its published end
+	// since is when the oldest unpublished bytes were first seen (unix
+	// nanoseconds), 0 when every complete line is published. The time a
+	// byte was written is not known; the time it was first seen is close
+	// while ingest runs, and is start-up time for what was written while
+	// ingest was stopped.
+	since atomic.Int64
+}
+
+func (s *fileState) setLag(n int64) {
+	if s != nil {
+		s.lag.Store(max(n, 0))
+	}
+}
+
+func (s *fileState) unpublishedSeen(now time.Time) {
+	if s != nil {
+		s.since.CompareAndSwap(0, now.UnixNano())
+	}
+}
+
+func (s *fileState) allPublished() {
+	if s != nil {
+		s.since.Store(0)
+	}
+}
+
+// stateCollector exports every input's fileState at scrape time.
+type stateCollector struct {
+	states []*fileState
+	lag    *prometheus.Desc
+	age    *prometheus.Desc
+	now    func() time.Time
+}
+
+func newStateCollector(states []*fileState) *stateCollector {
+	return &stateCollector{
+		states: states,
+		// The file label is an input's configured path: bounded by the
+		// config, never a path from a log line.
+		lag: prometheus.NewDesc("pagewatch_ingest_tail_lag_bytes",
+			"Bytes of the file being followed past the end published to JetStream (an incomplete last line included).",
+			[]string{"file"}, nil),
+		age: prometheus.NewDesc("pagewatch_ingest_tail_oldest_unpublished_age_seconds",
+			"How long the oldest complete line not yet published has been waiting, from when it was first seen; 0 when all are published.",
+			[]string{"file"}, nil),
+		now: time.Now,
+	}
+}
+
+func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.lag
+	ch <- c.age
+}
+
+func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
+	now := c.now()
+	for _, s := range c.states {
+		age := 0.0
+		if since := s.since.Load(); since != 0 {
+			age = max(now.Sub(time.Unix(0, since)).Seconds(), 0)
+		}
+		ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, float64(s.lag.Load()), s.path)
+		ch <- prometheus.MustNewConstMetric(c.age, prometheus.GaugeValue, age, s.path)
+	}
+}
