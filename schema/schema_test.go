@@ -57,7 +57,8 @@ func dump(t *testing.T, l Layout) string {
 
 // testdata/single_node.sql was written by the code before cluster mode
 // existed and is never regenerated: one server must keep getting exactly
-// that DDL, or existing databases would be migrated differently.
+// that DDL, or existing databases would be migrated differently. A new
+// migration's statements are appended to it by hand, once.
 func TestSingleNodeDDLIsUnchanged(t *testing.T) {
 	want, err := os.ReadFile(filepath.Join("testdata", "single_node.sql"))
 	if err != nil {
@@ -108,20 +109,30 @@ func TestClusterDDLShape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A page's rows stay on one shard (next to its minutes), and so do a
+	// day's rows of the small per-day tables.
 	wantKeys := map[string]string{
 		"hits":          "cityHash64(site, path)",
 		"page_minutes":  "cityHash64(site, path)",
 		"crossings":     "cityHash64(crossing_key)",
 		"notifications": "cityHash64(crossing_key)",
+		"loaded_days":   "cityHash64(day)",
+		"page_days":     "cityHash64(site, path)",
+		"sealed_days":   "cityHash64(day)",
 	}
 	wantEngines := map[string]string{
 		"hits":          "ReplicatedReplacingMergeTree",
 		"page_minutes":  "ReplicatedReplacingMergeTree",
 		"crossings":     "ReplicatedReplacingMergeTree",
 		"notifications": "ReplicatedMergeTree",
+		"loaded_days":   "ReplicatedReplacingMergeTree",
+		"page_days":     "ReplicatedReplacingMergeTree",
+		"sealed_days":   "ReplicatedReplacingMergeTree",
 	}
+	// The version column a ReplacingMergeTree keeps the highest of.
+	wantVersions := map[string]string{"page_days": "version", "sealed_days": "batches"}
 	localRE := regexp.MustCompile("^CREATE TABLE IF NOT EXISTS pagewatch\\.(\\w+)_local ON CLUSTER `pw` \\(\n")
-	engineRE := regexp.MustCompile(`\) ENGINE = (Replicated\w+)\('([^']*)', '([^']*)'\)\n`)
+	engineRE := regexp.MustCompile(`\) ENGINE = (Replicated\w+)\('([^']*)', '([^']*)'(?:, (\w+))?\)\n`)
 	distRE := regexp.MustCompile("^CREATE TABLE IF NOT EXISTS pagewatch\\.(\\w+) ON CLUSTER `pw` AS pagewatch\\.(\\w+)\nENGINE = Distributed\\('pw', 'pagewatch', '(\\w+)', (.+)\\)$")
 	locals, dists := map[string]bool{}, map[string]bool{}
 	for _, m := range ms {
@@ -138,8 +149,8 @@ func TestClusterDDLShape(t *testing.T) {
 					t.Errorf("%s_local has no replicated engine:\n%s", table, s)
 					continue
 				}
-				if em[1] != wantEngines[table] || em[2] != "/clickhouse/tables/{shard}/pagewatch/"+table+"_local" || em[3] != "{replica}" {
-					t.Errorf("%s_local engine %s(%q, %q)", table, em[1], em[2], em[3])
+				if em[1] != wantEngines[table] || em[2] != "/clickhouse/tables/{shard}/pagewatch/"+table+"_local" || em[3] != "{replica}" || em[4] != wantVersions[table] {
+					t.Errorf("%s_local engine %s(%q, %q, %q)", table, em[1], em[2], em[3], em[4])
 				}
 				continue
 			}

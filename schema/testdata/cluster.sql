@@ -74,3 +74,41 @@ ORDER BY (crossing_key, at);
 CREATE TABLE IF NOT EXISTS pagewatch.notifications ON CLUSTER `pw` AS pagewatch.notifications_local
 ENGINE = Distributed('pw', 'pagewatch', 'notifications_local', cityHash64(crossing_key));
 
+-- 0002_page_days.sql
+CREATE TABLE IF NOT EXISTS pagewatch.loaded_days_local ON CLUSTER `pw` (
+    day Date,
+    seq UInt64
+) ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/pagewatch/loaded_days_local', '{replica}')
+PARTITION BY toYYYYMM(day)
+ORDER BY (day, seq);
+
+-- 0002_page_days.sql
+CREATE TABLE IF NOT EXISTS pagewatch.loaded_days ON CLUSTER `pw` AS pagewatch.loaded_days_local
+ENGINE = Distributed('pw', 'pagewatch', 'loaded_days_local', cityHash64(day));
+
+-- 0002_page_days.sql
+CREATE TABLE IF NOT EXISTS pagewatch.page_days_local ON CLUSTER `pw` (
+    site String,
+    path String,
+    day Date,
+    hits UInt64,
+    version UInt64
+) ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/pagewatch/page_days_local', '{replica}', version)
+PARTITION BY toYYYYMM(day)
+ORDER BY (site, path, day);
+
+-- 0002_page_days.sql
+CREATE TABLE IF NOT EXISTS pagewatch.page_days ON CLUSTER `pw` AS pagewatch.page_days_local
+ENGINE = Distributed('pw', 'pagewatch', 'page_days_local', cityHash64(site, path));
+
+-- 0002_page_days.sql
+CREATE TABLE IF NOT EXISTS pagewatch.sealed_days_local ON CLUSTER `pw` (
+    day Date,
+    batches UInt64
+) ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/pagewatch/sealed_days_local', '{replica}', batches)
+ORDER BY day;
+
+-- 0002_page_days.sql
+CREATE TABLE IF NOT EXISTS pagewatch.sealed_days ON CLUSTER `pw` AS pagewatch.sealed_days_local
+ENGINE = Distributed('pw', 'pagewatch', 'sealed_days_local', cityHash64(day));
+

@@ -58,3 +58,29 @@ CREATE TABLE IF NOT EXISTS notifications (
 PARTITION BY toYYYYMM(at)
 ORDER BY (crossing_key, at);
 
+-- 0002_page_days.sql
+CREATE TABLE IF NOT EXISTS loaded_days (
+    day Date,
+    seq UInt64
+) ENGINE = ReplacingMergeTree()
+PARTITION BY toYYYYMM(day)
+ORDER BY (day, seq);
+
+-- 0002_page_days.sql
+CREATE TABLE IF NOT EXISTS page_days (
+    site String,
+    path String,
+    day Date,
+    hits UInt64,
+    version UInt64
+) ENGINE = ReplacingMergeTree(version)
+PARTITION BY toYYYYMM(day)
+ORDER BY (site, path, day);
+
+-- 0002_page_days.sql
+CREATE TABLE IF NOT EXISTS sealed_days (
+    day Date,
+    batches UInt64
+) ENGINE = ReplacingMergeTree(batches)
+ORDER BY day;
+

@@ -42,7 +42,7 @@ func TestMigrateIsIdempotent(t *testing.T) {
 		t.Fatalf("second migrate applied %d, err %v", n, err)
 	}
 	got := b.server.Query(t, "SELECT count() FROM pw_test.schema_migrations FINAL")
-	if got != "1\n" {
+	if got != "2\n" {
 		t.Fatalf("schema_migrations rows: %q", got)
 	}
 }

@@ -270,6 +270,44 @@ func TestTwoShardClusterOn1816(t *testing.T) {
 		t.Errorf("pages found on the shards: %d, want 20", len(shardOf))
 	}
 
+	// The sweep's read side through the Distributed tables: the day
+	// before base is sealed, and counts come out as on one server, each
+	// page's sealed days on its own shard.
+	if n, err := c.SealDays(ctx, base); err != nil || n != 1 {
+		t.Fatalf("SealDays = %d, %v; want 1 day", n, err)
+	}
+	if n, err := c.SealDays(ctx, base); err != nil || n != 0 {
+		t.Fatalf("SealDays again = %d, %v; want 0", n, err)
+	}
+	counts, err := c.WindowCounts(ctx, WindowQuery{Starts: []time.Time{{}, base.Truncate(24 * time.Hour)}, End: base.Add(time.Hour), SealedBefore: base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(counts) != 20 {
+		t.Errorf("WindowCounts returned %d pages, want 20", len(counts))
+	}
+	for _, p := range counts {
+		want := map[string][]uint64{"/p0": {12, 6}, "/p19": {8, 4}}[p.Path]
+		if want != nil && fmt.Sprint(p.Counts) != fmt.Sprint(want) {
+			t.Errorf("WindowCounts %s = %v, want %v", p.Path, p.Counts, want)
+		}
+	}
+	for i, srv := range srvs {
+		for _, p := range strings.Fields(srv.Query(t, "SELECT DISTINCT path FROM pagewatch.page_days_local")) {
+			if shardOf[p] != i {
+				t.Errorf("page %s sealed on shard %d, its minutes are on shard %d", p, i+1, shardOf[p]+1)
+			}
+		}
+	}
+	scanned := 0
+	err = c.ScanMinutes(ctx, MinuteScan{From: base.Add(-48 * time.Hour), To: base.Add(time.Hour)}, func(_, _ string, _ time.Time, hits uint64) error {
+		scanned += int(hits)
+		return nil
+	})
+	if err != nil || scanned != 200 {
+		t.Errorf("ScanMinutes summed %d hits, %v; want 200", scanned, err)
+	}
+
 	// The partition list covers every shard: a day only shard 2 holds is
 	// found through a client of shard 1.
 	srvs[1].Query(t, "INSERT INTO pagewatch.hits_local (ts, site, path, referer, seq, line_offset) SELECT toDateTime('2024-01-02 00:00:00'), 's', '/only-here', '', 99, 0")

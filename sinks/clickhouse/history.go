@@ -11,11 +11,30 @@ import (
 // RecordCrossing writes a crossing to the history. Recording one twice
 // leaves one row once merged (ReplacingMergeTree on the key).
 func (c *Client) RecordCrossing(ctx context.Context, x crossing.Crossing) error {
-	err := c.sendColumns(ctx, insertCrossing,
-		[]string{x.Key}, []string{x.Rule}, []string{x.Site}, []string{x.Path},
-		[]string{x.Window}, []uint64{x.Threshold}, []uint64{x.Count}, []time.Time{x.CrossedAt.UTC()})
-	if err != nil {
-		return fmt.Errorf("record crossing %s: %w", x.Key, err)
+	return c.RecordCrossings(ctx, []crossing.Crossing{x})
+}
+
+// RecordCrossings writes crossings to the history, one insert per month
+// they fall in (the table's partition): a storm of ten thousand crossings
+// is one insert, not ten thousand.
+func (c *Client) RecordCrossings(ctx context.Context, xs []crossing.Crossing) error {
+	byMonth := map[int][]crossing.Crossing{}
+	for _, x := range xs {
+		m := dayOf(x.CrossedAt.Unix()) / 100
+		byMonth[m] = append(byMonth[m], x)
+	}
+	for _, part := range byMonth {
+		n := len(part)
+		key, rule, site, path, window := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		threshold, count := make([]uint64, n), make([]uint64, n)
+		at := make([]time.Time, n)
+		for i, x := range part {
+			key[i], rule[i], site[i], path[i], window[i] = x.Key, x.Rule, x.Site, x.Path, x.Window
+			threshold[i], count[i], at[i] = x.Threshold, x.Count, x.CrossedAt.UTC()
+		}
+		if err := c.sendColumns(ctx, insertCrossing, key, rule, site, path, window, threshold, count, at); err != nil {
+			return fmt.Errorf("record %d crossings: %w", n, err)
+		}
 	}
 	return nil
 }

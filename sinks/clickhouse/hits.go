@@ -34,6 +34,15 @@ func (c *Client) InsertHits(ctx context.Context, batches []hit.Batch) error {
 			return fmt.Errorf("insert %d page-minute counts of month %d: %w", part.to-part.from, part.key, err)
 		}
 	}
+	// Then which messages those counts hold for which days, never before
+	// them: SealDays counts on every message in loaded_days being in
+	// page_minutes already (see days.go).
+	loaded := loadedDays(minutes)
+	for _, part := range splitBy(len(loaded), func(i int) int { return loaded[i].month }) {
+		if err := c.insertLoadedDays(ctx, loaded[part.from:part.to]); err != nil {
+			return fmt.Errorf("insert %d loaded days of month %d: %w", part.to-part.from, part.key, err)
+		}
+	}
 	for _, part := range splitBy(len(rows), func(i int) int { return rows[i].day }) {
 		if err := c.insertHitRows(ctx, rows[part.from:part.to]); err != nil {
 			return fmt.Errorf("insert %d hits of day %d: %w", part.to-part.from, part.key, err)

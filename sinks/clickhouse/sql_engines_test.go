@@ -7,6 +7,9 @@ import (
 	"go/token"
 	"strings"
 	"testing"
+	"time"
+
+	ch "github.com/ClickHouse/clickhouse-go/v2"
 
 	"github.com/pagewatch/pagewatch/internal/sqlcheck"
 	"github.com/pagewatch/pagewatch/internal/testserver/clickhousetest"
@@ -31,21 +34,60 @@ var sampleRuns = map[string]string{
 	"alterDropHitsPartition":    bind(alterDropHitsPartition, "20231114"),
 	"queryPageSeries":           bind(queryPageSeries, "example.com", "/p", int64(1699990000), int64(1700010000)),
 	"queryTopReferrers":         bind(queryTopReferrers, "example.com", "/p", int64(1699990000), int64(1700010000), 10),
+
+	// The sweep's statements (sweepqueries.go), over the page-minute row
+	// inserted above: its day 2023-11-14 is loaded, sealed and counted.
+	"insertLoadedDays": insertLoadedDays + " VALUES ('2023-11-14', 7)",
+	"queryDaysToSeal":  bind(queryDaysToSeal, int64(1800000000), int64(1800000000)),
+	"insertPageDays":   bind(insertPageDays, int64(1699920000), int64(1700006400)),
+	"insertSealedDays": insertSealedDays + " VALUES ('2023-11-14', 1)",
+	"queryWindowCounts": bindWindowCounts(WindowQuery{
+		Sites: []string{"example.com", "o'ther"},
+		// All time, a month, an hour in a partial day, and one after End.
+		Starts:       []time.Time{{}, time.Unix(1698796800, 0), time.Unix(1699999000, 0), time.Unix(1800000000, 0)},
+		End:          time.Unix(1700100000, 0),
+		SealedBefore: time.Unix(1700006400, 0),
+		Floor:        1,
+	}),
+	"queryScanMinutes": bind(queryScanMinutes, true, ch.GroupSet{Value: []any{""}}, int64(1699990000), int64(1700010000)),
+}
+
+// bindWindowCounts renders queryWindowCounts as WindowCounts would.
+func bindWindowCounts(q WindowQuery) string {
+	sql, args, err := windowCountsSQL(q)
+	if err != nil {
+		panic(err)
+	}
+	return bind(sql, args...)
 }
 
 // bind substitutes ? placeholders with SQL literals.
 func bind(sql string, args ...any) string {
 	for _, a := range args {
-		var lit string
-		switch v := a.(type) {
-		case string:
-			lit = "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(v) + "'"
-		default:
-			lit = fmt.Sprint(v)
-		}
-		sql = strings.Replace(sql, "?", lit, 1)
+		sql = strings.Replace(sql, "?", literal(a), 1)
 	}
 	return sql
+}
+
+// literal formats a bound value as the client does.
+func literal(a any) string {
+	switch v := a.(type) {
+	case string:
+		return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(v) + "'"
+	case bool:
+		if v {
+			return "1"
+		}
+		return "0"
+	case ch.GroupSet:
+		lits := make([]string, len(v.Value))
+		for i, x := range v.Value {
+			lits[i] = literal(x)
+		}
+		return "(" + strings.Join(lits, ", ") + ")"
+	default:
+		return fmt.Sprint(v)
+	}
 }
 
 // statements lists, in order, every statement pagewatch sends to ClickHouse.
@@ -79,9 +121,18 @@ func statements(t *testing.T) []sqlcheck.Statement {
 	return stmts
 }
 
-// queryConstNames reads queries.go so a new statement cannot skip the check.
+// queryConstNames reads queries.go and sweepqueries.go so a new
+// statement cannot skip the check.
 func queryConstNames(t *testing.T) []string {
-	f, err := parser.ParseFile(token.NewFileSet(), "queries.go", nil, 0)
+	var names []string
+	for _, file := range []string{"queries.go", "sweepqueries.go"} {
+		names = append(names, constNames(t, file)...)
+	}
+	return names
+}
+
+func constNames(t *testing.T, file string) []string {
+	f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

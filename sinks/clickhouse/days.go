@@ -1,0 +1,124 @@
+package clickhouse
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// dayBatch is one loaded_days row: a message had hits on a UTC day.
+type dayBatch struct {
+	month int   // YYYYMM, the loaded_days partition
+	day   int64 // Unix time of the day's UTC midnight
+	seq   uint64
+}
+
+// loadedDays lists the distinct (day, message) pairs of some page-minute
+// counts, in the table's order.
+func loadedDays(minutes []minuteCount) []dayBatch {
+	seen := map[dayBatch]bool{}
+	var out []dayBatch
+	for _, m := range minutes {
+		d := dayBatch{day: floorDay(m.minute), seq: m.seq}
+		if !seen[d] {
+			seen[d] = true
+			y, mo, _ := time.Unix(d.day, 0).UTC().Date()
+			d.month = y*100 + int(mo)
+			out = append(out, d)
+		}
+	}
+	slices.SortFunc(out, func(a, b dayBatch) int {
+		if c := cmp.Compare(a.day, b.day); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.seq, b.seq)
+	})
+	return out
+}
+
+func (c *Client) insertLoadedDays(ctx context.Context, rows []dayBatch) error {
+	day, seq := make([]time.Time, len(rows)), make([]uint64, len(rows))
+	for i, r := range rows {
+		day[i], seq[i] = time.Unix(r.day, 0).UTC(), r.seq
+	}
+	return c.sendColumns(ctx, insertLoadedDays, day, seq)
+}
+
+// SealDays brings page_days up to date for the UTC days before before's
+// day: each day whose number of loaded messages (loaded_days) exceeds
+// the number it was last sealed with (sealed_days) has its per-page totals
+// summed again from page_minutes. It returns how many days it sealed.
+//
+// Why the totals are exact: the loader writes a message's loaded_days rows
+// only after its page_minutes rows were inserted. The number n of a day's
+// messages is read first and the day summed after, so the sum holds at
+// least the n messages counted (perhaps more, whose loaded_days rows are
+// not in yet). The day is then recorded as sealed with n. A message that
+// lands later, a late batch or a backfill of old logs, raises the day's
+// count above n, and the next SealDays seals the day again.
+//
+// Idempotent, and safe with several sweepers at once: sealing a day again
+// writes rows equal to or more complete than the last (page_days' version
+// only grows with what a sum covers, and reads take the highest), and
+// sealed_days keeps the largest n. A sealer that dies between the two
+// writes leaves the day unsealed, to be sealed again.
+//
+// In cluster mode the argument needs every read to see the shards'
+// completed inserts; with more than one replica per shard a lagging
+// replica can break it, so read from the replicas written to or set
+// insert_quorum.
+func (c *Client) SealDays(ctx context.Context, before time.Time) (int, error) {
+	if before.Unix() <= 0 {
+		return 0, nil // no day before 1970 holds hits
+	}
+	days, err := c.daysToSeal(ctx, before)
+	if err != nil {
+		return 0, err
+	}
+	for i, d := range days {
+		from := d.day.Unix()
+		// One INSERT ... SELECT per day bounds its memory by the pages
+		// of one day, whatever the backlog.
+		if err := c.conn.Exec(c.insertContext(ctx), insertPageDays, from, from+secondsPerDay); err != nil {
+			return i, fmt.Errorf("seal day %s: sum page_minutes into page_days: %w", d.day.Format(time.DateOnly), err)
+		}
+		if err := c.sendColumns(ctx, insertSealedDays, []time.Time{d.day}, []uint64{d.loaded}); err != nil {
+			return i, fmt.Errorf("seal day %s: record it sealed with %d messages: %w", d.day.Format(time.DateOnly), d.loaded, err)
+		}
+	}
+	return len(days), nil
+}
+
+// dayToSeal is a UTC day and its number of loaded messages.
+type dayToSeal struct {
+	day    time.Time
+	loaded uint64
+}
+
+func (c *Client) daysToSeal(ctx context.Context, before time.Time) ([]dayToSeal, error) {
+	rows, err := c.conn.Query(ctx, queryDaysToSeal, before.Unix(), before.Unix())
+	if err != nil {
+		return nil, fmt.Errorf("days to seal before %s: %w", before.UTC().Format(time.DateOnly), err)
+	}
+	defer rows.Close()
+	var out []dayToSeal
+	for rows.Next() {
+		var (
+			d      dayToSeal
+			sealed uint64
+		)
+		if err := rows.Scan(&d.day, &d.loaded, &sealed); err != nil {
+			return nil, fmt.Errorf("days to seal: %w", err)
+		}
+		// The calendar day as returned, whatever zone the driver gives it.
+		y, m, dd := d.day.Date()
+		d.day = time.Date(y, m, dd, 0, 0, 0, 0, time.UTC)
+		out = append(out, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("days to seal: %w", err)
+	}
+	return out, nil
+}

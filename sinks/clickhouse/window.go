@@ -1,0 +1,264 @@
+package clickhouse
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	ch "github.com/ClickHouse/clickhouse-go/v2"
+)
+
+// WindowQuery asks for the hits of every page in several windows at once,
+// all ending at End: what one sweep needs for all its rules.
+type WindowQuery struct {
+	// Sites limits the pages to these sites; empty means every site.
+	Sites []string
+	// Starts are the windows' starts; the zero time means all time. A
+	// start at or after End counts nothing.
+	Starts []time.Time
+	// End: minutes starting before End count.
+	End time.Time
+	// SealedBefore: the UTC days before its day are read from page_days,
+	// the rest from page_minutes; the zero time reads page_minutes only.
+	// Pass the time of the last SealDays that succeeded: page_days is
+	// trusted for those days, sealed or not, and hits loaded for one of
+	// them since that SealDays count from the next one on.
+	SealedBefore time.Time
+	// Floor leaves out pages none of whose counts exceeds it.
+	Floor uint64
+}
+
+// PageCount is one page's counts, one per WindowQuery.Starts, in order.
+type PageCount struct {
+	Site, Path string
+	Counts     []uint64
+}
+
+// WindowCounts returns the pages with a count above q.Floor, in no
+// particular order, in one statement: sealed days come from page_days
+// (one row per page and day) and everything else from page_minutes, so a
+// window of a month or of all time reads about as much as a day does.
+//
+// A day is counted from one table only: a start's days in
+// [ceil(start), sealedTo) come from page_days, its minutes in
+// [start, ceil(start)) and [sealedTo, End) from page_minutes, where ceil is
+// the next UTC midnight and sealedTo the UTC midnight of SealedBefore (or
+// of End if earlier). Both tables are read with FINAL, exact before and
+// after merges (see sweepqueries.go).
+func (c *Client) WindowCounts(ctx context.Context, q WindowQuery) ([]PageCount, error) {
+	sql, args, err := windowCountsSQL(q)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := c.conn.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, fmt.Errorf("window counts of %d starts to %d: %w", len(q.Starts), q.End.Unix(), err)
+	}
+	defer rows.Close()
+	var out []PageCount
+	for rows.Next() {
+		var p PageCount
+		if err := rows.Scan(&p.Site, &p.Path, &p.Counts); err != nil {
+			return nil, fmt.Errorf("window counts: %w", err)
+		}
+		out = append(out, p)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("window counts: %w", err)
+	}
+	return out, nil
+}
+
+// secondsPerDay is a UTC day in Unix time, which has no leap seconds.
+const secondsPerDay = 24 * 60 * 60
+
+// floorDay and ceilDay round a non-negative Unix time to a UTC midnight.
+func floorDay(unix int64) int64 { return unix - unix%secondsPerDay }
+func ceilDay(unix int64) int64  { return floorDay(unix + secondsPerDay - 1) }
+
+// timeSpan is [from, to) in Unix seconds.
+type timeSpan struct{ from, to int64 }
+
+// startPlan says where one window's hits are read from.
+type startPlan struct {
+	sealed bool       // days from sealedFrom to the plan's sealedTo come from page_days
+	from   int64      // the first such day, a UTC midnight
+	live   []timeSpan // minutes read from page_minutes
+}
+
+// windowPlan is a WindowQuery in Unix seconds, each start resolved.
+type windowPlan struct {
+	sealedTo int64 // UTC midnight: page_days is read for days before it
+	end      int64
+	starts   []startPlan
+}
+
+func planWindows(q WindowQuery) (windowPlan, error) {
+	if len(q.Starts) == 0 {
+		return windowPlan{}, errors.New("window counts: no window starts")
+	}
+	p := windowPlan{end: q.End.Unix()}
+	if !q.SealedBefore.IsZero() {
+		p.sealedTo = floorDay(min(q.SealedBefore.Unix(), p.end))
+	}
+	for _, t := range q.Starts {
+		var s int64 // all time; nothing is older than 1970
+		if !t.IsZero() {
+			s = max(t.Unix(), 0)
+		}
+		var sp startPlan
+		switch {
+		case s >= p.end:
+			// An empty window.
+		case s >= p.sealedTo:
+			sp.live = []timeSpan{{s, p.end}}
+		default:
+			// The partial UTC day the window starts in, if any, is not
+			// in page_days for this window: it reads those minutes.
+			if c := ceilDay(s); c > s {
+				sp.live = append(sp.live, timeSpan{s, c})
+			}
+			if c := ceilDay(s); c < p.sealedTo {
+				sp.sealed, sp.from = true, c
+			}
+			if p.sealedTo < p.end {
+				sp.live = append(sp.live, timeSpan{p.sealedTo, p.end})
+			}
+		}
+		p.starts = append(p.starts, sp)
+	}
+	return p, nil
+}
+
+// windowCountsSQL renders queryWindowCounts for a query: one column per
+// start in each branch, and the minute ranges any start needs. Every value
+// is bound, in the order the ? appear.
+func windowCountsSQL(q WindowQuery) (string, []any, error) {
+	p, err := planWindows(q)
+	if err != nil {
+		return "", nil, err
+	}
+	var (
+		sums, sealedCols, liveCols, ranges []string
+		sealedArgs, liveArgs, rangeArgs    []any
+		spans                              []timeSpan // every start's minute ranges
+	)
+	sealedFrom, liveFrom := p.sealedTo, p.end
+	const between = "minute >= toDateTime(?) AND minute < toDateTime(?)"
+	for i, s := range p.starts {
+		sums = append(sums, fmt.Sprintf("sum(c%d)", i))
+		if s.sealed {
+			sealedCols = append(sealedCols, fmt.Sprintf("sumIf(hits, day >= toDate(toDateTime(?), 'UTC')) AS c%d", i))
+			sealedArgs = append(sealedArgs, s.from)
+			sealedFrom = min(sealedFrom, s.from)
+		} else {
+			sealedCols = append(sealedCols, fmt.Sprintf("sumIf(hits, 0) AS c%d", i))
+		}
+		if len(s.live) == 0 {
+			liveCols = append(liveCols, fmt.Sprintf("sumIf(hits, 0) AS c%d", i))
+			continue
+		}
+		var conds []string
+		for _, r := range mergeSpans(s.live) {
+			conds = append(conds, "("+between+")")
+			liveArgs = append(liveArgs, r.from, r.to)
+		}
+		liveCols = append(liveCols, fmt.Sprintf("sumIf(hits, %s) AS c%d", strings.Join(conds, " OR "), i))
+		spans = append(spans, s.live...)
+	}
+	for _, r := range mergeSpans(spans) {
+		ranges = append(ranges, "("+between+")")
+		rangeArgs = append(rangeArgs, r.from, r.to)
+		liveFrom = min(liveFrom, r.from)
+	}
+	if len(ranges) == 0 {
+		ranges = []string{"0"}
+	}
+	all, sites := len(q.Sites) == 0, siteSet(q.Sites)
+	args := append(sealedArgs, sealedFrom, p.sealedTo, all, sites)
+	args = append(args, liveArgs...)
+	args = append(args, liveFrom, p.end, all, sites)
+	args = append(args, rangeArgs...)
+	args = append(args, q.Floor)
+	sql := fmt.Sprintf(queryWindowCounts, strings.Join(sums, ", "), strings.Join(sealedCols, ",\n            "),
+		strings.Join(liveCols, ",\n            "), strings.Join(ranges, " OR "))
+	return sql, args, nil
+}
+
+// mergeSpans returns the union of spans as disjoint spans, in order.
+func mergeSpans(spans []timeSpan) []timeSpan {
+	sorted := slices.SortedFunc(slices.Values(spans), func(a, b timeSpan) int { return cmp.Compare(a.from, b.from) })
+	var out []timeSpan
+	for _, s := range sorted {
+		if n := len(out); n > 0 && s.from <= out[n-1].to {
+			out[n-1].to = max(out[n-1].to, s.to)
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// siteSet binds as the tuple after IN. ClickHouse has no empty tuple, so
+// no sites binds one empty name, which the statements never reach: they
+// test `? OR site IN ?` with the first ? true.
+func siteSet(sites []string) ch.GroupSet {
+	if len(sites) == 0 {
+		return ch.GroupSet{Value: []any{""}}
+	}
+	v := make([]any, len(sites))
+	for i, s := range sites {
+		v[i] = s
+	}
+	return ch.GroupSet{Value: v}
+}
+
+// MinuteScan selects the per-minute counts ScanMinutes streams.
+type MinuteScan struct {
+	Sites    []string  // empty: every site
+	From, To time.Time // minutes starting in [From, To)
+}
+
+// ScanMinutes calls fn with each page's hits per minute in [q.From, q.To),
+// ordered by site, path and minute, as the rows arrive: for the sweeper's
+// catch-up and backtests, which replay minutes in order. Minutes without
+// hits are absent. The server sorts the whole range before the first row,
+// so callers should scan long spans in pieces. An error from fn stops the
+// scan and is returned as is.
+func (c *Client) ScanMinutes(ctx context.Context, q MinuteScan, fn func(site, path string, minute time.Time, hits uint64) error) error {
+	from, to := q.From.Unix(), q.To.Unix()
+	// Cancelled when fn fails: closing the rows alone would read the
+	// rest of the result first.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	rows, err := c.conn.Query(ctx, queryScanMinutes, len(q.Sites) == 0, siteSet(q.Sites), from, to)
+	if err != nil {
+		return fmt.Errorf("scan minutes [%d, %d): %w", from, to, err)
+	}
+	var (
+		site, path string
+		minute     time.Time
+		hits       uint64
+	)
+	for rows.Next() {
+		if err := rows.Scan(&site, &path, &minute, &hits); err != nil {
+			rows.Close()
+			return fmt.Errorf("scan minutes [%d, %d): %w", from, to, err)
+		}
+		if err := fn(site, path, minute, hits); err != nil {
+			cancel()
+			rows.Close()
+			return err
+		}
+	}
+	err = rows.Err()
+	rows.Close()
+	if err != nil {
+		return fmt.Errorf("scan minutes [%d, %d): %w", from, to, err)
+	}
+	return nil
+}
