@@ -5,30 +5,43 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
 
 	"github.com/pagewatch/pagewatch/config"
 	"github.com/pagewatch/pagewatch/internal/daemon"
-	"github.com/pagewatch/pagewatch/pipeline/sweep"
 )
 
-var once bool
+var (
+	once  bool
+	since string
+)
 
 var program = daemon.Program{
 	Name: "sweeper",
 	Description: `sweeper finds the pages whose view counts crossed a rule's threshold
-("/pricing had more than 1000 views in the last 1h", "/post reached 10000
-views in all time"), records each crossing once in ClickHouse, and enqueues
-one notification job per crossing for the workers. It runs on the cron
-schedule in sweeper.schedule; with --once it sweeps once and exits, for
-driving it from system cron. Rules live in sweeper.rules of the config.`,
+("/pricing had more than 1000 views in the last 1h", "/blog/* pages each
+reaching 10000 views in a day", milestones 100/1000/10000 in all time),
+records each crossing once in ClickHouse, and enqueues one notification
+job per crossing for the workers. It runs on the cron schedule in
+sweeper.schedule; with --once it sweeps once and exits, for driving it
+from system cron. Run two or more for availability: one leads (a lease in
+NATS KV) and the others take over within sweeper.leader_ttl.
+
+Rules live in sweeper.rules and in the file or directory sweeper.rules_path.
+They are read again on SIGHUP and when a rules file changes; a set with an
+error is rejected whole and the previous rules stay in force.`,
 	Default: "run",
 	Commands: []daemon.Command{
 		{Name: "run", Part: config.Sweeper, Summary: "sweep on the configured schedule (or once, with --once)", Run: run,
 			Flags: func(fs *flag.FlagSet) { fs.BoolVar(&once, "once", false, "run: sweep once and exit") }},
+		{Name: "check", Part: config.Sweeper, Summary: "validate the config and every rule, list the rules, and exit (0 valid, 2 invalid)", Run: check},
+		{Name: "dry-run", Part: config.Sweeper, Summary: "print what would fire now, recording nothing", Run: dryRun},
+		{Name: "backtest", Part: config.Sweeper, Summary: "print what would have fired since a time, per rule, from the stored counts", Run: backtest,
+			Flags: func(fs *flag.FlagSet) {
+				fs.StringVar(&since, "since", "7d", `backtest: how far back: a duration ("7d", "36h") or an RFC 3339 time`)
+			}},
 		{Name: "migrate", Part: config.Sweeper, Summary: "apply the ClickHouse schema migrations and exit", Run: migrate},
 	},
 }
@@ -36,38 +49,18 @@ driving it from system cron. Rules live in sweeper.rules of the config.`,
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	go func() {
+		for range hup {
+			select {
+			case reload <- struct{}{}:
+			default: // a reload is already due
+			}
+		}
+	}()
 	os.Exit(daemon.Main(ctx, program, os.Args[1:], os.Stdout, os.Stderr))
 }
 
-func migrate(ctx context.Context, env *daemon.Env) error {
-	env.Config.ClickHouse.Migrate = false // applied here, with a report
-	ch, err := env.ClickHouse(ctx)
-	if err != nil {
-		return err
-	}
-	n, err := ch.Migrate(ctx)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(env.Stderr, "applied %d migration(s)\n", n)
-	return nil
-}
-
-func run(ctx context.Context, env *daemon.Env) error {
-	b, err := env.NATS(ctx)
-	if err != nil {
-		return err
-	}
-	ch, err := env.ClickHouse(ctx)
-	if err != nil {
-		return err
-	}
-	s, err := sweep.New(ctx, env.Config.Sweeper, b, ch, ch, env.Logger, env.Registry)
-	if err != nil {
-		return err
-	}
-	if once {
-		return s.Sweep(ctx)
-	}
-	return env.Serve(ctx, env.Config.Sweeper.Listen, s)
-}
+// reload carries SIGHUP to the running sweeper.
+var reload = make(chan struct{}, 1)

@@ -44,14 +44,28 @@ type Command struct {
 
 // Env is what a command gets to run with.
 type Env struct {
-	Config   config.Config
-	Logger   *slog.Logger
-	Registry *prometheus.Registry
-	Stderr   io.Writer
-	name     string // "ingest tail"
-	checks   map[string]admin.Check
-	closers  []func()
+	Config config.Config
+	// ConfigPath is the file Config came from ("" for the defaults), for
+	// commands that read it again (the sweeper's rule reload).
+	ConfigPath string
+	Logger     *slog.Logger
+	Registry   *prometheus.Registry
+	// Stdout is for a command's report (sweeper check, dry-run);
+	// logs go to Stderr.
+	Stdout  io.Writer
+	Stderr  io.Writer
+	name    string // "ingest tail"
+	checks  map[string]admin.Check
+	closers []func()
 }
+
+// UsageError is a command's verdict that its input is invalid (a rule
+// file, a flag): Main prints it and exits with ExitUsage, like a bad
+// config.
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
 
 // Runner is a long-running part.
 type Runner interface {
@@ -133,12 +147,17 @@ func Main(ctx context.Context, p Program, args []string, stdout, stderr io.Write
 	}
 
 	name = p.Name + " " + cmd.Name
-	env := &Env{Config: cfg, Logger: newLogger(cfg.Log, stderr).With("daemon", name), Stderr: stderr, name: name, checks: map[string]admin.Check{}}
+	env := &Env{Config: cfg, ConfigPath: configPath, Logger: newLogger(cfg.Log, stderr).With("daemon", name), Stdout: stdout, Stderr: stderr, name: name, checks: map[string]admin.Check{}}
 	env.Registry = prometheus.NewRegistry()
 	env.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	err = cmd.Run(ctx, env)
 	for i := len(env.closers) - 1; i >= 0; i-- {
 		env.closers[i]()
+	}
+	var usageErr *UsageError
+	if errors.As(err, &usageErr) {
+		fmt.Fprintf(stderr, "%s: %s\n", name, strings.ReplaceAll(usageErr.Error(), "\n", "\n  "))
+		return ExitUsage
 	}
 	if err != nil && !errors.Is(err, context.Canceled) {
 		env.Logger.Error("exiting on error", "err", err)

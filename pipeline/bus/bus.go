@@ -257,6 +257,9 @@ const (
 	BucketLocks  = "locks"  // per-page worker leases
 	BucketSent   = "sent"   // crossing keys already mailed
 	BucketSweeps = "sweeps" // sweeper state per rule and page
+	// BucketSweeperLease holds the sweeper replicas' leader lease; its
+	// TTL is the lease.
+	BucketSweeperLease = "sweeper_lease"
 	// BucketRateLimits holds the mail rate limits' state, one key per
 	// limited thing (the SMTP account, each recipient).
 	BucketRateLimits = "ratelimits"

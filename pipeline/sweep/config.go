@@ -3,102 +3,79 @@ package sweep
 import (
 	"errors"
 	"fmt"
-	"net/mail"
-	"regexp"
-	"strings"
 	"time"
 
 	"github.com/robfig/cron/v3"
+
+	"github.com/pagewatch/pagewatch/pipeline/rules"
 )
 
 // Config is the `sweeper:` section.
 type Config struct {
 	Listen string `yaml:"listen"`
 	// Schedule is a cron expression with optional seconds
-	// ("*/10 * * * * *") or a descriptor ("@every 10s", "@hourly").
+	// ("*/10 * * * * *"), a descriptor ("@every 10s", "@hourly"), and an
+	// optional CRON_TZ=Zone prefix.
 	Schedule string `yaml:"schedule"`
-	Rules    []Rule `yaml:"rules"`
-}
-
-// Rule is "page P on site S had more than Threshold hits in Window".
-type Rule struct {
-	Name      string `yaml:"name"`
-	Site      string `yaml:"site"`
-	Path      string `yaml:"path"`
-	Threshold uint64 `yaml:"threshold"`
-	// Window is a rolling duration ("1h", "24h") or "all" for all time.
-	// A rolling rule fires again after its count fell back to the
-	// threshold or below; an all-time rule fires once, ever.
-	Window     string   `yaml:"window"`
-	Recipients []string `yaml:"recipients"`
+	// Rules are written inline; RulesPath names a YAML file, or a
+	// directory of *.yaml and *.yml files, with more (see rules.go). Both
+	// are read again on SIGHUP and when a file changes; an invalid set is
+	// rejected as a whole and the previous rules stay in force.
+	Rules     []rules.Rule `yaml:"rules"`
+	RulesPath string       `yaml:"rules_path"`
+	// LagTolerance is how long after a calendar window closes hits for it
+	// are still waited for: the window is judged that much later, so hits
+	// that reach ClickHouse late still count. Rolling windows need none.
+	LagTolerance time.Duration `yaml:"lag_tolerance"`
+	// CatchUp is how far back a sweeper that was not running evaluates
+	// what it missed: calendar windows that closed meanwhile, and rolling
+	// windows at each minute that passed. 0 turns catching up off.
+	CatchUp time.Duration `yaml:"catch_up"`
+	// LeaderTTL is the leader lease: one sweeper replica sweeps at a time,
+	// and another takes over within this long after it dies.
+	LeaderTTL time.Duration `yaml:"leader_ttl"`
+	// SweepTimeout bounds one sweep, so a stuck query cannot hold the
+	// schedule (and the lease) for ever.
+	SweepTimeout time.Duration `yaml:"sweep_timeout"`
 }
 
 // DefaultConfig returns the defaults documented in deploy/pagewatch.example.yaml.
 func DefaultConfig() Config {
-	return Config{Listen: "127.0.0.1:9103", Schedule: "@every 10s"}
+	return Config{
+		Listen:       "127.0.0.1:9103",
+		Schedule:     "@every 10s",
+		LagTolerance: 2 * time.Minute,
+		CatchUp:      24 * time.Hour,
+		LeaderTTL:    15 * time.Second,
+		SweepTimeout: 5 * time.Minute,
+	}
 }
 
 // cronParser accepts an optional seconds field, as the config promises.
 var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 
-var ruleNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
-
-// Validate reports every problem, naming its key.
+// Validate reports every problem, naming its key, and compiles the inline
+// rules. Rules under rules_path are checked by LoadRules.
 func (c Config) Validate() error {
 	var errs []error
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if _, err := cronParser.Parse(c.Schedule); err != nil {
 		add("sweeper.schedule: %v", err)
 	}
-	names := map[string]bool{}
-	for i, r := range c.Rules {
-		key := fmt.Sprintf("sweeper.rules[%d]", i)
-		if !ruleNameRE.MatchString(r.Name) {
-			add("%s.name: must match %s, got %q", key, ruleNameRE, r.Name)
-		} else if names[r.Name] {
-			add("%s.name: %q used by another rule", key, r.Name)
-		}
-		names[r.Name] = true
-		if !strings.HasPrefix(r.Path, "/") {
-			add("%s.path: must start with /, got %q", key, r.Path)
-		}
-		if r.Threshold == 0 {
-			add("%s.threshold: must be at least 1", key)
-		}
-		if _, _, err := r.window(); err != nil {
-			add("%s.window: %v", key, err)
-		}
-		if len(r.Recipients) == 0 {
-			add("%s.recipients: at least one address is needed", key)
-		}
-		for j, a := range r.Recipients {
-			if _, err := mail.ParseAddress(a); err != nil {
-				add("%s.recipients[%d]: %v", key, j, err)
-			}
-		}
+	if err := rules.ValidateAll("sweeper.rules", c.Rules); err != nil {
+		errs = append(errs, err)
+	}
+	if c.LagTolerance < 0 || c.LagTolerance > 24*time.Hour {
+		add("sweeper.lag_tolerance: must be 0..24h, got %s", c.LagTolerance)
+	}
+	if c.CatchUp < 0 || c.CatchUp > 31*24*time.Hour {
+		add("sweeper.catch_up: must be 0..744h (31 days), got %s", c.CatchUp)
+	}
+	if c.LeaderTTL < time.Second {
+		add("sweeper.leader_ttl: must be at least 1s, got %s", c.LeaderTTL)
+	}
+	if c.SweepTimeout < time.Second {
+		add("sweeper.sweep_timeout: must be at least 1s, got %s", c.SweepTimeout)
 	}
 	return errors.Join(errs...)
-}
-
-// window returns the rolling duration, or allTime.
-func (r Rule) window() (d time.Duration, allTime bool, err error) {
-	if r.Window == "all" {
-		return 0, true, nil
-	}
-	d, err = time.ParseDuration(r.Window)
-	if err != nil {
-		return 0, false, fmt.Errorf(`want a duration like "1h" or "all", got %q`, r.Window)
-	}
-	if d < time.Minute {
-		return 0, false, fmt.Errorf("must be at least 1m (counts are per minute), got %s", d)
-	}
-	return d, false, nil
-}
-
-// windowText is how a window reads in a mail.
-func (r Rule) windowText() string {
-	if r.Window == "all" {
-		return "all time"
-	}
-	return r.Window
 }

@@ -10,30 +10,56 @@ import (
 type metrics struct {
 	sweeps, errors prometheus.Counter
 	duration       prometheus.Histogram
-	crossings      *prometheus.CounterVec
+	rows           prometheus.Counter
+	crossings      *prometheus.CounterVec // by rule: rules come from the config, so bounded
+	folded         *prometheus.CounterVec // by rule
+	claimConflicts prometheus.Counter
+	lag            prometheus.Gauge
+	leader         prometheus.Gauge
+	rules          prometheus.Gauge
+	reloads        *prometheus.CounterVec // by result: ok, rejected
 }
 
-func newMetrics(reg prometheus.Registerer, rules []Rule) *metrics {
+func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
 		sweeps: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "pagewatch_sweeper_sweeps_total", Help: "Sweeps run.",
+			Name: "pagewatch_sweeper_sweeps_total", Help: "Sweeps run by this replica while it led.",
 		}),
 		errors: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "pagewatch_sweeper_rule_errors_total", Help: "Rule evaluations that failed (retried next sweep).",
+			Name: "pagewatch_sweeper_sweep_errors_total", Help: "Sweeps that failed (what they missed is caught up next sweep).",
 		}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "pagewatch_sweeper_sweep_duration_seconds", Help: "Time one sweep took.",
+			Name: "pagewatch_sweeper_sweep_duration_seconds", Help: "Time one sweep took, from sealing to releasing its claims.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
 		}),
-		// The rule name is a bounded label: rules come from the config.
+		rows: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "pagewatch_sweeper_rows_read_total", Help: "Per-page count rows read from ClickHouse.",
+		}),
 		crossings: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "pagewatch_sweeper_crossings_total", Help: "Threshold crossings recorded, by rule.",
+			Name: "pagewatch_sweeper_crossings_total", Help: "Threshold crossings handed on, by rule.",
 		}, []string{"rule"}),
+		folded: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pagewatch_sweeper_storm_folded_crossings_total", Help: "Crossings the storm guard folded into a digest instead of mailing one by one, by rule.",
+		}, []string{"rule"}),
+		claimConflicts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "pagewatch_sweeper_claim_conflicts_total", Help: "State writes lost to another sweeper (its crossings are that sweeper's).",
+		}),
+		lag: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "pagewatch_sweeper_lag_seconds", Help: "Time between the previous complete sweep and the current one: how much a sweep had to catch up.",
+		}),
+		leader: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "pagewatch_sweeper_leader", Help: "1 while this replica holds the sweeper lease.",
+		}),
+		rules: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "pagewatch_sweeper_rules", Help: "Rules in force.",
+		}),
+		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pagewatch_sweeper_rule_reloads_total", Help: "Rule reloads, by result: ok, or rejected (the previous rules stayed).",
+		}, []string{"result"}),
 	}
-	reg.MustRegister(m.sweeps, m.errors, m.duration, m.crossings)
-	for _, r := range rules {
-		m.crossings.WithLabelValues(r.Name)
-	}
+	reg.MustRegister(m.sweeps, m.errors, m.duration, m.rows, m.crossings, m.folded, m.claimConflicts, m.lag, m.leader, m.rules, m.reloads)
+	m.reloads.WithLabelValues("ok")
+	m.reloads.WithLabelValues("rejected")
 	return m
 }
 

@@ -1,41 +1,60 @@
 // Package sweep evaluates threshold rules against the per-minute counts and
 // turns each crossing into exactly one notification job.
 //
-// Per rule and page the sweeper keeps a small state in NATS KV: whether the
-// rule is armed, how many times it fired (the episode), and a crossing
-// claimed but not yet handed on. Claiming is a revision-checked write, so
-// two sweepers racing on the same page claim the crossing once; a sweeper
-// that dies after claiming leaves the crossing pending, and the next sweep
-// hands it on. Jobs carry the crossing key as Nats-Msg-Id, and workers keep
-// a sent ledger, so a crossing handed on twice is still mailed once.
+// A sweep, step by step (Sweeper.sweep):
+//
+//  1. lead:    only the replica holding the lease in NATS KV sweeps;
+//  2. seal:    whole days older than a day are summed once into page_days;
+//  3. plan:    every rule at its window now, plus what was missed while no
+//     sweeper ran (calendar windows that closed, rolling windows at each
+//     minute that passed);
+//  4. count:   one ClickHouse query per distinct window end, over all pages;
+//  5. judge:   each rule and page's state (NATS KV) steps through its
+//     counts in time order (pipeline/rules: rising edge, re-arm,
+//     milestones, calendar windows);
+//  6. claim:   the new states are written, the crossings that fired
+//     recorded in them as pending, each write conditional on the revision
+//     read: of two sweepers racing, one claims;
+//  7. guard:   per rule, the highest counts are mailed one by one and the
+//     rest folded into one digest job;
+//  8. hand on: jobs are published with the crossing key as Nats-Msg-Id and
+//     every crossing is written to the ClickHouse history;
+//  9. release: the claims are cleared, and the sweep's time recorded for
+//     the next catch-up.
+//
+// A sweeper that dies between claim and release leaves the crossings
+// pending in their states; the next sweep hands them on again, and the
+// jobs' IDs and the workers' sent ledger make the repeat harmless.
 package sweep
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"os"
+	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/robfig/cron/v3"
 
 	"github.com/pagewatch/pagewatch/pipeline/bus"
 	"github.com/pagewatch/pagewatch/pipeline/crossing"
+	"github.com/pagewatch/pagewatch/pipeline/rules"
 )
-
-// Counter answers "how many hits had this page since then" (zero time:
-// all time).
-type Counter interface {
-	PageCount(ctx context.Context, site, path string, since time.Time) (uint64, error)
-}
 
 // Recorder keeps the crossing history.
 type Recorder interface {
-	RecordCrossing(ctx context.Context, x crossing.Crossing) error
+	RecordCrossings(ctx context.Context, xs []crossing.Crossing) error
+}
+
+// Reloader reads the rules again (the config file and the rules path) and
+// lists the files they came from, which are watched for changes.
+type Reloader interface {
+	Load() ([]rules.Rule, error)
+	Files() []string
 }
 
 // Sweeper evaluates the rules.
@@ -43,15 +62,28 @@ type Sweeper struct {
 	cfg     Config
 	counts  Counter
 	history Recorder
-	state   jetstream.KeyValue
+	state   *stateStore
+	leader  *leadership
 	bus     *bus.Bus
 	logger  *slog.Logger
 	metrics *metrics
 	now     func() time.Time
+
+	reloader Reloader
+	rulesMu  sync.Mutex
+	set      *ruleSet
+
+	syncOnce sync.Once
+	syncErr  error
+
+	sealMu sync.Mutex
+	sealed time.Time
 }
 
-// New returns a Sweeper, creating the jobs stream and state bucket.
-func New(ctx context.Context, cfg Config, b *bus.Bus, counts Counter, history Recorder, logger *slog.Logger, reg prometheus.Registerer) (*Sweeper, error) {
+// New returns a Sweeper over the given rules (validated, as LoadRules
+// returns them), creating the jobs stream and the state buckets. reload
+// may be nil: the rules are then fixed.
+func New(ctx context.Context, cfg Config, rs []rules.Rule, reload Reloader, b *bus.Bus, counts Counter, history Recorder, logger *slog.Logger, reg prometheus.Registerer) (*Sweeper, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -62,14 +94,60 @@ func New(ctx context.Context, cfg Config, b *bus.Bus, counts Counter, history Re
 	if err != nil {
 		return nil, err
 	}
-	return &Sweeper{cfg: cfg, counts: counts, history: history, state: state, bus: b,
-		logger: logger, metrics: newMetrics(reg, cfg.Rules), now: time.Now}, nil
+	leases, err := b.KV(ctx, bus.BucketSweeperLease, cfg.LeaderTTL)
+	if err != nil {
+		return nil, err
+	}
+	s := &Sweeper{cfg: cfg, counts: counts, history: history, state: newStateStore(state),
+		leader: newLeadership(leases, cfg.LeaderTTL), bus: b, logger: logger,
+		metrics: newMetrics(reg), now: time.Now, reloader: reload}
+	s.setRules(rs)
+	return s, nil
 }
 
-// Run sweeps on the configured schedule until ctx is done. A sweep that is
-// still running when the next is due makes that one skip, and a panic in
-// a sweep is logged, not fatal.
-func (s *Sweeper) Run(ctx context.Context) error {
+func (s *Sweeper) setRules(rs []rules.Rule) {
+	set := newRuleSet(rs)
+	s.rulesMu.Lock()
+	s.set = set
+	s.rulesMu.Unlock()
+	s.metrics.rules.Set(float64(len(rs)))
+	for _, r := range rs {
+		s.metrics.crossings.WithLabelValues(r.Name)
+	}
+}
+
+func (s *Sweeper) rules() *ruleSet {
+	s.rulesMu.Lock()
+	defer s.rulesMu.Unlock()
+	return s.set
+}
+
+// Reload reads the rules again. An invalid set is rejected whole and the
+// rules in force stay: a typo must not silence every alert.
+func (s *Sweeper) Reload() error {
+	if s.reloader == nil {
+		return errors.New("rules were given at start and cannot be reloaded")
+	}
+	rs, err := s.reloader.Load()
+	if err != nil {
+		s.metrics.reloads.WithLabelValues("rejected").Inc()
+		s.logger.Error("rules rejected; the previous rules stay in force", "err", err)
+		return err
+	}
+	s.setRules(rs)
+	s.metrics.reloads.WithLabelValues("ok").Inc()
+	s.logger.Info("rules reloaded", "rules", len(rs))
+	return nil
+}
+
+// Run sweeps on the configured schedule until ctx is done, reloading the
+// rules when reload receives or a rules file changes. A sweep still
+// running when the next is due makes that one skip, and a panic in a
+// sweep is logged, not fatal.
+func (s *Sweeper) Run(ctx context.Context, reload <-chan struct{}) error {
+	if err := s.startSync(ctx); err != nil {
+		return err
+	}
 	cl := cronLogger{s.logger}
 	c := cron.New(cron.WithParser(cronParser), cron.WithLogger(cl),
 		cron.WithChain(cron.Recover(cl), cron.SkipIfStillRunning(cl)))
@@ -80,139 +158,135 @@ func (s *Sweeper) Run(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("sweeper.schedule: %w", err)
 	}
-	s.logger.Info("sweeper scheduled", "schedule", s.cfg.Schedule, "rules", len(s.cfg.Rules))
+	s.logger.Info("sweeper scheduled", "schedule", s.cfg.Schedule, "rules", len(s.rules().rules))
 	c.Start()
-	<-ctx.Done()
+	s.watchRules(ctx, reload)
 	<-c.Stop().Done() // the sweep in flight sees ctx done and returns
+	release, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	s.leader.release(release)
 	return nil
 }
 
-// Sweep evaluates every rule once.
+func (s *Sweeper) startSync(ctx context.Context) error {
+	s.syncOnce.Do(func() { s.syncErr = s.state.sync(ctx) })
+	return s.syncErr
+}
+
+// Sweep runs one sweep if this sweeper holds (or can take) the lease.
 func (s *Sweeper) Sweep(ctx context.Context) error {
-	start := s.now()
-	var errs []error
-	for _, r := range s.cfg.Rules {
-		if err := s.evaluate(ctx, r); err != nil {
-			s.metrics.errors.Inc()
-			errs = append(errs, fmt.Errorf("rule %s: %w", r.Name, err))
-		}
+	if err := s.startSync(ctx); err != nil {
+		return err
 	}
-	s.metrics.sweeps.Inc()
+	lead, holder, err := s.leader.ensure(ctx)
+	if err != nil {
+		return err
+	}
+	if !lead {
+		s.metrics.leader.Set(0)
+		s.logger.Debug("another sweeper leads; not sweeping", "leader", holder)
+		return nil
+	}
+	s.metrics.leader.Set(1)
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.SweepTimeout)
+	defer cancel()
+	start := time.Now()
+	err = s.sweep(ctx, s.now())
 	s.metrics.duration.Observe(time.Since(start).Seconds())
-	return errors.Join(errs...)
-}
-
-// state is what the sweeper remembers per rule and page.
-type state struct {
-	Armed   bool               `json:"armed"`
-	Episode uint64             `json:"episode"`
-	Pending *crossing.Crossing `json:"pending,omitempty"`
-}
-
-func (s *Sweeper) evaluate(ctx context.Context, r Rule) error {
-	window, allTime, _ := r.window()
-	now := s.now().UTC()
-	var since time.Time
-	if !allTime {
-		since = now.Add(-window)
+	s.metrics.sweeps.Inc()
+	if err != nil {
+		s.metrics.errors.Inc()
 	}
-	count, err := s.counts.PageCount(ctx, r.Site, r.Path, since)
+	return err
+}
+
+// sweep is one sweep at time now; see the package comment for the steps.
+func (s *Sweeper) sweep(ctx context.Context, now time.Time) error {
+	set := s.rules()
+	s.seal(ctx, now)
+	last, _, err := s.state.progress(ctx)
 	if err != nil {
 		return err
 	}
-	key := r.Name + "." + bus.Key(r.Site, r.Path)
-	st, rev, err := s.load(ctx, key)
+	if !last.IsZero() {
+		s.metrics.lag.Set(now.Sub(last).Seconds())
+	}
+	current := s.currentPoints(set, now)
+	pts := append(current, s.calendarCatchUp(set, last, now)...)
+	obs, rows, err := s.count(ctx, set, pts, set.floor)
 	if err != nil {
 		return err
 	}
-
-	// Step 1: hand on a crossing an earlier sweep claimed but did not finish.
-	if st.Pending != nil {
-		if err := s.handOn(ctx, *st.Pending); err != nil {
-			return err
-		}
-		st.Pending = nil
-		if rev, err = s.save(ctx, key, st, rev); err != nil {
-			return err
-		}
-	}
-
-	above := count > r.Threshold
-	switch {
-	case above && st.Armed:
-		// Step 2: claim the crossing; a concurrent sweeper loses the race here.
-		st.Episode++
-		x := crossing.Crossing{
-			Key: fmt.Sprintf("%s.%d", key, st.Episode), Rule: r.Name, Site: r.Site, Path: r.Path,
-			Window: r.windowText(), Threshold: r.Threshold, Count: count, CrossedAt: now,
-			Recipients: r.Recipients,
-		}
-		st.Armed, st.Pending = false, &x
-		if rev, err = s.save(ctx, key, st, rev); err != nil {
-			return err
-		}
-		// Step 3: hand it on, then clear the claim.
-		if err := s.handOn(ctx, x); err != nil {
-			return err
-		}
-		s.metrics.crossings.WithLabelValues(r.Name).Inc()
-		s.logger.Info("threshold crossed", "rule", r.Name, "site", r.Site, "path", r.Path, "count", count, "threshold", r.Threshold, "key", x.Key)
-		st.Pending = nil
-		_, err = s.save(ctx, key, st, rev)
-		return err
-	case !above && !st.Armed && !allTime:
-		// Re-arm a rolling rule once the count fell back.
-		st.Armed = true
-		_, err = s.save(ctx, key, st, rev)
+	more, err := s.rollingCatchUp(ctx, set, last, now, obs)
+	if err != nil {
 		return err
 	}
-	return nil
+	s.metrics.rows.Add(float64(rows + more))
+	verdicts, err := s.judge(ctx, set, obs, current)
+	if err != nil {
+		return err
+	}
+	claimed, err := s.claim(ctx, verdicts)
+	if err != nil {
+		return err
+	}
+	jobs, all := s.guard(claimed)
+	if err := s.handOn(ctx, jobs, all); err != nil {
+		return err
+	}
+	for _, x := range all {
+		s.metrics.crossings.WithLabelValues(x.Rule).Inc()
+		s.logger.Info("threshold crossed", "rule", x.Rule, "site", x.Site, "path", x.Path, "count", x.Count, "threshold", x.Threshold, "key", x.Key)
+	}
+	if err := s.release(ctx, claimed); err != nil {
+		return err
+	}
+	return s.state.setProgress(ctx, now)
 }
 
-// handOn publishes the job and records the crossing. Both are idempotent,
-// so a repeat after a crash is harmless.
-func (s *Sweeper) handOn(ctx context.Context, x crossing.Crossing) error {
-	body, err := x.Marshal()
-	if err != nil {
-		return err
+// watchRules reloads on a signal from main and when a rules file changes,
+// until ctx is done.
+func (s *Sweeper) watchRules(ctx context.Context, reload <-chan struct{}) {
+	var files []string
+	if s.reloader != nil {
+		files = s.reloader.Files()
 	}
-	msg := nats.NewMsg(s.bus.JobsSubject(bus.Key(x.Site, x.Path)))
-	msg.Data = body
-	msg.Header.Set(jetstream.MsgIDHeader, x.Key)
-	if _, err := s.bus.JS.PublishMsg(ctx, msg); err != nil {
-		return fmt.Errorf("publish job %s: %w", x.Key, err)
+	seen := stamps(files)
+	tick := time.NewTicker(2 * time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-reload:
+			if s.Reload() == nil {
+				seen = stamps(s.reloader.Files())
+			}
+		case <-tick.C:
+			if s.reloader == nil {
+				continue
+			}
+			now := stamps(s.reloader.Files())
+			if !maps.Equal(seen, now) {
+				s.logger.Info("a rules file changed; reloading")
+				_ = s.Reload() // on error the old rules stay; the log says why
+				seen = now
+			}
+		}
 	}
-	return s.history.RecordCrossing(ctx, x)
 }
 
-func (s *Sweeper) load(ctx context.Context, key string) (state, uint64, error) {
-	e, err := s.state.Get(ctx, key)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return state{Armed: true}, 0, nil
+// stamps identifies each file's content cheaply: size and modification
+// time, or -1 for a file that is gone.
+func stamps(files []string) map[string]string {
+	out := make(map[string]string, len(files))
+	for _, f := range files {
+		st, err := os.Stat(f)
+		if err != nil {
+			out[f] = "-1"
+			continue
+		}
+		out[f] = fmt.Sprintf("%d/%d", st.Size(), st.ModTime().UnixNano())
 	}
-	if err != nil {
-		return state{}, 0, fmt.Errorf("load state %s: %w", key, err)
-	}
-	var st state
-	if err := json.Unmarshal(e.Value(), &st); err != nil {
-		return state{}, 0, fmt.Errorf("decode state %s: %w", key, err)
-	}
-	return st, e.Revision(), nil
-}
-
-// save writes the state if nobody else did since we read it.
-func (s *Sweeper) save(ctx context.Context, key string, st state, rev uint64) (uint64, error) {
-	body, err := json.Marshal(st)
-	if err != nil {
-		return 0, fmt.Errorf("encode state %s: %w", key, err)
-	}
-	if rev == 0 {
-		rev, err = s.state.Create(ctx, key, body)
-	} else {
-		rev, err = s.state.Update(ctx, key, body, rev)
-	}
-	if err != nil {
-		return 0, fmt.Errorf("save state %s (another sweeper may have moved it; it will be seen next sweep): %w", key, err)
-	}
-	return rev, nil
+	return out
 }

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/pagewatch/pagewatch/config"
+	"github.com/pagewatch/pagewatch/internal/daemon"
+	"github.com/pagewatch/pagewatch/pipeline/crossing"
+	"github.com/pagewatch/pagewatch/pipeline/rules"
+	"github.com/pagewatch/pagewatch/pipeline/sweep"
+)
+
+// ruleSource reads the rules again from the config file and rules path.
+type ruleSource struct{ env *daemon.Env }
+
+func (s ruleSource) Load() ([]rules.Rule, error) {
+	cfg := s.env.Config
+	if s.env.ConfigPath != "" {
+		var err error
+		if cfg, err = config.Load(s.env.ConfigPath); err != nil {
+			return nil, err
+		}
+	}
+	return sweep.LoadRules(cfg.Sweeper)
+}
+
+func (s ruleSource) Files() []string {
+	var files []string
+	if s.env.ConfigPath != "" {
+		files = append(files, s.env.ConfigPath)
+	}
+	more, _ := sweep.RuleFiles(s.env.Config.Sweeper.RulesPath)
+	return append(files, more...)
+}
+
+func newSweeper(ctx context.Context, env *daemon.Env) (*sweep.Sweeper, error) {
+	rs, err := sweep.LoadRules(env.Config.Sweeper)
+	if err != nil {
+		return nil, &daemon.UsageError{Err: fmt.Errorf("invalid rules:\n%w", err)}
+	}
+	b, err := env.NATS(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ch, err := env.ClickHouse(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return sweep.New(ctx, env.Config.Sweeper, rs, ruleSource{env}, b, ch, ch, env.Logger, env.Registry)
+}
+
+// runner adapts the sweeper's Run, which also takes the reload signal.
+type runner struct {
+	s *sweep.Sweeper
+}
+
+func (r runner) Run(ctx context.Context) error { return r.s.Run(ctx, reload) }
+
+func run(ctx context.Context, env *daemon.Env) error {
+	s, err := newSweeper(ctx, env)
+	if err != nil {
+		return err
+	}
+	if once {
+		return s.Sweep(ctx)
+	}
+	return env.Serve(ctx, env.Config.Sweeper.Listen, runner{s})
+}
+
+func check(_ context.Context, env *daemon.Env) error {
+	rs, err := sweep.LoadRules(env.Config.Sweeper)
+	if err != nil {
+		return &daemon.UsageError{Err: fmt.Errorf("invalid rules:\n%w", err)}
+	}
+	w := tabwriter.NewWriter(env.Stdout, 2, 8, 2, ' ', 0)
+	fmt.Fprintln(w, "RULE\tSITE\tMATCH\tAGGREGATE\tTHRESHOLD\tWINDOW\tRECIPIENTS")
+	for _, r := range rs {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, r.Site, describeMatch(r.Match), r.Aggregate,
+			thresholds(r.Thresholds), r.Window, strings.Join(r.Notify.Recipients, ","))
+	}
+	w.Flush()
+	fmt.Fprintf(env.Stdout, "%d rule(s) valid\n", len(rs))
+	return nil
+}
+
+func dryRun(ctx context.Context, env *daemon.Env) error {
+	s, err := newSweeper(ctx, env)
+	if err != nil {
+		return err
+	}
+	xs, err := s.DryRun(ctx)
+	if err != nil {
+		return err
+	}
+	printCrossings(env.Stdout, xs)
+	fmt.Fprintf(env.Stdout, "%d crossing(s) would fire now (nothing was recorded)\n", len(xs))
+	return nil
+}
+
+func backtest(ctx context.Context, env *daemon.Env) error {
+	from, err := parseSince(since, time.Now())
+	if err != nil {
+		return &daemon.UsageError{Err: fmt.Errorf("--since: %w", err)}
+	}
+	s, err := newSweeper(ctx, env)
+	if err != nil {
+		return err
+	}
+	xs, err := s.Backtest(ctx, from)
+	if err != nil {
+		return err
+	}
+	printCrossings(env.Stdout, xs)
+	perRule := map[string]int{}
+	for _, x := range xs {
+		perRule[x.Rule]++
+	}
+	fmt.Fprintf(env.Stdout, "since %s: %d crossing(s)", from.UTC().Format(time.RFC3339), len(xs))
+	for rule, n := range perRule {
+		fmt.Fprintf(env.Stdout, "; %s %d", rule, n)
+	}
+	fmt.Fprintln(env.Stdout)
+	return nil
+}
+
+func migrate(ctx context.Context, env *daemon.Env) error {
+	env.Config.ClickHouse.Migrate = false // applied here, with a report
+	ch, err := env.ClickHouse(ctx)
+	if err != nil {
+		return err
+	}
+	n, err := ch.Migrate(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(env.Stderr, "applied %d migration(s)\n", n)
+	return nil
+}
+
+func printCrossings(out io.Writer, xs []crossing.Crossing) {
+	w := tabwriter.NewWriter(out, 2, 8, 2, ' ', 0)
+	fmt.Fprintln(w, "CROSSED AT\tRULE\tSITE\tPATH\tTHRESHOLD\tCOUNT\tWINDOW\tKEY")
+	for _, x := range xs {
+		// %q: paths are written by strangers and this is a terminal.
+		fmt.Fprintf(w, "%s\t%s\t%q\t%q\t%d\t%d\t%s\t%s\n", x.CrossedAt.UTC().Format(time.RFC3339), x.Rule, x.Site, x.Path, x.Threshold, x.Count, x.Window, x.Key)
+	}
+	w.Flush()
+}
+
+// parseSince reads "7d", "36h" or an RFC 3339 time.
+func parseSince(s string, now time.Time) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		if n, err := strconv.Atoi(days); err == nil && n > 0 {
+			return now.Add(-time.Duration(n) * 24 * time.Hour), nil
+		}
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return time.Time{}, fmt.Errorf(`want a duration ("7d", "36h") or an RFC 3339 time, got %q`, s)
+	}
+	return now.Add(-d), nil
+}
+
+func describeMatch(m rules.Match) string {
+	switch {
+	case m.Exact != "":
+		return m.Exact
+	case m.Prefix != "":
+		return "prefix " + m.Prefix
+	case m.Glob != "":
+		return "glob " + m.Glob
+	}
+	return "regex " + m.Regex
+}
+
+func thresholds(t rules.Thresholds) string {
+	parts := make([]string, len(t))
+	for i, v := range t {
+		parts[i] = strconv.FormatUint(v, 10)
+	}
+	return strings.Join(parts, ",")
+}

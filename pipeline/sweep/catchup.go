@@ -1,0 +1,149 @@
+package sweep
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/pagewatch/pagewatch/pipeline/rules"
+	"github.com/pagewatch/pagewatch/sinks/clickhouse"
+)
+
+// catchUpFrom is where catching up starts: the last sweep's time, but no
+// further back than catch_up. Zero: nothing to catch up (first sweep ever,
+// or catching up is off).
+func (s *Sweeper) catchUpFrom(last, now time.Time) time.Time {
+	if last.IsZero() || s.cfg.CatchUp == 0 || !last.Before(now) {
+		return time.Time{}
+	}
+	if limit := now.Add(-s.cfg.CatchUp); last.Before(limit) {
+		s.logger.Warn("sweeps stopped for longer than catch_up; older crossings are not evaluated", "last_sweep", last, "catch_up", s.cfg.CatchUp)
+		return limit
+	}
+	return last
+}
+
+// calendarCatchUp returns a closing point for every calendar window that
+// closed (plus the lag tolerance) since the last sweep: judged on its full
+// count at its end, so a day that crossed while no sweeper ran, or in its
+// last seconds, still fires once, with that day's key.
+func (s *Sweeper) calendarCatchUp(set *ruleSet, last, now time.Time) []point {
+	from := s.catchUpFrom(last, now)
+	if from.IsZero() {
+		return nil
+	}
+	var pts []point
+	for i, r := range set.rules {
+		if r.Window.Kind != rules.Calendar {
+			continue
+		}
+		at, end := s.evalTime(r, from), s.evalTime(r, now)
+		for {
+			_, to := r.Window.Bounds(at)
+			if to.After(end) {
+				break
+			}
+			pts = append(pts, pointAt(i, r, to.Add(-time.Second), now))
+			at = to
+		}
+	}
+	return pts
+}
+
+// rollingCatchUp adds, for rolling rules, the counts at every minute that
+// passed since the last sweep when sweeps stopped for longer than a
+// minute: a page that crossed and fell back while no sweeper ran still
+// fires once, and one that fell back re-arms. Counts only change where a
+// minute with hits enters or leaves the window, so only those moments are
+// judged. It returns the rows read.
+func (s *Sweeper) rollingCatchUp(ctx context.Context, set *ruleSet, last, now time.Time, obs map[string][]observation) (int, error) {
+	from := s.catchUpFrom(last, now)
+	if from.IsZero() || now.Sub(from) < 90*time.Second {
+		return 0, nil // sweeps are frequent: the current point covers it
+	}
+	var longest time.Duration
+	sites := map[string]bool{}
+	for _, r := range set.rules {
+		if r.Window.Kind == rules.Rolling {
+			longest = max(longest, r.Window.Rolling)
+			sites[r.Site] = true
+		}
+	}
+	if longest == 0 {
+		return 0, nil
+	}
+	q := clickhouse.MinuteScan{From: from.Add(-longest).Truncate(time.Minute), To: now.Truncate(time.Minute)}
+	for site := range sites {
+		q.Sites = append(q.Sites, site)
+	}
+	slices.Sort(q.Sites)
+
+	// Per state key, the minutes with hits, in order. A sum rule's key
+	// gathers all its pages' minutes.
+	type series struct {
+		rule       int
+		site, path string
+		minutes    map[time.Time]uint64
+	}
+	all := map[string]*series{}
+	rows := 0
+	err := s.counts.ScanMinutes(ctx, q, func(site, path string, minute time.Time, hits uint64) error {
+		rows++
+		for _, ri := range set.matching(site, path) {
+			r := set.rules[ri]
+			if r.Window.Kind != rules.Rolling {
+				continue
+			}
+			k := stateKey(r, site, path)
+			sr := all[k]
+			if sr == nil {
+				sr = &series{rule: ri, site: site, path: path, minutes: map[time.Time]uint64{}}
+				if r.Aggregate == rules.Sum {
+					sr.path = ""
+				}
+				all[k] = sr
+			}
+			sr.minutes[minute] += hits
+		}
+		return nil
+	})
+	if err != nil {
+		return rows, err
+	}
+	for k, sr := range all {
+		r := set.rules[sr.rule]
+		d := r.Window.Rolling
+		// A window's count changes when a minute with hits enters it (at
+		// that minute) or leaves it (d later).
+		var moments []time.Time
+		for m := range sr.minutes {
+			for _, t := range []time.Time{m, m.Add(d)} {
+				if t.After(from) && t.Before(now.Truncate(time.Minute)) {
+					moments = append(moments, t)
+				}
+			}
+		}
+		slices.SortFunc(moments, func(a, b time.Time) int { return a.Compare(b) })
+		moments = slices.CompactFunc(moments, func(a, b time.Time) bool { return a.Equal(b) })
+		mins := slices.SortedFunc(maps.Keys(sr.minutes), func(a, b time.Time) int { return a.Compare(b) })
+		// Slide the window (t-d, t] over the sorted minutes.
+		var n uint64
+		in, out := 0, 0
+		for _, t := range moments {
+			for in < len(mins) && !mins[in].After(t) {
+				n += sr.minutes[mins[in]]
+				in++
+			}
+			for out < in && !mins[out].After(t.Add(-d)) {
+				n -= sr.minutes[mins[out]]
+				out++
+			}
+			// Judged at the end of minute t, as a sweep then would have.
+			at := t.Add(time.Minute - time.Second)
+			obs[k] = append(obs[k], observation{key: k, pt: pointAt(sr.rule, r, at, now), site: sr.site, path: sr.path, count: n})
+		}
+		slices.SortStableFunc(obs[k], func(a, b observation) int { return a.pt.at.Compare(b.pt.at) })
+	}
+	return rows, nil
+}

@@ -1,0 +1,270 @@
+package sweep
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/pagewatch/pagewatch/pipeline/bus"
+	"github.com/pagewatch/pagewatch/pipeline/rules"
+	"github.com/pagewatch/pagewatch/sinks/clickhouse"
+)
+
+// Counter is what a sweep reads from ClickHouse: per-minute counts,
+// summed per page over windows, never raw hits.
+type Counter interface {
+	WindowCounts(ctx context.Context, q clickhouse.WindowQuery) ([]clickhouse.PageCount, error)
+	SealDays(ctx context.Context, before time.Time) (int, error)
+	ScanMinutes(ctx context.Context, q clickhouse.MinuteScan, fn func(site, path string, minute time.Time, hits uint64) error) error
+}
+
+// ruleSet is the rules in force, with what a sweep derives from them once:
+// the sites to read, and which rules match which page (a page's matches
+// do not change until the rules do, and globs and regexes over 100k pages
+// are worth remembering).
+type ruleSet struct {
+	rules []*rules.Rule
+	// Exact-path rules are found by a map lookup; the others (prefix,
+	// glob, regex) are tried one by one, once per page.
+	exact  map[page][]int
+	bySite map[string][]int
+	sites  []string
+	// floor: a page whose every count is at most this cannot fire nor
+	// stay disarmed, so ClickHouse need not return it.
+	floor uint64
+
+	mu      sync.Mutex
+	matches map[page][]int
+}
+
+type page struct{ site, path string }
+
+func newRuleSet(rs []rules.Rule) *ruleSet {
+	set := &ruleSet{exact: map[page][]int{}, bySite: map[string][]int{}, matches: map[page][]int{}}
+	floor := ^uint64(0)
+	for i := range rs {
+		r := &rs[i]
+		set.rules = append(set.rules, r)
+		if !slices.Contains(set.sites, r.Site) {
+			set.sites = append(set.sites, r.Site)
+		}
+		if r.Match.Exact != "" {
+			p := page{r.Site, r.Match.Exact}
+			set.exact[p] = append(set.exact[p], i)
+		} else {
+			set.bySite[r.Site] = append(set.bySite[r.Site], i)
+		}
+		if r.Aggregate == rules.Sum {
+			floor = 0 // a sum needs every page's share, however small
+		} else {
+			floor = min(floor, r.RearmLevel(r.Thresholds[0]))
+		}
+	}
+	if len(rs) == 0 {
+		floor = 0
+	}
+	slices.Sort(set.sites)
+	set.floor = floor
+	return set
+}
+
+// matching returns the indexes of the rules watching a page.
+func (set *ruleSet) matching(site, path string) []int {
+	p := page{site, path}
+	set.mu.Lock()
+	m, ok := set.matches[p]
+	set.mu.Unlock()
+	if ok {
+		return m
+	}
+	m = slices.Clone(set.exact[p])
+	for _, i := range set.bySite[site] {
+		if set.rules[i].Matches(site, path) {
+			m = append(m, i)
+		}
+	}
+	set.mu.Lock()
+	set.matches[p] = m
+	set.mu.Unlock()
+	return m
+}
+
+// stateKey names a rule's state for one page, or for the rule when it
+// sums its pages. Crossing keys start with it.
+func stateKey(r *rules.Rule, site, path string) string {
+	if r.Aggregate == rules.Sum {
+		return r.Name + ".sum"
+	}
+	return r.Name + "." + bus.Key(site, path)
+}
+
+// point is one rule evaluated at one time: the window it counts over and
+// when Step is told it is.
+type point struct {
+	rule     int
+	at       time.Time
+	from, to time.Time // [from, to): minutes starting in it count; from zero: all time
+}
+
+// evalTime is when a rule is judged at sweep time now: calendar windows
+// lag_tolerance late, so hits that arrive late still count in the window
+// they belong to.
+func (s *Sweeper) evalTime(r *rules.Rule, now time.Time) time.Time {
+	if r.Window.Kind == rules.Calendar {
+		return now.Add(-s.cfg.LagTolerance)
+	}
+	return now
+}
+
+// pointAt is the rule's window at time at; now bounds what exists.
+func pointAt(i int, r *rules.Rule, at, now time.Time) point {
+	from, to := r.Window.Bounds(at)
+	// Rolling and all-time windows end with the minute holding at; the
+	// query takes minutes < to.
+	if r.Window.Kind != rules.Calendar {
+		to = at.Truncate(time.Minute).Add(time.Minute)
+	}
+	if to.After(now) {
+		to = now.Truncate(time.Minute).Add(time.Minute)
+	}
+	if r.Window.Kind == rules.AllTime {
+		from = time.Time{}
+	}
+	return point{rule: i, at: at, from: from, to: to}
+}
+
+// observation is what a sweep learned for one state key at one point.
+type observation struct {
+	key        string
+	pt         point
+	site, path string // for a sum rule, path is empty
+	count      uint64
+	pages      []rules.PageCount // a sum rule's shares
+}
+
+// count runs the queries for a set of points and turns the rows into
+// observations, grouped by state key in time order. Points with the same
+// end share a query. Pages whose every count is at most floor are left
+// out (set.floor for sweeps).
+func (s *Sweeper) count(ctx context.Context, set *ruleSet, pts []point, floor uint64) (map[string][]observation, int, error) {
+	byEnd := map[time.Time][]point{}
+	var ends []time.Time
+	for _, p := range pts {
+		if _, ok := byEnd[p.to]; !ok {
+			ends = append(ends, p.to)
+		}
+		byEnd[p.to] = append(byEnd[p.to], p)
+	}
+	slices.SortFunc(ends, func(a, b time.Time) int { return a.Compare(b) })
+	obs := map[string][]observation{}
+	rows := 0
+	for _, end := range ends {
+		group := byEnd[end]
+		var starts []time.Time
+		idx := make([]int, len(group)) // point → index into starts
+		sites := map[string]bool{}
+		for i, p := range group {
+			j := slices.IndexFunc(starts, func(t time.Time) bool { return t.Equal(p.from) })
+			if j < 0 {
+				j = len(starts)
+				starts = append(starts, p.from)
+			}
+			idx[i] = j
+			sites[set.rules[p.rule].Site] = true
+		}
+		q := clickhouse.WindowQuery{Starts: starts, End: end, SealedBefore: s.sealedBefore(), Floor: floor}
+		for site := range sites {
+			q.Sites = append(q.Sites, site)
+		}
+		slices.Sort(q.Sites)
+		counts, err := s.counts.WindowCounts(ctx, q)
+		if err != nil {
+			return nil, rows, fmt.Errorf("count %d window(s) ending %s: %w", len(starts), end.Format(time.RFC3339), err)
+		}
+		rows += len(counts)
+		ofRule := map[int][]int{} // rule → its points in group
+		for gi, p := range group {
+			ofRule[p.rule] = append(ofRule[p.rule], gi)
+		}
+		sums := map[int]*observation{}
+		for _, pc := range counts {
+			for _, ri := range set.matching(pc.Site, pc.Path) {
+				for _, gi := range ofRule[ri] {
+					p := group[gi]
+					r := set.rules[ri]
+					n := pc.Counts[idx[gi]]
+					if r.Aggregate == rules.Sum {
+						o := sums[gi]
+						if o == nil {
+							o = &observation{key: stateKey(r, "", ""), pt: p, site: r.Site}
+							sums[gi] = o
+						}
+						o.count += n
+						if n > 0 {
+							o.pages = append(o.pages, rules.PageCount{Path: pc.Path, Count: n})
+						}
+						continue
+					}
+					k := stateKey(r, pc.Site, pc.Path)
+					obs[k] = append(obs[k], observation{key: k, pt: p, site: pc.Site, path: pc.Path, count: n})
+				}
+			}
+		}
+		for gi, p := range group {
+			r := set.rules[p.rule]
+			if r.Aggregate != rules.Sum {
+				continue
+			}
+			o := sums[gi]
+			if o == nil { // no page had a hit: the sum is still observed, as 0
+				o = &observation{key: stateKey(r, "", ""), pt: p, site: r.Site}
+			}
+			slices.SortFunc(o.pages, func(a, b rules.PageCount) int { return cmpCount(a.Count, b.Count) })
+			obs[o.key] = append(obs[o.key], *o)
+		}
+	}
+	for k := range obs {
+		slices.SortStableFunc(obs[k], func(a, b observation) int { return a.pt.at.Compare(b.pt.at) })
+	}
+	return obs, rows, nil
+}
+
+// cmpCount orders counts highest first.
+func cmpCount(a, b uint64) int {
+	switch {
+	case a > b:
+		return -1
+	case a < b:
+		return 1
+	}
+	return 0
+}
+
+// sealedBefore is the day boundary up to which page_days holds every
+// page's totals; zero until the first seal succeeds.
+func (s *Sweeper) sealedBefore() time.Time {
+	s.sealMu.Lock()
+	defer s.sealMu.Unlock()
+	return s.sealed
+}
+
+// seal makes sure whole days older than a day and the lag tolerance are
+// summed in page_days, so all-time and long windows read one row per page
+// and day instead of every minute. A failure only costs speed: reads fall
+// back to the last boundary that was sealed.
+func (s *Sweeper) seal(ctx context.Context, now time.Time) {
+	before := now.UTC().Add(-24*time.Hour - s.cfg.LagTolerance).Truncate(24 * time.Hour)
+	n, err := s.counts.SealDays(ctx, before)
+	if err != nil {
+		s.logger.Warn("sealing days failed; reading minutes instead", "before", before, "err", err)
+		return
+	}
+	if n > 0 {
+		s.logger.Info("sealed daily totals", "days", n, "before", before.Format(time.DateOnly))
+	}
+	s.sealMu.Lock()
+	s.sealed = before
+	s.sealMu.Unlock()
+}

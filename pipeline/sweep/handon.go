@@ -1,0 +1,198 @@
+package sweep
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pagewatch/pagewatch/pipeline/bus"
+	"github.com/pagewatch/pagewatch/pipeline/crossing"
+	"github.com/pagewatch/pagewatch/pipeline/rules"
+)
+
+// writers bounds the KV writes in flight: a storm of ten thousand
+// crossings is ten thousand claims, and one at a time they take seconds.
+const writers = 32
+
+// claim writes each changed state, with the crossings that fired recorded
+// as pending, conditional on the revision read. A verdict whose write
+// loses (another sweeper moved the state) is dropped: the winner has its
+// crossings. It returns the verdicts that were written.
+func (s *Sweeper) claim(ctx context.Context, vs []*verdict) ([]*verdict, error) {
+	won := make([]bool, len(vs))
+	errs := s.parallel(len(vs), func(i int) error {
+		v := vs[i]
+		st := pageState{State: v.next, Pending: append(slices.Clone(v.pending), v.fired...)}
+		if !v.changed() {
+			won[i] = true // only pending to hand on; nothing to claim
+			return nil
+		}
+		rev, err := s.state.put(ctx, v.key, st, v.rev)
+		if err != nil {
+			return err
+		}
+		v.rev, won[i] = rev, true
+		return nil
+	})
+	var out []*verdict
+	for i, v := range vs {
+		if won[i] {
+			out = append(out, v)
+		}
+	}
+	if len(errs) > 0 {
+		s.metrics.claimConflicts.Add(float64(len(errs)))
+		s.logger.Warn("some states were moved by another sweeper; their crossings are theirs", "conflicts", len(errs), "first", errs[0])
+	}
+	return out, nil
+}
+
+// job is one notification to publish: a crossing, or a digest of many.
+type job struct {
+	x      crossing.Crossing
+	folded []crossing.Crossing // for a digest, the crossings it stands for
+}
+
+// guard applies each rule's storm guard to the crossings that fired in
+// this sweep: the highest counts are mailed one by one, the rest become
+// one digest per rule. Crossings left pending by an earlier sweep are
+// handed on one by one, as they were claimed.
+func (s *Sweeper) guard(vs []*verdict) (jobs []job, all []crossing.Crossing) {
+	byRule := map[*rules.Rule][]crossing.Crossing{}
+	var order []*rules.Rule
+	for _, v := range vs {
+		for _, x := range v.pending {
+			jobs = append(jobs, job{x: x})
+			all = append(all, x)
+		}
+		if len(v.fired) > 0 {
+			if _, ok := byRule[v.rule]; !ok {
+				order = append(order, v.rule)
+			}
+			byRule[v.rule] = append(byRule[v.rule], v.fired...)
+		}
+	}
+	for _, r := range order {
+		xs := byRule[r]
+		slices.SortStableFunc(xs, func(a, b crossing.Crossing) int { return cmpCount(a.Count, b.Count) })
+		one, folded := rules.SplitStorm(r.StormGuard, xs)
+		for _, x := range one {
+			jobs = append(jobs, job{x: x})
+		}
+		if len(folded) > 0 {
+			jobs = append(jobs, job{x: digestOf(r, folded), folded: folded})
+			s.metrics.folded.WithLabelValues(r.Name).Add(float64(len(folded)))
+			s.logger.Warn("storm guard: crossings folded into one digest", "rule", r.Name, "mailed_one_by_one", len(one), "folded", len(folded))
+		}
+		all = append(all, xs...)
+	}
+	return jobs, all
+}
+
+// digestOf is the summary job for folded crossings. Its key is derived
+// from theirs, so the same set folded again (a sweeper that died before
+// clearing its claims) is the same job, deduplicated like any other.
+func digestOf(r *rules.Rule, folded []crossing.Crossing) crossing.Crossing {
+	keys := make([]string, len(folded))
+	for i, x := range folded {
+		keys[i] = x.Key
+	}
+	slices.Sort(keys)
+	h := sha256.New()
+	for _, k := range keys {
+		h.Write([]byte(k))
+		h.Write([]byte{0})
+	}
+	first := folded[0]
+	d := &crossing.Digest{Total: len(folded)}
+	for _, x := range folded[:min(len(folded), crossing.MaxDigestItems)] {
+		d.Items = append(d.Items, crossing.Item{Key: x.Key, Path: x.Path, Threshold: x.Threshold, Count: x.Count})
+	}
+	return crossing.Crossing{
+		Key:  r.Name + ".digest." + hex.EncodeToString(h.Sum(nil)[:12]),
+		Rule: r.Name, Site: first.Site, Path: matchText(r), Window: first.Window,
+		Threshold: first.Threshold, Count: uint64(len(folded)), CrossedAt: first.CrossedAt,
+		Recipients: first.Recipients, Labels: first.Labels, WindowFrom: first.WindowFrom, WindowTo: first.WindowTo,
+		Digest: d,
+	}
+}
+
+// handOn publishes the jobs and records every crossing in ClickHouse. Both
+// are idempotent (the job's key is its Nats-Msg-Id and the workers keep a
+// sent ledger; the history is keyed by crossing), so a repeat after a
+// crash changes nothing.
+func (s *Sweeper) handOn(ctx context.Context, jobs []job, all []crossing.Crossing) error {
+	errs := s.parallel(len(jobs), func(i int) error { return s.publish(ctx, jobs[i].x) })
+	if len(errs) > 0 {
+		return fmt.Errorf("publish %d of %d job(s): %w", len(errs), len(jobs), errors.Join(errs...))
+	}
+	if len(all) > 0 {
+		if err := s.history.RecordCrossings(ctx, all); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Sweeper) publish(ctx context.Context, x crossing.Crossing) error {
+	body, err := x.Marshal()
+	if err != nil {
+		return err
+	}
+	msg := nats.NewMsg(s.bus.JobsSubject(bus.Key(x.Site, x.Path)))
+	msg.Data = body
+	msg.Header.Set(jetstream.MsgIDHeader, x.Key)
+	if _, err := s.bus.JS.PublishMsg(ctx, msg); err != nil {
+		return fmt.Errorf("publish job %s: %w", x.Key, err)
+	}
+	return nil
+}
+
+// release clears the pending crossings of the handed-on states.
+func (s *Sweeper) release(ctx context.Context, vs []*verdict) error {
+	errs := s.parallel(len(vs), func(i int) error {
+		v := vs[i]
+		_, err := s.state.put(ctx, v.key, pageState{State: v.next}, v.rev)
+		return err
+	})
+	if len(errs) > 0 {
+		return fmt.Errorf("clear %d claim(s) (they are handed on again next sweep, and deduplicated): %w", len(errs), errs[0])
+	}
+	return nil
+}
+
+// parallel runs f(0..n-1) on up to writers goroutines and collects errors.
+func (s *Sweeper) parallel(n int, f func(i int) error) []error {
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+		next = make(chan int)
+	)
+	for w := 0; w < min(writers, n); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if err := f(i); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return errs
+}

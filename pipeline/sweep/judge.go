@@ -1,0 +1,142 @@
+package sweep
+
+import (
+	"context"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/pagewatch/pagewatch/pipeline/crossing"
+	"github.com/pagewatch/pagewatch/pipeline/rules"
+)
+
+// verdict is what one sweep decided for one state key: its next state,
+// the crossings that fire now, and those an earlier sweep claimed but did
+// not hand on.
+type verdict struct {
+	key     string
+	rule    *rules.Rule
+	prev    pageState
+	rev     uint64
+	next    rules.State
+	fired   []crossing.Crossing
+	pending []crossing.Crossing
+}
+
+func (v *verdict) changed() bool {
+	return len(v.fired) > 0 || !reflect.DeepEqual(normal(v.prev.State), normal(v.next))
+}
+
+// normal makes an empty and a nil Fired compare equal.
+func normal(s rules.State) rules.State {
+	if len(s.Fired) == 0 {
+		s.Fired = nil
+	}
+	return s
+}
+
+// judge steps every observed state through its observations, in time
+// order. States of the rules in force that saw no hits this sweep are
+// stepped with a count of 0 at the rule's current point, so rolling rules
+// re-arm and calendar windows roll over without a query returning every
+// quiet page.
+func (s *Sweeper) judge(ctx context.Context, set *ruleSet, obs map[string][]observation, current []point) ([]*verdict, error) {
+	var out []*verdict
+	byName := make(map[string]int, len(set.rules))
+	for i, r := range set.rules {
+		byName[r.Name] = i
+	}
+	for _, k := range s.state.keys() {
+		name, _, _ := strings.Cut(k, ".")
+		if i, ok := byName[name]; ok {
+			if _, seen := obs[k]; !seen {
+				obs[k] = []observation{{key: k, pt: current[i]}}
+			}
+		}
+	}
+	for key, list := range obs {
+		r := set.rules[list[0].pt.rule]
+		st, rev, err := s.state.get(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		fixLegacy(&st.State, r)
+		v := &verdict{key: key, rule: r, prev: st, rev: rev, next: st.State, pending: st.Pending}
+		for _, o := range list {
+			var fire []rules.Firing
+			v.next, fire = r.Step(v.next, o.count, o.pt.at)
+			for _, f := range fire {
+				v.fired = append(v.fired, s.crossingOf(r, o, f))
+			}
+		}
+		if v.changed() || len(v.pending) > 0 {
+			out = append(out, v)
+		}
+	}
+	slices.SortFunc(out, func(a, b *verdict) int { return strings.Compare(a.key, b.key) })
+	return out, nil
+}
+
+// crossingOf builds the job for one firing, with the rule's templates
+// rendered: a template that fails here (it passed on a sample at load)
+// falls back to the mailer's default rather than losing the mail.
+func (s *Sweeper) crossingOf(r *rules.Rule, o observation, f rules.Firing) crossing.Crossing {
+	path := o.path
+	if r.Aggregate == rules.Sum {
+		path = matchText(r)
+	}
+	window := r.Window.String()
+	if r.Window.Kind == rules.AllTime {
+		window = "all time" // how mails word it
+	}
+	x := crossing.Crossing{
+		Key: o.key + "." + f.Key, Rule: r.Name, Site: o.site, Path: path, Window: window,
+		Threshold: f.Threshold, Count: o.count, CrossedAt: o.pt.at.UTC(),
+		Recipients: r.Notify.Recipients, Labels: r.Notify.Labels,
+		WindowFrom: o.pt.from, WindowTo: o.pt.to,
+	}
+	data := rules.TemplateData{
+		Rule: r.Name, Site: o.site, Path: path, Threshold: f.Threshold, Count: o.count,
+		Window: r.Window.String(), WindowKey: r.Window.Key(o.pt.at), From: o.pt.from, To: o.pt.to,
+		CrossedAt: o.pt.at, Labels: r.Notify.Labels, Pages: topPages(o.pages, 20),
+	}
+	subject, body, subjectOK, bodyOK, err := r.Render(data)
+	if err != nil {
+		s.logger.Warn("rule template failed; the mail uses the default text", "rule", r.Name, "key", x.Key, "err", err)
+	}
+	if subjectOK {
+		x.Subject = subject
+	}
+	if bodyOK {
+		x.Body = body
+	}
+	return x
+}
+
+func topPages(p []rules.PageCount, n int) []rules.PageCount {
+	if len(p) > n {
+		return p[:n]
+	}
+	return p
+}
+
+// matchText is a rule's match as written, which names a sum rule's "page".
+func matchText(r *rules.Rule) string {
+	m := r.Match
+	for _, s := range []string{m.Exact, m.Prefix, m.Glob, m.Regex} {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// currentPoints is every rule evaluated at sweep time now.
+func (s *Sweeper) currentPoints(set *ruleSet, now time.Time) []point {
+	pts := make([]point, len(set.rules))
+	for i, r := range set.rules {
+		pts[i] = pointAt(i, r, s.evalTime(r, now), now)
+	}
+	return pts
+}

@@ -1,0 +1,263 @@
+package sweep
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pagewatch/pagewatch/pipeline/crossing"
+	"github.com/pagewatch/pagewatch/pipeline/rules"
+)
+
+// pageState is what the sweeper keeps in NATS KV per rule and page (per
+// rule, for a sum rule): the rule's re-arm state, and the crossings it
+// claimed but has not yet handed on. A sweeper that dies between claiming
+// and handing on leaves them pending, and the next sweep hands them on.
+type pageState struct {
+	rules.State
+	Pending []crossing.Crossing `json:"pending,omitempty"`
+}
+
+// entry is a cached state and the revision it was read at: every write
+// is conditional on it, so two sweepers cannot both move one state.
+type entry struct {
+	st  pageState
+	rev uint64
+}
+
+// stateStore mirrors the sweeps bucket in memory. A sweep reads states for
+// tens of thousands of pages; fetching each from the server would cost a
+// round trip apiece, so a watcher keeps the mirror current and writes go
+// through to the server, revision-checked.
+type stateStore struct {
+	kv jetstream.KeyValue
+
+	mu    sync.Mutex
+	cache map[string]entry
+	ready bool
+}
+
+// progressKey holds how far sweeps have evaluated, for catching up.
+const progressKey = "progress"
+
+func newStateStore(kv jetstream.KeyValue) *stateStore {
+	return &stateStore{kv: kv, cache: map[string]entry{}}
+}
+
+// sync loads the whole bucket and then follows its changes until ctx is
+// done. It returns once the initial load is complete, with the watcher
+// running in the background.
+func (s *stateStore) sync(ctx context.Context) error {
+	w, err := s.kv.WatchAll(ctx)
+	if err != nil {
+		return fmt.Errorf("watch sweeper state: %w", err)
+	}
+	initial := true
+	for initial {
+		select {
+		case <-ctx.Done():
+			w.Stop()
+			return ctx.Err()
+		case e, ok := <-w.Updates():
+			if !ok {
+				return errors.New("sweeper state watcher closed")
+			}
+			if e == nil { // the end of the initial values
+				initial = false
+				break
+			}
+			s.apply(e)
+		}
+	}
+	s.mu.Lock()
+	s.ready = true
+	s.mu.Unlock()
+	go func() {
+		defer w.Stop()
+		for e := range w.Updates() {
+			if e != nil {
+				s.apply(e)
+			}
+		}
+	}()
+	return nil
+}
+
+func (s *stateStore) apply(e jetstream.KeyValueEntry) {
+	if e.Key() == progressKey {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cur, ok := s.cache[e.Key()]; ok && cur.rev >= e.Revision() {
+		return // our own write, already cached
+	}
+	if e.Operation() != jetstream.KeyValuePut {
+		delete(s.cache, e.Key())
+		return
+	}
+	st, err := decodeState(e.Value())
+	if err != nil {
+		return // get() will fetch it and report the error
+	}
+	s.cache[e.Key()] = entry{st: st, rev: e.Revision()}
+}
+
+// get returns a key's state and revision (0: none yet).
+func (s *stateStore) get(ctx context.Context, key string) (pageState, uint64, error) {
+	s.mu.Lock()
+	e, ok := s.cache[key]
+	ready := s.ready
+	s.mu.Unlock()
+	if ok {
+		return e.st, e.rev, nil
+	}
+	if ready {
+		return pageState{}, 0, nil
+	}
+	return s.fetch(ctx, key)
+}
+
+// fetch reads a key from the server, for when the cache is not current
+// (a write lost a race).
+func (s *stateStore) fetch(ctx context.Context, key string) (pageState, uint64, error) {
+	kve, err := s.kv.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return pageState{}, 0, nil
+	}
+	if err != nil {
+		return pageState{}, 0, fmt.Errorf("load state %s: %w", key, err)
+	}
+	st, err := decodeState(kve.Value())
+	if err != nil {
+		return pageState{}, 0, fmt.Errorf("state %s: %w", key, err)
+	}
+	s.store(key, st, kve.Revision())
+	return st, kve.Revision(), nil
+}
+
+// keys lists the cached keys.
+func (s *stateStore) keys() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, 0, len(s.cache))
+	for k := range s.cache {
+		out = append(out, k)
+	}
+	return out
+}
+
+// put writes a state if nobody else did since rev was read.
+func (s *stateStore) put(ctx context.Context, key string, st pageState, rev uint64) (uint64, error) {
+	body, err := json.Marshal(st)
+	if err != nil {
+		return 0, fmt.Errorf("encode state %s: %w", key, err)
+	}
+	if rev == 0 {
+		rev, err = s.kv.Create(ctx, key, body)
+	} else {
+		rev, err = s.kv.Update(ctx, key, body, rev)
+	}
+	if err != nil {
+		// Refresh from the server so the next sweep starts from the winner's state.
+		if _, _, ferr := s.fetch(ctx, key); ferr != nil {
+			err = errors.Join(err, ferr)
+		}
+		return 0, fmt.Errorf("save state %s (another sweeper moved it; it is evaluated again next sweep): %w", key, err)
+	}
+	s.store(key, st, rev)
+	return rev, nil
+}
+
+func (s *stateStore) store(key string, st pageState, rev uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cur, ok := s.cache[key]; ok && cur.rev > rev {
+		return
+	}
+	s.cache[key] = entry{st: st, rev: rev}
+}
+
+// progress is how far the sweeps got: the time the last complete sweep
+// evaluated. Zero: never swept.
+func (s *stateStore) progress(ctx context.Context) (time.Time, uint64, error) {
+	e, err := s.kv.Get(ctx, progressKey)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return time.Time{}, 0, nil
+	}
+	if err != nil {
+		return time.Time{}, 0, fmt.Errorf("load sweep progress: %w", err)
+	}
+	var t time.Time
+	if err := t.UnmarshalText(e.Value()); err != nil {
+		return time.Time{}, 0, fmt.Errorf("sweep progress %q: %w", e.Value(), err)
+	}
+	return t, e.Revision(), nil
+}
+
+func (s *stateStore) setProgress(ctx context.Context, t time.Time) error {
+	body, _ := t.UTC().MarshalText()
+	if _, err := s.kv.Put(ctx, progressKey, body); err != nil {
+		return fmt.Errorf("save sweep progress: %w", err)
+	}
+	return nil
+}
+
+// legacyState is the shape states had before rules grew milestones and
+// calendar windows: one threshold, an armed flag, one pending crossing.
+type legacyState struct {
+	Armed   *bool           `json:"armed"`
+	Pending json.RawMessage `json:"pending"`
+}
+
+// decodeState reads a state, including one a sweeper of an earlier
+// version wrote: a disarmed rule is recorded as every threshold fired
+// (legacyFired, resolved against the rule when it is evaluated), and its
+// pending crossing carries over.
+func decodeState(data []byte) (pageState, error) {
+	var legacy legacyState
+	if err := json.Unmarshal(data, &legacy); err != nil {
+		return pageState{}, fmt.Errorf("decode: %w", err)
+	}
+	if legacy.Armed == nil {
+		var st pageState
+		if err := json.Unmarshal(data, &st); err != nil {
+			return pageState{}, fmt.Errorf("decode: %w", err)
+		}
+		return st, nil
+	}
+	var st pageState
+	var old struct {
+		Episode uint64 `json:"episode"`
+	}
+	_ = json.Unmarshal(data, &old)
+	st.Episode = old.Episode
+	if !*legacy.Armed {
+		st.Fired = []uint64{legacyFired}
+	}
+	if len(legacy.Pending) > 0 && string(legacy.Pending) != "null" {
+		var x crossing.Crossing
+		if err := json.Unmarshal(legacy.Pending, &x); err != nil {
+			return pageState{}, fmt.Errorf("decode pending crossing: %w", err)
+		}
+		st.Pending = []crossing.Crossing{x}
+	}
+	return st, nil
+}
+
+// legacyFired stands for "the rule's one threshold" in a state converted
+// from the old shape; fixLegacy swaps in the real threshold.
+const legacyFired = ^uint64(0)
+
+func fixLegacy(st *rules.State, r *rules.Rule) {
+	for i, f := range st.Fired {
+		if f == legacyFired && len(r.Thresholds) > 0 {
+			st.Fired[i] = r.Thresholds[0]
+		}
+	}
+}
