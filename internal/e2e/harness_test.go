@@ -119,6 +119,9 @@ func (w workerConfig) yaml() string {
 // setupOptions is everything setupWith can vary.
 type setupOptions struct {
 	rules  string // the YAML list under sweeper.rules
+	// pages is ingest.tail.pages. Empty: every filter off, so that lines
+	// in equal hits out, which is what the exactly-once tests count.
+	pages  string
 	load   loadConfig
 	worker workerConfig
 	smtp   []smtptest.Option
@@ -142,6 +145,10 @@ func setupLoad(t testing.TB, rules string, load loadConfig) *bundle {
 func setupWith(t testing.TB, o setupOptions) *bundle {
 	t.Helper()
 	rules, load := o.rules, o.load
+	pages := o.pages
+	if pages == "" {
+		pages = "{methods: [], statuses: [], static_extensions: [], bots: []}"
+	}
 	b := &bundle{dir: t.TempDir(), bin: binaries(t), starts: map[string]int{}}
 	b.nats = natstest.Start(t)
 	b.ch = clickhousetest.Start(t)
@@ -157,6 +164,7 @@ ingest:
     listen: "127.0.0.1:0"
     instance: e2e
     inputs: [{path: %q, site: example.com}]
+    pages: %s
     start_at: beginning
     poll_interval: 20ms
     batch_lines: 500
@@ -178,7 +186,7 @@ worker:
   transport: smtp
   from: pagewatch@example.com
   smtp: {host: %q, port: %d, tls: none}
-`, b.nats.URL, b.ch.Addr, b.log, load.BatchRows, load.BatchAge, load.AckWait, rules, o.worker.yaml(), b.smtp.Host, b.smtp.Port)
+`, b.nats.URL, b.ch.Addr, b.log, pages, load.BatchRows, load.BatchAge, load.AckWait, rules, o.worker.yaml(), b.smtp.Host, b.smtp.Port)
 	if err := os.WriteFile(b.config, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
