@@ -90,12 +90,11 @@ func (s *Sweeper) rollingCatchUp(ctx context.Context, set *ruleSet, last, now ti
 	rows := 0
 	err := s.counts.ScanMinutes(ctx, q, func(site, path string, minute time.Time, hits uint64) error {
 		rows++
-		for _, ri := range set.matching(site, path) {
-			r := set.rules[ri]
+		for _, m := range set.matching(site, path) {
+			ri, r, k := m.rule, set.rules[m.rule], m.key
 			if r.Window.Kind != rules.Rolling {
 				continue
 			}
-			k := stateKey(r, site, path)
 			sr := all[k]
 			if sr == nil {
 				sr = &series{rule: ri, site: site, path: path, minutes: map[time.Time]uint64{}}

@@ -36,13 +36,20 @@ type ruleSet struct {
 	floor uint64
 
 	mu      sync.Mutex
-	matches map[page][]int
+	matches map[page][]match
+}
+
+// match is a rule watching a page, with the page's state key for it
+// (a hash, worth computing once).
+type match struct {
+	rule int
+	key  string
 }
 
 type page struct{ site, path string }
 
 func newRuleSet(rs []rules.Rule) *ruleSet {
-	set := &ruleSet{exact: map[page][]int{}, bySite: map[string][]int{}, matches: map[page][]int{}}
+	set := &ruleSet{exact: map[page][]int{}, bySite: map[string][]int{}, matches: map[page][]match{}}
 	floor := ^uint64(0)
 	for i := range rs {
 		r := &rs[i]
@@ -70,8 +77,8 @@ func newRuleSet(rs []rules.Rule) *ruleSet {
 	return set
 }
 
-// matching returns the indexes of the rules watching a page.
-func (set *ruleSet) matching(site, path string) []int {
+// matching returns the rules watching a page.
+func (set *ruleSet) matching(site, path string) []match {
 	p := page{site, path}
 	set.mu.Lock()
 	m, ok := set.matches[p]
@@ -79,16 +86,27 @@ func (set *ruleSet) matching(site, path string) []int {
 	if ok {
 		return m
 	}
-	m = slices.Clone(set.exact[p])
+	idx := slices.Clone(set.exact[p])
 	for _, i := range set.bySite[site] {
 		if set.rules[i].Matches(site, path) {
-			m = append(m, i)
+			idx = append(idx, i)
 		}
+	}
+	for _, i := range idx {
+		m = append(m, match{rule: i, key: stateKey(set.rules[i], site, path)})
 	}
 	set.mu.Lock()
 	set.matches[p] = m
 	set.mu.Unlock()
 	return m
+}
+
+// quiet reports whether a page's count for a per-page rule is too low to
+// matter: at or below the level every threshold re-arms at, it neither
+// fires nor keeps a fired threshold from re-arming, which is exactly what
+// a count of 0 does, and judge steps states without an observation with 0.
+func quiet(r *rules.Rule, n uint64) bool {
+	return n <= r.RearmLevel(r.Thresholds[0])
 }
 
 // stateKey names a rule's state for one page, or for the rule when it
@@ -190,7 +208,8 @@ func (s *Sweeper) count(ctx context.Context, set *ruleSet, pts []point, floor ui
 		}
 		sums := map[int]*observation{}
 		for _, pc := range counts {
-			for _, ri := range set.matching(pc.Site, pc.Path) {
+			for _, m := range set.matching(pc.Site, pc.Path) {
+				ri := m.rule
 				for _, gi := range ofRule[ri] {
 					p := group[gi]
 					r := set.rules[ri]
@@ -204,11 +223,16 @@ func (s *Sweeper) count(ctx context.Context, set *ruleSet, pts []point, floor ui
 						o.count += n
 						if n > 0 {
 							o.pages = append(o.pages, rules.PageCount{Path: pc.Path, Count: n})
+							if len(o.pages) >= 4*maxSumPages {
+								o.pages = topPages(o.pages) // templates show the busiest only
+							}
 						}
 						continue
 					}
-					k := stateKey(r, pc.Site, pc.Path)
-					obs[k] = append(obs[k], observation{key: k, pt: p, site: pc.Site, path: pc.Path, count: n})
+					if quiet(r, n) {
+						continue
+					}
+					obs[m.key] = append(obs[m.key], observation{key: m.key, pt: p, site: pc.Site, path: pc.Path, count: n})
 				}
 			}
 		}
@@ -221,7 +245,7 @@ func (s *Sweeper) count(ctx context.Context, set *ruleSet, pts []point, floor ui
 			if o == nil { // no page had a hit: the sum is still observed, as 0
 				o = &observation{key: stateKey(r, "", ""), pt: p, site: r.Site}
 			}
-			slices.SortFunc(o.pages, func(a, b rules.PageCount) int { return cmpCount(a.Count, b.Count) })
+			o.pages = topPages(o.pages)
 			obs[o.key] = append(obs[o.key], *o)
 		}
 	}
@@ -229,6 +253,16 @@ func (s *Sweeper) count(ctx context.Context, set *ruleSet, pts []point, floor ui
 		slices.SortStableFunc(obs[k], func(a, b observation) int { return a.pt.at.Compare(b.pt.at) })
 	}
 	return obs, rows, nil
+}
+
+// maxSumPages is how many of a sum rule's pages its crossing carries,
+// for templates: the busiest.
+const maxSumPages = 20
+
+// topPages returns the maxSumPages busiest pages, busiest first.
+func topPages(p []rules.PageCount) []rules.PageCount {
+	slices.SortFunc(p, func(a, b rules.PageCount) int { return cmpCount(a.Count, b.Count) })
+	return p[:min(len(p), maxSumPages)]
 }
 
 // cmpCount orders counts highest first.

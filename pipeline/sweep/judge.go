@@ -28,10 +28,12 @@ func (v *verdict) changed() bool {
 	return len(v.fired) > 0 || !reflect.DeepEqual(normal(v.prev.State), normal(v.next))
 }
 
-// normal makes an empty and a nil Fired compare equal.
+// normal drops what does not change behaviour: an empty Fired is nil,
+// and a calendar window key matters only for what fired in it (a page
+// that merely had hits in a new day needs no write).
 func normal(s rules.State) rules.State {
 	if len(s.Fired) == 0 {
-		s.Fired = nil
+		s.Fired, s.Window = nil, ""
 	}
 	return s
 }
@@ -99,7 +101,7 @@ func (s *Sweeper) crossingOf(r *rules.Rule, o observation, f rules.Firing) cross
 	data := rules.TemplateData{
 		Rule: r.Name, Site: o.site, Path: path, Threshold: f.Threshold, Count: o.count,
 		Window: r.Window.String(), WindowKey: r.Window.Key(o.pt.at), From: o.pt.from, To: o.pt.to,
-		CrossedAt: o.pt.at, Labels: r.Notify.Labels, Pages: topPages(o.pages, 20),
+		CrossedAt: o.pt.at, Labels: r.Notify.Labels, Pages: o.pages,
 	}
 	subject, body, subjectOK, bodyOK, err := r.Render(data)
 	if err != nil {
@@ -112,13 +114,6 @@ func (s *Sweeper) crossingOf(r *rules.Rule, o observation, f rules.Firing) cross
 		x.Body = body
 	}
 	return x
-}
-
-func topPages(p []rules.PageCount, n int) []rules.PageCount {
-	if len(p) > n {
-		return p[:n]
-	}
-	return p
 }
 
 // matchText is a rule's match as written, which names a sum rule's "page".

@@ -80,9 +80,8 @@ func (s *Sweeper) Backtest(ctx context.Context, since time.Time) ([]crossing.Cro
 	all := map[string]*series{}
 	err := s.counts.ScanMinutes(ctx, clickhouse.MinuteScan{Sites: set.sites, From: scanFrom, To: now.Truncate(time.Minute).Add(time.Minute)},
 		func(site, path string, minute time.Time, hits uint64) error {
-			for _, ri := range set.matching(site, path) {
-				r := set.rules[ri]
-				k := stateKey(r, site, path)
+			for _, m := range set.matching(site, path) {
+				ri, r, k := m.rule, set.rules[m.rule], m.key
 				sr := all[k]
 				if sr == nil {
 					sr = &series{rule: ri, site: site, path: path, minutes: map[time.Time]uint64{}}

@@ -204,7 +204,7 @@ type fileSource struct{ cfg Config }
 func (f fileSource) Load() ([]rules.Rule, error) { return LoadRules(f.cfg) }
 func (f fileSource) Files() []string             { fs, _ := RuleFiles(f.cfg.RulesPath); return fs }
 
-func testMetric(t *testing.T, c prometheus.Collector) float64 {
+func testMetric(t testing.TB, c prometheus.Collector) float64 {
 	t.Helper()
 	return testutil.ToFloat64(c)
 }

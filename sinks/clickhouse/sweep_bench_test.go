@@ -22,10 +22,6 @@ const (
 	benchSites   = 10
 	benchDays    = 30
 	benchMessage = 5_000 // hits per JetStream message
-	// benchChunk hits are generated per statement: each is grouped into
-	// page-minute rows in memory, so chunks bound the server's memory.
-	// numbers(offset, count) is system.numbers from offset on.
-	benchChunk = 10_000_000
 )
 
 // BenchmarkSweepCounts times one sweep's read, WindowCounts over seven
@@ -45,10 +41,16 @@ func BenchmarkSweepCounts(b *testing.B) {
 	b.Logf("load average before: %s", loadAverage())
 
 	began := time.Now()
-	generateMinutes(b, c, hits, end)
+	if err := c.GenerateSynthetic(ctx, Synthetic{Hits: hits, Pages: benchPages, Sites: benchSites, Days: benchDays, Message: benchMessage, End: end}); err != nil {
+		b.Fatal(err)
+	}
 	generated := time.Since(began)
 	began = time.Now()
-	waitForMerges(b, c)
+	if done, err := c.WaitForMerges(ctx, 15*time.Minute); err != nil {
+		b.Fatal(err)
+	} else if !done {
+		b.Logf("merges still running after 15 min")
+	}
 	merged := time.Since(began)
 	began = time.Now()
 	sealed, err := c.SealDays(ctx, end)
@@ -108,57 +110,6 @@ func openBench(b *testing.B) *Client {
 		b.Fatal(err)
 	}
 	return c
-}
-
-// generateMinutes writes what the loader would have written for hits
-// spread evenly over the benchDays before end: hit n is at
-// end - benchDays + n*(benchDays/hits), in message n/benchMessage+1, on the
-// page of rank floor((benchPages+1)^u) - 1 for a hash u of n in [0, 1),
-// which is popularity 1/rank (Zipf with exponent 1). A page-minute row
-// counts one message's hits of one page in one minute.
-func generateMinutes(b *testing.B, c *Client, hits int, end time.Time) {
-	b.Helper()
-	from := end.Unix() - benchDays*secondsPerDay
-	// 18.16 only takes integer settings, as Go ints.
-	ctx := ch.Context(context.Background(), ch.WithSettings(ch.Settings{"max_memory_usage": 8_000_000_000}))
-	for off := 0; off < hits; off += benchChunk {
-		n := min(benchChunk, hits-off)
-		numbers := fmt.Sprintf(`SELECT toUInt32(floor(exp((intHash64(number) %% 1000000000) / 1e9 * log(%d)))) - 1 AS rank,
-        intDiv(%d + intDiv(number * %d, %d), 60) * 60 AS m,
-        intDiv(number, %d) + 1 AS s
-    FROM numbers(%d, %d)`,
-			benchPages+1, from, benchDays*secondsPerDay, hits, benchMessage, off, n)
-		minutes := insertPageMinutes + fmt.Sprintf(`
-SELECT concat('site', toString(rank %% %d), '.example'), concat('/page/', toString(rank)), toDateTime(m), s, count()
-FROM (%s)
-GROUP BY rank, m, s`, benchSites, numbers)
-		if err := c.conn.Exec(ctx, minutes); err != nil {
-			b.Fatalf("generate page_minutes of hits %d+%d: %v", off, n, err)
-		}
-		days := insertLoadedDays + fmt.Sprintf(`
-SELECT DISTINCT toDate(toDateTime(m), 'UTC'), s FROM (%s)`, numbers)
-		if err := c.conn.Exec(ctx, days); err != nil {
-			b.Fatalf("generate loaded_days of hits %d+%d: %v", off, n, err)
-		}
-	}
-}
-
-// waitForMerges waits until the server has merged what it wants to, as
-// it would have long before a sweep on a live system, for up to 15 min.
-func waitForMerges(b *testing.B, c *Client) {
-	b.Helper()
-	deadline := time.Now().Add(15 * time.Minute)
-	for time.Now().Before(deadline) {
-		var n uint64
-		if err := c.conn.QueryRow(context.Background(), "SELECT count() FROM system.merges WHERE database = currentDatabase()").Scan(&n); err != nil {
-			b.Fatal(err)
-		}
-		if n == 0 {
-			return
-		}
-		time.Sleep(time.Second)
-	}
-	b.Logf("merges still running after 15 min")
 }
 
 // tableSizes describes the sweep's tables: rows and active parts.

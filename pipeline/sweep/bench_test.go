@@ -1,0 +1,126 @@
+package sweep
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/pagewatch/pagewatch/internal/testenv"
+	"github.com/pagewatch/pagewatch/pipeline/rules"
+	"github.com/pagewatch/pagewatch/sinks/clickhouse"
+)
+
+// benchRules is the issue's 1,000 rules over 10 sites, 100 per site, of
+// every kind a user writes: exact pages (most of them), prefixes, globs,
+// regexes and sums, over every kind of window.
+func benchRules(sites int) []rules.Rule {
+	windows := []string{"5m", "1h", "24h", "day", "week", "month", "all"}
+	var rs []rules.Rule
+	for s := 0; s < sites; s++ {
+		site := fmt.Sprintf("site%d.example", s)
+		for i := 0; i < 100; i++ {
+			r := rules.Rule{
+				Name: fmt.Sprintf("r%d-%d", s, i), Site: site, Window: rules.ParseWindow(windows[i%len(windows)]),
+				Thresholds: rules.Thresholds{uint64(50 + 10*i)},
+				Notify:     rules.Notify{Recipients: []string{"ops@example.com"}},
+			}
+			switch {
+			case i < 70: // pages of every popularity: rank s+10k
+				r.Path = fmt.Sprintf("/page/%d", s+10*(i*i))
+			case i < 80:
+				r.Match.Prefix = fmt.Sprintf("/page/%d", i-70+1)
+			case i < 90:
+				r.Match.Glob = "/page/*"
+				r.Thresholds = rules.Thresholds{10_000, 100_000, 1_000_000}
+			case i < 95:
+				r.Match.Regex = fmt.Sprintf("/page/[0-9]*%d", i-90)
+			default:
+				r.Match.Glob = "/page/*"
+				r.Aggregate = rules.Sum
+				r.Thresholds = rules.Thresholds{1_000_000}
+			}
+			rs = append(rs, r)
+		}
+	}
+	return rs
+}
+
+// BenchmarkSweep times whole sweeps (plan, count, judge, claim, hand on)
+// of 1,000 rules over the per-minute counts of 5M hits on 100k pages, or
+// the issue's 100M with PAGEWATCH_BENCH_FULL=1. The first sweep seals 30
+// days and fires what the data crosses; the timed ones are the steady
+// state, one every 10 s of clock.
+func BenchmarkSweep(b *testing.B) {
+	hits := 5_000_000
+	if os.Getenv("PAGEWATCH_BENCH_FULL") == "1" {
+		hits = 100_000_000
+	}
+	logger := testenv.Logger(b)
+	bs, _ := testenv.NATS(b, logger)
+	c, _ := testenv.ClickHouse(b, logger)
+	ctx := context.Background()
+	end := time.Now().UTC().Truncate(time.Minute)
+	began := time.Now()
+	if err := c.GenerateSynthetic(ctx, clickhouse.Synthetic{Hits: hits, Pages: 100_000, Sites: 10, Days: 30, Message: 5000, End: end}); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := c.WaitForMerges(ctx, 15*time.Minute); err != nil {
+		b.Fatal(err)
+	}
+	generated := time.Since(began)
+
+	cfg := DefaultConfig()
+	cfg.Rules = benchRules(10)
+	rs, err := LoadRules(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := New(ctx, cfg, rs, nil, bs, c, c, logger, prometheus.NewRegistry())
+	if err != nil {
+		b.Fatal(err)
+	}
+	clock := &clock{t: end}
+	s.now = clock.now
+	if err := s.startSync(ctx); err != nil {
+		b.Fatal(err)
+	}
+	began = time.Now()
+	if err := s.sweep(ctx, clock.now()); err != nil {
+		b.Fatal(err)
+	}
+	first := time.Since(began)
+	crossed := testMetricVecSum(s.metrics.crossings)
+	b.Logf("%d hits generated in %v; first sweep (seals 30 days, %v crossings) %v", hits, generated.Round(time.Second), crossed, first.Round(time.Millisecond))
+
+	rowsBefore := testMetric(b, s.metrics.rows)
+	b.ResetTimer()
+	for b.Loop() {
+		clock.set(clock.now().Add(10 * time.Second))
+		if err := s.sweep(ctx, clock.now()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	per := b.Elapsed() / time.Duration(b.N)
+	b.ReportMetric(float64(per.Microseconds())/1000, "ms/sweep")
+	b.ReportMetric((testMetric(b, s.metrics.rows)-rowsBefore)/float64(b.N), "pages/sweep")
+	b.ReportMetric(float64(first.Milliseconds()), "ms/first-sweep")
+}
+
+func testMetricVecSum(v *prometheus.CounterVec) float64 {
+	ch := make(chan prometheus.Metric, 4096)
+	go func() { v.Collect(ch); close(ch) }()
+	var sum float64
+	for m := range ch {
+		var d dto.Metric
+		if err := m.Write(&d); err == nil {
+			sum += d.GetCounter().GetValue()
+		}
+	}
+	return sum
+}
