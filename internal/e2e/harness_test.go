@@ -118,7 +118,7 @@ func (w workerConfig) yaml() string {
 
 // setupOptions is everything setupWith can vary.
 type setupOptions struct {
-	rules  string // the YAML list under sweeper.rules
+	rules string // the YAML list under sweeper.rules
 	// pages is ingest.tail.pages. Empty: every filter off, so that lines
 	// in equal hits out, which is what the exactly-once tests count.
 	pages  string
