@@ -255,3 +255,26 @@ func TestMailCarriesChartAndReferrers(t *testing.T) {
 		t.Error("referrer HTML not escaped")
 	}
 }
+
+func TestDigestAndRuleTextsReachTheMail(t *testing.T) {
+	b := setup(t)
+	d := job(0)
+	d.Key, d.Path, d.Count = "blog.digest.0123456789abcdef01234567", "/blog/*", 3
+	d.Digest = &crossing.Digest{Total: 3, Items: []crossing.Item{
+		{Key: "blog.a.1", Path: "/blog/a", Threshold: 1000, Count: 3000},
+		{Key: "blog.b.1", Path: "/blog/b", Threshold: 1000, Count: 2000},
+		{Key: "blog.c.1", Path: "/blog/c", Threshold: 1000, Count: 1500},
+	}}
+	own := job(1)
+	own.Subject, own.Body = "Pricing is on fire", "Tell sales."
+	b.publish(t, d, d.Key)
+	b.publish(t, own, own.Key)
+	b.start(t, 1)
+	msgs := b.smtp.WaitForMessages(t, 2, 15*time.Second)
+	all := string(msgs[0].Data) + string(msgs[1].Data)
+	for _, want := range []string{"Subject: [pagewatch] 3 pages matching /blog/* passed their thresholds", "/blog/c (threshold 1,000)", "Subject: Pricing is on fire", "Tell sales."} {
+		if !strings.Contains(all, want) {
+			t.Errorf("mails lack %q", want)
+		}
+	}
+}
