@@ -68,6 +68,7 @@ func run(ctx context.Context, env *daemon.Env) error {
 		return err
 	}
 	if once {
+		defer s.Close(ctx)
 		return s.Sweep(ctx)
 	}
 	return env.Serve(ctx, env.Config.Sweeper.Listen, runner{s})

@@ -162,10 +162,17 @@ func (s *Sweeper) Run(ctx context.Context, reload <-chan struct{}) error {
 	c.Start()
 	s.watchRules(ctx, reload)
 	<-c.Stop().Done() // the sweep in flight sees ctx done and returns
+	s.Close(ctx)
+	return nil
+}
+
+// Close gives up the lease, so another replica takes over at once rather
+// than after leader_ttl. Run does it on the way out; a --once caller
+// does it after its sweep.
+func (s *Sweeper) Close(ctx context.Context) {
 	release, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
 	s.leader.release(release)
-	return nil
 }
 
 func (s *Sweeper) startSync(ctx context.Context) error {
