@@ -255,6 +255,9 @@ func (s *Sweeper) count(ctx context.Context, set *ruleSet, pts []point, floor ui
 	return obs, rows, nil
 }
 
+// sealBudget bounds the sealing one sweep does.
+const sealBudget = 20 * time.Second
+
 // maxSumPages is how many of a sum rule's pages its crossing carries,
 // for templates: the busiest.
 const maxSumPages = 20
@@ -290,9 +293,20 @@ func (s *Sweeper) sealedBefore() time.Time {
 // back to the last boundary that was sealed.
 func (s *Sweeper) seal(ctx context.Context, now time.Time) {
 	before := now.UTC().Add(-24*time.Hour - s.cfg.LagTolerance).Truncate(24 * time.Hour)
-	n, err := s.counts.SealDays(ctx, before)
+	// Sealing a backlog (a new install over months of data: ~2 s per day
+	// at 3M hits a day) must not hold every sweep up, so each sweep gives
+	// it a budget; the days it finished stay sealed and the next sweep
+	// goes on from there.
+	budget := min(sealBudget, s.cfg.SweepTimeout/2)
+	sctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
+	n, err := s.counts.SealDays(sctx, before)
 	if err != nil {
-		s.logger.Warn("sealing days failed; reading minutes instead", "before", before, "err", err)
+		if ctx.Err() == nil && sctx.Err() != nil {
+			s.logger.Info("sealing days goes on next sweep", "before", before.Format(time.DateOnly), "budget", budget)
+		} else {
+			s.logger.Warn("sealing days failed; reading minutes instead", "before", before, "err", err)
+		}
 		return
 	}
 	if n > 0 {
