@@ -22,6 +22,7 @@ var (
 	replayFrom   string
 	fromStart    bool
 	backfillOnly bool
+	readStdin    bool
 )
 
 var program = daemon.Program{
@@ -42,6 +43,7 @@ halves that run as separate processes:
 			Flags: func(fs *flag.FlagSet) {
 				fs.BoolVar(&fromStart, "from-start", false, "tail: first publish every input's rotated logs (access.log.1, access.log.2.gz, ...) not published yet, oldest first, and each file without a saved position from its beginning; then follow as usual. Safe to interrupt and to run again within nats.hits_max_age; past that the stream no longer says what was published, so run it once, not on every start")
 				fs.BoolVar(&backfillOnly, "backfill-only", false, "tail: with --from-start, exit once every file has been read to its end instead of following")
+				fs.BoolVar(&readStdin, "stdin", false, `tail: read access-log lines from standard input (Apache: CustomLog "|/usr/bin/ingest tail --stdin --config /etc/pagewatch.yaml" combined), in ingest.tail.stdin's format, instead of the files and syslog; exit at end of input. Lines in the pipe when ingest dies are lost. No admin endpoint`)
 			}},
 		{Name: "load", Part: config.IngestLoad, Summary: "load page hits from JetStream into ClickHouse (or replay them, with --replay-from)", Run: runLoad,
 			Flags: func(fs *flag.FlagSet) {
@@ -60,6 +62,9 @@ func runTail(ctx context.Context, env *daemon.Env) error {
 	if backfillOnly && !fromStart {
 		return &daemon.UsageError{Err: errors.New("--backfill-only needs --from-start")}
 	}
+	if readStdin {
+		return runStdin(ctx, env)
+	}
 	b, err := env.NATS(ctx)
 	if err != nil {
 		return err
@@ -74,6 +79,27 @@ func runTail(ctx context.Context, env *daemon.Env) error {
 		t.SetBackfill(tail.BackfillOptions{Progress: env.Stderr, Only: backfillOnly})
 	}
 	return env.Serve(ctx, env.Config.Ingest.Tail.Listen, t)
+}
+
+// runStdin is `ingest tail --stdin`. It serves no admin endpoint: Apache
+// starts a piped logger per CustomLog, beside the `ingest tail` daemon
+// that holds ingest.tail.listen, so no one address could be theirs.
+func runStdin(ctx context.Context, env *daemon.Env) error {
+	if fromStart {
+		return &daemon.UsageError{Err: errors.New("--stdin cannot be given with --from-start: standard input has no rotated logs")}
+	}
+	if err := env.Config.Ingest.Tail.ValidateStdin(); err != nil {
+		return &daemon.UsageError{Err: err}
+	}
+	b, err := env.NATS(ctx)
+	if err != nil {
+		return err
+	}
+	s, err := tail.NewStdin(ctx, env.Config.Ingest.Tail, b, os.Stdin, env.Logger, env.Registry)
+	if err != nil {
+		return err
+	}
+	return env.Serve(ctx, "", s)
 }
 
 func runLoad(ctx context.Context, env *daemon.Env) error {

@@ -263,6 +263,14 @@ const (
 	// BucketRateLimits holds the mail rate limits' state, one key per
 	// limited thing (the SMTP account, each recipient).
 	BucketRateLimits = "ratelimits"
+	// BucketTailLeases holds one lease per followed file, so two tailers
+	// on one host never both publish a file; its TTL is the lease.
+	BucketTailLeases = "tail_leases"
+	// BucketTailFiles records, per followed file, the subject its lines
+	// are published on, so whichever tailer holds the file's lease goes on
+	// where the last holder stopped. Its TTL is nats.hits_max_age: a
+	// record lives as long as the positions it points to.
+	BucketTailFiles = "tail_files"
 )
 
 // KV creates or opens the named bucket. ttl > 0 makes entries lapse unless

@@ -137,6 +137,9 @@ func (fw *follower) catchUpDone() {
 // and from where. The file the input's position is in is left to open,
 // which continues it on the input's subject wherever it now is.
 func (fw *follower) planBackfill(ctx context.Context) error {
+	if err := fw.resolveSubject(ctx); err != nil {
+		return err
+	}
 	pos, err := retrying(ctx, fw, "read position", func() (*position, error) { return fw.lastPosition(ctx) })
 	if err != nil {
 		return err
@@ -167,9 +170,15 @@ type siblingTask struct {
 // backfillSubject is where a sibling the input never published goes: a
 // subject per file, so an interrupted backfill resumes at its own
 // position. It is named by the file's first bytes, not its inode or name,
-// so it is the same after the file is renamed (.1 → .2) or compressed.
+// so it is the same after the file is renamed (.1 → .2) or compressed,
+// and by the instance and path of the file's subject (lease.go), so it is
+// the same for every tailer that takes the file over.
 func (fw *follower) backfillSubject(s *sibling) string {
-	return fw.bus.HitsSubject(fw.cfg.Instance, bus.Key(fw.in.Path, "backfill", s.identity().contentKey()))
+	instance, path := fw.cfg.Instance, fw.in.Path
+	if fw.pub.Instance != "" {
+		instance, path = fw.pub.Instance, fw.pub.Path
+	}
+	return fw.bus.HitsSubject(instance, bus.Key(path, "backfill", s.identity().contentKey()))
 }
 
 // planSiblings decides where each sibling is to be read from: past the

@@ -7,7 +7,9 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/pagewatch/pagewatch/pipeline/discover"
 	"github.com/pagewatch/pagewatch/pipeline/pageview"
+	"github.com/pagewatch/pagewatch/pipeline/syslog"
 )
 
 // Config is the `ingest.tail:` section.
@@ -18,6 +20,16 @@ type Config struct {
 	// file, so every replica needs its own. Default: the host name.
 	Instance string  `yaml:"instance"`
 	Inputs   []Input `yaml:"inputs"`
+	// Discover finds the files of inputs whose path is a glob (files.go).
+	Discover discover.Config `yaml:"discover"`
+	// MaxFiles bounds the files followed at once, literal inputs
+	// included: every file costs a goroutine, a lease renewal every
+	// lease_ttl/3 and metric series labelled with its path.
+	MaxFiles int `yaml:"max_files"`
+	// LeaseTTL is how long a file's lease outlives a tailer that died
+	// holding it (lease.go): how soon another tailer on the host takes
+	// the file over.
+	LeaseTTL time.Duration `yaml:"lease_ttl"`
 	// StartAt is where a file with no saved position starts when it exists
 	// at start-up: "end" (only new lines) or "beginning". A file that
 	// appears while ingest runs is always read from its beginning.
@@ -37,6 +49,13 @@ type Config struct {
 	// normalised; one section for every input, so a page is spelled the
 	// same whichever file it came from.
 	Pages pageview.Config `yaml:"pages"`
+	// Stdin is what `ingest tail --stdin` reads (Apache's piped logs), in
+	// place of inputs and syslog; see Stdin.
+	Stdin StreamInput `yaml:"stdin"`
+	// Syslog receives lines by syslog beside the files when it has a
+	// listen address; SyslogInput says how to read them (syslogin.go).
+	Syslog      syslog.Config `yaml:"syslog"`
+	SyslogInput StreamInput   `yaml:"syslog_input"`
 }
 
 // Input is one access-log file.
@@ -62,6 +81,9 @@ func DefaultConfig() Config {
 	return Config{
 		Listen:         "127.0.0.1:9101",
 		Instance:       sanitizeInstance(host),
+		Discover:       discover.DefaultConfig(),
+		MaxFiles:       1000,
+		LeaseTTL:       15 * time.Second,
 		StartAt:        "end",
 		PollInterval:   250 * time.Millisecond,
 		RotateGrace:    5 * time.Second,
@@ -70,6 +92,9 @@ func DefaultConfig() Config {
 		MaxLineBytes:   64 << 10,
 		PublishTimeout: 10 * time.Second,
 		Pages:          pageview.DefaultConfig(),
+		Stdin:          DefaultStreamInput(),
+		Syslog:         syslog.DefaultConfig(),
+		SyslogInput:    DefaultStreamInput(),
 	}
 }
 
@@ -98,18 +123,11 @@ func (c Config) Validate() error {
 	if !instanceRE.MatchString(c.Instance) {
 		add("ingest.tail.instance: must match %s, got %q", instanceRE, c.Instance)
 	}
-	if len(c.Inputs) == 0 {
-		add("ingest.tail.inputs: at least one input file is needed")
+	if !c.hasSource() {
+		add("ingest.tail.inputs: at least one input file is needed (or ingest.tail.syslog.listen_udp or listen_tcp, or ingest.tail.stdin for `ingest tail --stdin`)")
 	}
-	seen := map[string]bool{}
+	errs = append(errs, c.validateFiles())
 	for i, in := range c.Inputs {
-		if in.Path == "" {
-			add("ingest.tail.inputs[%d].path: must be set", i)
-		}
-		if seen[in.Path] {
-			add("ingest.tail.inputs[%d].path: %q listed twice", i, in.Path)
-		}
-		seen[in.Path] = true
 		_, vhost, err := in.parser()
 		if err != nil {
 			add("ingest.tail.inputs[%d].%w", i, err)
@@ -141,6 +159,9 @@ func (c Config) Validate() error {
 		add("ingest.tail.publish_timeout: must be positive, got %s", c.PublishTimeout)
 	}
 	if err := c.Pages.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.validateStreams(); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)

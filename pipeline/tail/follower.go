@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/pagewatch/pagewatch/pipeline/hit"
@@ -42,6 +43,20 @@ type follower struct {
 	logger  *slog.Logger
 	state   *fileState // lag and age of the input, for the metrics; nil when reading a sibling
 
+	// key is the absolute path the follower is known by in its Run. A
+	// glob's file (glob) ends once gone (errGone); one that appeared
+	// while ingest ran (fromStart) is read from its beginning.
+	key       string
+	glob      bool
+	fromStart bool
+	current   atomic.Pointer[fileKey] // the file read now, for other goroutines
+	// The file's lease and subject record (lease.go): the key of both,
+	// the instance and path the subject is named by, and when the record
+	// was last written.
+	leaseKey string
+	pub      fileRecord
+	recordAt time.Time
+
 	f        *os.File
 	id       identity
 	finished bool   // reading a complete rotated file: its identity is fixed (see publish)
@@ -75,19 +90,26 @@ type follower struct {
 // been read to the end.
 var errBackfillDone = errors.New("backfill done")
 
-func (fw *follower) run(ctx context.Context) error {
+// errGone ends the follower of a glob's file: the file is gone and its
+// path has stayed empty.
+var errGone = errors.New("file gone")
+
+// work follows the file (run holds its lease meanwhile).
+func (fw *follower) work(ctx context.Context) error {
 	if err := fw.runTasks(ctx, fw.tasks); err != nil {
 		return err
 	}
+	fw.tasks = nil // done: not again after a lost lease
 	for {
 		err := fw.follow(ctx)
 		if fw.f != nil {
 			fw.f.Close()
 			fw.f = nil
+			fw.current.Store(nil)
 		}
 		switch {
 		case errors.Is(err, errResync):
-			fw.logger.Warn("position in JetStream differs from ours; resuming from the stream's (is another tailer using the same instance name?)")
+			fw.logger.Warn("position in JetStream differs from ours; resuming from the stream's (is another tailer publishing this file: one with the same instance name, or one whose lease on it lapsed?)")
 		case errors.Is(err, errReopen):
 		case errors.Is(err, errBackfillDone):
 			return nil
@@ -175,6 +197,7 @@ func (fw *follower) open(ctx context.Context) error {
 	}
 	// Whatever a previous attempt had read but not published is read again.
 	fw.pending, fw.skipping = fw.pending[:0], false
+	fw.rotatedAt = time.Time{}
 	fw.enc.Reset()
 	fw.lines = 0
 	f, err := os.Open(fw.in.Path)
@@ -225,6 +248,7 @@ func (fw *follower) open(ctx context.Context) error {
 	if fw.id, err = identify(fw.f); err != nil {
 		return err
 	}
+	fw.setCurrent()
 	size, err := fw.f.Seek(0, io.SeekEnd)
 	if err != nil {
 		return fmt.Errorf("size: %w", err)
@@ -242,7 +266,7 @@ func (fw *follower) open(ctx context.Context) error {
 			fw.logger.Warn("file was replaced while ingest was stopped and is not among its rotated siblings; lines written to it after the saved offset are lost, reading the new file from the beginning",
 				"saved_file", pos.id.String(), "saved_offset", pos.end, "missed_bytes", "unknown")
 		}
-	case appeared || fw.cfg.StartAt == "beginning" || fw.backfill != nil:
+	case appeared || fw.fromStart || fw.cfg.StartAt == "beginning" || fw.backfill != nil:
 		start = 0
 	default:
 		start, marker = size, true
@@ -261,10 +285,19 @@ func (fw *follower) open(ctx context.Context) error {
 	return nil
 }
 
-// waitForFile polls until the input's path can be opened.
+// waitForFile polls until the input's path can be opened. A glob's file
+// is waited for only until the Watcher will have seen the path empty
+// (linger): it reports the path if it comes back, and a follower per file
+// ever matched would otherwise wait forever.
 func (fw *follower) waitForFile(ctx context.Context) (*os.File, error) {
-	fw.logger.Info("waiting for file to appear")
+	if !fw.glob {
+		fw.logger.Info("waiting for file to appear")
+	}
+	since := time.Now()
 	for {
+		if fw.glob && time.Since(since) > fw.files.linger {
+			return nil, errGone
+		}
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()

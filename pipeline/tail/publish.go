@@ -124,6 +124,7 @@ func (fw *follower) publish(ctx context.Context) error {
 	}
 	fw.metrics.batches.Inc()
 	fw.lastPublish = time.Now()
+	fw.refreshRecord(ctx)
 	fw.enc.Reset()
 	fw.lines = 0
 	fw.batchStart = fw.offset

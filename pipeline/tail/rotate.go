@@ -113,6 +113,7 @@ func (fw *follower) switchFile(ctx context.Context) error {
 	if fw.id, err = identify(next); err != nil {
 		return err
 	}
+	fw.setCurrent()
 	fw.metrics.rotations.WithLabelValues("rename").Inc()
 	fw.logger.Info("file rotated; following its successor", "file_id", fw.id.String())
 	fw.offset, fw.readPos, fw.batchStart = 0, 0, 0

@@ -46,19 +46,15 @@ func isSiblingName(name, base string) bool {
 // copytruncate before the truncate), since the follower reads those bytes
 // at the path. A name that is also a sibling of a longer input in the same
 // directory (access.log.ssl.1 beside inputs access.log and access.log.ssl)
-// belongs to that input only.
+// belongs to that input only, and a file a glob input follows (or would,
+// once found) is no rotated copy at all.
 func (fw *follower) siblings() ([]*sibling, error) {
 	dir, base := filepath.Dir(fw.in.Path), filepath.Base(fw.in.Path)
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("list rotated files of %s: %w", fw.in.Path, err)
 	}
-	var others []string
-	for _, in := range fw.cfg.Inputs {
-		if b := filepath.Base(in.Path); filepath.Dir(in.Path) == dir && len(b) > len(base) && strings.HasPrefix(b, base) {
-			others = append(others, b)
-		}
-	}
+	others := fw.liveNames(dir, base)
 	var liveID *identity
 	var liveSt os.FileInfo
 	if f, err := os.Open(fw.in.Path); err == nil {
@@ -71,10 +67,10 @@ func (fw *follower) siblings() ([]*sibling, error) {
 	var out []*sibling
 	for _, e := range entries {
 		name := e.Name()
-		if !isSiblingName(name, base) || !e.Type().IsRegular() || ownedByOther(name, others) {
+		path := filepath.Join(dir, name)
+		if !isSiblingName(name, base) || !e.Type().IsRegular() || ownedByOther(name, others) || fw.isLiveFile(path) {
 			continue
 		}
-		path := filepath.Join(dir, name)
 		s := &sibling{path: path, gz: strings.HasSuffix(name, ".gz")}
 		if !s.gz && hasUnreadableExt(name) {
 			fw.logger.Debug("rotated file compressed in a format not read; skipped", "rotated", path)

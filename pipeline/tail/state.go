@@ -39,19 +39,23 @@ func (s *fileState) allPublished() {
 	}
 }
 
-// stateCollector exports every input's fileState at scrape time.
+// stateCollector exports every followed file's fileState at scrape time:
+// the literal inputs' always, the glob inputs' files' while followed.
 type stateCollector struct {
 	states []*fileState
+	more   func() []*fileState
 	lag    *prometheus.Desc
 	age    *prometheus.Desc
 	now    func() time.Time
 }
 
-func newStateCollector(states []*fileState) *stateCollector {
+func newStateCollector(states []*fileState, more func() []*fileState) *stateCollector {
 	return &stateCollector{
 		states: states,
-		// The file label is an input's configured path: bounded by the
-		// config, never a path from a log line.
+		more:   more,
+		// The file label is a literal input's configured path, or the
+		// path a glob input matched: bounded by the config and by
+		// ingest.tail.max_files, never a path from a log line.
 		lag: prometheus.NewDesc("pagewatch_ingest_tail_lag_bytes",
 			"Bytes of the file being followed past the end published to JetStream (an incomplete last line included).",
 			[]string{"file"}, nil),
@@ -69,7 +73,11 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	now := c.now()
-	for _, s := range c.states {
+	states := c.states
+	if c.more != nil {
+		states = append(states[:len(states):len(states)], c.more()...)
+	}
+	for _, s := range states {
 		age := 0.0
 		if since := s.since.Load(); since != 0 {
 			age = max(now.Sub(time.Unix(0, since)).Seconds(), 0)

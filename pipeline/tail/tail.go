@@ -27,7 +27,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
@@ -49,6 +48,8 @@ type Tailer struct {
 	states  []*fileState // one per input, for the lag and age metrics
 
 	backfillOpts *BackfillOptions // nil unless SetBackfill was called
+	files        fileSetup        // globs, leases (files.go, lease.go)
+	syslog       *syslogInput     // nil unless ingest.tail.syslog listens (syslogin.go)
 }
 
 // New returns a Tailer publishing to the hits stream of b.
@@ -74,8 +75,7 @@ func New(ctx context.Context, cfg Config, b *bus.Bus, logger *slog.Logger, reg p
 	for i, in := range cfg.Inputs {
 		states[i] = &fileState{path: in.Path}
 	}
-	reg.MustRegister(newStateCollector(states))
-	return &Tailer{
+	t := &Tailer{
 		states:  states,
 		pages:   pages,
 		cfg:     cfg,
@@ -84,7 +84,14 @@ func New(ctx context.Context, cfg Config, b *bus.Bus, logger *slog.Logger, reg p
 		logger:  logger,
 		metrics: newMetrics(reg),
 		parsers: parsers,
-	}, nil
+	}
+	if err := t.setupFiles(ctx, reg); err != nil {
+		return nil, err
+	}
+	if err := t.listenSyslog(reg); err != nil {
+		return nil, err
+	}
+	return t, nil
 }
 
 // Run follows every input until ctx is done (with BackfillOptions.Only,
@@ -93,32 +100,12 @@ func New(ctx context.Context, cfg Config, b *bus.Bus, logger *slog.Logger, reg p
 func (t *Tailer) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	fws := make([]*follower, len(t.cfg.Inputs))
-	for i, in := range t.cfg.Inputs {
-		fws[i] = t.newFollower(in, t.parsers[i], t.states[i])
+	files, err := t.startFiles(ctx, cancel)
+	if err != nil {
+		return err
 	}
-	if t.backfillOpts != nil {
-		stop, err := t.startBackfill(ctx, fws)
-		if err != nil {
-			return err
-		}
-		// An interrupted backfill's display still says how far it got.
-		defer stop()
-	}
-	var wg sync.WaitGroup
-	errs := make([]error, len(fws))
-	for i, fw := range fws {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := fw.run(ctx); err != nil && !errors.Is(err, context.Canceled) {
-				errs[i] = fmt.Errorf("tail %s: %w", fw.in.Path, err)
-				cancel()
-			}
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+	waitSyslog := t.startSyslog(ctx, cancel)
+	return errors.Join(files.wait(), waitSyslog())
 }
 
 func (t *Tailer) newFollower(in Input, p logformat.Parser, state *fileState) *follower {

@@ -1,0 +1,452 @@
+package tail
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pagewatch/pagewatch/pipeline/discover"
+)
+
+// Which files are followed, and when.
+//
+// An input's path is a literal path or a glob (`*`, `?`, `[...]`, `**`).
+// A literal path is followed from the start whether or not it exists
+// (its follower waits for it), on the subject named by the path as
+// written: what it was before globs existed, so deployments keep their
+// positions. The files of glob inputs are found by one discover.Watcher
+// for all of them, each followed on a subject named by its own path; those
+// there when Run starts obey start_at, those that appear later are read
+// from their beginning. A path has one follower at most, so a file
+// matching two globs is followed once, for the first; a follower of a
+// glob's file ends once the file is deleted and its path stays empty (it
+// is started again if the path is found again). max_files bounds the
+// followers; files refused for it are followed as others end.
+
+// isGlob reports whether an input's path is a glob. A path without these
+// characters names one file and keeps the behaviour of a literal path.
+func isGlob(path string) bool { return strings.ContainsAny(path, "*?[") }
+
+// absPath makes a literal input path absolute and clean, so that two
+// spellings of one path are one follower.
+func absPath(path string) string {
+	if path == "" {
+		return ""
+	}
+	if abs, err := filepath.Abs(path); err == nil {
+		return abs
+	}
+	return filepath.Clean(path)
+}
+
+// discoverConfig is the discover section with Paths taken from the
+// inputs, path i being input i's, so that discover's errors name the
+// input. A literal path goes in absolute and with `\` escaped: as a glob
+// it then matches the one file it names, and Validate reports it listed
+// twice under another spelling.
+func (c Config) discoverConfig() discover.Config {
+	d := c.Discover
+	d.Paths = make([]string, len(c.Inputs))
+	for i, in := range c.Inputs {
+		d.Paths[i] = in.Path
+		if !isGlob(in.Path) {
+			d.Paths[i] = strings.ReplaceAll(absPath(in.Path), `\`, `\\`)
+		}
+	}
+	return d
+}
+
+// validateFiles checks the inputs' paths (set, absolute and clean for a
+// glob, none listed twice: discover's checks, which name
+// ingest.tail.inputs[i].path), the discover section and the limits.
+func (c Config) validateFiles() error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	// With no file inputs (syslog or stdin only) discover has nothing to
+	// look for, and would say that no path is set.
+	if len(c.Inputs) > 0 {
+		errs = append(errs, c.discoverConfig().Validate())
+	}
+	literal := 0
+	for _, in := range c.Inputs {
+		if !isGlob(in.Path) {
+			literal++
+		}
+	}
+	if c.MaxFiles < 1 || c.MaxFiles < literal {
+		add("ingest.tail.max_files: must be at least 1 and at least the %d literal input paths, got %d", literal, c.MaxFiles)
+	}
+	// A renewal every ttl/3 must fit round trips to NATS; longer than
+	// minutes leaves a file unread that long after a tailer dies.
+	if c.LeaseTTL < time.Second || c.LeaseTTL > 10*time.Minute {
+		add("ingest.tail.lease_ttl: must be 1s..10m, got %s", c.LeaseTTL)
+	}
+	return errors.Join(errs...)
+}
+
+// fileSetup is what New prepares for following files.
+type fileSetup struct {
+	watcher   *discover.Watcher // nil without glob inputs
+	globInput []int             // the input of each of the watcher's globs
+	fm        *fileMetrics
+	// linger is how long the follower of a glob's file waits for its
+	// path to be filled again once its file is gone, before it ends:
+	// long enough for the Watcher to have scanned and seen the path
+	// empty, so that it reports the path if it comes back.
+	linger  time.Duration
+	leases  jetstream.KeyValue // bus.BucketTailLeases
+	records jetstream.KeyValue // bus.BucketTailFiles
+	self    holder             // this process, as a lease names it
+	run     atomic.Pointer[fileRun]
+}
+
+// setupFiles registers the per-file metrics and prepares the Watcher of
+// the glob inputs and the lease buckets.
+func (t *Tailer) setupFiles(ctx context.Context, reg prometheus.Registerer) error {
+	var literal []*fileState
+	for i, in := range t.cfg.Inputs {
+		if !isGlob(in.Path) {
+			literal = append(literal, t.states[i])
+		}
+	}
+	reg.MustRegister(newStateCollector(literal, t.globStates))
+	t.files.fm = newFileMetrics(reg)
+	if len(t.cfg.Inputs) == 0 {
+		return nil
+	}
+	d := t.cfg.Discover
+	d.Paths = nil
+	for i, in := range t.cfg.Inputs {
+		if isGlob(in.Path) {
+			d.Paths = append(d.Paths, in.Path)
+			t.files.globInput = append(t.files.globInput, i)
+		}
+	}
+	// Without globs there is nothing to discover: no inotify watches,
+	// no scans, as before globs existed.
+	if len(d.Paths) > 0 {
+		w, err := discover.New(d, t.logger, reg)
+		if err != nil {
+			return err
+		}
+		t.files.watcher = w
+	}
+	t.files.linger = 2*d.PollInterval + d.Debounce
+	return t.setupLeases(ctx)
+}
+
+// fileMetrics are the metrics of files.go and lease.go.
+type fileMetrics struct {
+	followed prometheus.Gauge
+	refused  prometheus.Counter
+	standby  prometheus.Gauge
+	lost     prometheus.Counter
+}
+
+func newFileMetrics(reg prometheus.Registerer) *fileMetrics {
+	m := &fileMetrics{
+		followed: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "pagewatch_ingest_tail_files",
+			Help: "Files followed (literal inputs, and files found by glob inputs), standing by or not.",
+		}),
+		refused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "pagewatch_ingest_tail_refused_files_total",
+			Help: "Files found by glob inputs and not followed, because ingest.tail.max_files were followed already (followed later as others end).",
+		}),
+		standby: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "pagewatch_ingest_tail_standby_files",
+			Help: "Files not read because another tailer on this host holds their lease.",
+		}),
+		lost: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "pagewatch_ingest_tail_leases_lost_total",
+			Help: "File leases lost while held (NATS unreachable for lease_ttl, or the lease taken): the file's follower stopped and stood by.",
+		}),
+	}
+	reg.MustRegister(m.followed, m.refused, m.standby, m.lost)
+	return m
+}
+
+// fileRun is the file followers of one Run.
+type fileRun struct {
+	t      *Tailer
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu     sync.Mutex
+	byPath map[string]*follower // followed now, by absolute path
+	// refused are glob files not followed for max_files, and whether
+	// they were there at start (start_at applies to those).
+	refused    map[string]bool
+	warnedFull bool
+	states     []*fileState // of the glob followers, for the metrics
+	errs       []error
+
+	stopBackfill func()
+}
+
+// startFiles starts following the literal inputs and the glob inputs'
+// files there now, then watches for more. wait waits for them all.
+func (t *Tailer) startFiles(ctx context.Context, cancel context.CancelFunc) (*fileRun, error) {
+	r := &fileRun{t: t, ctx: ctx, cancel: cancel, byPath: map[string]*follower{}, refused: map[string]bool{}, stopBackfill: func() {}}
+	t.files.run.Store(r)
+	var fws []*follower
+	for i, in := range t.cfg.Inputs {
+		if !isGlob(in.Path) {
+			fw := t.newFollower(in, t.parsers[i], t.states[i])
+			fw.key = absPath(in.Path)
+			r.byPath[fw.key] = fw
+			fws = append(fws, fw)
+		}
+	}
+	w := t.files.watcher
+	if w != nil {
+		// What is there now: the files start_at applies to, and those a
+		// backfill plans before anything is read.
+		paths, err := w.Scan()
+		if err != nil {
+			t.logger.Warn("scanning for access logs", "err", err)
+		}
+		for _, p := range paths {
+			if pat, ok := w.Match(p); ok {
+				if fw := r.add(p, pat, false); fw != nil {
+					fws = append(fws, fw)
+				}
+			}
+		}
+	}
+	r.t.files.fm.followed.Set(float64(len(r.byPath)))
+	if t.backfillOpts != nil {
+		stop, err := t.startBackfill(ctx, fws)
+		if err != nil {
+			return nil, err
+		}
+		r.stopBackfill = stop
+	}
+	for _, fw := range fws {
+		r.launch(fw)
+	}
+	// A backfill-only run reads what is there, and stops.
+	if w != nil && (t.backfillOpts == nil || !t.backfillOpts.Only) {
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			_ = w.Run(ctx, r.found) // returns nil once ctx is done
+		}()
+	}
+	return r, nil
+}
+
+// wait waits for every follower and returns their errors.
+func (r *fileRun) wait() error {
+	r.wg.Wait()
+	// An interrupted backfill's display still says how far it got.
+	r.stopBackfill()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return errors.Join(r.errs...)
+}
+
+// add makes a follower for file p of glob input pattern pat, unless p is
+// followed already or max_files are; fromStart is for a file that
+// appeared while ingest ran. Called with mu held, or before launching.
+func (r *fileRun) add(p string, pat int, fromStart bool) *follower {
+	if _, ok := r.byPath[p]; ok {
+		return nil // a repeat report, or a literal input's file
+	}
+	if other := r.sameFileAs(p); other != "" {
+		// A rotated copy under a name the glob matches (access.log.old
+		// with exclude_rotated missing it) while its follower drains it,
+		// or a hard link: the file is published already, under other.
+		r.t.logger.Warn("file is one already followed under another path; not followed again (if it is a rotated copy, add its name to ingest.tail.discover.exclude)",
+			"file", p, "followed_as", other)
+		return nil
+	}
+	if len(r.byPath) >= r.t.cfg.MaxFiles {
+		r.refuse(p, !fromStart)
+		return nil
+	}
+	i := r.t.files.globInput[pat]
+	in := r.t.cfg.Inputs[i]
+	in.Path = p
+	// The file label is the matched path: as many series as files
+	// followed, which max_files bounds.
+	st := &fileState{path: p}
+	fw := r.t.newFollower(in, r.t.parsers[i], st)
+	fw.key, fw.glob, fw.fromStart = p, true, fromStart
+	r.byPath[p] = fw
+	r.states = append(r.states, st)
+	delete(r.refused, p)
+	return fw
+}
+
+func (r *fileRun) refuse(p string, atStart bool) {
+	if _, ok := r.refused[p]; !ok {
+		r.refused[p] = atStart
+		r.t.files.fm.refused.Inc()
+	}
+	// Once per time the limit is reached: a glob can match thousands.
+	if !r.warnedFull {
+		r.warnedFull = true
+		r.t.logger.Warn("ingest.tail.max_files files followed already; files found by glob inputs are not followed until others end",
+			"max_files", r.t.cfg.MaxFiles, "file", p)
+		return
+	}
+	r.t.logger.Debug("max_files reached; file not followed", "file", p)
+}
+
+// sameFileAs returns the path of a follower reading the file at p now.
+func (r *fileRun) sameFileAs(p string) string {
+	st, err := os.Stat(p)
+	if err != nil {
+		return ""
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok {
+		return ""
+	}
+	for path, fw := range r.byPath {
+		if cur := fw.current.Load(); cur != nil && cur.dev == uint64(sys.Dev) && cur.ino == sys.Ino {
+			return path
+		}
+	}
+	return ""
+}
+
+// found is the Watcher's report of a file: followed unless it is already.
+// Every file found after the start set appeared while ingest ran (or
+// between the start scan and the Watcher's), so it is read from its
+// beginning.
+func (r *fileRun) found(f discover.Found) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ctx.Err() != nil {
+		return
+	}
+	if fw := r.add(f.Path, f.Pattern, true); fw != nil {
+		r.t.files.fm.followed.Set(float64(len(r.byPath)))
+		r.launch(fw)
+	}
+}
+
+// launch runs fw until it ends. A follower's error ends the Run.
+func (r *fileRun) launch(fw *follower) {
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		switch err := fw.run(r.ctx); {
+		case errors.Is(err, errGone):
+			r.ended(fw)
+		case err != nil && !errors.Is(err, context.Canceled):
+			r.mu.Lock()
+			r.errs = append(r.errs, fmt.Errorf("tail %s: %w", fw.in.Path, err))
+			r.mu.Unlock()
+			r.cancel()
+		}
+	}()
+}
+
+// ended forgets the follower of a glob's file that ended (its file
+// deleted, its path empty for a while) and fills the freed place.
+func (r *fileRun) ended(fw *follower) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.byPath[fw.key] == fw {
+		delete(r.byPath, fw.key)
+	}
+	r.states = slices.DeleteFunc(r.states, func(s *fileState) bool { return s == fw.state })
+	if r.ctx.Err() != nil {
+		return
+	}
+	fw.logger.Info("file gone; no longer followed")
+	// The Watcher reports a path again only if it saw it gone; a file
+	// that came back just as the follower gave up would be missed, so it
+	// is looked at here, with the refused files.
+	if _, ok := r.refused[fw.key]; !ok {
+		r.refused[fw.key] = false
+	}
+	r.warnedFull = false
+	for _, p := range slices.Sorted(maps.Keys(r.refused)) {
+		if len(r.byPath) >= r.t.cfg.MaxFiles {
+			break
+		}
+		atStart := r.refused[p]
+		delete(r.refused, p)
+		pat, ok := r.t.files.watcher.Match(p)
+		if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() || !ok {
+			continue // gone: the Watcher reports it if it comes back
+		}
+		if nf := r.add(p, pat, !atStart); nf != nil {
+			r.launch(nf)
+		}
+	}
+	r.t.files.fm.followed.Set(float64(len(r.byPath)))
+}
+
+// globStates returns the fileStates of the glob followers of the
+// current Run, for the metrics.
+func (t *Tailer) globStates() []*fileState {
+	r := t.files.run.Load()
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.states)
+}
+
+// liveNames returns the base names of the files followed as live inputs
+// in dir, beside base: their rotated copies are theirs, not base's
+// (siblings). Literal inputs always count; glob files while followed.
+func (fw *follower) liveNames(dir, base string) []string {
+	var out []string
+	keep := func(p string) {
+		if b := filepath.Base(p); filepath.Dir(p) == dir && len(b) > len(base) && strings.HasPrefix(b, base) && !slices.Contains(out, b) {
+			out = append(out, b)
+		}
+	}
+	for _, in := range fw.cfg.Inputs {
+		if !isGlob(in.Path) {
+			keep(in.Path)
+		}
+	}
+	if r := fw.files.run.Load(); r != nil {
+		r.mu.Lock()
+		for p := range r.byPath {
+			keep(p)
+		}
+		r.mu.Unlock()
+	}
+	return out
+}
+
+// isLiveFile reports whether path is a file a glob input follows (or
+// would), and so no rotated copy of another: the globs exclude rotated
+// names (discover's exclude_rotated and exclude).
+func (fw *follower) isLiveFile(path string) bool {
+	if fw.files.watcher == nil {
+		return false
+	}
+	_, ok := fw.files.watcher.Match(path)
+	return ok
+}
+
+// fileKey is a file's device and inode.
+type fileKey struct{ dev, ino uint64 }
+
+// setCurrent records the file the follower reads now, for sameFileAs.
+func (fw *follower) setCurrent() {
+	fw.current.Store(&fileKey{dev: fw.id.dev, ino: fw.id.ino})
+}
