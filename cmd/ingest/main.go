@@ -30,10 +30,13 @@ var program = daemon.Program{
 	Description: `ingest moves page hits from web-server access logs into ClickHouse, in two
 halves that run as separate processes:
 
-  tail  follows access-log files (nginx/Apache combined format), survives
-        rotation and restarts, and publishes page hits to NATS JetStream.
-        Its position in each file is kept in JetStream with the hits, so a
-        restarted tailer neither skips nor repeats a line.
+  tail  follows access-log files by path or glob (nginx and Apache presets,
+        or the server's own log_format / LogFormat / JSON template), through
+        rotation, deletion and restarts, and publishes page views to NATS
+        JetStream. Its position in each file is kept in JetStream with the
+        hits, so a restarted tailer neither skips nor repeats a line. It can
+        also listen for syslog (ingest.tail.syslog) or read a pipe (--stdin);
+        those cannot be replayed after a crash.
   load  takes hits from JetStream in large batches and inserts them into
         ClickHouse, acknowledging only after the insert. Run as many as you
         like; a batch loaded twice is still counted once. Loaders also drop
