@@ -12,6 +12,7 @@ import (
 	"github.com/pagewatch/pagewatch/config"
 	"github.com/pagewatch/pagewatch/internal/daemon"
 	"github.com/pagewatch/pagewatch/pipeline/crossing"
+	"github.com/pagewatch/pagewatch/pipeline/pageview"
 	"github.com/pagewatch/pagewatch/pipeline/rules"
 	"github.com/pagewatch/pagewatch/pipeline/sweep"
 )
@@ -43,6 +44,9 @@ func newSweeper(ctx context.Context, env *daemon.Env) (*sweep.Sweeper, error) {
 	rs, err := sweep.LoadRules(env.Config.Sweeper)
 	if err != nil {
 		return nil, &daemon.UsageError{Err: fmt.Errorf("invalid rules:\n%w", err)}
+	}
+	for _, w := range unmatchablePaths(env, rs) {
+		env.Logger.Warn(w)
 	}
 	b, err := env.NATS(ctx)
 	if err != nil {
@@ -86,8 +90,32 @@ func check(_ context.Context, env *daemon.Env) error {
 			thresholds(r.Thresholds), r.Window, strings.Join(r.Notify.Recipients, ","))
 	}
 	w.Flush()
+	for _, w := range unmatchablePaths(env, rs) {
+		fmt.Fprintln(env.Stdout, "warning:", w)
+	}
 	fmt.Fprintf(env.Stdout, "%d rule(s) valid\n", len(rs))
 	return nil
+}
+
+// unmatchablePaths names the rules whose exact path ingest would never
+// record as written: pages are stored normalised by ingest.tail.pages
+// (case folded, trailing slash stripped, escapes normalised), so
+// "/Pricing/" can match nothing when lowercase and strip are on.
+func unmatchablePaths(env *daemon.Env, rs []rules.Rule) []string {
+	n, err := pageview.New(env.Config.Ingest.Tail.Pages)
+	if err != nil {
+		return nil // ingest's own validation reports it
+	}
+	var out []string
+	for _, r := range rs {
+		if r.Match.Exact == "" {
+			continue
+		}
+		if p, ok := n.Path(r.Match.Exact); !ok || p != r.Match.Exact {
+			out = append(out, fmt.Sprintf("rule %s: path %q is recorded by ingest as %q (ingest.tail.pages); the rule matches nothing until it names the page that way", r.Name, r.Match.Exact, p))
+		}
+	}
+	return out
 }
 
 func dryRun(ctx context.Context, env *daemon.Env) error {

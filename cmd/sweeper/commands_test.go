@@ -43,6 +43,11 @@ func TestCheckListsRulesOrNamesTheBadLine(t *testing.T) {
 		t.Fatalf("check: exit %d\n%s\n%s", code, out, errs)
 	}
 
+	folded := "ingest:\n  tail:\n    pages: {lowercase: true}\nsweeper:\n  rules:\n    - {name: upper, site: example.com, path: /Pricing, threshold: 1, window: all, notify: {recipients: [ops@example.com]}}\n"
+	if code, out, errs := runSweeper(t, folded, "check"); code != 0 || !strings.Contains(out, `warning: rule upper: path "/Pricing" is recorded by ingest as "/pricing"`) {
+		t.Errorf("check with lowercase pages: exit %d\n%s\n%s", code, out, errs)
+	}
+
 	bad := filepath.Join(dir, "b.yaml")
 	writeFile(t, bad, "rules:\n  - name: pricing\n    site: example.com\n    path: /p\n    threshold: 0\n    window: 1h\n    notify: {recipients: [ops@example.com]}\n")
 	code, _, errs = runSweeper(t, cfg, "check")
