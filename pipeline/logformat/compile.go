@@ -1,148 +1,16 @@
 package logformat
 
 import (
-	"bytes"
 	"fmt"
 	"strings"
 )
-
-// step takes one field from a line, then matches the literal after it.
-type step struct {
-	f     field
-	width int    // the field's fixed length, or 0 when it ends at next
-	next  []byte // literal after the field; empty only after the last field or a fixed-width one
-	// quoted fields sit between quotes: they end at an unescaped quote
-	// (Apache writes \"), and the last one may lack its closing quote.
-	quoted bool
-}
-
-// compiled is a Parser made from a format string by Compile.
-type compiled struct {
-	head  []byte // literal before the first field
-	steps []step
-}
-
-// Parse implements Parser. Like Parse, it ignores whatever follows the
-// format after a space, so fields appended to a format later still parse.
-func (c *compiled) Parse(line []byte, e *Entry) error {
-	*e = Entry{}
-	line, err := trimLine(line)
-	if err != nil {
-		return err
-	}
-	if !bytes.HasPrefix(line, c.head) {
-		return fail(c.steps[0].f.reason(), 0)
-	}
-	i := len(c.head)
-	for k := range c.steps {
-		s := &c.steps[k]
-		last := k == len(c.steps)-1
-		var end int
-		switch {
-		case s.width > 0:
-			end = i + s.width
-			if end > len(line) || !hasLit(line[end:], s.next) {
-				return fail(s.f.reason(), i)
-			}
-		case s.quoted:
-			end = closeQuote(line, i, s.next, last)
-			if end < 0 {
-				if !last {
-					return fail(ReasonQuote, i-1)
-				}
-				// Truncated lines (a full disk, a log rotated mid-write)
-				// lose the closing quote of the last field; the rest is
-				// still worth counting.
-				if !store(e, s.f, line[i:]) {
-					return fail(s.f.reason(), i)
-				}
-				return nil
-			}
-		case len(s.next) == 0:
-			// The last field, unquoted: it ends at a space or the end.
-			j := bytes.IndexByte(line[i:], ' ')
-			if j < 0 {
-				j = len(line) - i
-			}
-			end = i + j
-		default:
-			end = indexLit(line, i, s.next)
-			if end < 0 {
-				return fail(s.f.reason(), i)
-			}
-		}
-		if !store(e, s.f, line[i:end]) {
-			return fail(s.f.reason(), i)
-		}
-		i = end + len(s.next)
-	}
-	if i < len(line) && line[i] != ' ' {
-		return fail(c.steps[len(c.steps)-1].f.reason(), i)
-	}
-	return nil
-}
-
-// indexLit returns the index of the first next in line at or after i, or
-// -1. The separators of log formats are a few bytes long and usually near,
-// where IndexByte and a compare beat bytes.Index's general search.
-func indexLit(line []byte, i int, next []byte) int {
-	c := next[0]
-	for i < len(line) {
-		j := bytes.IndexByte(line[i:], c)
-		if j < 0 {
-			return -1
-		}
-		i += j
-		if hasLit(line[i:], next) {
-			return i
-		}
-		i++
-	}
-	return -1
-}
-
-// hasLit is bytes.HasPrefix for the short literals of log formats, where
-// a plain loop beats the call to the general compare.
-func hasLit(b, lit []byte) bool {
-	if len(b) < len(lit) {
-		return false
-	}
-	for k, c := range lit {
-		if b[k] != c {
-			return false
-		}
-	}
-	return true
-}
-
-// closeQuote returns the index of the quote that closes the field starting
-// at start: the first one not escaped by a backslash where the line goes on
-// with next (which starts with that quote). For the last field (tail) the
-// literal must also be followed by the end of the line or a space, as
-// quoteEnd requires. It returns -1 when there is none.
-func closeQuote(line []byte, start int, next []byte, tail bool) int {
-	for i := start; i < len(line); {
-		j := bytes.IndexByte(line[i:], '"')
-		if j < 0 {
-			return -1
-		}
-		q := i + j
-		if hasLit(line[q:], next) && !escaped(line[start:q]) {
-			after := q + len(next)
-			if !tail || after == len(line) || line[after] == ' ' {
-				return q
-			}
-		}
-		i = q + 1
-	}
-	return -1
-}
 
 // builder collects a format's literals and fields into a compiled parser.
 type builder struct {
 	kind, format string
 	lit          []byte // literal since the last field
-	c            compiled
+	head         []byte // literal before the first field
+	steps        []step
 	tokens       []string // each step's token, for error messages
 	seen         [nFields]bool
 }
@@ -165,12 +33,12 @@ func (b *builder) literal(s string) {
 
 // field appends a field taken from the token at pos.
 func (b *builder) field(f field, token string, pos int) error {
-	n := len(b.c.steps)
+	n := len(b.steps)
 	if n == 0 {
-		b.c.head = b.lit
+		b.head = b.lit
 	} else {
-		prev := &b.c.steps[n-1]
-		prev.next = b.lit
+		prev := &b.steps[n-1]
+		prev.setNext(b.lit)
 		if len(b.lit) == 0 && prev.width == 0 {
 			// $uri$is_args$args and %U%q: the target spans its query.
 			if prev.f == fTarget && f == fQuery {
@@ -183,7 +51,7 @@ func (b *builder) field(f field, token string, pos int) error {
 	if f == fQuery {
 		return b.errorf(pos, token, "a query string is only understood right after the path")
 	}
-	b.c.steps = append(b.c.steps, step{f: f, width: f.width(),
+	b.steps = append(b.steps, step{f: f, width: f.width(),
 		quoted: len(b.lit) > 0 && b.lit[len(b.lit)-1] == '"'})
 	b.tokens = append(b.tokens, token)
 	b.seen[f] = true
@@ -193,15 +61,16 @@ func (b *builder) field(f field, token string, pos int) error {
 
 // done closes the format and checks that it logs what a page view needs.
 func (b *builder) done() (Parser, error) {
-	if len(b.c.steps) == 0 {
+	if len(b.steps) == 0 {
 		return nil, b.errorf(0, "format", "has no fields")
 	}
-	last := &b.c.steps[len(b.c.steps)-1]
-	last.next = b.lit
-	for k := range b.c.steps {
-		s := &b.c.steps[k]
+	last := &b.steps[len(b.steps)-1]
+	last.setNext(b.lit)
+	for k := range b.steps {
+		s := &b.steps[k]
 		// A field is quoted only when a quote both opens and closes it.
 		s.quoted = s.quoted && s.width == 0 && len(s.next) > 0 && s.next[0] == '"'
+		s.op = s.opFor(k == len(b.steps)-1)
 	}
 	if !b.seen[fTimeLocal] && !b.seen[fTimeISO] && !b.seen[fMsec] {
 		return nil, b.errorf(len(b.format), "format", "logs no time")
@@ -209,8 +78,7 @@ func (b *builder) done() (Parser, error) {
 	if !b.seen[fRequest] && !b.seen[fTarget] {
 		return nil, b.errorf(len(b.format), "format", "logs neither the request line nor its path")
 	}
-	c := b.c
-	return &c, nil
+	return &compiled{head: b.head, steps: b.steps}, nil
 }
 
 // compileNginx compiles an nginx log_format string: $variables and ${var}
@@ -246,7 +114,7 @@ func compileNginx(format string) (Parser, error) {
 			return nil, b.errorf(start, format[start:i], "not a variable name")
 		}
 		f := nginxVars[name]
-		if f == fUser && string(b.lit) == " - " && len(b.c.steps) > 0 && b.c.steps[len(b.c.steps)-1].f == fClient {
+		if f == fUser && string(b.lit) == " - " && len(b.steps) > 0 && b.steps[len(b.steps)-1].f == fClient {
 			// nginx writes a constant "-" where Apache logs the identd
 			// user (%l). Taking it as the ident, as Parse does, gives
 			// both the same Entry for the same line.

@@ -99,7 +99,8 @@ var nginxVars = map[string]field{
 }
 
 // store checks v as a value of f and puts it in e, or says it is bad.
-func store(e *Entry, f field, v []byte) bool {
+// times caches the day of $time_local for the parser calling.
+func store(e *Entry, f field, v []byte, times *timeCache) bool {
 	switch f {
 	case fSkip, fQuery:
 		// A query is only compiled in right after a target, which then
@@ -121,7 +122,7 @@ func store(e *Entry, f field, v []byte) bool {
 		}
 		e.User = v
 	case fTimeLocal:
-		t, ok := parseTime(v)
+		t, ok := times.parse(v)
 		if !ok {
 			return false
 		}
@@ -148,15 +149,9 @@ func store(e *Entry, f field, v []byte) bool {
 	case fProto:
 		e.Proto = v
 	case fStatus:
-		if len(v) != 3 {
+		st, ok := parseStatus(v)
+		if !ok {
 			return false
-		}
-		st := 0
-		for _, c := range v {
-			if c < '0' || c > '9' {
-				return false
-			}
-			st = st*10 + int(c-'0')
 		}
 		e.Status = st
 	case fBytes:
@@ -185,11 +180,25 @@ func isHost(v []byte) bool {
 		return false
 	}
 	for _, c := range v {
-		if c <= ' ' || c >= 0x7f {
+		if !isHostByte(c) {
 			return false
 		}
 	}
 	return true
+}
+
+func isHostByte(c byte) bool { return c > ' ' && c < 0x7f }
+
+// parseStatus parses an HTTP status: always three digits.
+func parseStatus(v []byte) (int, bool) {
+	if len(v) != 3 {
+		return 0, false
+	}
+	a, b, c := int(v[0])-'0', int(v[1])-'0', int(v[2])-'0'
+	if uint(a) > 9 || uint(b) > 9 || uint(c) > 9 {
+		return 0, false
+	}
+	return a*100 + b*10 + c, true
 }
 
 // parseISO parses nginx's $time_iso8601, "2015-05-17T10:05:03+00:00", or

@@ -14,14 +14,15 @@ import (
 // Apache's escapes, so the hot path never copies. Keys are compared as
 // written, without unescaping: nginx writes them from the template.
 type jsonParser struct {
-	keys map[string]field
+	keys  keyTable
+	times timeCache
 }
 
 // compileJSON reads the key of each variable from the nginx template, or
 // uses the variables' names as keys for "".
 func compileJSON(format string) (Parser, error) {
 	if strings.TrimSpace(format) == "" {
-		return &jsonParser{keys: nginxVars}, nil
+		return &jsonParser{keys: newKeyTable(nginxVars)}, nil
 	}
 	keys, err := jsonTemplate(format)
 	if err != nil {
@@ -40,7 +41,7 @@ func compileJSON(format string) (Parser, error) {
 	if !seen[fRequest] && !seen[fTarget] {
 		return nil, errorf("no key holds $request, $request_uri or $uri alone")
 	}
-	return &jsonParser{keys: keys}, nil
+	return &jsonParser{keys: newKeyTable(keys)}, nil
 }
 
 // jsonTemplate maps the keys of a template such as
@@ -159,8 +160,11 @@ func knownVarIn(v string) string {
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
+// skipSpace returns the index of the first byte at or after i that is not
+// JSON whitespace. nginx writes none, so the common case is one compare:
+// every whitespace byte is at most ' '.
 func skipSpace(b []byte, i int) int {
-	for i < len(b) && isSpace(b[i]) {
+	for i < len(b) && b[i] <= ' ' && isSpace(b[i]) {
 		i++
 	}
 	return i
@@ -230,11 +234,10 @@ func (p *jsonParser) Parse(line []byte, e *Entry) error {
 			if i >= len(line) || line[i] != '"' {
 				return fail(ReasonJSON, i)
 			}
-			end := stringEnd(line, i)
+			f, known, end := p.keys.match(line, i)
 			if end < 0 {
 				return fail(ReasonQuote, i)
 			}
-			key := line[i+1 : end]
 			i = skipSpace(line, end+1)
 			if i >= len(line) || line[i] != ':' {
 				return fail(ReasonJSON, i)
@@ -271,8 +274,8 @@ func (p *jsonParser) Parse(line []byte, e *Entry) error {
 					v = nil
 				}
 			}
-			if f, ok := p.keys[string(key)]; ok && len(v) > 0 {
-				if !store(e, f, v) {
+			if known && len(v) > 0 {
+				if !store(e, f, v, &p.times) {
 					return fail(f.reason(), vpos)
 				}
 				seen[f] = true

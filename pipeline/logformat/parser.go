@@ -8,8 +8,10 @@ import (
 // Parser parses one access log line into e, overwriting all of e, with the
 // same contract as Parse: the line may end in \n or \r\n, the slices of e
 // alias line, and a rejected line gives a *ParseError whose Reason is one
-// of Reasons(). Every Parser here keeps no state between lines, so one
-// value can be shared by goroutines.
+// of Reasons(). Every Parser here is safe for concurrent use, so one value
+// can be shared by goroutines. The only state one keeps between lines is a
+// cache of the day of the last time parsed, which saves work but never
+// changes a result.
 type Parser interface {
 	Parse(line []byte, e *Entry) error
 }

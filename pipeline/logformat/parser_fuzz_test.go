@@ -3,6 +3,7 @@ package logformat
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -109,5 +110,39 @@ func FuzzCompile(f *testing.F) {
 		}
 		var e Entry
 		checkParsed(t, line, &e, p.Parse(line, &e))
+	})
+}
+
+// FuzzKeyTable checks keyTable.match against a map lookup of the key that
+// stringEnd delimits, at every quote of a line, for keys as a template
+// can hold them (a newline separates them in keys).
+func FuzzKeyTable(f *testing.F) {
+	f.Add("remote_addr\nremote_user\nrequest\nrequest_uri\nab\na", []byte(`{"remote_addr":"1","request_time":"2","ab":3,"a\"":4}`))
+	f.Add(`q\"x`+"\nq\\\\\nabcdefghijklmnopq", []byte(`"q\"x":"q\\":"abcdefghijklmnopq","abcdefghijklmnopr"`))
+	f.Fuzz(func(t *testing.T, keyList string, line []byte) {
+		keys := map[string]field{}
+		for k, key := range strings.Split(keyList, "\n") {
+			// A template's keys hold no unescaped quote and do not end in
+			// an escaping backslash: stringEnd must find their end.
+			if q := []byte(`"` + key + `"`); stringEnd(q, 0) == len(q)-1 {
+				keys[key] = field(k%int(nFields-1)) + 1
+			}
+		}
+		tab := newKeyTable(keys)
+		for i, c := range line {
+			if c != '"' {
+				continue
+			}
+			f, ok, end := tab.match(line, i)
+			wend := stringEnd(line, i)
+			var wf field
+			var wok bool
+			if wend >= 0 {
+				wf, wok = keys[string(line[i+1:wend])]
+			}
+			if end != wend || ok != wok || f != wf {
+				t.Fatalf("key at %d of %q: match gives %v %v %d, want %v %v %d", i, line, f, ok, end, wf, wok, wend)
+			}
+		}
 	})
 }
