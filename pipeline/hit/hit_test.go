@@ -1,10 +1,15 @@
 package hit
 
 import (
+	"encoding/binary"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 func TestRoundTrip(t *testing.T) {
@@ -29,14 +34,107 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
+// TestDictionary round-trips batches whose strings repeat (references),
+// whose strings alias a buffer overwritten between hits, as pageview.Fill's
+// do, and with more distinct strings than the dictionary holds.
+func TestDictionary(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	line := make([]byte, 64)
+	var e Encoder
+	for _, distinct := range []int{3, 300, 3 * maxDict} {
+		e.Reset()
+		var want []Hit
+		for i := range 2 * maxDict {
+			// The user agent lives in line, which the next hit overwrites.
+			ua := line[:copy(line, fmt.Sprintf("agent-%d", rng.IntN(distinct)))]
+			h := Hit{Time: time.Unix(1431857103+int64(rng.IntN(100))-50, 0).UTC(), Site: "example.com",
+				Path: fmt.Sprintf("/p/%d", rng.IntN(distinct)), Method: "GET", Status: 200, Bytes: uint64(i),
+				Referer: fmt.Sprintf("r%d", i%7), UserAgent: unsafe.String(unsafe.SliceData(ua), len(ua)),
+				Offset: uint64(i * 100)}
+			if i%5 == 0 {
+				h.Offset = uint64(rng.Uint64()) // backwards too
+			}
+			e.Add(&h)
+			h.UserAgent = string(ua)
+			want = append(want, h)
+		}
+		got, err := Decode(e.Bytes(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			for i := range want {
+				if i >= len(got) || got[i] != want[i] {
+					t.Fatalf("distinct %d: hit %d:\n got %+v\nwant %+v", distinct, i, got[i], want[i])
+				}
+			}
+			t.Fatalf("distinct %d: %d hits, want %d", distinct, len(got), len(want))
+		}
+	}
+}
+
+// TestDecodeV1 reads a batch of version 1, which tailers wrote before.
+func TestDecodeV1(t *testing.T) {
+	want := []Hit{
+		{Time: time.Unix(1431857103, 0).UTC(), Site: "example.com", Path: "/pricing", Method: "GET", Status: 200, Bytes: 1234, Referer: "-", UserAgent: "curl/8", Offset: 0},
+		{Time: time.Unix(1431857100, 0).UTC(), Site: "example.com", Path: "/", Method: "GET", Status: 304, Offset: 1 << 40},
+	}
+	data := []byte("PWH1")
+	for _, h := range want {
+		data = binary.AppendVarint(data, h.Time.Unix())
+		data = binary.AppendUvarint(data, h.Offset)
+		data = binary.AppendUvarint(data, uint64(h.Status))
+		data = binary.AppendUvarint(data, h.Bytes)
+		for _, s := range [...]string{h.Site, h.Path, h.Method, h.Referer, h.UserAgent} {
+			data = binary.AppendUvarint(data, uint64(len(s)))
+			data = append(data, s...)
+		}
+	}
+	got, err := Decode(data, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %+v\nwant %+v", got, want)
+	}
+}
+
 func FuzzDecode(f *testing.F) {
 	var e Encoder
 	e.Add(&Hit{Time: time.Unix(5, 0), Path: "/a", Status: 200})
 	f.Add(e.Bytes())
+	e.Add(&Hit{Time: time.Unix(6, 0), Path: "/a", Status: 200})
+	f.Add(e.Bytes())
 	f.Add([]byte("PWH1\xff\xff\xff"))
+	f.Add([]byte("PWH2\x00\x00\x00\x00\x03"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if _, err := Decode(data, nil); err != nil && !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("error not ErrCorrupt: %v", err)
+		}
+	})
+}
+
+// FuzzRoundTrip encodes hits whose strings are cut from the input, many
+// of them repeated, and decodes them back.
+func FuzzRoundTrip(f *testing.F) {
+	f.Add([]byte("example.com|/a|GET|-|curl|/b|GET|-|curl|/a"), uint64(5))
+	f.Fuzz(func(t *testing.T, data []byte, seed uint64) {
+		parts := strings.Split(string(data), "|")
+		var e Encoder
+		var want []Hit
+		for i := 0; i+4 < len(parts) && i < 5000; i += 3 {
+			h := Hit{Time: time.Unix(int64(seed)+int64(i)*int64(seed%7)-1000, 0).UTC(), Site: parts[i], Path: parts[i+1],
+				Method: parts[i+2], Referer: parts[i+3], UserAgent: parts[i+4], Status: uint16(seed % 1000),
+				Bytes: seed >> 3, Offset: seed * uint64(i)}
+			e.Add(&h)
+			want = append(want, h)
+		}
+		got, err := Decode(e.Bytes(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want) || (len(want) > 0 && !reflect.DeepEqual(got, want)) {
+			t.Fatalf("round trip:\n got %+v\nwant %+v", got, want)
 		}
 	})
 }
@@ -60,4 +158,28 @@ func BenchmarkDecode(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N*5000)/b.Elapsed().Seconds(), "hits/s")
+}
+
+// BenchmarkEncode encodes 5,000-hit batches with real traffic's
+// repetition: one site, 1,000 pages, 300 user agents, 100 referers.
+func BenchmarkEncode(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	hits := make([]Hit, 5000)
+	for i := range hits {
+		hits[i] = Hit{Time: time.Unix(1431857103+int64(i/10), 0), Site: "example.com",
+			Path: fmt.Sprintf("/blog/2015/05/post-%d.html", rng.IntN(1000)), Method: "GET", Status: 200, Bytes: 12345,
+			Referer:   fmt.Sprintf("https://www.google.com/search?q=pagewatch+%d", rng.IntN(100)),
+			UserAgent: fmt.Sprintf("Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/%d.0 Safari/537.36", rng.IntN(300)),
+			Offset:    uint64(i * 200)}
+	}
+	var e Encoder
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		e.Reset()
+		for j := range hits {
+			e.Add(&hits[j])
+		}
+	}
+	b.ReportMetric(float64(b.N*len(hits))/b.Elapsed().Seconds(), "hits/s")
+	b.ReportMetric(float64(e.Size())/float64(len(hits)), "bytes/hit")
 }

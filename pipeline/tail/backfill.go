@@ -283,7 +283,7 @@ func (fw *follower) reader(subject string) *follower {
 	return &follower{
 		Tailer:    fw.Tailer,
 		in:        fw.in,
-		parser:    fw.parser,
+		batch:     newHitBatch(fw.batch.parser, fw.in.Site, fw.pages, fw.metrics, fw.logger),
 		subject:   subject,
 		logger:    fw.logger,
 		keepalive: fw.keepalive,

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/pagewatch/pagewatch/pipeline/hit"
-	"github.com/pagewatch/pagewatch/pipeline/logformat"
 )
 
 // Headers of a hits message. Start and End are byte offsets in the file.
@@ -37,8 +36,6 @@ const readChunk = 256 << 10
 type follower struct {
 	*Tailer
 	in      Input
-	parser  logformat.Parser
-	sites   map[string]string // vhost as logged → site, for an input without a site
 	subject string
 	logger  *slog.Logger
 	state   *fileState // lag and age of the input, for the metrics; nil when reading a sibling
@@ -71,11 +68,13 @@ type follower struct {
 	lastData    time.Time     // when the file last had new bytes
 	rotatedAt   time.Time     // when a successor appeared at the path; zero if none
 	batchStart  int64
-	lines       int   // lines consumed into the batch, hits or not
-	linesRead   int64 // lines consumed since the follower started, for progress
-	eof         bool  // the next publish is the last of a complete file
-	enc         hit.Encoder
-	entry       logformat.Entry
+	batch       hitBatch // the lines consumed since batchStart
+	linesRead   int64    // lines consumed since the follower started, for progress
+	eof         bool     // the next publish is the last of a complete file
+	// While one batch is on its way to JetStream (flying), the next is
+	// encoded into the other buffer (spare holds the flying one's).
+	flying *flight
+	spare  hit.Encoder
 
 	// With --from-start: the run the follower takes part in, how its
 	// reading is counted, the rotated siblings it publishes first, and
@@ -134,16 +133,20 @@ func (fw *follower) follow(ctx context.Context) error {
 			fw.lastData = time.Now()
 			continue
 		}
-		// At the end of what the file has. Publish what was read, unless
+		// At the end of what the file has. The batch sent while reading
+		// is stored first, then what was read is published, unless
 		// inside an over-long line: a position must fall between lines.
-		if !fw.skipping && (fw.lines > 0 || time.Since(fw.lastPublish) > fw.keepalive) {
+		if err := fw.settle(ctx); err != nil {
+			return err
+		}
+		if !fw.skipping && (fw.batch.lines > 0 || time.Since(fw.lastPublish) > fw.keepalive) {
 			// A quiet file re-publishes its position now and then, so it
 			// does not age out of the stream with the last batch.
 			if err := fw.publish(ctx); err != nil {
 				return err
 			}
 		}
-		if fw.lines == 0 {
+		if fw.batch.lines == 0 {
 			fw.state.allPublished()
 		}
 		if fw.backfill != nil && !fw.caughtUp {
@@ -178,7 +181,7 @@ func (fw *follower) observe(n int, linesBefore int64) {
 		fw.state.unpublishedSeen(time.Now())
 	}
 	if st, err := fw.f.Stat(); err == nil {
-		fw.state.setLag(st.Size() - fw.batchStart)
+		fw.state.setLag(st.Size() - fw.published())
 	}
 }
 
@@ -198,8 +201,7 @@ func (fw *follower) open(ctx context.Context) error {
 	// Whatever a previous attempt had read but not published is read again.
 	fw.pending, fw.skipping = fw.pending[:0], false
 	fw.rotatedAt = time.Time{}
-	fw.enc.Reset()
-	fw.lines = 0
+	fw.batch.reset()
 	f, err := os.Open(fw.in.Path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("open: %w", err)
@@ -323,8 +325,33 @@ func (e *readError) Error() string { return fmt.Sprintf("read at %d: %v", e.off,
 func (e *readError) Unwrap() error { return e.err }
 
 // readLines reads what src has past readPos and consumes its complete
-// lines, publishing each batch as it fills. It returns the bytes read.
+// lines, sending each batch as it fills. It returns the bytes read. The
+// last batch sent may still be in flight when it returns without error;
+// the caller settles it before it publishes, or leaves the file (finish,
+// readFinished, follow). On error nothing is in flight.
 func (fw *follower) readLines(ctx context.Context, src io.ReaderAt) (int, error) {
+	n, err := fw.readChunk(ctx, src)
+	if err != nil {
+		// A batch in flight is stored or failed before the error is
+		// handled: a damaged .gz publishes the lines read before the
+		// damage, after it.
+		if serr := fw.settle(ctx); serr != nil {
+			return n, serr
+		}
+	}
+	return n, err
+}
+
+// published is where the bytes not yet stored in JetStream start: the
+// start of the batch in flight, or else of the batch being read.
+func (fw *follower) published() int64 {
+	if fw.flying != nil {
+		return fw.flying.start
+	}
+	return fw.batchStart
+}
+
+func (fw *follower) readChunk(ctx context.Context, src io.ReaderAt) (int, error) {
 	if cap(fw.pending)-len(fw.pending) < readChunk {
 		grown := make([]byte, len(fw.pending), len(fw.pending)+readChunk)
 		copy(grown, fw.pending)
@@ -363,8 +390,9 @@ func (fw *follower) consumePending(ctx context.Context) error {
 		}
 		fw.offset += int64(i + 1)
 		start += i + 1
-		if fw.lines >= fw.cfg.BatchLines || fw.enc.Size() >= full {
-			if err := fw.publish(ctx); err != nil {
+		if fw.batch.lines >= fw.cfg.BatchLines || fw.batch.enc.Size() >= full {
+			// Sent while the next batch is read: the caller settles it.
+			if err := fw.send(ctx); err != nil {
 				return err
 			}
 		}
@@ -376,10 +404,8 @@ func (fw *follower) consumePending(ctx context.Context) error {
 		// never stalls the file or grows memory.
 		if !fw.skipping {
 			fw.skipping = true
-			fw.lines++
+			fw.batch.tooLong()
 			fw.linesRead++
-			fw.metrics.lines.WithLabelValues("malformed").Inc()
-			fw.metrics.malformed.WithLabelValues(logformat.ReasonTooLong).Inc()
 			fw.logger.Warn("line too long; skipped", "offset", fw.offset, "max_line_bytes", fw.cfg.MaxLineBytes)
 		}
 		fw.offset += int64(len(fw.pending))
@@ -390,34 +416,6 @@ func (fw *follower) consumePending(ctx context.Context) error {
 
 // consume turns one line into a hit in the batch, or counts why not.
 func (fw *follower) consume(line []byte, offset int64) {
-	fw.lines++
 	fw.linesRead++
-	if err := fw.parser.Parse(line, &fw.entry); err != nil {
-		reason := "unknown"
-		var pe *logformat.ParseError
-		if errors.As(err, &pe) {
-			reason = pe.Reason
-		}
-		fw.metrics.lines.WithLabelValues("malformed").Inc()
-		fw.metrics.malformed.WithLabelValues(reason).Inc()
-		fw.logger.Debug("malformed line", "offset", offset, "reason", reason)
-		return
-	}
-	site := fw.in.Site
-	if site == "" {
-		if site = fw.siteOf(fw.entry.Vhost); site == "" {
-			fw.metrics.skipped(filterNoSite)
-			fw.logger.Debug("line names no virtual host", "offset", offset)
-			return
-		}
-	}
-	// h shares the line's bytes until enc.Add copies them, below.
-	var h hit.Hit
-	if drop := fw.pages.Fill(&h, &fw.entry, site); drop != "" {
-		fw.metrics.skipped(drop)
-		return
-	}
-	h.Offset = uint64(offset)
-	fw.enc.Add(&h)
-	fw.metrics.lines.WithLabelValues("hit").Inc()
+	fw.batch.add(line, offset)
 }

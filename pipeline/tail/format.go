@@ -123,28 +123,7 @@ func nginxLogsVhost(format string) bool {
 	return false
 }
 
-// maxSites bounds a follower's cache of vhost → site. Host headers are
-// the client's to choose, so past the bound a site is built per line.
-const maxSites = 1024
-
-// siteOf returns the site of a line's vhost, or "" when it names none.
-// Host headers ($http_host, %{Host}i) may carry a port and any case, so
-// the site is the vhost lowercased, without its port or trailing dot.
-// Known vhosts cost no allocation.
-func (fw *follower) siteOf(vhost []byte) string {
-	if s, ok := fw.sites[string(vhost)]; ok {
-		return s
-	}
-	s := normalizeHost(vhost)
-	if fw.sites == nil {
-		fw.sites = make(map[string]string)
-	}
-	if len(fw.sites) < maxSites {
-		fw.sites[string(vhost)] = s
-	}
-	return s
-}
-
+// normalizeHost is the site a vhost names (hitBatch.siteOf), or "".
 func normalizeHost(v []byte) string {
 	if i := strings.LastIndexByte(string(v), ':'); i >= 0 && strings.IndexByte(string(v[:i]), ':') < 0 {
 		port := v[i+1:]

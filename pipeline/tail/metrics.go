@@ -20,6 +20,11 @@ type metrics struct {
 	retries   prometheus.Counter
 	rotations *prometheus.CounterVec // by kind: rename, truncate, delete
 
+	// The series every line adds to, looked up once: a label lookup per
+	// line costs more than the counting.
+	hits, malformedLines, skippedLines prometheus.Counter
+	byReason, byFilter                 map[string]prometheus.Counter
+
 	// With --from-start, by input (its configured path).
 	backfillBytes *prometheus.CounterVec
 	backfillLines *prometheus.CounterVec
@@ -72,23 +77,39 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	reg.MustRegister(m.lines, m.malformed, m.filtered, m.bytes, m.batches, m.retries, m.rotations,
 		m.backfillBytes, m.backfillLines, m.backfillTotal)
-	for _, r := range []string{"hit", "malformed", "skipped"} {
-		m.lines.WithLabelValues(r)
-	}
+	m.hits = m.lines.WithLabelValues("hit")
+	m.malformedLines = m.lines.WithLabelValues("malformed")
+	m.skippedLines = m.lines.WithLabelValues("skipped")
 	for _, k := range []string{"rename", "truncate", "delete"} {
 		m.rotations.WithLabelValues(k)
 	}
+	m.byReason = map[string]prometheus.Counter{}
 	for _, r := range logformat.Reasons() {
-		m.malformed.WithLabelValues(r)
+		m.byReason[r] = m.malformed.WithLabelValues(r)
 	}
+	m.byFilter = map[string]prometheus.Counter{}
 	for _, f := range append(pageview.Reasons(), filterNoSite) {
-		m.filtered.WithLabelValues(f)
+		m.byFilter[f] = m.filtered.WithLabelValues(f)
 	}
 	return m
 }
 
 // skipped counts a parsed line that is no page view.
 func (m *metrics) skipped(filter string) {
-	m.lines.WithLabelValues("skipped").Inc()
+	m.skippedLines.Inc()
+	if c, ok := m.byFilter[filter]; ok {
+		c.Inc()
+		return
+	}
 	m.filtered.WithLabelValues(filter).Inc()
+}
+
+// malformedLine counts a line that is no access-log line, by reason.
+func (m *metrics) malformedLine(reason string) {
+	m.malformedLines.Inc()
+	if c, ok := m.byReason[reason]; ok {
+		c.Inc()
+		return
+	}
+	m.malformed.WithLabelValues(reason).Inc()
 }

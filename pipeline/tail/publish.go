@@ -64,10 +64,50 @@ func (fw *follower) publishEOF(ctx context.Context) error {
 	return fw.publish(ctx)
 }
 
-// publish sends the batch (possibly empty: a position marker) and starts a
-// new one. It retries until it succeeds or ctx ends: the file is the buffer
-// while JetStream is away, so nothing is lost by waiting.
+// publish sends the batch (possibly empty: a position marker) and waits
+// until it and the batch before it are stored. It retries until they are
+// or ctx ends: the file is the buffer while JetStream is away, so nothing
+// is lost by waiting.
 func (fw *follower) publish(ctx context.Context) error {
+	if err := fw.send(ctx); err != nil {
+		return err
+	}
+	return fw.settle(ctx)
+}
+
+// flight is a batch on its way to JetStream. One goroutine publishes it
+// (deliver) while the follower reads, parses and encodes the next batch,
+// so reading and JetStream's storing overlap.
+//
+// Only one batch flies at a time, because every publish is conditional on
+// the sequence of the subject's last message, and JetStream numbers the
+// messages of all subjects of the stream together: the sequence the next
+// batch must expect is the one this batch gets, known only from its ack.
+// Chaining the condition through every batch is what fences a tailer
+// that lost its lease, and what tells a retry whose first attempt landed
+// from one that did not (landed), so it is not traded for a deeper
+// pipeline: a batch sent before its predecessor's ack could land after a
+// failed predecessor, leaving a gap no restart could see.
+type flight struct {
+	msg    *nats.Msg
+	id     identity // the file's, as the message names it
+	start  int64    // the message's Pagewatch-Start
+	end    int64    // the message's Pagewatch-End
+	lines  int
+	expect uint64 // the subject's last sequence the publish is conditional on
+
+	done chan struct{}
+	seq  uint64 // the batch's sequence, once done without err
+	err  error
+}
+
+// send waits for the batch before this one to be stored, seals this one
+// into a message and starts publishing it; the next batch is encoded into
+// the other buffer meanwhile. settle waits for it.
+func (fw *follower) send(ctx context.Context) error {
+	if err := fw.settle(ctx); err != nil {
+		return err
+	}
 	// A finished file's identity was taken whole when it was opened (from
 	// the decompressed head for .gz, whose own inode and bytes are not
 	// the ones the identity describes).
@@ -78,77 +118,111 @@ func (fw *follower) publish(ctx context.Context) error {
 		}
 		fw.id = id
 	}
-	msg := &nats.Msg{Subject: fw.subject, Data: fw.enc.Bytes(), Header: nats.Header{}}
+	msg := &nats.Msg{Subject: fw.subject, Data: fw.batch.enc.Bytes(), Header: nats.Header{}}
 	msg.Header.Set(HeaderFile, fw.id.String())
 	msg.Header.Set(HeaderPath, fw.in.Path)
 	msg.Header.Set(HeaderStart, strconv.FormatInt(fw.batchStart, 10))
 	msg.Header.Set(HeaderEnd, strconv.FormatInt(fw.offset, 10))
-	msg.Header.Set(HeaderLines, strconv.Itoa(fw.lines))
+	msg.Header.Set(HeaderLines, strconv.Itoa(fw.batch.lines))
 	if fw.eof {
 		msg.Header.Set(HeaderEOF, "1")
 	}
 	// The expected sequence makes the ID unique per publish and the same
 	// for every retry of it: a duplicate ack means an earlier attempt of
 	// this very publish landed.
-	msg.Header.Set(jetstream.MsgIDHeader, fmt.Sprintf("%s.%d", fw.subject, fw.lastSeq))
-
-	for attempt := 0; ; attempt++ {
-		pctx, cancel := context.WithTimeout(ctx, fw.cfg.PublishTimeout)
-		ack, err := fw.bus.JS.PublishMsg(pctx, msg, jetstream.WithExpectLastSequencePerSubject(fw.lastSeq))
-		cancel()
-		if err == nil {
-			fw.lastSeq = ack.Sequence
-			break
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if isWrongLastSequence(err) {
-			landed, err := fw.landed(ctx)
-			if errors.Is(err, errRetry) {
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			if !landed {
-				return errResync
-			}
-			break
-		}
-		fw.metrics.retries.Inc()
-		fw.logger.Warn("publish failed; retrying", "err", err, "attempt", attempt+1, "lines", fw.lines)
-		if err := retry.Sleep(ctx, retry.Delay(attempt, 100*time.Millisecond, 5*time.Second)); err != nil {
-			return err
-		}
-	}
-	fw.metrics.batches.Inc()
-	fw.lastPublish = time.Now()
-	fw.refreshRecord(ctx)
-	fw.enc.Reset()
-	fw.lines = 0
+	msg.Header.Set(jetstream.MsgIDHeader, fw.subject+"."+strconv.FormatUint(fw.lastSeq, 10))
+	fl := &flight{msg: msg, id: fw.id, start: fw.batchStart, end: fw.offset, lines: fw.batch.lines, expect: fw.lastSeq, done: make(chan struct{})}
+	fw.flying = fl
+	go fw.deliver(ctx, fl)
+	// The flying batch keeps its buffer until settled; the previous
+	// batch's, settled above, takes the next lines.
+	fw.batch.enc, fw.spare = fw.spare, fw.batch.enc
+	fw.batch.reset()
 	fw.batchStart = fw.offset
 	return nil
 }
 
+// settle waits for the batch in flight, if any, and takes its sequence
+// as the subject's last. Its error (errResync, or ctx's) is the
+// follower's: the batch after it, read meanwhile, is read again.
+func (fw *follower) settle(ctx context.Context) error {
+	fl := fw.flying
+	if fl == nil {
+		return nil
+	}
+	<-fl.done
+	fw.flying = nil
+	if fl.err != nil {
+		return fl.err
+	}
+	fw.lastSeq = fl.seq
+	fw.metrics.batches.Inc()
+	fw.lastPublish = time.Now()
+	fw.refreshRecord(ctx)
+	return nil
+}
+
+// deliver publishes fl, retrying until it is stored or ctx ends. It runs
+// on a goroutine of its own, so it touches nothing of the follower that
+// the follower changes meanwhile: what it needs is in fl.
+func (fw *follower) deliver(ctx context.Context, fl *flight) {
+	defer close(fl.done)
+	expect := fl.expect
+	for attempt := 0; ; attempt++ {
+		pctx, cancel := context.WithTimeout(ctx, fw.cfg.PublishTimeout)
+		ack, err := fw.bus.JS.PublishMsg(pctx, fl.msg, jetstream.WithExpectLastSequencePerSubject(expect))
+		cancel()
+		if err == nil {
+			fl.seq = ack.Sequence
+			return
+		}
+		if ctx.Err() != nil {
+			fl.err = ctx.Err()
+			return
+		}
+		if isWrongLastSequence(err) {
+			seq, landed, err := fw.landed(ctx, fl)
+			if errors.Is(err, errRetry) {
+				// The subject emptied (its messages aged out, or the
+				// stream was purged): our own offset is still right;
+				// start the subject anew.
+				expect = 0
+				continue
+			}
+			switch {
+			case err != nil:
+				fl.err = err
+			case !landed:
+				fl.err = errResync
+			default:
+				fl.seq = seq
+			}
+			return
+		}
+		fw.metrics.retries.Inc()
+		fw.logger.Warn("publish failed; retrying", "err", err, "attempt", attempt+1, "lines", fl.lines)
+		if err := retry.Sleep(ctx, retry.Delay(attempt, 100*time.Millisecond, 5*time.Second)); err != nil {
+			fl.err = err
+			return
+		}
+	}
+}
+
 // landed checks whether an earlier attempt of this very publish was stored
-// (its reply lost), by comparing the stream's last position with ours.
-func (fw *follower) landed(ctx context.Context) (bool, error) {
+// (its reply lost), by comparing the stream's last position with fl's; if
+// so it returns the sequence it was stored at.
+func (fw *follower) landed(ctx context.Context, fl *flight) (uint64, bool, error) {
 	pos, err := fw.lastPosition(ctx)
 	if err != nil {
-		return false, err
+		return 0, false, err
 	}
 	if pos == nil {
-		// The subject emptied (its messages aged out, or the stream was
-		// purged): our own offset is still right; start the subject anew.
-		fw.lastSeq = 0
-		return false, errRetry
+		return 0, false, errRetry
 	}
-	if pos.end == fw.offset && pos.id.dev == fw.id.dev && pos.id.ino == fw.id.ino && pos.id.fp == fw.id.fp {
-		fw.lastSeq = pos.seq
-		return true, nil
+	if pos.end == fl.end && pos.id.dev == fl.id.dev && pos.id.ino == fl.id.ino && pos.id.fp == fl.id.fp {
+		return pos.seq, true, nil
 	}
-	return false, nil
+	return 0, false, nil
 }
 
 // errRetry asks publish to try again at once with the updated sequence.

@@ -99,7 +99,7 @@ func (fw *follower) readFinished(ctx context.Context, s *sibling, eof bool) erro
 			// before the damage, without marking the end, so a later run
 			// can try again from there.
 			fw.logger.Warn("compressed rotated file is damaged or incomplete; published the lines before the damage", "rotated", s.path, "offset", fw.offset, "err", err)
-			if fw.lines == 0 {
+			if fw.batch.lines == 0 {
 				return nil
 			}
 			return fw.publish(ctx)
@@ -126,8 +126,8 @@ func (fw *follower) readFinished(ctx context.Context, s *sibling, eof bool) erro
 	if eof {
 		return fw.publishEOF(ctx)
 	}
-	if fw.lines > 0 || fw.offset > fw.batchStart {
+	if fw.batch.lines > 0 || fw.offset > fw.batchStart {
 		return fw.publish(ctx)
 	}
-	return nil
+	return fw.settle(ctx)
 }

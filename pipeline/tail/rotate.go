@@ -99,7 +99,7 @@ func (fw *follower) switchFile(ctx context.Context) error {
 	if err := fw.finish(ctx, fw.f); err != nil {
 		return err
 	}
-	if fw.lines > 0 {
+	if fw.batch.lines > 0 {
 		if err := fw.publish(ctx); err != nil {
 			return err
 		}
@@ -122,7 +122,8 @@ func (fw *follower) switchFile(ctx context.Context) error {
 }
 
 // finish reads src to its end and consumes its last line, newline or not:
-// nothing will be written to it any more.
+// nothing will be written to it any more. The batches read before the
+// last one are stored when it returns.
 func (fw *follower) finish(ctx context.Context, src io.ReaderAt) error {
 	for {
 		n, err := fw.readLines(ctx, src)
@@ -134,7 +135,7 @@ func (fw *follower) finish(ctx context.Context, src io.ReaderAt) error {
 		}
 	}
 	fw.consumeLastLine()
-	return nil
+	return fw.settle(ctx)
 }
 
 // consumeLastLine takes the bytes after a complete file's last newline as

@@ -3,7 +3,6 @@ package tail
 import (
 	"bytes"
 	"context"
-	"errors"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -14,7 +13,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pagewatch/pagewatch/pipeline/bus"
-	"github.com/pagewatch/pagewatch/pipeline/hit"
 	"github.com/pagewatch/pagewatch/pipeline/logformat"
 	"github.com/pagewatch/pagewatch/pipeline/pageview"
 )
@@ -69,17 +67,13 @@ type stream struct {
 	idPrefix string
 	header   string // HeaderStream's value
 	in       StreamInput
-	parser   logformat.Parser
-	sites    map[string]string // vhost as logged → site, when in.Site is ""
 	logger   *slog.Logger
 	full     int // a batch this large is published, leaving room for one more line
 
 	mu     sync.Mutex
-	enc    hit.Encoder
-	entry  logformat.Entry
+	batch  hitBatch  // the lines taken since the last seal
 	offset int64     // bytes of the stream consumed, from its start
 	begin  int64     // offset of the batch's first line
-	lines  int       // lines in the batch, hits or not
 	born   time.Time // when the batch got its first line
 	n      uint64    // batches sealed
 	total  int64     // lines taken, for the summary at close
@@ -108,6 +102,7 @@ type batch struct {
 
 func (e *streamEnv) newStream(name, subjectKey string, in StreamInput, p logformat.Parser) *stream {
 	prefix := e.cfg.Instance + "." + name + "." + strconv.FormatInt(e.start, 10) + "."
+	logger := e.logger.With("input", name)
 	s := &stream{
 		env:      e,
 		name:     name,
@@ -115,8 +110,8 @@ func (e *streamEnv) newStream(name, subjectKey string, in StreamInput, p logform
 		idPrefix: prefix,
 		header:   name + "." + strconv.FormatInt(e.start, 10),
 		in:       in,
-		parser:   p,
-		logger:   e.logger.With("input", name),
+		batch:    newHitBatch(p, in.Site, e.pages, e.metrics, logger),
+		logger:   logger,
 		full:     e.cfg.BatchBytes - e.cfg.MaxLineBytes - 1024,
 		out:      make(chan *batch),
 	}
@@ -180,77 +175,26 @@ func (s *stream) take(line []byte, size int, tooLong bool) {
 		return
 	}
 	s.env.metrics.bytes.Add(float64(size))
-	if s.lines == 0 {
+	if s.batch.lines == 0 {
 		s.born = time.Now()
 	}
 	s.total++
 	if tooLong {
 		s.tooLong(size)
 	} else {
-		s.consume(line)
+		// The offset in the stream since this process began reading it.
+		s.batch.add(line, s.offset)
 	}
 	s.offset += int64(size)
-	if s.lines >= s.env.cfg.BatchLines || s.enc.Size() >= s.full {
+	if s.batch.lines >= s.env.cfg.BatchLines || s.batch.enc.Size() >= s.full {
 		s.seal()
 	}
 }
 
 // tooLong counts a line over max_line_bytes; called with mu held.
 func (s *stream) tooLong(size int) {
-	s.lines++
-	s.env.metrics.lines.WithLabelValues("malformed").Inc()
-	s.env.metrics.malformed.WithLabelValues(logformat.ReasonTooLong).Inc()
+	s.batch.tooLong()
 	s.logger.Warn("line too long; skipped", "offset", s.offset, "bytes", size, "max_line_bytes", s.env.cfg.MaxLineBytes)
-}
-
-// consume is follower.consume for a stream: the line becomes a hit in the
-// batch, or is counted by why not. Called with mu held.
-func (s *stream) consume(line []byte) {
-	s.lines++
-	m := s.env.metrics
-	if err := s.parser.Parse(line, &s.entry); err != nil {
-		reason := "unknown"
-		var pe *logformat.ParseError
-		if errors.As(err, &pe) {
-			reason = pe.Reason
-		}
-		m.lines.WithLabelValues("malformed").Inc()
-		m.malformed.WithLabelValues(reason).Inc()
-		s.logger.Debug("malformed line", "offset", s.offset, "reason", reason)
-		return
-	}
-	site := s.in.Site
-	if site == "" {
-		if site = s.siteOf(s.entry.Vhost); site == "" {
-			m.skipped(filterNoSite)
-			return
-		}
-	}
-	var h hit.Hit
-	if drop := s.env.pages.Fill(&h, &s.entry, site); drop != "" {
-		m.skipped(drop)
-		return
-	}
-	// The offset in the stream since this process began reading it: with
-	// the message's JetStream sequence it names the line for the loader.
-	h.Offset = uint64(s.offset)
-	s.enc.Add(&h)
-	m.lines.WithLabelValues("hit").Inc()
-}
-
-// siteOf is follower.siteOf: a bounded cache of vhost → site.
-func (s *stream) siteOf(vhost []byte) string {
-	if site, ok := s.sites[string(vhost)]; ok {
-		return site
-	}
-	site := normalizeHost(vhost)
-	if s.sites == nil {
-		s.sites = make(map[string]string)
-	}
-	if len(s.sites) < maxSites {
-		s.sites[string(vhost)] = site
-	}
-	return site
 }
 
 // flushOld publishes the batch if its first line has waited half the
@@ -259,7 +203,7 @@ func (s *stream) siteOf(vhost []byte) string {
 func (s *stream) flushOld() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.closed && s.lines > 0 && time.Since(s.born) >= s.in.FlushInterval/2 {
+	if !s.closed && s.batch.lines > 0 && time.Since(s.born) >= s.in.FlushInterval/2 {
 		s.seal()
 	}
 }
@@ -268,19 +212,19 @@ func (s *stream) flushOld() {
 // held, so while every publisher is busy all adders wait: the
 // backpressure. Past the drain period the batch is given up.
 func (s *stream) seal() {
-	if s.lines == 0 {
+	if s.batch.lines == 0 {
 		return
 	}
 	s.n++
-	msg := &nats.Msg{Subject: s.subject, Data: bytes.Clone(s.enc.Bytes()), Header: nats.Header{}}
+	msg := &nats.Msg{Subject: s.subject, Data: bytes.Clone(s.batch.enc.Bytes()), Header: nats.Header{}}
 	msg.Header.Set(HeaderStream, s.header)
 	msg.Header.Set(HeaderStart, strconv.FormatInt(s.begin, 10))
 	msg.Header.Set(HeaderEnd, strconv.FormatInt(s.offset, 10))
-	msg.Header.Set(HeaderLines, strconv.Itoa(s.lines))
+	msg.Header.Set(HeaderLines, strconv.Itoa(s.batch.lines))
 	msg.Header.Set(jetstream.MsgIDHeader, s.idPrefix+strconv.FormatUint(s.n, 10))
-	b := &batch{msg: msg, lines: s.lines}
-	s.enc.Reset()
-	s.lines, s.begin = 0, s.offset
+	b := &batch{msg: msg, lines: s.batch.lines}
+	s.batch.reset()
+	s.begin = s.offset
 	select {
 	case s.out <- b:
 	case <-s.pub.Done():

@@ -8,7 +8,10 @@
 // there, and no position file can disagree with what was published.
 // Publishes are conditional on the subject's last sequence
 // (Nats-Expected-Last-Subject-Sequence), so a retried publish whose first
-// attempt did land cannot add the batch twice.
+// attempt did land cannot add the batch twice. So that reading and
+// JetStream's storing overlap, a file's batch is published while the next
+// one is read, but never two at once: each publish's condition is the
+// sequence the one before it got (see flight).
 //
 // Files move under a follower. Renamed while it runs, a file is read until
 // quiet for rotate_grace, then its successor from the start; renamed while
@@ -109,13 +112,14 @@ func (t *Tailer) Run(ctx context.Context) error {
 }
 
 func (t *Tailer) newFollower(in Input, p logformat.Parser, state *fileState) *follower {
+	logger := t.logger.With("file", in.Path)
 	return &follower{
 		Tailer:    t,
 		in:        in,
-		parser:    p,
+		batch:     newHitBatch(p, in.Site, t.pages, t.metrics, logger),
 		state:     state,
 		subject:   t.bus.HitsSubject(t.cfg.Instance, bus.Key(in.Path)),
-		logger:    t.logger.With("file", in.Path),
+		logger:    logger,
 		keepalive: t.bus.HitsMaxAge() / 4,
 	}
 }

@@ -1,0 +1,100 @@
+package tail
+
+import (
+	"errors"
+	"log/slog"
+
+	"github.com/pagewatch/pagewatch/pipeline/hit"
+	"github.com/pagewatch/pagewatch/pipeline/logformat"
+	"github.com/pagewatch/pagewatch/pipeline/pageview"
+)
+
+// hitBatch turns the lines of one input into a batch of hits: each line
+// is parsed, given its site, filtered and encoded, or counted by why
+// not. A file's follower and a stream (stdin, syslog) each fill one.
+type hitBatch struct {
+	parser  logformat.Parser
+	site    string            // the input's site; "" takes each line's virtual host
+	sites   map[string]string // vhost as logged → site, when site is ""
+	pages   *pageview.Normalizer
+	metrics *metrics
+	logger  *slog.Logger
+
+	enc   hit.Encoder
+	entry logformat.Entry
+	lines int // lines in the batch, hits or not
+}
+
+func newHitBatch(p logformat.Parser, site string, pages *pageview.Normalizer, m *metrics, logger *slog.Logger) hitBatch {
+	return hitBatch{parser: p, site: site, pages: pages, metrics: m, logger: logger}
+}
+
+// add turns one line, without its newline, into a hit in the batch, or
+// counts why not. offset is where the line starts in its file or stream:
+// with the message's JetStream sequence it names the line for the loader.
+func (b *hitBatch) add(line []byte, offset int64) {
+	b.lines++
+	m := b.metrics
+	if err := b.parser.Parse(line, &b.entry); err != nil {
+		reason := "unknown"
+		var pe *logformat.ParseError
+		if errors.As(err, &pe) {
+			reason = pe.Reason
+		}
+		m.malformedLine(reason)
+		b.logger.Debug("malformed line", "offset", offset, "reason", reason)
+		return
+	}
+	site := b.site
+	if site == "" {
+		if site = b.siteOf(b.entry.Vhost); site == "" {
+			m.skipped(filterNoSite)
+			b.logger.Debug("line names no virtual host", "offset", offset)
+			return
+		}
+	}
+	// h shares the line's bytes until enc.Add copies them, below.
+	var h hit.Hit
+	if drop := b.pages.Fill(&h, &b.entry, site); drop != "" {
+		m.skipped(drop)
+		return
+	}
+	h.Offset = uint64(offset)
+	b.enc.Add(&h)
+	m.hits.Inc()
+}
+
+// tooLong counts a line over max_line_bytes, dropped unparsed; the
+// caller logs it.
+func (b *hitBatch) tooLong() {
+	b.lines++
+	b.metrics.malformedLine(logformat.ReasonTooLong)
+}
+
+// reset starts the next batch.
+func (b *hitBatch) reset() {
+	b.enc.Reset()
+	b.lines = 0
+}
+
+// maxSites bounds the cache of vhost → site. Host headers are the
+// client's to choose, so past the bound a site is built per line.
+const maxSites = 1024
+
+// siteOf returns the site of a line's vhost, or "" when it names none.
+// Host headers ($http_host, %{Host}i) may carry a port and any case, so
+// the site is the vhost lowercased, without its port or trailing dot.
+// Known vhosts cost no allocation.
+func (b *hitBatch) siteOf(vhost []byte) string {
+	if s, ok := b.sites[string(vhost)]; ok {
+		return s
+	}
+	s := normalizeHost(vhost)
+	if b.sites == nil {
+		b.sites = make(map[string]string)
+	}
+	if len(b.sites) < maxSites {
+		b.sites[string(vhost)] = s
+	}
+	return s
+}
