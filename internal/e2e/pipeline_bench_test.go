@@ -38,6 +38,8 @@ ingest:
     listen: "127.0.0.1:0"
     instance: bench
     inputs: [{path: %q, site: example.com}]
+    # Every line a hit, so rows loaded can be compared with lines written.
+    pages: {methods: [], statuses: [], static_extensions: [], bots: []}
     start_at: beginning
   load:
     listen: "127.0.0.1:0"
