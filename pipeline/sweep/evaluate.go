@@ -164,9 +164,15 @@ type observation struct {
 
 // count runs the queries for a set of points and turns the rows into
 // observations, grouped by state key in time order. Points with the same
-// end share a query. Pages whose every count is at most floor are left
-// out (set.floor for sweeps).
-func (s *Sweeper) count(ctx context.Context, set *ruleSet, pts []point, floor uint64) (map[string][]observation, int, error) {
+// end share a query. A sweep leaves out what cannot matter to it: pages
+// at or below set.floor, and per-page counts too low to fire or hold a
+// rule disarmed (quiet). every keeps every page's count, for a backtest's
+// starting counts, which later minutes add to.
+func (s *Sweeper) count(ctx context.Context, set *ruleSet, pts []point, every bool) (map[string][]observation, int, error) {
+	floor := set.floor
+	if every {
+		floor = 0
+	}
 	byEnd := map[time.Time][]point{}
 	var ends []time.Time
 	for _, p := range pts {
@@ -229,7 +235,7 @@ func (s *Sweeper) count(ctx context.Context, set *ruleSet, pts []point, floor ui
 						}
 						continue
 					}
-					if quiet(r, n) {
+					if !every && quiet(r, n) {
 						continue
 					}
 					obs[m.key] = append(obs[m.key], observation{key: m.key, pt: p, site: pc.Site, path: pc.Path, count: n})

@@ -20,7 +20,7 @@ func (s *Sweeper) DryRun(ctx context.Context) ([]crossing.Crossing, error) {
 	}
 	set, now := s.rules(), s.now()
 	current := s.currentPoints(set, now)
-	obs, _, err := s.count(ctx, set, current, set.floor)
+	obs, _, err := s.count(ctx, set, current, false)
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +63,7 @@ func (s *Sweeper) Backtest(ctx context.Context, since time.Time) ([]crossing.Cro
 	}
 	base := map[string]observation{}
 	if len(basePts) > 0 {
-		obs, _, err := s.count(ctx, set, slices.Collect(maps.Values(basePts)), 0)
+		obs, _, err := s.count(ctx, set, slices.Collect(maps.Values(basePts)), true)
 		if err != nil {
 			return nil, err
 		}

@@ -208,3 +208,21 @@ func testMetric(t testing.TB, c prometheus.Collector) float64 {
 	t.Helper()
 	return testutil.ToFloat64(c)
 }
+
+// A backtest starts all-time rules from the count before since, however
+// small: 80 earlier hits plus 30 in the window pass 100.
+func TestBacktestCountsFromTheStoredTotal(t *testing.T) {
+	b := setup(t)
+	b.cfg.Rules = []rules.Rule{rule("total", "/pricing", "all", 100)}
+	now := time.Now().UTC()
+	b.addHits(t, "/pricing", 80, now.Add(-3*time.Hour))
+	b.addHits(t, "/pricing", 30, now.Add(-time.Hour))
+	s := b.sweeper(t, nil)
+	xs, err := s.Backtest(context.Background(), now.Add(-2*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(xs) != 1 || xs[0].Count != 110 {
+		t.Fatalf("want one crossing at 110, got %+v", xs)
+	}
+}

@@ -220,7 +220,7 @@ func (s *Sweeper) sweep(ctx context.Context, now time.Time) error {
 	}
 	current := s.currentPoints(set, now)
 	pts := append(current, s.calendarCatchUp(set, last, now)...)
-	obs, rows, err := s.count(ctx, set, pts, set.floor)
+	obs, rows, err := s.count(ctx, set, pts, false)
 	if err != nil {
 		return err
 	}
