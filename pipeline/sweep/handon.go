@@ -25,7 +25,7 @@ const writers = 32
 // as pending, conditional on the revision read. A verdict whose write
 // loses (another sweeper moved the state) is dropped: the winner has its
 // crossings. It returns the verdicts that were written.
-func (s *Sweeper) claim(ctx context.Context, vs []*verdict) ([]*verdict, error) {
+func (s *Sweeper) claim(ctx context.Context, vs []*verdict) []*verdict {
 	won := make([]bool, len(vs))
 	errs := s.parallel(len(vs), func(i int) error {
 		v := vs[i]
@@ -51,7 +51,7 @@ func (s *Sweeper) claim(ctx context.Context, vs []*verdict) ([]*verdict, error) 
 		s.metrics.claimConflicts.Add(float64(len(errs)))
 		s.logger.Warn("some states were moved by another sweeper; their crossings are theirs", "conflicts", len(errs), "first", errs[0])
 	}
-	return out, nil
+	return out
 }
 
 // job is one notification to publish: a crossing, or a digest of many.

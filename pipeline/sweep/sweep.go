@@ -233,10 +233,7 @@ func (s *Sweeper) sweep(ctx context.Context, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	claimed, err := s.claim(ctx, verdicts)
-	if err != nil {
-		return err
-	}
+	claimed := s.claim(ctx, verdicts)
 	jobs, all := s.guard(claimed)
 	if err := s.handOn(ctx, jobs, all); err != nil {
 		return err
