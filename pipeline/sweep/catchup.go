@@ -79,34 +79,7 @@ func (s *Sweeper) rollingCatchUp(ctx context.Context, set *ruleSet, last, now ti
 	}
 	slices.Sort(q.Sites)
 
-	// Per state key, the minutes with hits, in order. A sum rule's key
-	// gathers all its pages' minutes.
-	type series struct {
-		rule       int
-		site, path string
-		minutes    map[time.Time]uint64
-	}
-	all := map[string]*series{}
-	rows := 0
-	err := s.counts.ScanMinutes(ctx, q, func(site, path string, minute time.Time, hits uint64) error {
-		rows++
-		for _, m := range set.matching(site, path) {
-			ri, r, k := m.rule, set.rules[m.rule], m.key
-			if r.Window.Kind != rules.Rolling {
-				continue
-			}
-			sr := all[k]
-			if sr == nil {
-				sr = &series{rule: ri, site: site, path: path, minutes: map[time.Time]uint64{}}
-				if r.Aggregate == rules.Sum {
-					sr.path = ""
-				}
-				all[k] = sr
-			}
-			sr.minutes[minute] += hits
-		}
-		return nil
-	})
+	all, rows, err := s.scanSeries(ctx, set, q, func(r *rules.Rule) bool { return r.Window.Kind == rules.Rolling })
 	if err != nil {
 		return rows, err
 	}
@@ -145,4 +118,39 @@ func (s *Sweeper) rollingCatchUp(ctx context.Context, set *ruleSet, last, now ti
 		slices.SortStableFunc(obs[k], func(a, b observation) int { return a.pt.at.Compare(b.pt.at) })
 	}
 	return rows, nil
+}
+
+// series is one state key's minutes with hits: a page's for a per-page
+// rule, all matched pages' added up for a sum rule (path empty).
+type series struct {
+	rule       int
+	site, path string
+	minutes    map[time.Time]uint64
+}
+
+// scanSeries reads per-minute counts and gathers them per state key, for
+// the rules keep accepts. It returns the rows read.
+func (s *Sweeper) scanSeries(ctx context.Context, set *ruleSet, q clickhouse.MinuteScan, keep func(*rules.Rule) bool) (map[string]*series, int, error) {
+	all := map[string]*series{}
+	rows := 0
+	err := s.counts.ScanMinutes(ctx, q, func(site, path string, minute time.Time, hits uint64) error {
+		rows++
+		for _, m := range set.matching(site, path) {
+			r := set.rules[m.rule]
+			if !keep(r) {
+				continue
+			}
+			sr := all[m.key]
+			if sr == nil {
+				sr = &series{rule: m.rule, site: site, path: path, minutes: map[time.Time]uint64{}}
+				if r.Aggregate == rules.Sum {
+					sr.path = ""
+				}
+				all[m.key] = sr
+			}
+			sr.minutes[minute] += hits
+		}
+		return nil
+	})
+	return all, rows, err
 }

@@ -72,28 +72,8 @@ func (s *Sweeper) Backtest(ctx context.Context, since time.Time) ([]crossing.Cro
 		}
 	}
 
-	type series struct {
-		rule       int
-		site, path string
-		minutes    map[time.Time]uint64
-	}
-	all := map[string]*series{}
-	err := s.counts.ScanMinutes(ctx, clickhouse.MinuteScan{Sites: set.sites, From: scanFrom, To: now.Truncate(time.Minute).Add(time.Minute)},
-		func(site, path string, minute time.Time, hits uint64) error {
-			for _, m := range set.matching(site, path) {
-				ri, r, k := m.rule, set.rules[m.rule], m.key
-				sr := all[k]
-				if sr == nil {
-					sr = &series{rule: ri, site: site, path: path, minutes: map[time.Time]uint64{}}
-					if r.Aggregate == rules.Sum {
-						sr.path = ""
-					}
-					all[k] = sr
-				}
-				sr.minutes[minute] += hits
-			}
-			return nil
-		})
+	all, _, err := s.scanSeries(ctx, set, clickhouse.MinuteScan{Sites: set.sites, From: scanFrom, To: now.Truncate(time.Minute).Add(time.Minute)},
+		func(*rules.Rule) bool { return true })
 	if err != nil {
 		return nil, err
 	}
