@@ -29,6 +29,7 @@ func TestErrorsNameTheKey(t *testing.T) {
 		"ingest:\n  tail:\n    inputs: /x\n":                 `ingest.tail.inputs (line 3): expected a list`,
 		"sweeper:\n  rules:\n    - name: a\n      nope: 1\n": `sweeper.rules[0].nope (line 4): unknown key`,
 		"log: [1]\n": `log (line 1): expected a mapping`,
+		"mail:\n  smtp:\n    password: {env: PAGEWATCH_UNSET_FOR_TEST}\n": `mail.smtp.password (line 3): environment variable PAGEWATCH_UNSET_FOR_TEST is not set`,
 	}
 	for src, want := range cases {
 		_, err := parse(t, src)
