@@ -58,7 +58,9 @@ halves that run as separate processes:
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	os.Exit(daemon.Main(ctx, program, os.Args[1:], os.Stdout, os.Stderr))
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	os.Exit(daemon.Main(ctx, program, os.Args[1:], os.Stdout, os.Stderr, hup))
 }
 
 func runTail(ctx context.Context, env *daemon.Env) error {

@@ -36,7 +36,7 @@ func runWithStdin(t *testing.T, data []byte, args ...string) (int, string) {
 		w.Close()
 	}()
 	var stdout, stderr bytes.Buffer
-	code := daemon.Main(context.Background(), program, args, &stdout, &stderr)
+	code := daemon.Main(context.Background(), program, args, &stdout, &stderr, nil)
 	return code, stderr.String()
 }
 

@@ -61,10 +61,11 @@ func newSweeper(ctx context.Context, env *daemon.Env) (*sweep.Sweeper, error) {
 
 // runner adapts the sweeper's Run, which also takes the reload signal.
 type runner struct {
-	s *sweep.Sweeper
+	s      *sweep.Sweeper
+	reload chan struct{}
 }
 
-func (r runner) Run(ctx context.Context) error { return r.s.Run(ctx, reload) }
+func (r runner) Run(ctx context.Context) error { return r.s.Run(ctx, r.reload) }
 
 func run(ctx context.Context, env *daemon.Env) error {
 	s, err := newSweeper(ctx, env)
@@ -75,7 +76,17 @@ func run(ctx context.Context, env *daemon.Env) error {
 		defer s.Close(ctx)
 		return s.Sweep(ctx)
 	}
-	return env.Serve(ctx, env.Config.Sweeper.Listen, runner{s})
+	r := runner{s: s, reload: make(chan struct{}, 1)}
+	// The sweeper reads its rules again itself (ruleSource), from the
+	// file and rules_path, and counts the result.
+	env.OnReload([]string{"sweeper.rules", "sweeper.rules_path"}, func(config.Config) error {
+		select {
+		case r.reload <- struct{}{}:
+		default: // a reload is already due
+		}
+		return nil
+	})
+	return env.Serve(ctx, env.Config.Sweeper.Listen, r)
 }
 
 func check(_ context.Context, env *daemon.Env) error {

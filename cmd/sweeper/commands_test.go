@@ -22,7 +22,7 @@ func runSweeper(t *testing.T, cfg string, args ...string) (code int, stdout, std
 		t.Fatal(err)
 	}
 	var out, errb bytes.Buffer
-	code = daemon.Main(context.Background(), program, append([]string{"--config", path}, args...), &out, &errb)
+	code = daemon.Main(context.Background(), program, append([]string{"--config", path}, args...), &out, &errb, nil)
 	return code, out.String(), errb.String()
 }
 

@@ -51,16 +51,5 @@ func main() {
 	defer stop()
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
-	go func() {
-		for range hup {
-			select {
-			case reload <- struct{}{}:
-			default: // a reload is already due
-			}
-		}
-	}()
-	os.Exit(daemon.Main(ctx, program, os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(daemon.Main(ctx, program, os.Args[1:], os.Stdout, os.Stderr, hup))
 }
-
-// reload carries SIGHUP to the running sweeper.
-var reload = make(chan struct{}, 1)

@@ -30,7 +30,9 @@ over SMTP (mail.transport: smtp) or into .eml files (mail.transport: file).`,
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	os.Exit(daemon.Main(ctx, program, os.Args[1:], os.Stdout, os.Stderr))
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	os.Exit(daemon.Main(ctx, program, os.Args[1:], os.Stdout, os.Stderr, hup))
 }
 
 func run(ctx context.Context, env *daemon.Env) error {
@@ -42,13 +44,15 @@ func run(ctx context.Context, env *daemon.Env) error {
 	if err != nil {
 		return err
 	}
-	// Fail at start, not at the first job, on a bad mail setup.
-	probe, err := mail.New(env.Config.Mail, env.Logger)
-	if err != nil {
+	// Set fails at start, not at the first job, on a bad mail setup; on
+	// SIGHUP it takes a new mail section (a rotated password, say).
+	settings := mail.NewSettings(mail.DefaultConfig())
+	if err := settings.Set(env.Config.Mail); err != nil {
 		return err
 	}
-	_ = probe.Close()
-	mailers := func() (notify.Mailer, error) { return mail.New(env.Config.Mail, env.Logger) }
+	env.OnReload([]string{"mail"}, func(c config.Config) error { return settings.Set(c.Mail) })
+	env.Ready("mail", settings.Probe)
+	mailers := func() (notify.Mailer, error) { return mail.NewFollowing(settings, env.Logger) }
 	w, err := notify.New(ctx, env.Config.Worker, b, mailers, ch, ch, env.Logger, env.Registry)
 	if err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -57,6 +58,44 @@ type Env struct {
 	name    string // "ingest tail"
 	checks  map[string]admin.Check
 	closers []func()
+
+	flags         flagOverrides
+	level         *slog.LevelVar
+	reloadMetrics *reloadMetrics
+	reloadMu      sync.Mutex
+	hooks         []reloadHook
+	current       config.Config // the last config applied, for reload diffs
+}
+
+// flagOverrides are the config values a flag may override. Secrets have
+// no flags: a flag is visible to every user of the host in ps.
+type flagOverrides struct {
+	logFormat, logLevel string
+}
+
+func (e *Env) applyFlags(cfg *config.Config) { e.flags.apply(cfg) }
+
+func (f flagOverrides) validate() error {
+	switch f.logFormat {
+	case "", "text", "json":
+	default:
+		return fmt.Errorf(`--log-format: must be "text" or "json", got %q`, f.logFormat)
+	}
+	switch f.logLevel {
+	case "", "debug", "info", "warn", "error":
+	default:
+		return fmt.Errorf(`--log-level: must be debug, info, warn or error, got %q`, f.logLevel)
+	}
+	return nil
+}
+
+func (f flagOverrides) apply(cfg *config.Config) {
+	if f.logFormat != "" {
+		cfg.Log.Format = f.logFormat
+	}
+	if f.logLevel != "" {
+		cfg.Log.Level = f.logLevel
+	}
 }
 
 // UsageError is a command's verdict that its input is invalid (a rule
@@ -80,16 +119,20 @@ const (
 )
 
 // Main parses args, loads and validates the config, and runs a command.
-// It returns the process exit code.
-func Main(ctx context.Context, p Program, args []string, stdout, stderr io.Writer) int {
+// Each signal on reload (SIGHUP, from main; nil for none) reloads the
+// config file. It returns the process exit code.
+func Main(ctx context.Context, p Program, args []string, stdout, stderr io.Writer, reload <-chan os.Signal) int {
 	var (
 		configPath  string
 		checkConfig bool
+		flags       flagOverrides
 	)
 	fs := flag.NewFlagSet(p.Name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&configPath, "config", os.Getenv("PAGEWATCH_CONFIG"), "path of the YAML config file (default: $PAGEWATCH_CONFIG; without one, built-in defaults)")
 	fs.BoolVar(&checkConfig, "check-config", false, "validate the config, print it with secrets masked, and exit (0 valid, 2 invalid)")
+	fs.StringVar(&flags.logFormat, "log-format", "", `log format, "text" or "json" (default: log.format in the config, "text")`)
+	fs.StringVar(&flags.logLevel, "log-level", "", `log level: debug, info, warn or error (default: log.level in the config, "info")`)
 	for _, c := range p.Commands {
 		if c.Flags != nil {
 			c.Flags(fs)
@@ -128,8 +171,13 @@ func Main(ctx context.Context, p Program, args []string, stdout, stderr io.Write
 		return ExitUsage
 	}
 
+	if err := flags.validate(); err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", p.Name, err)
+		return ExitUsage
+	}
 	cfg, err := config.Load(configPath)
 	if err == nil {
+		flags.apply(&cfg)
 		err = cfg.Validate(cmd.Part)
 	}
 	if err != nil {
@@ -147,10 +195,21 @@ func Main(ctx context.Context, p Program, args []string, stdout, stderr io.Write
 	}
 
 	name = p.Name + " " + cmd.Name
-	env := &Env{Config: cfg, ConfigPath: configPath, Logger: newLogger(cfg.Log, stderr).With("daemon", name), Stdout: stdout, Stderr: stderr, name: name, checks: map[string]admin.Check{}}
+	env := &Env{Config: cfg, ConfigPath: configPath, Stdout: stdout, Stderr: stderr, name: name, checks: map[string]admin.Check{},
+		flags: flags, level: new(slog.LevelVar), current: cfg}
+	env.Logger = newLogger(cfg.Log, env.level, stderr).With("daemon", name)
 	env.Registry = prometheus.NewRegistry()
 	env.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	env.reloadMetrics = newReloadMetrics(env.Registry)
+	reloadCtx, stopReloads := context.WithCancel(ctx)
+	var reloads sync.WaitGroup
+	if reload != nil {
+		reloads.Add(1)
+		go env.watchReloads(reloadCtx, reload, cmd.Part, &reloads)
+	}
 	err = cmd.Run(ctx, env)
+	stopReloads()
+	reloads.Wait()
 	for i := len(env.closers) - 1; i >= 0; i-- {
 		env.closers[i]()
 	}
@@ -195,9 +254,10 @@ func usage(w io.Writer, p Program, fs *flag.FlagSet) {
 	fmt.Fprintf(w, "\nThe config file is documented key by key in deploy/pagewatch.example.yaml.\nExit codes: 0 ok, 1 runtime failure, 2 bad flags or configuration.\n")
 }
 
-func newLogger(c config.Log, w io.Writer) *slog.Logger {
-	var level slog.Level
-	_ = level.UnmarshalText([]byte(c.Level))
+func newLogger(c config.Log, level *slog.LevelVar, w io.Writer) *slog.Logger {
+	var l slog.Level
+	_ = l.UnmarshalText([]byte(c.Level))
+	level.Set(l)
 	opts := &slog.HandlerOptions{Level: level}
 	if c.Format == "json" {
 		return slog.New(slog.NewJSONHandler(w, opts))

@@ -30,7 +30,7 @@ func run(t *testing.T, cfg string, args ...string) (code int, stdout, stderr str
 		t.Fatal(err)
 	}
 	var out, errb bytes.Buffer
-	code = daemon.Main(context.Background(), program, append([]string{"--config", path}, args...), &out, &errb)
+	code = daemon.Main(context.Background(), program, append([]string{"--config", path}, args...), &out, &errb, nil)
 	return code, out.String(), errb.String()
 }
 

@@ -1,0 +1,185 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"reflect"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"gopkg.in/yaml.v3"
+
+	"github.com/pagewatch/pagewatch/config"
+)
+
+// A reload reads the config file again on SIGHUP. An invalid file is
+// rejected whole, its errors naming the keys, and the running config stays.
+// A valid one is handed to the parts that can apply it; every other change
+// is logged as waiting for a restart, so no one believes an edit took
+// effect when it did not.
+
+type reloadHook struct {
+	keys  []string // dotted key prefixes the hook applies
+	apply func(config.Config) error
+}
+
+// OnReload registers apply to receive each valid reloaded config. keys
+// are the config keys (dotted prefixes, "mail", "sweeper.rules") it puts
+// into effect; log.level is always applied.
+func (e *Env) OnReload(keys []string, apply func(config.Config) error) {
+	e.reloadMu.Lock()
+	defer e.reloadMu.Unlock()
+	e.hooks = append(e.hooks, reloadHook{keys: keys, apply: apply})
+}
+
+type reloadMetrics struct {
+	reloads *prometheus.CounterVec
+	lastOK  prometheus.Gauge
+}
+
+func newReloadMetrics(reg prometheus.Registerer) *reloadMetrics {
+	m := &reloadMetrics{
+		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pagewatch_config_reloads_total",
+			Help: "Config reloads (SIGHUP), by result: ok, or rejected (the running config stayed).",
+		}, []string{"result"}),
+		lastOK: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "pagewatch_config_last_reload_successful",
+			Help: "1 if the last config reload was applied (or none was asked for), 0 if it was rejected.",
+		}),
+	}
+	reg.MustRegister(m.reloads, m.lastOK)
+	m.reloads.WithLabelValues("ok")
+	m.reloads.WithLabelValues("rejected")
+	m.lastOK.Set(1)
+	return m
+}
+
+// watchReloads reloads on each signal until ctx is done.
+func (e *Env) watchReloads(ctx context.Context, signals <-chan os.Signal, part config.Part, wg *sync.WaitGroup) {
+	defer wg.Done()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-signals:
+			e.reload(part)
+		}
+	}
+}
+
+func (e *Env) reload(part config.Part) {
+	if e.ConfigPath == "" {
+		e.Logger.Warn("SIGHUP: no config file to reload (started without --config)")
+		return
+	}
+	next, err := config.Load(e.ConfigPath)
+	if err == nil {
+		e.applyFlags(&next)
+		err = next.Validate(part)
+	}
+	if err != nil {
+		e.reloadMetrics.reloads.WithLabelValues("rejected").Inc()
+		e.reloadMetrics.lastOK.Set(0)
+		e.Logger.Error("config reload rejected; the running config stays", "file", e.ConfigPath, "err", err)
+		return
+	}
+	e.reloadMu.Lock()
+	hooks := append([]reloadHook(nil), e.hooks...)
+	prev := e.current
+	e.current = next
+	e.reloadMu.Unlock()
+
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(next.Log.Level)); err == nil {
+		e.level.Set(level)
+	}
+	applied := []string{"log.level"}
+	var failed []string
+	for _, h := range hooks {
+		if err := h.apply(next); err != nil {
+			failed = append(failed, strings.Join(h.keys, ","))
+			e.Logger.Error("config reload: applying failed", "keys", h.keys, "err", err)
+			continue
+		}
+		applied = append(applied, h.keys...)
+	}
+	pending := restartKeys(prev, next, applied)
+	e.reloadMetrics.reloads.WithLabelValues("ok").Inc()
+	e.reloadMetrics.lastOK.Set(1)
+	e.Logger.Info("config reloaded", "file", e.ConfigPath, "applied", applied)
+	if len(pending) > 0 {
+		e.Logger.Warn("config changes that take effect only after a restart", "keys", pending)
+	}
+	if len(failed) > 0 {
+		e.reloadMetrics.lastOK.Set(0)
+	}
+}
+
+// restartKeys lists the dotted keys whose values differ between two
+// configs and that no applied prefix covers. Secrets compare as masked, so
+// a changed secret outside an applied section is not reported.
+func restartKeys(prev, next config.Config, applied []string) []string {
+	a, b := flatten(prev), flatten(next)
+	var out []string
+	seen := map[string]bool{}
+	for k := range a {
+		seen[k] = true
+	}
+	for k := range b {
+		seen[k] = true
+	}
+	for k := range seen {
+		if reflect.DeepEqual(a[k], b[k]) || covered(k, applied) {
+			continue
+		}
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func covered(key string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if key == p || strings.HasPrefix(key, p+".") || strings.HasPrefix(key, p+"[") {
+			return true
+		}
+	}
+	return false
+}
+
+// flatten renders a config as dotted keys to values; lists stay whole.
+func flatten(c config.Config) map[string]any {
+	out := map[string]any{}
+	data, err := c.Redacted()
+	if err != nil {
+		return out
+	}
+	var tree map[string]any
+	if err := yaml.Unmarshal(data, &tree); err != nil {
+		return out
+	}
+	var walk func(prefix string, v any)
+	walk = func(prefix string, v any) {
+		if m, ok := v.(map[string]any); ok {
+			for k, sub := range m {
+				walk(join(prefix, k), sub)
+			}
+			return
+		}
+		out[prefix] = v
+	}
+	walk("", tree)
+	return out
+}
+
+func join(prefix, key string) string {
+	if prefix == "" {
+		return key
+	}
+	return fmt.Sprintf("%s.%s", prefix, key)
+}
