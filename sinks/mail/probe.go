@@ -68,4 +68,3 @@ func readReply(r *bufio.Reader) (string, error) {
 		}
 	}
 }
-
