@@ -42,13 +42,13 @@ halves that run as separate processes:
         like; a batch loaded twice is still counted once. Loaders also drop
         raw hits older than ingest.load.retention.raw_hits_days.`,
 	Commands: []daemon.Command{
-		{Name: "tail", Part: config.IngestTail, Summary: "follow access logs and publish page hits to JetStream (first backfilling rotated logs, with --from-start)", Run: runTail,
+		{Name: "tail", Part: config.IngestTail, Listen: tailListen, Summary: "follow access logs and publish page hits to JetStream (first backfilling rotated logs, with --from-start)", Run: runTail,
 			Flags: func(fs *flag.FlagSet) {
 				fs.BoolVar(&fromStart, "from-start", false, "tail: first publish every input's rotated logs (access.log.1, access.log.2.gz, ...) not published yet, oldest first, and each file without a saved position from its beginning; then follow as usual. Safe to interrupt and to run again within nats.hits_max_age; past that the stream no longer says what was published, so run it once, not on every start")
 				fs.BoolVar(&backfillOnly, "backfill-only", false, "tail: with --from-start, exit once every file has been read to its end instead of following")
 				fs.BoolVar(&readStdin, "stdin", false, `tail: read access-log lines from standard input (Apache: CustomLog "|/usr/bin/ingest tail --stdin --config /etc/pagewatch.yaml" combined), in ingest.tail.stdin's format, instead of the files and syslog; exit at end of input. Lines in the pipe when ingest dies are lost. No admin endpoint`)
 			}},
-		{Name: "load", Part: config.IngestLoad, Summary: "load page hits from JetStream into ClickHouse (or replay them, with --replay-from)", Run: runLoad,
+		{Name: "load", Part: config.IngestLoad, Listen: func(c config.Config) string { return c.Ingest.Load.Listen }, Summary: "load page hits from JetStream into ClickHouse (or replay them, with --replay-from)", Run: runLoad,
 			Flags: func(fs *flag.FlagSet) {
 				fs.StringVar(&replayFrom, "replay-from", "", `load: load again every hit JetStream holds since a time, then exit: "start", an RFC 3339 time, or a duration ago ("24h"). Rebuilds ClickHouse; loading a hit twice changes no count`)
 			}},
@@ -83,7 +83,15 @@ func runTail(ctx context.Context, env *daemon.Env) error {
 		// every 30s otherwise (systemd, redirected output).
 		t.SetBackfill(tail.BackfillOptions{Progress: env.Stderr, Only: backfillOnly})
 	}
-	return env.Serve(ctx, env.Config.Ingest.Tail.Listen, t)
+	return env.Serve(ctx, t)
+}
+
+// tailListen is ingest.tail.listen, except for --stdin (see runStdin).
+func tailListen(c config.Config) string {
+	if readStdin {
+		return ""
+	}
+	return c.Ingest.Tail.Listen
 }
 
 // runStdin is `ingest tail --stdin`. It serves no admin endpoint: Apache
@@ -104,7 +112,7 @@ func runStdin(ctx context.Context, env *daemon.Env) error {
 	if err != nil {
 		return err
 	}
-	return env.Serve(ctx, "", s)
+	return env.Serve(ctx, s)
 }
 
 func runLoad(ctx context.Context, env *daemon.Env) error {
@@ -126,7 +134,7 @@ func runLoad(ctx context.Context, env *daemon.Env) error {
 		if err != nil {
 			return err
 		}
-		return env.Serve(ctx, cfg.Listen, l)
+		return env.Serve(ctx, l)
 	}
 	l, err := load.New(ctx, cfg, b, ch, env.Logger, env.Registry)
 	if err != nil {
@@ -136,5 +144,5 @@ func runLoad(ctx context.Context, env *daemon.Env) error {
 	if err != nil {
 		return err
 	}
-	return env.Serve(ctx, cfg.Listen, daemon.Together(l, r))
+	return env.Serve(ctx, daemon.Together(l, r))
 }

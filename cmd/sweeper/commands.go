@@ -86,7 +86,7 @@ func run(ctx context.Context, env *daemon.Env) error {
 		}
 		return nil
 	})
-	return env.Serve(ctx, env.Config.Sweeper.Listen, r)
+	return env.Serve(ctx, r)
 }
 
 func check(_ context.Context, env *daemon.Env) error {

@@ -34,7 +34,7 @@ They are read again on SIGHUP and when a rules file changes; a set with an
 error is rejected whole and the previous rules stay in force.`,
 	Default: "run",
 	Commands: []daemon.Command{
-		{Name: "run", Part: config.Sweeper, Summary: "sweep on the configured schedule (or once, with --once)", Run: run,
+		{Name: "run", Part: config.Sweeper, Listen: listen, Summary: "sweep on the configured schedule (or once, with --once)", Run: run,
 			Flags: func(fs *flag.FlagSet) { fs.BoolVar(&once, "once", false, "run: sweep once and exit") }},
 		{Name: "check", Part: config.Sweeper, Summary: "validate the config and every rule, list the rules, and exit (0 valid, 2 invalid)", Run: check},
 		{Name: "dry-run", Part: config.Sweeper, Summary: "print what would fire now, recording nothing", Run: dryRun},
@@ -44,6 +44,14 @@ error is rejected whole and the previous rules stay in force.`,
 			}},
 		{Name: "migrate", Part: config.Sweeper, Summary: "apply the ClickHouse schema migrations and exit", Run: migrate},
 	},
+}
+
+// listen is sweeper.listen, except with --once, which exits after a sweep.
+func listen(c config.Config) string {
+	if once {
+		return ""
+	}
+	return c.Sweeper.Listen
 }
 
 func main() {

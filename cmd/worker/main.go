@@ -23,7 +23,7 @@ and a sent ledger keeps a redelivered job from mailing twice. Mail goes
 over SMTP (mail.transport: smtp) or into .eml files (mail.transport: file).`,
 	Default: "run",
 	Commands: []daemon.Command{
-		{Name: "run", Part: config.Worker, Summary: "consume notification jobs and send mail", Run: run},
+		{Name: "run", Part: config.Worker, Listen: func(c config.Config) string { return c.Worker.Listen }, Summary: "consume notification jobs and send mail", Run: run},
 	},
 }
 
@@ -57,5 +57,5 @@ func run(ctx context.Context, env *daemon.Env) error {
 	if err != nil {
 		return err
 	}
-	return env.Serve(ctx, env.Config.Worker.Listen, w)
+	return env.Serve(ctx, w)
 }

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -25,6 +26,7 @@ type Check func(ctx context.Context) error
 type Server struct {
 	addr   string
 	mux    *http.ServeMux
+	mu     sync.Mutex
 	checks map[string]Check
 	logger *slog.Logger
 	ln     net.Listener
@@ -32,25 +34,48 @@ type Server struct {
 
 // New returns a server for addr (host:port) exposing reg.
 func New(addr string, reg *prometheus.Registry, checks map[string]Check, logger *slog.Logger) *Server {
-	s := &Server{addr: addr, mux: http.NewServeMux(), checks: checks, logger: logger}
+	s := &Server{addr: addr, mux: http.NewServeMux(), checks: map[string]Check{}, logger: logger}
+	for name, c := range checks {
+		s.checks[name] = c
+	}
 	s.mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	s.mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	s.mux.HandleFunc("/readyz", s.ready)
 	return s
 }
 
+// AddCheck adds (or replaces) a dependency check of /readyz; it may be
+// called while the server runs, as dependencies are connected.
+func (s *Server) AddCheck(name string, c Check) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.checks[name] = c
+}
+
 func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
+	s.mu.Lock()
+	checks := make(map[string]Check, len(s.checks))
 	names := make([]string, 0, len(s.checks))
-	for n := range s.checks {
+	for n, c := range s.checks {
+		checks[n] = c
 		names = append(names, n)
 	}
+	s.mu.Unlock()
 	sort.Strings(names)
+	// In parallel, so one dependency that hangs costs the timeout once
+	// and the others are still reported.
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	for i, n := range names {
+		wg.Go(func() { errs[i] = checks[n](ctx) })
+	}
+	wg.Wait()
 	var b strings.Builder
 	status := http.StatusOK
-	for _, n := range names {
-		if err := s.checks[n](ctx); err != nil {
+	for i, n := range names {
+		if err := errs[i]; err != nil {
 			status = http.StatusServiceUnavailable
 			fmt.Fprintf(&b, "%s: %v\n", n, err)
 		} else {

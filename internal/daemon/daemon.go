@@ -14,13 +14,11 @@ import (
 	"strings"
 	"sync"
 	"text/tabwriter"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/pagewatch/pagewatch/config"
-	"github.com/pagewatch/pagewatch/internal/admin"
 )
 
 // Program describes one command line program.
@@ -40,7 +38,11 @@ type Command struct {
 	// Flags adds command-specific flags, bound to variables the command's
 	// Run reads.
 	Flags func(fs *flag.FlagSet)
-	Run   func(ctx context.Context, env *Env) error
+	// Listen gives the admin endpoints' address from the config ("" or a
+	// nil Listen: none). They are served from start-up, before the
+	// command connects to anything, so /healthz answers while it waits.
+	Listen func(config.Config) string
+	Run    func(ctx context.Context, env *Env) error
 }
 
 // Env is what a command gets to run with.
@@ -56,8 +58,8 @@ type Env struct {
 	Stdout  io.Writer
 	Stderr  io.Writer
 	name    string // "ingest tail"
-	checks  map[string]admin.Check
 	closers []func()
+	admin   *adminState
 
 	flags         flagOverrides
 	level         *slog.LevelVar
@@ -195,12 +197,18 @@ func Main(ctx context.Context, p Program, args []string, stdout, stderr io.Write
 	}
 
 	name = p.Name + " " + cmd.Name
-	env := &Env{Config: cfg, ConfigPath: configPath, Stdout: stdout, Stderr: stderr, name: name, checks: map[string]admin.Check{},
+	env := &Env{Config: cfg, ConfigPath: configPath, Stdout: stdout, Stderr: stderr, name: name,
 		flags: flags, level: new(slog.LevelVar), current: cfg}
 	env.Logger = newLogger(cfg.Log, env.level, stderr).With("daemon", name)
 	env.Registry = prometheus.NewRegistry()
 	env.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	env.reloadMetrics = newReloadMetrics(env.Registry)
+	stopAdmin, err := env.startAdmin(cmd)
+	if err != nil {
+		env.Logger.Error("exiting on error", "err", err)
+		return ExitFailure
+	}
+	defer stopAdmin()
 	reloadCtx, stopReloads := context.WithCancel(ctx)
 	var reloads sync.WaitGroup
 	if reload != nil {
@@ -265,39 +273,3 @@ func newLogger(c config.Log, level *slog.LevelVar, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
-// Ready adds a dependency to /readyz.
-func (e *Env) Ready(name string, check admin.Check) { e.checks[name] = check }
-
-// Serve runs the admin endpoints on listen ("" for none) and r until ctx
-// is done, then gives r ShutdownTimeout to return.
-func (e *Env) Serve(ctx context.Context, listen string, r Runner) error {
-	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancel()
-	adminErr := make(chan error, 1)
-	if listen != "" {
-		srv := admin.New(listen, e.Registry, e.checks, e.Logger)
-		if err := srv.Listen(); err != nil {
-			return err
-		}
-		go func() { adminErr <- srv.Run(runCtx) }()
-	}
-	done := make(chan error, 1)
-	go func() { done <- r.Run(runCtx) }()
-	select {
-	case err := <-done:
-		return err
-	case err := <-adminErr:
-		cancel()
-		<-done
-		return err
-	case <-ctx.Done():
-	}
-	e.Logger.Info("shutting down", "deadline", e.Config.ShutdownTimeout)
-	cancel()
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(e.Config.ShutdownTimeout):
-		return fmt.Errorf("did not stop within shutdown_timeout %s", e.Config.ShutdownTimeout)
-	}
-}
