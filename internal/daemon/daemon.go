@@ -272,4 +272,3 @@ func newLogger(c config.Log, level *slog.LevelVar, w io.Writer) *slog.Logger {
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
 }
-
