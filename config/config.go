@@ -117,6 +117,23 @@ const (
 	Worker     Part = "worker"
 )
 
+// Sections are the config keys (dotted prefixes) the part reads: the
+// common ones and its own.
+func (p Part) Sections() []string {
+	common := []string{"log", "nats", "shutdown_timeout"}
+	switch p {
+	case IngestTail:
+		return append(common, "ingest.tail")
+	case IngestLoad:
+		return append(common, "clickhouse", "ingest.load")
+	case Sweeper:
+		return append(common, "clickhouse", "sweeper")
+	case Worker:
+		return append(common, "clickhouse", "worker", "mail")
+	}
+	return common
+}
+
 // Validate checks the common sections and those the part uses.
 func (c Config) Validate(part Part) error {
 	errs := []error{c.Log.validate(), c.NATS.Validate()}

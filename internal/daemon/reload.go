@@ -108,7 +108,7 @@ func (e *Env) reload(part config.Part) {
 		}
 		applied = append(applied, h.keys...)
 	}
-	pending := restartKeys(prev, next, applied)
+	pending := restartKeys(prev, next, part.Sections(), applied)
 	e.reloadMetrics.reloads.WithLabelValues("ok").Inc()
 	e.reloadMetrics.lastOK.Set(1)
 	e.Logger.Info("config reloaded", "file", e.ConfigPath, "applied", applied)
@@ -120,10 +120,11 @@ func (e *Env) reload(part config.Part) {
 	}
 }
 
-// restartKeys lists the dotted keys whose values differ between two
-// configs and that no applied prefix covers. Secrets compare as masked, so
-// a changed secret outside an applied section is not reported.
-func restartKeys(prev, next config.Config, applied []string) []string {
+// restartKeys lists the dotted keys of the part's sections whose values
+// differ between two configs and that no applied prefix covers. Secrets
+// compare as masked, so a changed secret outside an applied section is not
+// reported.
+func restartKeys(prev, next config.Config, sections, applied []string) []string {
 	a, b := flatten(prev), flatten(next)
 	var out []string
 	seen := map[string]bool{}
@@ -134,7 +135,7 @@ func restartKeys(prev, next config.Config, applied []string) []string {
 		seen[k] = true
 	}
 	for k := range seen {
-		if reflect.DeepEqual(a[k], b[k]) || covered(k, applied) {
+		if reflect.DeepEqual(a[k], b[k]) || !covered(k, sections) || covered(k, applied) {
 			continue
 		}
 		out = append(out, k)

@@ -206,7 +206,16 @@ type proc struct {
 // if the test fails.
 func (b *bundle) start(t testing.TB, bin string, args ...string) *proc {
 	t.Helper()
+	return b.startConfig(t, b.config, bin, args...)
+}
+
+// startConfig is start with another config file.
+func (b *bundle) startConfig(t testing.TB, config, bin string, args ...string) *proc {
+	t.Helper()
 	name := bin + " " + strings.Join(args, " ")
+	if config != b.config {
+		name += " (" + filepath.Base(config) + ")"
+	}
 	file := strings.ReplaceAll(name, " ", "_")
 	b.mu.Lock()
 	b.starts[name]++
@@ -219,7 +228,7 @@ func (b *bundle) start(t testing.TB, bin string, args ...string) *proc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(filepath.Join(b.bin, bin), append(args, "--config", b.config)...)
+	cmd := exec.Command(filepath.Join(b.bin, bin), append(args, "--config", config)...)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
