@@ -1,0 +1,266 @@
+package prometheus_test
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+)
+
+type rule struct {
+	Alert       string            `yaml:"alert"`
+	Record      string            `yaml:"record"`
+	Expr        string            `yaml:"expr"`
+	For         string            `yaml:"for"`
+	Labels      map[string]string `yaml:"labels"`
+	Annotations map[string]string `yaml:"annotations"`
+	Line        int               `yaml:"-"`
+}
+
+type ruleFile struct {
+	Groups []struct {
+		Name  string      `yaml:"name"`
+		Rules []yaml.Node `yaml:"rules"`
+	} `yaml:"groups"`
+}
+
+// loadRules decodes alerts.yml strictly: a misspelt key is an error here,
+// where Prometheus would only log it.
+func loadRules(t *testing.T) []rule {
+	t.Helper()
+	raw, err := os.ReadFile("alerts.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	dec.KnownFields(true)
+	var f ruleFile
+	if err := dec.Decode(&f); err != nil {
+		t.Fatalf("alerts.yml: %v", err)
+	}
+	var out []rule
+	for _, g := range f.Groups {
+		if g.Name == "" {
+			t.Error("alerts.yml: a group without a name")
+		}
+		for _, n := range g.Rules {
+			var r rule
+			if err := n.Decode(&r); err != nil {
+				t.Errorf("alerts.yml:%d: %v", n.Line, err)
+				continue
+			}
+			r.Line = n.Line
+			out = append(out, r)
+		}
+	}
+	if len(out) == 0 {
+		t.Fatal("alerts.yml has no rules")
+	}
+	return out
+}
+
+var promDuration = regexp.MustCompile(`^([0-9]+(ms|[smhdwy]))+$`)
+
+func TestAlertRules(t *testing.T) {
+	documented := documentedNames(t)
+	seen := map[string]int{}
+	for _, r := range loadRules(t) {
+		at := fmt.Sprintf("alerts.yml:%d", r.Line)
+		if r.Alert == "" {
+			t.Errorf("%s: a rule without alert (recording rules do not belong here)", at)
+			continue
+		}
+		at += " " + r.Alert
+		if prev, ok := seen[r.Alert]; ok {
+			t.Errorf("%s: name also used at line %d", at, prev)
+		}
+		seen[r.Alert] = r.Line
+		if !strings.HasPrefix(r.Alert, "Pagewatch") {
+			t.Errorf("%s: alert names start with Pagewatch", at)
+		}
+		if strings.TrimSpace(r.Expr) == "" {
+			t.Errorf("%s: no expr", at)
+		}
+		if !promDuration.MatchString(r.For) {
+			t.Errorf("%s: for: %q is no Prometheus duration", at, r.For)
+		}
+		if s := r.Labels["severity"]; s != "critical" && s != "warning" {
+			t.Errorf("%s: labels.severity %q, want critical or warning", at, s)
+		}
+		for _, a := range []string{"summary", "description", "runbook"} {
+			if strings.TrimSpace(r.Annotations[a]) == "" {
+				t.Errorf("%s: no annotations.%s", at, a)
+			}
+		}
+		names := promMetricNames(r.Expr)
+		if len(names) == 0 {
+			t.Errorf("%s: no metric found in %q", at, r.Expr)
+		}
+		for _, n := range names {
+			if !knownMetric(documented, n) {
+				t.Errorf("%s: metric %s is not in deploy/metrics.md (expr %q)", at, n, r.Expr)
+			}
+		}
+	}
+}
+
+// TestPromtoolCheck validates the rule file and the example configuration
+// with Prometheus' own parser.
+func TestPromtoolCheck(t *testing.T) {
+	promtool := findPromtool(t)
+	for _, args := range [][]string{{"check", "rules", "alerts.yml"}, {"check", "config", "prometheus.yml"}} {
+		out, err := exec.Command(promtool, args...).CombinedOutput()
+		if err != nil {
+			t.Errorf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+}
+
+// TestAlertUnitTests runs alerts_test.yml, and checks that it makes every
+// alert fire at least once.
+func TestAlertUnitTests(t *testing.T) {
+	raw, err := os.ReadFile("alerts_test.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tests struct {
+		Tests []struct {
+			AlertRuleTest []struct {
+				AlertName string `yaml:"alertname"`
+				ExpAlerts []any  `yaml:"exp_alerts"`
+			} `yaml:"alert_rule_test"`
+		} `yaml:"tests"`
+	}
+	if err := yaml.Unmarshal(raw, &tests); err != nil {
+		t.Fatalf("alerts_test.yml: %v", err)
+	}
+	fires := map[string]bool{}
+	for _, tc := range tests.Tests {
+		for _, a := range tc.AlertRuleTest {
+			fires[a.AlertName] = fires[a.AlertName] || len(a.ExpAlerts) > 0
+		}
+	}
+	for _, r := range loadRules(t) {
+		if !fires[r.Alert] {
+			t.Errorf("alerts_test.yml has no case where %s fires", r.Alert)
+		}
+	}
+
+	promtool := findPromtool(t)
+	out, err := exec.Command(promtool, "test", "rules", "alerts_test.yml").CombinedOutput()
+	if err != nil {
+		t.Errorf("promtool test rules alerts_test.yml: %v\n%s", err, out)
+	}
+}
+
+// findPromtool returns promtool ($PAGEWATCH_PROMTOOL, else on $PATH). Without
+// it the test fails in CI and skips elsewhere.
+func findPromtool(t *testing.T) string {
+	t.Helper()
+	name := os.Getenv("PAGEWATCH_PROMTOOL")
+	if name == "" {
+		name = "promtool"
+	}
+	path, err := exec.LookPath(name)
+	if err == nil {
+		return path
+	}
+	msg := fmt.Sprintf("promtool not found (%v): apt-get install --no-install-recommends prometheus (Debian; it ships promtool), or set PAGEWATCH_PROMTOOL", err)
+	if os.Getenv("CI") != "" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg + " (skipping outside CI)")
+	return ""
+}
+
+// documentedNames reads the metric names of deploy/metrics.md's tables: the
+// backticked first column. deploy/grafana's tests check that file against
+// the code.
+func documentedNames(t *testing.T) map[string]bool {
+	t.Helper()
+	f, err := os.Open("../metrics.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	names := map[string]bool{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if !strings.HasPrefix(line, "| `") {
+			continue
+		}
+		first, _, _ := strings.Cut(strings.TrimPrefix(line, "| `"), "`")
+		names[first] = true
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(names) == 0 {
+		t.Fatal("deploy/metrics.md lists no metrics")
+	}
+	return names
+}
+
+// Metrics outside deploy/metrics.md that the rules may use: Prometheus'
+// own up, and the blackbox exporter's probe_success for /readyz (pagewatch
+// exports no readiness metric).
+var external = []string{"up", "probe_success"}
+
+func knownMetric(documented map[string]bool, name string) bool {
+	if slices.Contains(external, name) || strings.HasPrefix(name, "go_") || strings.HasPrefix(name, "process_") {
+		return true
+	}
+	for _, suffix := range []string{"", "_bucket", "_sum", "_count"} {
+		if base, ok := strings.CutSuffix(name, suffix); ok && documented[base] {
+			return true
+		}
+	}
+	return false
+}
+
+var (
+	promStrings  = regexp.MustCompile(`"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|` + "`[^`]*`")
+	promBraces   = regexp.MustCompile(`\{[^}]*\}|\[[^\]]*\]`)
+	promGrouping = regexp.MustCompile(`\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)`)
+	promIdent    = regexp.MustCompile(`[A-Za-z_:][A-Za-z0-9_:]*`)
+	promKeywords = map[string]bool{"and": true, "or": true, "unless": true, "bool": true, "offset": true,
+		"by": true, "without": true, "on": true, "ignoring": true, "group_left": true, "group_right": true,
+		"inf": true, "nan": true, "atan2": true}
+)
+
+// promMetricNames returns the metric names a PromQL expression selects:
+// identifiers outside strings, matchers, ranges and label lists that no
+// "(" follows (those are functions and aggregations). promtool checks the
+// syntax; this only finds the names.
+func promMetricNames(expr string) []string {
+	s := promStrings.ReplaceAllString(expr, " ")
+	s = promBraces.ReplaceAllString(s, " ")
+	s = promGrouping.ReplaceAllString(s, " ")
+	var out []string
+	for _, loc := range promIdent.FindAllStringIndex(s, -1) {
+		name := s[loc[0]:loc[1]]
+		if loc[0] > 0 && strings.ContainsAny(s[loc[0]-1:loc[0]], "0123456789.$") {
+			continue // a number's exponent or a duration's unit
+		}
+		if rest := strings.TrimLeft(s[loc[1]:], " \t\n"); strings.HasPrefix(rest, "(") || promKeywords[strings.ToLower(name)] {
+			continue
+		}
+		out = append(out, name)
+	}
+	return out
+}
+
+func TestPromMetricNames(t *testing.T) {
+	got := promMetricNames(`max(a and on (job, instance) (b == 1)) > 300 and time() - c{x="y"} > 2 * 86400 or up offset 5m`)
+	if want := []string{"a", "b", "c", "up"}; !slices.Equal(got, want) {
+		t.Errorf("promMetricNames = %q, want %q", got, want)
+	}
+}
