@@ -16,15 +16,19 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/pagewatch/pagewatch/config/secret"
+	"github.com/pagewatch/pagewatch/config/tlsconfig"
 )
 
 // Config is the `clickhouse:` section.
 type Config struct {
-	Addr        []string      `yaml:"addr"`
-	Database    string        `yaml:"database"`
-	Username    string        `yaml:"username"`
-	Password    secret.Value  `yaml:"password"`
-	DialTimeout time.Duration `yaml:"dial_timeout"`
+	Addr     []string     `yaml:"addr"`
+	Database string       `yaml:"database"`
+	Username string       `yaml:"username"`
+	Password secret.Value `yaml:"password"`
+	// TLS is for the secure native port (tcp_port_secure, usually 9440).
+	// One server_name, when set, applies to every address.
+	TLS         tlsconfig.Config `yaml:"tls"`
+	DialTimeout time.Duration    `yaml:"dial_timeout"`
 	// Migrate applies the embedded schema when a daemon starts. Turn it off
 	// where the schema is managed by `sweeper migrate` alone.
 	Migrate bool `yaml:"migrate"`
@@ -74,6 +78,7 @@ func (c Config) Validate() error {
 	if c.DialTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("clickhouse.dial_timeout: must be positive, got %s", c.DialTimeout))
 	}
+	errs = append(errs, c.TLS.Validate("clickhouse.tls"))
 	errs = append(errs, c.validateCluster()...)
 	return errors.Join(errs...)
 }
@@ -122,12 +127,18 @@ func Open(ctx context.Context, cfg Config, logger *slog.Logger) (*Client, error)
 		// no shard holds yet.
 		c.insertSettings["insert_distributed_sync"] = 1
 	}
-	logger.Info("clickhouse connected", "addr", cfg.Addr, "database", cfg.Database, "cluster", cfg.Cluster, "server", v.String())
+	logger.Info("clickhouse connected", "addr", cfg.Addr, "tls", cfg.TLS.Enabled, "database", cfg.Database, "cluster", cfg.Cluster, "server", v.String())
 	return c, nil
 }
 
 func dial(ctx context.Context, cfg Config, database string) (driver.Conn, error) {
+	tlsCfg, err := cfg.TLS.Build()
+	if err != nil {
+		return nil, fmt.Errorf("clickhouse.tls.%w", err)
+	}
 	conn, err := ch.Open(&ch.Options{
+		// nil: plain TCP. An empty ServerName is each address's host.
+		TLS:  tlsCfg,
 		Addr: cfg.Addr,
 		Auth: ch.Auth{
 			Database: database,

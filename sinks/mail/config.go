@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pagewatch/pagewatch/config/secret"
+	"github.com/pagewatch/pagewatch/config/tlsconfig"
 )
 
 // Transport names accepted in mail.transport.
@@ -46,9 +47,24 @@ type SMTPConfig struct {
 	Timeout time.Duration `yaml:"timeout"`
 	// HELO is the name sent in EHLO; empty means the local hostname.
 	HELO string `yaml:"helo"`
+	// CAFile is a PEM bundle of the CAs to trust for the server's
+	// certificate instead of the system roots, for a relay with a
+	// certificate from a private CA. Used by STARTTLS and implicit TLS.
+	CAFile string `yaml:"ca_file"`
 	// InsecureSkipVerify disables certificate checks. Only for tests and
 	// self-signed lab servers: it makes TLS useless against an attacker.
 	InsecureSkipVerify bool `yaml:"insecure_skip_verify"`
+}
+
+// tlsBlock is the TLS side of the SMTP settings in the shape the nats and
+// clickhouse sections use, so the CA file is checked and loaded the same way.
+func (s SMTPConfig) tlsBlock() tlsconfig.Config {
+	return tlsconfig.Config{
+		Enabled:            true,
+		CAFile:             s.CAFile,
+		ServerName:         s.Host,
+		InsecureSkipVerify: s.InsecureSkipVerify,
+	}
 }
 
 // SMTP TLS modes accepted in mail.smtp.tls.
@@ -110,6 +126,13 @@ func (c Config) Validate() error {
 		}
 	case TransportSMTP:
 		c.SMTP.validate(bad)
+		if c.SMTP.CAFile != "" {
+			if c.SMTP.TLS == TLSNone {
+				bad("smtp.ca_file", "set while mail.smtp.tls is %q", TLSNone)
+			} else {
+				errs = append(errs, c.SMTP.tlsBlock().Validate("mail.smtp"))
+			}
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -38,10 +38,9 @@ func newSMTPTransport(cfg SMTPConfig, logger *slog.Logger) (*smtpTransport, erro
 		addr:   net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)),
 		logger: logger,
 	}
-	tlsConfig := &tls.Config{
-		ServerName:         cfg.Host,
-		MinVersion:         tls.VersionTLS12,
-		InsecureSkipVerify: cfg.InsecureSkipVerify, //nolint:gosec // opt-in, documented as test-only
+	tlsConfig, err := cfg.tlsBlock().Build()
+	if err != nil {
+		return nil, fmt.Errorf("mail.smtp.%w", err)
 	}
 	opts := []gomail.Option{
 		gomail.WithPort(cfg.Port),

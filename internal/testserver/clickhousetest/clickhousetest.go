@@ -10,6 +10,9 @@
 //	...
 //	srv.Query(t, "SELECT count() FROM t") // "42\n"
 //
+// StartWith adds a TLS native port (SecureAddr, trusted through CAFile) and
+// users with passwords, for tests of how pagewatch connects in production.
+//
 // The server binary is taken from $PAGEWATCH_CLICKHOUSE_SERVER, else
 // clickhouse-server on $PATH, else /usr/sbin/clickhouse-server, else the
 // /usr/bin/clickhouse multi-binary. Without one the test is skipped, or fails
@@ -42,6 +45,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -66,8 +70,14 @@ type Server struct {
 	Addr     string // native protocol host:port
 	HTTPAddr string // HTTP interface host:port
 	Dir      string // root of the server's files: config.xml, users.xml, data/, log/
+	// SecureAddr is the native protocol over TLS (tcp_port_secure) and
+	// CAFile the PEM of the CA that signed its certificate (for 127.0.0.1
+	// and localhost); both empty unless Options.TLS.
+	SecureAddr string
+	CAFile     string
 
 	argv []string // binary and leading arguments, without --config-file
+	opts Options
 
 	mu   sync.Mutex
 	proc *process // nil while stopped
@@ -81,14 +91,49 @@ type process struct {
 	waitErr error         // valid after exited is closed
 }
 
+// Options are what StartWith adds to a plain Start.
+type Options struct {
+	// TLS adds a secure native port (SecureAddr) with a certificate from a
+	// CA made for this server (CAFile). The plain ports stay open, so
+	// Query and Addr work as usual.
+	TLS bool
+	// Users are accounts besides the password-less "default", allowed from
+	// loopback with the default profile.
+	Users []User
+}
+
+// User is a ClickHouse user with a password.
+type User struct {
+	Name, Password string
+}
+
+var userNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
 // Start starts a fresh server and registers its shutdown with t.Cleanup.
 // It fails the test if the server does not answer within a minute.
 func Start(t testing.TB) *Server {
 	t.Helper()
+	return StartWith(t, Options{})
+}
+
+// StartWith starts a server like Start, with TLS and extra users.
+func StartWith(t testing.TB, opts Options) *Server {
+	t.Helper()
 	argv := findServer(t)
 	dir := t.TempDir()
-	s := &Server{Dir: dir, argv: argv}
+	s := &Server{Dir: dir, argv: argv, opts: opts}
 	t.Cleanup(s.Stop)
+	for _, u := range opts.Users {
+		// The name becomes an XML element of users.xml.
+		if !userNameRE.MatchString(u.Name) || u.Name == "default" {
+			t.Fatalf("clickhousetest: user name %q: want letters, digits and _ (and not default)", u.Name)
+		}
+	}
+	if opts.TLS {
+		if err := s.makeCertificates(); err != nil {
+			t.Fatalf("clickhousetest: %v", err)
+		}
+	}
 
 	// Ports are picked by binding :0 and releasing them, so another process
 	// may grab one before the server binds it; a retry with new ports fixes that.
@@ -99,8 +144,8 @@ func Start(t testing.TB) *Server {
 		}
 		began := time.Now()
 		if err = s.start(); err == nil {
-			t.Logf("clickhouse-server ready in %v (native %s, http %s, dir %s)",
-				time.Since(began).Round(time.Millisecond), s.Addr, s.HTTPAddr, s.Dir)
+			t.Logf("clickhouse-server ready in %v (native %s, http %s, secure %q, dir %s)",
+				time.Since(began).Round(time.Millisecond), s.Addr, s.HTTPAddr, s.SecureAddr, s.Dir)
 			return s
 		}
 		if !strings.Contains(err.Error(), "Address already in use") {
@@ -186,7 +231,7 @@ func (s *Server) query(sql string) (string, error) {
 
 // configure picks fresh ports and writes the config files.
 func (s *Server) configure() error {
-	ports, err := freePorts(2)
+	ports, err := freePorts(3)
 	if err != nil {
 		return err
 	}
@@ -198,6 +243,12 @@ func (s *Server) configure() error {
 		LogDir:   filepath.Join(s.Dir, "log"),
 		TCPPort:  ports[0],
 		HTTPPort: ports[1],
+		Users:    s.opts.Users,
+	}
+	if s.opts.TLS {
+		s.SecureAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[2]))
+		p.SecurePort = ports[2]
+		p.CertFile, p.KeyFile = filepath.Join(s.Dir, "server.crt"), filepath.Join(s.Dir, "server.key")
 	}
 	if err := os.MkdirAll(p.LogDir, 0o755); err != nil {
 		return fmt.Errorf("create log dir: %w", err)
@@ -254,9 +305,14 @@ func (s *Server) waitReady(p *process) error {
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return nil
+				// A certificate the server cannot load costs it only the
+				// secure port, not the start: check that port too.
+				if err = s.secureReady(); err == nil {
+					return nil
+				}
+			} else {
+				err = fmt.Errorf("/ping: %s", resp.Status)
 			}
-			err = fmt.Errorf("/ping: %s", resp.Status)
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("not ready after %v: %w", startTimeout, err)

@@ -2,7 +2,10 @@ package clickhousetest_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -138,4 +141,50 @@ func TestParallelServers(t *testing.T) {
 			seen[a] = true
 		}
 	})
+}
+
+func TestTLSAndUsers(t *testing.T) {
+	srv := clickhousetest.StartWith(t, clickhousetest.Options{
+		TLS:   true,
+		Users: []clickhousetest.User{{Name: "pagewatch", Password: "s3cret<&>"}},
+	})
+	pem, err := os.ReadFile(srv.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		t.Fatalf("%s holds no certificate", srv.CAFile)
+	}
+	conn, err := clickhouse.Open(&clickhouse.Options{
+		Addr:        []string{srv.SecureAddr},
+		Auth:        clickhouse.Auth{Database: "default", Username: "pagewatch", Password: "s3cret<&>"},
+		TLS:         &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
+		DialTimeout: 5 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// 18.16 has no currentUser(); the running query knows its user.
+	const whoami = "SELECT user FROM system.processes WHERE query LIKE '%whoami-7d1%'"
+	var user string
+	if err := conn.QueryRow(context.Background(), whoami).Scan(&user); err != nil {
+		t.Fatalf("query over TLS: %v", err)
+	}
+	if user != "pagewatch" {
+		t.Fatalf("user = %q", user)
+	}
+	// The plain ports stay as they were.
+	if got := srv.Query(t, "SELECT 1"); got != "1\n" {
+		t.Fatalf("HTTP query = %q", got)
+	}
+	if err := open(t, srv, nil).Ping(context.Background()); err != nil {
+		t.Fatalf("plain native port: %v", err)
+	}
+	// Restart keeps the certificate, so the client goes on trusting it.
+	srv.Restart(t)
+	if err := conn.QueryRow(context.Background(), whoami).Scan(&user); err != nil {
+		t.Fatalf("query over TLS after restart: %v", err)
+	}
 }

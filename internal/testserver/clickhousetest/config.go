@@ -28,6 +28,23 @@ var configTmpl = template.Must(template.New("config.xml").Funcs(template.FuncMap
     <listen_host>127.0.0.1</listen_host>
     <tcp_port>{{.TCPPort}}</tcp_port>
     <http_port>{{.HTTPPort}}</http_port>
+{{- if .SecurePort}}
+    <tcp_port_secure>{{.SecurePort}}</tcp_port_secure>
+    <!-- The server section serves tcp_port_secure. No dhParamsFile: ECDHE
+         needs none, and generating DH parameters takes minutes. No client
+         certificates are asked for (verificationMode none). -->
+    <openSSL>
+        <server>
+            <certificateFile>{{x .CertFile}}</certificateFile>
+            <privateKeyFile>{{x .KeyFile}}</privateKeyFile>
+            <verificationMode>none</verificationMode>
+            <loadDefaultCAFile>false</loadDefaultCAFile>
+            <cacheSessions>false</cacheSessions>
+            <disableProtocols>sslv2,sslv3,tlsv1,tlsv1_1</disableProtocols>
+            <preferServerCiphers>true</preferServerCiphers>
+        </server>
+    </openSSL>
+{{- end}}
     <!-- No interserver_http_port: it only serves replication, which tests
          cannot use without ZooKeeper, and each listener adds ~250ms to shutdown. -->
 
@@ -57,7 +74,7 @@ var configTmpl = template.Must(template.New("config.xml").Funcs(template.FuncMap
 </yandex>
 `))
 
-var usersTmpl = template.Must(template.New("users.xml").Parse(`<?xml version="1.0"?>
+var usersTmpl = template.Must(template.New("users.xml").Funcs(template.FuncMap{"x": xmlEscape}).Parse(`<?xml version="1.0"?>
 <yandex>
     <profiles>
         <default>
@@ -81,6 +98,17 @@ var usersTmpl = template.Must(template.New("users.xml").Parse(`<?xml version="1.
             <profile>default</profile>
             <quota>default</quota>
         </default>
+{{- range .Users}}
+        <{{.Name}}>
+            <password>{{x .Password}}</password>
+            <networks>
+                <ip>127.0.0.1</ip>
+                <ip>::1</ip>
+            </networks>
+            <profile>default</profile>
+            <quota>default</quota>
+        </{{.Name}}>
+{{- end}}
     </users>
 
     <quotas>
@@ -101,6 +129,9 @@ var usersTmpl = template.Must(template.New("users.xml").Parse(`<?xml version="1.
 type configParams struct {
 	Dir, DataDir, LogDir string
 	TCPPort, HTTPPort    int
+	SecurePort           int // 0: no TLS
+	CertFile, KeyFile    string
+	Users                []User
 }
 
 // writeConfig (re)writes config.xml and users.xml into p.Dir.

@@ -21,6 +21,14 @@ type Server struct {
 // Start runs a JetStream-enabled server until the test ends.
 func Start(t testing.TB) *Server {
 	t.Helper()
+	return StartWith(t, nil)
+}
+
+// StartWith runs a server like Start, after configure has changed its
+// options: users, NKeys, operator mode (TrustedOperators with an
+// AccountResolver), TLS. With TLSConfig set, URL has the tls:// scheme.
+func StartWith(t testing.TB, configure func(*server.Options)) *Server {
+	t.Helper()
 	s := &Server{Dir: t.TempDir()}
 	s.opts = server.Options{
 		Host:      "127.0.0.1",
@@ -29,6 +37,9 @@ func Start(t testing.TB) *Server {
 		StoreDir:  s.Dir,
 		NoLog:     true,
 		NoSigs:    true,
+	}
+	if configure != nil {
+		configure(&s.opts)
 	}
 	s.start(t)
 	// Restarts keep the port the first start got, so clients reconnect.

@@ -7,6 +7,7 @@ package smtptest
 import (
 	"bytes"
 	"crypto/tls"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -39,8 +40,13 @@ type Server struct {
 	Host string // "127.0.0.1"
 	Port int
 
-	opts options
-	t    testing.TB
+	opts      options
+	t         testing.TB
+	cert      tls.Certificate // empty without TLS
+	tlsConfig *tls.Config
+
+	runMu sync.Mutex
+	stop  func() // nil while stopped
 
 	mu       sync.Mutex
 	msgs     []Message
@@ -108,6 +114,29 @@ func Start(t testing.TB, opts ...Option) *Server {
 	}
 	s.failLeft = s.opts.failCount
 
+	if s.opts.startTLS || s.opts.implicitTLS {
+		cert, err := selfSignedCert()
+		if err != nil {
+			t.Fatalf("smtptest: %v", err)
+		}
+		s.cert = cert
+		s.tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	if err := s.listen("127.0.0.1:0"); err != nil {
+		t.Fatalf("smtptest: %v", err)
+	}
+	t.Cleanup(func() {
+		s.Stop()
+		s.mu.Lock()
+		s.closed = true
+		s.mu.Unlock()
+	})
+	return s
+}
+
+// listen starts serving on addr; s.Addr, Host and Port are set from what
+// it got.
+func (s *Server) listen(addr string) error {
 	srv := smtp.NewServer(smtp.BackendFunc(func(*smtp.Conn) (smtp.Session, error) {
 		return &session{srv: s}, nil
 	}))
@@ -115,28 +144,19 @@ func Start(t testing.TB, opts ...Option) *Server {
 	srv.ReadTimeout = 30 * time.Second
 	srv.WriteTimeout = 30 * time.Second
 	srv.ErrorLog = testLogger{s}
-
-	var tlsConfig *tls.Config
-	if s.opts.startTLS || s.opts.implicitTLS {
-		cert, err := selfSignedCert()
-		if err != nil {
-			t.Fatalf("smtptest: %v", err)
-		}
-		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	}
 	if s.opts.startTLS {
-		srv.TLSConfig = tlsConfig
+		srv.TLSConfig = s.tlsConfig
 	}
 	// Cleartext AUTH only when the test asked for no TLS at all.
 	srv.AllowInsecureAuth = !s.opts.startTLS
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		t.Fatalf("smtptest: listen: %v", err)
+		return fmt.Errorf("listen: %w", err)
 	}
 	var l net.Listener = &countingListener{Listener: ln, s: s}
 	if s.opts.implicitTLS {
-		l = tls.NewListener(l, tlsConfig)
+		l = tls.NewListener(l, s.tlsConfig)
 	}
 	tcp := ln.Addr().(*net.TCPAddr)
 	s.Addr, s.Host, s.Port = tcp.String(), tcp.IP.String(), tcp.Port
@@ -148,17 +168,56 @@ func Start(t testing.TB, opts ...Option) *Server {
 			s.logf("smtptest: serve: %v", err)
 		}
 	}()
-	t.Cleanup(func() {
+	s.runMu.Lock()
+	s.stop = func() {
 		_ = srv.Close()
 		// Close only knows listeners Serve has registered; if the test was
 		// quick enough, Serve may not have got that far yet.
 		_ = l.Close()
 		<-done
-		s.mu.Lock()
-		s.closed = true
-		s.mu.Unlock()
-	})
-	return s
+		s.DropConnections() // any go-smtp had not registered yet
+	}
+	s.runMu.Unlock()
+	return nil
+}
+
+// Stop closes the listener and every connection, as a mail server that
+// goes down would: clients get connection refused until Restart. Messages
+// received so far stay readable. Safe to call twice.
+func (s *Server) Stop() {
+	s.runMu.Lock()
+	stop := s.stop
+	s.stop = nil
+	s.runMu.Unlock()
+	if stop != nil {
+		stop()
+	}
+}
+
+// Restart stops the server if it runs and listens again on the same
+// host:port with the same options and certificate.
+func (s *Server) Restart(t testing.TB) {
+	t.Helper()
+	s.Stop()
+	// A port just released can be taken by another process before we bind
+	// it again; retry briefly rather than fail at the first refusal.
+	var err error
+	for i := 0; i < 50; i++ {
+		if err = s.listen(s.Addr); err == nil {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("smtptest: restart on %s: %v", s.Addr, err)
+}
+
+// CertPEM returns the server's certificate in PEM, for a client to trust
+// as its CA (it is self-signed); nil without WithTLS or WithImplicitTLS.
+func (s *Server) CertPEM() []byte {
+	if len(s.cert.Certificate) == 0 {
+		return nil
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.cert.Certificate[0]})
 }
 
 // Messages returns a copy of the messages accepted so far.

@@ -1,11 +1,16 @@
 package smtptest_test
 
 import (
+	"bytes"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -116,4 +121,89 @@ func (f *fatalRecorder) Helper() {}
 func (f *fatalRecorder) Fatalf(format string, args ...any) {
 	f.msg = fmt.Sprintf(format, args...)
 	runtime.Goexit()
+}
+
+func TestCertPEMVerifies(t *testing.T) {
+	for name, opt := range map[string]smtptest.Option{"starttls": smtptest.WithTLS(), "implicit": smtptest.WithImplicitTLS()} {
+		t.Run(name, func(t *testing.T) {
+			srv := smtptest.Start(t, opt)
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(srv.CertPEM()) {
+				t.Fatalf("CertPEM() = %q", srv.CertPEM())
+			}
+			cfg := &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"}
+			var c *smtp.Client
+			var err error
+			if name == "implicit" {
+				c, err = smtp.DialTLS(srv.Addr, cfg)
+			} else {
+				c, err = smtp.DialStartTLS(srv.Addr, cfg)
+			}
+			if err != nil {
+				t.Fatalf("dial verifying against CertPEM: %v", err)
+			}
+			if err := c.SendMail("a@example.com", []string{"b@example.com"}, strings.NewReader(body)); err != nil {
+				t.Fatalf("SendMail: %v", err)
+			}
+			c.Close()
+			// Each server has its own certificate.
+			if bytes.Equal(srv.CertPEM(), smtptest.Start(t, opt).CertPEM()) {
+				t.Error("two servers share a certificate")
+			}
+		})
+	}
+	if smtptest.Start(t).CertPEM() != nil {
+		t.Error("CertPEM without TLS is not nil")
+	}
+}
+
+func TestStopRestart(t *testing.T) {
+	srv := smtptest.Start(t, smtptest.WithTLS())
+	pem, addr := srv.CertPEM(), srv.Addr
+	send := func() error {
+		c, err := smtp.DialStartTLS(addr, &tls.Config{InsecureSkipVerify: true})
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		return c.SendMail("a@example.com", []string{"b@example.com"}, strings.NewReader(body))
+	}
+	if err := send(); err != nil {
+		t.Fatal(err)
+	}
+	// A client idling on a connection sees it closed by Stop.
+	idle, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	greeting := make([]byte, 512)
+	if _, err := idle.Read(greeting); err != nil {
+		t.Fatal(err)
+	}
+
+	srv.Stop()
+	srv.Stop() // twice is fine
+	if err := send(); err == nil || !strings.Contains(err.Error(), "connection refused") {
+		t.Fatalf("send while stopped: %v, want connection refused", err)
+	}
+	_ = idle.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := idle.Read(greeting); !errors.Is(err, io.EOF) && !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatalf("idle connection after Stop: read err = %v, want it closed", err)
+	}
+
+	srv.Restart(t)
+	if srv.Addr != addr || !bytes.Equal(srv.CertPEM(), pem) {
+		t.Fatalf("after Restart: %s (was %s), same certificate %v", srv.Addr, addr, bytes.Equal(srv.CertPEM(), pem))
+	}
+	if err := send(); err != nil {
+		t.Fatalf("send after Restart: %v", err)
+	}
+	if got := len(srv.WaitForMessages(t, 2, 5*time.Second)); got != 2 {
+		t.Fatalf("%d messages, want 2 (the first survives the restart)", got)
+	}
+	srv.Restart(t) // while running: stops first
+	if err := send(); err != nil {
+		t.Fatalf("send after a second Restart: %v", err)
+	}
 }

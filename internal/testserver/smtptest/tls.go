@@ -14,8 +14,9 @@ import (
 )
 
 // selfSignedCert makes a throwaway certificate for 127.0.0.1 and localhost.
-// Clients must skip verification (or trust it explicitly): it is generated
-// fresh for every server so no key material lives in the repository.
+// Clients skip verification or trust it as their CA (Server.CertPEM): it
+// is generated fresh for every server so no key material lives in the
+// repository.
 func selfSignedCert() (tls.Certificate, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
