@@ -361,7 +361,23 @@ func (p *proc) adminAddr(t testing.TB) string {
 }
 
 // metric scrapes one unlabelled counter or gauge from a daemon's /metrics.
+// The admin endpoints answer from start-up, before the daemon has built
+// its parts, so a metric not served yet is waited for.
 func metric(t testing.TB, addr, name string) float64 {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if v, ok := scrapeOne(t, addr, name); ok {
+			return v
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s does not serve %s", addr, name)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func scrapeOne(t testing.TB, addr, name string) (float64, bool) {
 	t.Helper()
 	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
@@ -378,9 +394,8 @@ func metric(t testing.TB, addr, name string) float64 {
 			if err != nil {
 				t.Fatalf("%s: %q", name, line)
 			}
-			return f
+			return f, true
 		}
 	}
-	t.Fatalf("%s does not serve %s", addr, name)
-	return 0
+	return 0, false
 }

@@ -152,6 +152,11 @@ func TestProductionMetricsAndReadiness(t *testing.T) {
 	waitReady(t, procs, "ingest load")
 
 	// The mail server down: the workers unready.
+	b.smtp.Stop()
+	waitReadiness(t, procs, 503, "mail", "worker")
+	waitReadiness(t, procs, 200, "", "sweeper")
+	b.smtp.Restart(t)
+	waitReady(t, procs, "worker")
 
 	appendLines(t, b.log, lines[9000:])
 	time.Sleep(3 * time.Second) // a few sweeps and scrapes more
