@@ -29,13 +29,29 @@ func TestErrorsNameTheKey(t *testing.T) {
 		"ingest:\n  tail:\n    inputs: /x\n":                 `ingest.tail.inputs (line 3): expected a list`,
 		"sweeper:\n  rules:\n    - name: a\n      nope: 1\n": `sweeper.rules[0].nope (line 4): unknown key`,
 		"log: [1]\n": `log (line 1): expected a mapping`,
-		"mail:\n  smtp:\n    password: {env: PAGEWATCH_UNSET_FOR_TEST}\n": `mail.smtp.password (line 3): environment variable PAGEWATCH_UNSET_FOR_TEST is not set`,
 	}
 	for src, want := range cases {
 		_, err := parse(t, src)
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: got %v, want it to contain %q", src, err, want)
 		}
+	}
+}
+
+// A secret whose variable or file is missing stops only the daemons that
+// use it: the tailer starts without the SMTP password.
+func TestUnreadableSecretFailsOnlyItsUsers(t *testing.T) {
+	cfg, err := parse(t, "ingest:\n  tail:\n    inputs: [{path: /var/log/a.log, site: example.com}]\nmail:\n  transport: smtp\n  smtp:\n    host: mail\n    auth: plain\n    username: u\n    password: {env: PAGEWATCH_UNSET_FOR_TEST}\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(config.IngestTail); err != nil {
+		t.Errorf("ingest tail: %v", err)
+	}
+	err = cfg.Validate(config.Worker)
+	want := "mail.smtp.password: line 10: environment variable PAGEWATCH_UNSET_FOR_TEST is not set"
+	if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "must be set") {
+		t.Errorf("worker: got %v, want %q alone", err, want)
 	}
 }
 

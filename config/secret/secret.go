@@ -17,18 +17,31 @@ import (
 )
 
 // Value is a secret string from the configuration.
-type Value string
+type Value struct {
+	s string
+	// err is why the file or variable it names could not be read. It is
+	// kept, not returned by the decoder, because one file configures all
+	// daemons: a tailer must start without the SMTP password it never
+	// uses. Err reports it to the Validate of the section that uses it.
+	err error
+}
+
+// New returns a secret holding s.
+func New(s string) Value { return Value{s: s} }
 
 const redacted = "[redacted]"
 
 // Reveal returns the secret itself, for handing to a client library.
-func (v Value) Reveal() string { return string(v) }
+func (v Value) Reveal() string { return v.s }
 
 // IsSet reports whether a secret was configured.
-func (v Value) IsSet() bool { return v != "" }
+func (v Value) IsSet() bool { return v.s != "" }
+
+// Err is why the secret's source could not be read, or nil.
+func (v Value) Err() error { return v.err }
 
 func (v Value) mask() string {
-	if v == "" {
+	if v.s == "" {
 		return ""
 	}
 	return redacted
@@ -58,6 +71,7 @@ func (v Value) MarshalText() ([]byte, error) { return []byte(v.mask()), nil }
 // which are read when the config is loaded, and again on each reload, so a
 // rotated file or variable takes effect on SIGHUP. A file's trailing line
 // break is dropped (Kubernetes and Docker secret files often end in one).
+// A source that names nothing readable is not a decoding error: see Err.
 func (v *Value) UnmarshalYAML(n *yaml.Node) error {
 	switch n.Kind {
 	case yaml.ScalarNode:
@@ -65,16 +79,13 @@ func (v *Value) UnmarshalYAML(n *yaml.Node) error {
 		if err := n.Decode(&s); err != nil {
 			return err
 		}
-		*v = Value(s)
+		*v = Value{s: s}
 		return nil
 	case yaml.MappingNode:
 	default:
 		return errors.New("a secret is a string, {env: NAME} or {file: /path}")
 	}
-	var src struct {
-		Env  string `yaml:"env"`
-		File string `yaml:"file"`
-	}
+	var src source
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		switch k := n.Content[i].Value; k {
 		case "env", "file":
@@ -85,31 +96,45 @@ func (v *Value) UnmarshalYAML(n *yaml.Node) error {
 	if err := n.Decode(&src); err != nil {
 		return err
 	}
+	// Mistakes in the mapping itself are errors now; a source that cannot
+	// be read is kept for Err.
 	switch {
 	case src.Env != "" && src.File != "":
 		return errors.New("give env or file, not both")
-	case src.Env != "":
+	case src.Env == "" && src.File == "":
+		return errors.New("write {env: NAME} or {file: /path}")
+	case src.File != "" && !filepath.IsAbs(src.File):
+		return fmt.Errorf("secret file %q: must be an absolute path", src.File)
+	}
+	s, err := src.read()
+	if err != nil {
+		err = fmt.Errorf("line %d: %w", n.Line, err)
+	}
+	*v = Value{s: s, err: err}
+	return nil
+}
+
+type source struct {
+	Env  string `yaml:"env"`
+	File string `yaml:"file"`
+}
+
+func (src source) read() (string, error) {
+	if src.Env != "" {
 		s, ok := os.LookupEnv(src.Env)
 		if !ok || s == "" {
-			return fmt.Errorf("environment variable %s is not set or empty", src.Env)
+			return "", fmt.Errorf("environment variable %s is not set or empty", src.Env)
 		}
-		*v = Value(s)
-	case src.File != "":
-		if !filepath.IsAbs(src.File) {
-			return fmt.Errorf("secret file %q: must be an absolute path", src.File)
-		}
-		data, err := os.ReadFile(src.File)
-		if err != nil {
-			// The path is not secret; the content is never in the error.
-			return fmt.Errorf("secret file: %w", err)
-		}
-		s := strings.TrimRight(string(data), "\r\n")
-		if s == "" {
-			return fmt.Errorf("secret file %s is empty", src.File)
-		}
-		*v = Value(s)
-	default:
-		return errors.New("write {env: NAME} or {file: /path}")
+		return s, nil
 	}
-	return nil
+	data, err := os.ReadFile(src.File)
+	if err != nil {
+		// The path is not secret; the content is never in the error.
+		return "", fmt.Errorf("secret file: %w", err)
+	}
+	s := strings.TrimRight(string(data), "\r\n")
+	if s == "" {
+		return "", fmt.Errorf("secret file %s is empty", src.File)
+	}
+	return s, nil
 }

@@ -48,6 +48,9 @@ func TestSecretSources(t *testing.T) {
 	}
 }
 
+// A source that cannot be read decodes, keeping the reason for the
+// Validate of the section that uses it (one file serves every daemon); a
+// malformed source is a decoding error.
 func TestSecretSourceErrors(t *testing.T) {
 	dir := t.TempDir()
 	empty := filepath.Join(dir, "empty")
@@ -56,14 +59,22 @@ func TestSecretSourceErrors(t *testing.T) {
 	}
 	t.Setenv("PAGEWATCH_TEST_EMPTY", "")
 	for src, want := range map[string]string{
-		"password: {env: PAGEWATCH_TEST_UNSET_VAR}":               "environment variable PAGEWATCH_TEST_UNSET_VAR is not set",
+		"password: {env: PAGEWATCH_TEST_UNSET_VAR}":               "line 1: environment variable PAGEWATCH_TEST_UNSET_VAR is not set",
 		"password: {env: PAGEWATCH_TEST_EMPTY}":                   "PAGEWATCH_TEST_EMPTY is not set or empty",
-		"password: {file: relative/path}":                         "must be an absolute path",
 		"password: {file: " + filepath.Join(dir, "missing") + "}": "no such file",
 		"password: {file: " + empty + "}":                         "is empty",
-		"password: {env: A, file: /b}":                            "not both",
-		"password: {vault: x}":                                    `unknown key "vault"`,
-		"password: [a]":                                           "a secret is a string",
+	} {
+		v, err := decode(t, src)
+		if err != nil || v.IsSet() || v.Err() == nil || !strings.Contains(v.Err().Error(), want) {
+			t.Errorf("%q: decode error %v, Err() %v; want Err() containing %q", src, err, v.Err(), want)
+		}
+	}
+	for src, want := range map[string]string{
+		"password: {file: relative/path}": "must be an absolute path",
+		"password: {env: A, file: /b}":    "not both",
+		"password: {vault: x}":            `unknown key "vault"`,
+		"password: {}":                    "write {env: NAME} or {file: /path}",
+		"password: [a]":                   "a secret is a string",
 	} {
 		_, err := decode(t, src)
 		if err == nil || !strings.Contains(err.Error(), want) {
@@ -74,7 +85,7 @@ func TestSecretSourceErrors(t *testing.T) {
 
 // However a secret is formatted or logged, it shows as [redacted].
 func TestSecretNeverPrinted(t *testing.T) {
-	v := secret.Value("hunter2-Qw8")
+	v := secret.New("hunter2-Qw8")
 	var logs bytes.Buffer
 	slog.New(slog.NewJSONHandler(&logs, nil)).Info("x", "pw", v, "h", holder{Password: v})
 	slog.New(slog.NewTextHandler(&logs, nil)).Info("x", "pw", v)

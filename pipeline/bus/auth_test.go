@@ -126,19 +126,19 @@ func TestUserPassword(t *testing.T) {
 	})
 	logger, logs := newLogger()
 	cfg := config(ns.URL)
-	cfg.User, cfg.Password = "pagewatch", secret.Value(pass)
+	cfg.User, cfg.Password = "pagewatch", secret.New(pass)
 	b, err := connect(t, cfg, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
 	useJetStream(t, b)
 
-	cfg.Password = secret.Value("not-" + pass)
+	cfg.Password = secret.New("not-" + pass)
 	began := time.Now()
 	_, err = connect(t, cfg, logger)
 	refused(t, err, began, logs, nats.ErrAuthorization, pass, cfg.Password.Reveal())
 
-	cfg.User, cfg.Password = "", ""
+	cfg.User, cfg.Password = "", secret.Value{}
 	began = time.Now()
 	_, err = connect(t, cfg, logger)
 	refused(t, err, began, logs, nats.ErrAuthorization)
@@ -149,14 +149,14 @@ func TestToken(t *testing.T) {
 	ns := natstest.StartWith(t, func(o *server.Options) { o.Authorization = token })
 	logger, logs := newLogger()
 	cfg := config(ns.URL)
-	cfg.Token = secret.Value(token)
+	cfg.Token = secret.New(token)
 	b, err := connect(t, cfg, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
 	useJetStream(t, b)
 
-	cfg.Token = secret.Value("not-" + token)
+	cfg.Token = secret.New("not-" + token)
 	began := time.Now()
 	_, err = connect(t, cfg, logger)
 	refused(t, err, began, logs, nats.ErrAuthorization, token)
@@ -315,10 +315,10 @@ func TestValidateAuth(t *testing.T) {
 		{"nkey alone", func(c *bus.Config) { c.NkeySeedFile = seedFile }, nil},
 		{"creds and nkey", func(c *bus.Config) { c.CredsFile, c.NkeySeedFile = credsFile, seedFile },
 			[]string{"nats.creds_file and nats.nkey_seed_file: set together"}},
-		{"user and token", func(c *bus.Config) { c.User, c.Password, c.Token = "u", "p", "t0ken" },
+		{"user and token", func(c *bus.Config) { c.User, c.Password, c.Token = "u", secret.New("p"), secret.New("t0ken") },
 			[]string{"nats.user/nats.password and nats.token: set together"}},
 		{"all four", func(c *bus.Config) {
-			c.CredsFile, c.NkeySeedFile, c.User, c.Password, c.Token = credsFile, seedFile, "u", "p", "t0ken"
+			c.CredsFile, c.NkeySeedFile, c.User, c.Password, c.Token = credsFile, seedFile, "u", secret.New("p"), secret.New("t0ken")
 		}, []string{"nats.creds_file and nats.nkey_seed_file and nats.user/nats.password and nats.token: set together"}},
 		{"missing creds", func(c *bus.Config) { c.CredsFile = filepath.Join(dir, "nope.creds") },
 			[]string{"nats.creds_file: open " + filepath.Join(dir, "nope.creds") + ": no such file"}},

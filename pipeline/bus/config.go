@@ -77,6 +77,12 @@ func (c Config) Validate() error {
 	if c.DeadLetterMaxAge < time.Hour {
 		errs = append(errs, fmt.Errorf("nats.dead_letter_max_age: must be at least 1h, got %s", c.DeadLetterMaxAge))
 	}
+	if err := c.Password.Err(); err != nil {
+		errs = append(errs, fmt.Errorf("nats.password: %w", err))
+	}
+	if err := c.Token.Err(); err != nil {
+		errs = append(errs, fmt.Errorf("nats.token: %w", err))
+	}
 	if c.Password.IsSet() && c.User == "" {
 		errs = append(errs, errors.New("nats.password: set without nats.user"))
 	}

@@ -78,6 +78,9 @@ func (c Config) Validate() error {
 	if c.DialTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("clickhouse.dial_timeout: must be positive, got %s", c.DialTimeout))
 	}
+	if err := c.Password.Err(); err != nil {
+		errs = append(errs, fmt.Errorf("clickhouse.password: %w", err))
+	}
 	errs = append(errs, c.TLS.Validate("clickhouse.tls"))
 	errs = append(errs, c.validateCluster()...)
 	return errors.Join(errs...)

@@ -49,7 +49,7 @@ func TestTLSAndPassword(t *testing.T) {
 	cfg.Addr = []string{srv.SecureAddr}
 	cfg.Database = "pw_tls"
 	cfg.Username = "pagewatch"
-	cfg.Password = secret.Value(pass)
+	cfg.Password = secret.New(pass)
 	cfg.TLS = tlsconfig.Config{Enabled: true, CAFile: srv.CAFile}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
@@ -86,9 +86,9 @@ func TestTLSAndPassword(t *testing.T) {
 		edit func(*clickhouse.Config)
 		want func(error) bool
 	}{
-		{"wrong password", func(c *clickhouse.Config) { c.Password = secret.Value("not-" + pass) },
+		{"wrong password", func(c *clickhouse.Config) { c.Password = secret.New("not-" + pass) },
 			func(err error) bool { return strings.Contains(err.Error(), "Wrong password") }},
-		{"no password", func(c *clickhouse.Config) { c.Password = "" },
+		{"no password", func(c *clickhouse.Config) { c.Password = secret.Value{} },
 			func(err error) bool { return strings.Contains(err.Error(), "Password required") }},
 		// The server drops a client that does not start with a TLS handshake.
 		{"plain connection to the secure port", func(c *clickhouse.Config) { c.TLS = tlsconfig.Config{} },

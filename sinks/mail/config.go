@@ -125,6 +125,9 @@ func (c Config) Validate() error {
 			bad("file.dir", "must not be empty")
 		}
 	case TransportSMTP:
+		if err := c.SMTP.Password.Err(); err != nil {
+			bad("smtp.password", "%v", err)
+		}
 		c.SMTP.validate(bad)
 		if c.SMTP.CAFile != "" {
 			if c.SMTP.TLS == TLSNone {
@@ -156,7 +159,7 @@ func (s SMTPConfig) validate(bad func(key, format string, args ...any)) {
 		if s.Username == "" {
 			bad("smtp.username", "must be set when mail.smtp.auth is %q", s.Auth)
 		}
-		if !s.Password.IsSet() {
+		if !s.Password.IsSet() && s.Password.Err() == nil { // else Validate reported why
 			bad("smtp.password", "must be set when mail.smtp.auth is %q", s.Auth)
 		}
 	default:

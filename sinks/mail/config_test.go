@@ -91,7 +91,7 @@ func TestValidateDoesNotLeakPassword(t *testing.T) {
 	cfg := mail.DefaultConfig()
 	cfg.Transport = mail.TransportSMTP
 	cfg.SMTP.Auth = "bogus"
-	cfg.SMTP.Password = secret.Value("hunter2")
+	cfg.SMTP.Password = secret.New("hunter2")
 	if err := cfg.Validate(); err == nil || strings.Contains(err.Error(), "hunter2") {
 		t.Errorf("Validate() = %v", err)
 	}

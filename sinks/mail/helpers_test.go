@@ -42,7 +42,7 @@ func smtpConfig(srv *smtptest.Server) mail.Config {
 	cfg.SMTP.TLS = mail.TLSMandatory
 	cfg.SMTP.Auth = mail.AuthPlain
 	cfg.SMTP.Username = "user"
-	cfg.SMTP.Password = secret.Value("pass")
+	cfg.SMTP.Password = secret.New("pass")
 	cfg.SMTP.Timeout = 5 * time.Second
 	cfg.SMTP.HELO = "pagewatch.test"
 	cfg.SMTP.InsecureSkipVerify = true

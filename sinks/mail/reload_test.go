@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pagewatch/pagewatch/config/secret"
 	"github.com/pagewatch/pagewatch/internal/testserver/smtptest"
 	"github.com/pagewatch/pagewatch/sinks/mail"
 )
@@ -34,7 +35,7 @@ func TestFollowingSwitchesServersOnSet(t *testing.T) {
 		t.Fatalf("invalid config: %v", err)
 	}
 	next := smtpConfig(second)
-	next.SMTP.Username, next.SMTP.Password = "user2", "rotated"
+	next.SMTP.Username, next.SMTP.Password = "user2", secret.New("rotated")
 	if err := settings.Set(next); err != nil {
 		t.Fatal(err)
 	}

@@ -85,7 +85,7 @@ func TestSMTPAuthMechanisms(t *testing.T) {
 func TestSMTPWrongPasswordIsPermanent(t *testing.T) {
 	srv := smtptest.Start(t, smtptest.WithTLS(), smtptest.WithAuth("user", "pass"))
 	cfg := smtpConfig(srv)
-	cfg.SMTP.Password = secret.Value("wrong")
+	cfg.SMTP.Password = secret.New("wrong")
 	err := newSender(t, cfg).Send(context.Background(), testNotification())
 	if err == nil {
 		t.Fatal("Send succeeded with a wrong password")

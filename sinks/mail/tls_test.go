@@ -55,7 +55,7 @@ func writeCA(t *testing.T, srv *smtptest.Server) string {
 func sendVerified(t *testing.T, cfg mail.Config) (error, string) {
 	t.Helper()
 	cfg.SMTP.InsecureSkipVerify = false
-	cfg.SMTP.Password = secret.Value(tlsTestPassword)
+	cfg.SMTP.Password = secret.New(tlsTestPassword)
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("Validate: %v", err)
 	}
