@@ -1,0 +1,298 @@
+package kubernetes_test
+
+// Checks the manifests without a cluster: every document is decoded
+// strictly into its real Kubernetes type (k8s.io/api), so a misspelt or
+// misplaced field fails; then the objects are checked against each other
+// and against the pagewatch config in the ConfigMap, loaded as each
+// container would see it (its secret files and environment).
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	sigsyaml "sigs.k8s.io/yaml"
+)
+
+// replicas each Deployment must ask for; hpas, the Deployments that must
+// have a HorizontalPodAutoscaler.
+var (
+	replicas = map[string]int32{"pagewatch-ingest-load": 2, "pagewatch-sweeper": 2, "pagewatch-worker": 2}
+	hpas     = []string{"pagewatch-ingest-load", "pagewatch-worker"}
+)
+
+const image = "pagewatch" // set by kustomization.yaml's images:
+
+type objects struct {
+	docs        int
+	configMaps  map[string]*corev1.ConfigMap
+	secrets     map[string]*corev1.Secret
+	deployments map[string]*appsv1.Deployment
+	hpas        []*autoscalingv2.HorizontalPodAutoscaler
+	pdbs        []*policyv1.PodDisruptionBudget
+	services    []*corev1.Service
+}
+
+type kustomization struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Labels     []struct {
+		Pairs map[string]string `json:"pairs"`
+	} `json:"labels"`
+	Resources []string `json:"resources"`
+	Images    []struct {
+		Name    string `json:"name"`
+		NewName string `json:"newName"`
+		NewTag  string `json:"newTag"`
+	} `json:"images"`
+}
+
+var docSep = regexp.MustCompile(`(?m)^---[ \t]*$`)
+
+func load(t *testing.T) objects {
+	t.Helper()
+	var k kustomization
+	data, err := os.ReadFile("kustomization.yaml")
+	if err == nil {
+		err = sigsyaml.UnmarshalStrict(data, &k)
+	}
+	if err != nil {
+		t.Fatalf("kustomization.yaml: %v", err)
+	}
+	files, _ := filepath.Glob("*.yaml")
+	files = slices.DeleteFunc(files, func(f string) bool { return f == "kustomization.yaml" })
+	if !slices.Equal(slices.Sorted(slices.Values(k.Resources)), files) {
+		t.Errorf("kustomization.yaml resources %v, want every manifest here: %v", k.Resources, files)
+	}
+	named := false
+	for _, i := range k.Images {
+		named = named || i.Name == image
+	}
+	if !named {
+		t.Errorf("kustomization.yaml: no images: entry for %q", image)
+	}
+	o := objects{configMaps: map[string]*corev1.ConfigMap{}, secrets: map[string]*corev1.Secret{}, deployments: map[string]*appsv1.Deployment{}}
+	for _, f := range k.Resources {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, doc := range docSep.Split(string(data), -1) {
+			if strings.TrimSpace(regexp.MustCompile(`(?m)^\s*#.*$`).ReplaceAllString(doc, "")) == "" {
+				continue
+			}
+			if err := o.add([]byte(doc)); err != nil {
+				t.Errorf("%s, document %d: %v", f, i+1, err)
+			}
+		}
+	}
+	return o
+}
+
+// add decodes one document strictly into the type its kind names.
+func (o *objects) add(doc []byte) error {
+	var head struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+		Metadata   struct{ Name, Namespace string }
+	}
+	if err := sigsyaml.Unmarshal(doc, &head); err != nil {
+		return err
+	}
+	if head.APIVersion == "" || head.Kind == "" || head.Metadata.Name == "" {
+		return fmt.Errorf("apiVersion %q, kind %q, metadata.name %q: all three are needed", head.APIVersion, head.Kind, head.Metadata.Name)
+	}
+	if head.Metadata.Namespace != "" {
+		return fmt.Errorf("%s %s: names namespace %q; the manifests are namespace-agnostic", head.Kind, head.Metadata.Name, head.Metadata.Namespace)
+	}
+	o.docs++
+	var obj any
+	want := map[string]string{"ConfigMap": "v1", "Secret": "v1", "Service": "v1", "Deployment": "apps/v1",
+		"HorizontalPodAutoscaler": "autoscaling/v2", "PodDisruptionBudget": "policy/v1"}[head.Kind]
+	switch head.Kind {
+	case "ConfigMap":
+		obj = &corev1.ConfigMap{}
+	case "Secret":
+		obj = &corev1.Secret{}
+	case "Service":
+		obj = &corev1.Service{}
+	case "Deployment":
+		obj = &appsv1.Deployment{}
+	case "HorizontalPodAutoscaler":
+		obj = &autoscalingv2.HorizontalPodAutoscaler{}
+	case "PodDisruptionBudget":
+		obj = &policyv1.PodDisruptionBudget{}
+	default:
+		return fmt.Errorf("kind %s: not one this test decodes; add it", head.Kind)
+	}
+	if head.APIVersion != want {
+		return fmt.Errorf("%s %s: apiVersion %s, want %s", head.Kind, head.Metadata.Name, head.APIVersion, want)
+	}
+	if err := sigsyaml.UnmarshalStrict(doc, obj); err != nil {
+		return fmt.Errorf("%s %s: %v", head.Kind, head.Metadata.Name, err)
+	}
+	switch v := obj.(type) {
+	case *corev1.ConfigMap:
+		o.configMaps[v.Name] = v
+	case *corev1.Secret:
+		o.secrets[v.Name] = v
+	case *corev1.Service:
+		o.services = append(o.services, v)
+	case *appsv1.Deployment:
+		o.deployments[v.Name] = v
+	case *autoscalingv2.HorizontalPodAutoscaler:
+		o.hpas = append(o.hpas, v)
+	case *policyv1.PodDisruptionBudget:
+		o.pdbs = append(o.pdbs, v)
+	}
+	return nil
+}
+
+func (o objects) secretValue(name, key string) (string, bool) {
+	s, ok := o.secrets[name]
+	if !ok {
+		return "", false
+	}
+	if v, ok := s.StringData[key]; ok {
+		return v, true
+	}
+	v, ok := s.Data[key]
+	return string(v), ok
+}
+
+// allContainers lists a pod's containers, init containers (sidecars) first.
+func allContainers(p corev1.PodSpec) []corev1.Container {
+	return append(slices.Clone(p.InitContainers), p.Containers...)
+}
+
+func ptr[T any](p *T) string {
+	if p == nil {
+		return "unset"
+	}
+	return fmt.Sprint(*p)
+}
+
+func subset(sel, labels map[string]string) bool {
+	for k, v := range sel {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return len(sel) > 0
+}
+
+func TestManifests(t *testing.T) {
+	o := load(t)
+	containers := 0
+	for name, d := range o.deployments {
+		pod := d.Spec.Template.Spec
+		if d.Spec.Selector == nil || !subset(d.Spec.Selector.MatchLabels, d.Spec.Template.Labels) {
+			t.Errorf("Deployment %s: selector does not match its pod template's labels", name)
+		}
+		if want, ok := replicas[name]; ok && (d.Spec.Replicas == nil || *d.Spec.Replicas != want) {
+			t.Errorf("Deployment %s: replicas %s, want %d", name, ptr(d.Spec.Replicas), want)
+		}
+		vols := map[string]corev1.Volume{}
+		for _, v := range pod.Volumes {
+			vols[v.Name] = v
+			if v.ConfigMap != nil && o.configMaps[v.ConfigMap.Name] == nil {
+				t.Errorf("Deployment %s: volume %s: no ConfigMap %s", name, v.Name, v.ConfigMap.Name)
+			}
+			if v.Secret != nil && o.secrets[v.Secret.SecretName] == nil {
+				t.Errorf("Deployment %s: volume %s: no Secret %s", name, v.Name, v.Secret.SecretName)
+			}
+		}
+		for _, c := range allContainers(pod) {
+			containers++
+			where := fmt.Sprintf("Deployment %s, container %s", name, c.Name)
+			sc, psc := c.SecurityContext, pod.SecurityContext
+			nonRoot := (sc != nil && sc.RunAsNonRoot != nil && *sc.RunAsNonRoot) || (psc != nil && psc.RunAsNonRoot != nil && *psc.RunAsNonRoot)
+			if !nonRoot || sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem ||
+				sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
+				sc.Capabilities == nil || !slices.Contains(sc.Capabilities.Drop, "ALL") {
+				t.Errorf("%s: want runAsNonRoot, readOnlyRootFilesystem, allowPrivilegeEscalation: false, capabilities drop ALL", where)
+			}
+			for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+				if _, ok := c.Resources.Requests[r]; !ok {
+					t.Errorf("%s: no %s request", where, r)
+				}
+				if _, ok := c.Resources.Limits[r]; !ok {
+					t.Errorf("%s: no %s limit", where, r)
+				}
+			}
+			for _, m := range c.VolumeMounts {
+				v, ok := vols[m.Name]
+				if !ok {
+					t.Errorf("%s: mounts volume %s, which the pod lacks", where, m.Name)
+				} else if m.SubPath != "" && v.ConfigMap != nil && o.configMaps[v.ConfigMap.Name] != nil {
+					if _, ok := o.configMaps[v.ConfigMap.Name].Data[m.SubPath]; !ok {
+						t.Errorf("%s: subPath %s: no such key in ConfigMap %s", where, m.SubPath, v.ConfigMap.Name)
+					}
+				}
+			}
+			for _, e := range c.Env {
+				if r := e.ValueFrom; r != nil && r.SecretKeyRef != nil {
+					if _, ok := o.secretValue(r.SecretKeyRef.Name, r.SecretKeyRef.Key); !ok {
+						t.Errorf("%s: env %s: no key %s in Secret %s", where, e.Name, r.SecretKeyRef.Key, r.SecretKeyRef.Name)
+					}
+				}
+			}
+		}
+	}
+	for _, name := range hpas {
+		found := false
+		for _, h := range o.hpas {
+			if h.Spec.ScaleTargetRef.Name == name {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("Deployment %s: no HorizontalPodAutoscaler", name)
+		}
+	}
+	for _, h := range o.hpas {
+		ref := h.Spec.ScaleTargetRef
+		d, ok := o.deployments[ref.Name]
+		if ref.Kind != "Deployment" || ref.APIVersion != "apps/v1" || !ok {
+			t.Errorf("HPA %s: targets %s %s %s, not a Deployment here", h.Name, ref.APIVersion, ref.Kind, ref.Name)
+			continue
+		}
+		if h.Spec.MinReplicas == nil || d.Spec.Replicas == nil || *h.Spec.MinReplicas < *d.Spec.Replicas || h.Spec.MaxReplicas <= *h.Spec.MinReplicas {
+			t.Errorf("HPA %s: minReplicas %s must be at least the Deployment's %s, maxReplicas %d above it", h.Name, ptr(h.Spec.MinReplicas), ptr(d.Spec.Replicas), h.Spec.MaxReplicas)
+		}
+		cpu := slices.ContainsFunc(h.Spec.Metrics, func(m autoscalingv2.MetricSpec) bool {
+			return m.Resource != nil && m.Resource.Name == corev1.ResourceCPU && m.Resource.Target.Type == autoscalingv2.UtilizationMetricType
+		})
+		if !cpu {
+			t.Errorf("HPA %s: want a CPU utilization metric", h.Name)
+		}
+	}
+	selects := func(sel map[string]string) bool {
+		for _, d := range o.deployments {
+			if subset(sel, d.Spec.Template.Labels) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, p := range o.pdbs {
+		if p.Spec.Selector == nil || !selects(p.Spec.Selector.MatchLabels) {
+			t.Errorf("PodDisruptionBudget %s: selects no Deployment's pods", p.Name)
+		}
+	}
+	for _, s := range o.services {
+		if !selects(s.Spec.Selector) {
+			t.Errorf("Service %s: selects no Deployment's pods", s.Name)
+		}
+	}
+	t.Logf("%d documents: %d Deployments (%d containers), %d HPAs, %d PDBs, %d Services, %d ConfigMaps, %d Secrets",
+		o.docs, len(o.deployments), containers, len(o.hpas), len(o.pdbs), len(o.services), len(o.configMaps), len(o.secrets))
+}

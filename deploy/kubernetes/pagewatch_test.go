@@ -1,0 +1,409 @@
+package kubernetes_test
+
+import (
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/pagewatch/pagewatch/config"
+)
+
+// daemon is a container running one of pagewatch's daemons.
+type daemon struct {
+	deploy *appsv1.Deployment
+	c      corev1.Container
+	part   config.Part
+	config string // the --config path (or $PAGEWATCH_CONFIG)
+	where  string
+}
+
+func daemons(t *testing.T, o objects) []daemon {
+	t.Helper()
+	var out []daemon
+	seen := map[config.Part]bool{}
+	for _, d := range o.deployments {
+		for _, c := range allContainers(d.Spec.Template.Spec) {
+			if c.Image != image {
+				continue
+			}
+			x := daemon{deploy: d, c: c, where: fmt.Sprintf("Deployment %s, container %s", d.Name, c.Name), config: "/etc/pagewatch/pagewatch.yaml"}
+			argv := append(append([]string{}, c.Command...), c.Args...)
+			sub := ""
+			for i := 1; i < len(argv); i++ {
+				switch a := argv[i]; {
+				case a == "--config" && i+1 < len(argv):
+					i++
+					x.config = argv[i]
+				case strings.HasPrefix(a, "--config="):
+					x.config = strings.TrimPrefix(a, "--config=")
+				case !strings.HasPrefix(a, "-") && sub == "":
+					sub = a
+				}
+			}
+			prog := ""
+			if len(argv) > 0 {
+				prog = path.Base(argv[0])
+			}
+			switch prog + " " + sub {
+			case "ingest tail":
+				x.part = config.IngestTail
+			case "ingest load":
+				x.part = config.IngestLoad
+			case "sweeper run", "sweeper ":
+				x.part = config.Sweeper
+			case "worker run", "worker ":
+				x.part = config.Worker
+			default:
+				t.Errorf("%s: command %q is none of ingest tail|load, sweeper run, worker run", x.where, argv)
+				continue
+			}
+			seen[x.part] = true
+			out = append(out, x)
+		}
+	}
+	if len(seen) != 4 {
+		t.Fatalf("the manifests run %v; want all of ingest tail, ingest load, sweeper and worker", seen)
+	}
+	return out
+}
+
+// containerConfig loads the config a daemon container mounts as that
+// container sees it: its secret and ConfigMap volumes are written under a
+// temp root, {file: P} and *_file paths must lie in one of them, and
+// {env: X} must be in the container's environment (a Secret's key or a
+// value). It validates the config for the container's daemon.
+func containerConfig(t *testing.T, o objects, x daemon) *config.Config {
+	t.Helper()
+	vols := map[string]corev1.Volume{}
+	for _, v := range x.deploy.Spec.Template.Spec.Volumes {
+		vols[v.Name] = v
+	}
+	root := t.TempDir()
+	var mounts []string // mountPaths of secret and ConfigMap volumes
+	for _, m := range x.c.VolumeMounts {
+		v := vols[m.Name]
+		var data map[string]string
+		switch {
+		case v.Secret != nil && o.secrets[v.Secret.SecretName] != nil:
+			s := o.secrets[v.Secret.SecretName]
+			data = map[string]string{}
+			for k, b := range s.Data {
+				data[k] = string(b)
+			}
+			for k, s := range s.StringData {
+				data[k] = s
+			}
+			if mode := v.Secret.DefaultMode; mode != nil && *mode&0o004 == 0 && !(*mode&0o040 != 0 && fsGroup(x) != nil) && !(*mode&0o400 != 0 && runAsUser(x) == 0) {
+				t.Errorf("%s: Secret volume %s (mode %#o) is not readable by the container's user", x.where, m.Name, *mode)
+			}
+		case v.ConfigMap != nil && o.configMaps[v.ConfigMap.Name] != nil:
+			data = o.configMaps[v.ConfigMap.Name].Data
+		default:
+			continue
+		}
+		mounts = append(mounts, m.MountPath)
+		for k, val := range data {
+			dst := filepath.Join(root, m.MountPath, k)
+			if m.SubPath != "" {
+				if k != m.SubPath {
+					continue
+				}
+				dst = filepath.Join(root, m.MountPath)
+			}
+			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(dst, []byte(val), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(root, x.config))
+	if err != nil {
+		t.Errorf("%s: config %s: no ConfigMap mounted there with that key (%v)", x.where, x.config, err)
+		return nil
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		t.Fatalf("%s: %s: %v", x.where, x.config, err)
+	}
+	files, envs := map[string]*yaml.Node{}, map[string]string{}
+	refs(&doc, "", files, envs)
+	for key, n := range files {
+		under := false
+		for _, m := range mounts {
+			under = under || strings.HasPrefix(n.Value, strings.TrimSuffix(m, "/")+"/")
+		}
+		if _, err := os.Stat(filepath.Join(root, n.Value)); !under || err != nil {
+			t.Errorf("%s: config %s reads %s, which no mounted Secret or ConfigMap key provides", x.where, key, n.Value)
+		}
+		n.Value = filepath.Join(root, n.Value)
+	}
+	for key, name := range envs {
+		val, ok := "", false
+		for _, e := range x.c.Env {
+			if e.Name != name {
+				continue
+			}
+			if r := e.ValueFrom; r != nil && r.SecretKeyRef != nil {
+				val, ok = o.secretValue(r.SecretKeyRef.Name, r.SecretKeyRef.Key)
+			} else if r == nil {
+				val, ok = e.Value, true
+			}
+		}
+		t.Setenv(name, val)
+		if !ok {
+			os.Unsetenv(name)
+			t.Errorf("%s: config %s reads $%s, which the container's env lacks (or whose Secret key is missing)", x.where, key, name)
+		}
+	}
+	out, err := yaml.Marshal(&doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(root, "rewritten.yaml")
+	if err := os.WriteFile(file, out, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(file)
+	if err == nil {
+		err = cfg.Validate(x.part)
+	}
+	if err != nil {
+		t.Errorf("%s: %s as `%s` sees it: %v", x.where, x.config, x.part, err)
+		return nil
+	}
+	return &cfg
+}
+
+func fsGroup(x daemon) *int64 {
+	if p := x.deploy.Spec.Template.Spec.SecurityContext; p != nil {
+		return p.FSGroup
+	}
+	return nil
+}
+
+func runAsUser(x daemon) int64 {
+	if sc := x.c.SecurityContext; sc != nil && sc.RunAsUser != nil {
+		return *sc.RunAsUser
+	}
+	if p := x.deploy.Spec.Template.Spec.SecurityContext; p != nil && p.RunAsUser != nil {
+		return *p.RunAsUser
+	}
+	return -1 // the image's USER, non-root (runAsNonRoot is checked)
+}
+
+// refs finds what a config reads at load besides itself: {file: P} secrets
+// and *_file keys (nats.creds_file, tls.ca_file...) into files, {env: X}
+// secrets into envs, by dotted key.
+func refs(n *yaml.Node, key string, files map[string]*yaml.Node, envs map[string]string) {
+	switch n.Kind {
+	case yaml.DocumentNode, yaml.SequenceNode:
+		for i, c := range n.Content {
+			k := key
+			if n.Kind == yaml.SequenceNode {
+				k = fmt.Sprintf("%s[%d]", key, i)
+			}
+			refs(c, k, files, envs)
+		}
+	case yaml.MappingNode:
+		if len(n.Content) == 2 && n.Content[1].Kind == yaml.ScalarNode {
+			switch n.Content[0].Value {
+			case "file":
+				files[key] = n.Content[1]
+				return
+			case "env":
+				envs[key] = n.Content[1].Value
+				return
+			}
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i].Value, n.Content[i+1]
+			if key != "" {
+				k = key + "." + k
+			}
+			if strings.HasSuffix(k, "_file") && v.Kind == yaml.ScalarNode && v.Value != "" {
+				files[k] = v
+				continue
+			}
+			refs(v, k, files, envs)
+		}
+	}
+}
+
+func listenOf(cfg *config.Config, p config.Part) string {
+	switch p {
+	case config.IngestTail:
+		return cfg.Ingest.Tail.Listen
+	case config.IngestLoad:
+		return cfg.Ingest.Load.Listen
+	case config.Sweeper:
+		return cfg.Sweeper.Listen
+	}
+	return cfg.Worker.Listen
+}
+
+// probePort resolves a probe's port (a number or a container port name).
+func probePort(c corev1.Container, p intstr.IntOrString) int32 {
+	if p.Type == intstr.Int {
+		return p.IntVal
+	}
+	for _, cp := range c.Ports {
+		if cp.Name == p.StrVal {
+			return cp.ContainerPort
+		}
+	}
+	return -1
+}
+
+// TestDaemonConfig: the config loads in every daemon container, and the
+// probes, ports, scrape annotations and grace period agree with it.
+func TestDaemonConfig(t *testing.T) {
+	o := load(t)
+	ds := daemons(t, o)
+	t.Logf("%d pagewatch containers", len(ds))
+	for _, x := range ds {
+		cfg := containerConfig(t, o, x)
+		if cfg == nil {
+			continue
+		}
+		// deploy/prometheus/alerts.yml keys on job="pagewatch-<daemon>",
+		// which the PodMonitor in kustomization.yaml takes from the
+		// container's name.
+		if want := strings.ReplaceAll(string(x.part), " ", "-"); x.c.Name != want {
+			t.Errorf("%s: name the container %q: the job label pagewatch-%s is made from it", x.where, want, want)
+		}
+		listen := listenOf(cfg, x.part)
+		host, portS, _ := strings.Cut(listen, ":")
+		port, _ := strconv.Atoi(portS)
+		if host != "0.0.0.0" {
+			t.Errorf("%s: %s listens on %q: probes and Prometheus need 0.0.0.0:PORT", x.where, x.part, listen)
+		}
+		probes := []struct {
+			probe *corev1.Probe
+			path  string
+		}{{x.c.LivenessProbe, "/healthz"}, {x.c.ReadinessProbe, "/readyz"}}
+		sidecar := false
+		for _, c := range x.deploy.Spec.Template.Spec.Containers {
+			sidecar = sidecar || c.Image != image
+		}
+		if sidecar {
+			// A sidecar's readiness is its pod's: /readyz failing with NATS
+			// would take the web server out of its Service.
+			if x.c.ReadinessProbe != nil {
+				t.Errorf("%s: a sidecar must have no readinessProbe: it would make the web server's pod unready whenever NATS is", x.where)
+			}
+			probes = probes[:1]
+		}
+		for _, p := range probes {
+			if p.probe == nil || p.probe.HTTPGet == nil || p.probe.HTTPGet.Path != p.path || probePort(x.c, p.probe.HTTPGet.Port) != int32(port) {
+				t.Errorf("%s: want an HTTP probe of %s on the admin port %d", x.where, p.path, port)
+			}
+		}
+		ann := x.deploy.Spec.Template.Annotations
+		if ann["prometheus.io/scrape"] != "true" || ann["prometheus.io/port"] != portS || ann["prometheus.io/path"] != "/metrics" {
+			t.Errorf("%s: pod annotations prometheus.io/{scrape,port,path} = %q %q %q, want \"true\" %q /metrics",
+				x.where, ann["prometheus.io/scrape"], ann["prometheus.io/port"], ann["prometheus.io/path"], portS)
+		}
+		grace := x.deploy.Spec.Template.Spec.TerminationGracePeriodSeconds
+		if grace == nil || float64(*grace) <= cfg.ShutdownTimeout.Seconds() {
+			t.Errorf("%s: terminationGracePeriodSeconds %s must exceed shutdown_timeout %s", x.where, ptr(grace), cfg.ShutdownTimeout)
+		}
+	}
+}
+
+var accessLogRE = regexp.MustCompile(`(?m)^\s*access_log\s+([^\s;]+)`)
+
+// TestSidecarLogs: the ingest tail sidecar shares an emptyDir with nginx,
+// read-only, and nginx's access_log files fall under its inputs' globs.
+func TestSidecarLogs(t *testing.T) {
+	o := load(t)
+	checked := 0
+	for _, x := range daemons(t, o) {
+		if x.part != config.IngestTail {
+			continue
+		}
+		cfg := containerConfig(t, o, x)
+		if cfg == nil {
+			continue
+		}
+		pod := x.deploy.Spec.Template.Spec
+		vols := map[string]corev1.Volume{}
+		for _, v := range pod.Volumes {
+			vols[v.Name] = v
+		}
+		for _, tm := range x.c.VolumeMounts {
+			if vols[tm.Name].EmptyDir == nil {
+				continue
+			}
+			if !tm.ReadOnly {
+				t.Errorf("%s: the shared log volume %s must be mounted readOnly", x.where, tm.Name)
+			}
+			for i, in := range cfg.Ingest.Tail.Inputs {
+				if !strings.HasPrefix(in.Path, tm.MountPath+"/") {
+					t.Errorf("%s: ingest.tail.inputs[%d].path %s is not on the shared volume (%s)", x.where, i, in.Path, tm.MountPath)
+				}
+			}
+			for _, c := range pod.Containers {
+				conf := nginxConf(o, pod, c)
+				if conf == "" {
+					continue
+				}
+				for _, nm := range c.VolumeMounts {
+					if nm.Name != tm.Name {
+						continue
+					}
+					for _, m := range accessLogRE.FindAllStringSubmatch(conf, -1) {
+						if m[1] == "off" {
+							continue
+						}
+						// A variable in the path ($logdate) stands for any text.
+						file := regexp.MustCompile(`\$\w+`).ReplaceAllString(m[1], "x")
+						rel, err := filepath.Rel(nm.MountPath, file)
+						if err != nil || strings.HasPrefix(rel, "..") {
+							t.Errorf("container %s: access_log %s is not on the shared volume %s", c.Name, m[1], nm.MountPath)
+							continue
+						}
+						seen, matched := path.Join(tm.MountPath, rel), false
+						for _, in := range cfg.Ingest.Tail.Inputs {
+							ok, _ := path.Match(in.Path, seen)
+							matched = matched || ok
+						}
+						if !matched {
+							t.Errorf("container %s logs to %s, seen by the sidecar as %s: no ingest.tail.inputs path matches", c.Name, m[1], seen)
+						}
+						checked++
+					}
+				}
+			}
+		}
+	}
+	if checked == 0 {
+		t.Error("no nginx access_log shared with an ingest tail sidecar")
+	}
+}
+
+// nginxConf is the nginx.conf a container mounts from a ConfigMap, or "".
+func nginxConf(o objects, pod corev1.PodSpec, c corev1.Container) string {
+	for _, m := range c.VolumeMounts {
+		if m.MountPath != "/etc/nginx/nginx.conf" {
+			continue
+		}
+		for _, v := range pod.Volumes {
+			if v.Name == m.Name && v.ConfigMap != nil && o.configMaps[v.ConfigMap.Name] != nil {
+				return o.configMaps[v.ConfigMap.Name].Data[m.SubPath]
+			}
+		}
+	}
+	return ""
+}

@@ -1,0 +1,443 @@
+package systemd_test
+
+// Checks the systemd units, their config and the logrotate file: each unit
+// runs one of our daemons with its hardening and its credentials; the
+// config loads as each unit would see it; the real binaries accept each
+// ExecStart line; systemd-analyze verifies the units; and logrotate rotates
+// a log by renaming it and signals nginx to reopen.
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/pagewatch/pagewatch/config"
+)
+
+// The units and what each must run.
+var units = map[string]struct {
+	part     config.Part
+	bin, cmd string
+}{
+	"pagewatch-ingest-tail.service": {config.IngestTail, "ingest", "tail"},
+	"pagewatch-ingest-load.service": {config.IngestLoad, "ingest", "load"},
+	"pagewatch-sweeper.service":     {config.Sweeper, "sweeper", "run"},
+	"pagewatch-worker.service":      {config.Worker, "worker", "run"},
+}
+
+const (
+	binDir     = "/usr/local/bin/"
+	configPath = "/etc/pagewatch/pagewatch.yaml"
+)
+
+// unitFile is a unit's settings: section, then key, then every value in
+// order (keys like LoadCredential= repeat).
+type unitFile map[string]map[string][]string
+
+func (u unitFile) get(sec, key string) string {
+	v := u[sec][key]
+	if len(v) == 0 {
+		return ""
+	}
+	return v[len(v)-1]
+}
+
+func parseUnit(t *testing.T, file string) unitFile {
+	t.Helper()
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	u, sec, cont := unitFile{}, "", ""
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line := cont + strings.TrimSpace(sc.Text())
+		if cont = ""; strings.HasSuffix(line, `\`) {
+			cont = strings.TrimSuffix(line, `\`) + " "
+			continue
+		}
+		switch {
+		case line == "" || line[0] == '#' || line[0] == ';':
+		case line[0] == '[' && line[len(line)-1] == ']':
+			sec = line[1 : len(line)-1]
+			u[sec] = map[string][]string{}
+		default:
+			k, v, ok := strings.Cut(line, "=")
+			if !ok || sec == "" {
+				t.Fatalf("%s:%d: not key=value in a section: %q", file, n, line)
+			}
+			u[sec][strings.TrimSpace(k)] = append(u[sec][strings.TrimSpace(k)], strings.TrimSpace(v))
+		}
+	}
+	return u
+}
+
+// systemdDuration parses "30", "30s", "1min 30s"; bare numbers are seconds.
+func systemdDuration(s string) (time.Duration, error) {
+	if n, err := strconv.Atoi(s); err == nil {
+		return time.Duration(n) * time.Second, nil
+	}
+	r := strings.NewReplacer("min", "m", "sec", "s", " ", "")
+	return time.ParseDuration(r.Replace(s))
+}
+
+func loadUnits(t *testing.T) map[string]unitFile {
+	files, _ := filepath.Glob("*.service")
+	out := map[string]unitFile{}
+	for _, f := range files {
+		if _, ok := units[f]; !ok {
+			t.Errorf("%s: not one of the units this test knows; add it to units", f)
+			continue
+		}
+		out[f] = parseUnit(t, f)
+	}
+	if len(out) != len(units) {
+		t.Fatalf("found %d of the %d units", len(out), len(units))
+	}
+	return out
+}
+
+func TestUnits(t *testing.T) {
+	for name, u := range loadUnits(t) {
+		want := units[name]
+		file, _ := unitConfig(t, name, u)
+		cfg, err := config.Load(file)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		argv := strings.Fields(u.get("Service", "ExecStart"))
+		if len(argv) == 0 || argv[0] != binDir+want.bin {
+			t.Errorf("%s: ExecStart %q: want %s%s", name, argv, binDir, want.bin)
+		}
+		if cmd, cfgFile := commandOf(argv); cmd != want.cmd || cfgFile != configPath {
+			t.Errorf("%s: ExecStart %q runs command %q with --config %q, want %q with %s", name, argv, cmd, cfgFile, want.cmd, configPath)
+		}
+		checks := map[string]*regexp.Regexp{
+			"Type":            regexp.MustCompile(`^(exec|simple)$`),
+			"ExecReload":      regexp.MustCompile(`^/bin/kill -(HUP|s HUP) \$MAINPID$`),
+			"KillSignal":      regexp.MustCompile(`^SIGTERM$`),
+			"Restart":         regexp.MustCompile(`^on-failure$`),
+			"DynamicUser":     regexp.MustCompile(`^yes$`),
+			"ProtectSystem":   regexp.MustCompile(`^strict$`),
+			"ProtectHome":     regexp.MustCompile(`^(yes|read-only|tmpfs)$`),
+			"PrivateTmp":      regexp.MustCompile(`^yes$`),
+			"NoNewPrivileges": regexp.MustCompile(`^yes$`),
+		}
+		for key, re := range checks {
+			if v := u.get("Service", key); !re.MatchString(v) {
+				t.Errorf("%s: %s=%s, want %s", name, key, v, re)
+			}
+		}
+		stop, err := systemdDuration(u.get("Service", "TimeoutStopSec"))
+		if err != nil || stop <= cfg.ShutdownTimeout {
+			t.Errorf("%s: TimeoutStopSec=%s must exceed shutdown_timeout (%s), or systemd kills a draining daemon", name, u.get("Service", "TimeoutStopSec"), cfg.ShutdownTimeout)
+		}
+		groups := strings.Fields(strings.Join(u["Service"]["SupplementaryGroups"], " "))
+		if want.part == config.IngestTail && !slices.Contains(groups, "adm") {
+			t.Errorf("%s: SupplementaryGroups=adm needed to read nginx's logs (www-data:adm 0640)", name)
+		}
+		// A daemon writes no file, except the worker's .eml files with
+		// mail.transport: file.
+		rw := u["Service"]["ReadWritePaths"]
+		if want.part == config.Worker && cfg.Mail.Transport == "file" {
+			if !slices.Contains(rw, cfg.Mail.File.Dir) && u.get("Service", "StateDirectory") == "" {
+				t.Errorf("%s: mail.transport file writes %s: give it ReadWritePaths= or StateDirectory=", name, cfg.Mail.File.Dir)
+			}
+		} else if len(rw) > 0 {
+			t.Errorf("%s: ReadWritePaths=%v, but the daemon writes no file", name, rw)
+		}
+		if u.get("Install", "WantedBy") == "" {
+			t.Errorf("%s: no [Install] WantedBy=", name)
+		}
+	}
+}
+
+// commandOf finds the command name and --config value in a daemon's argv.
+func commandOf(argv []string) (cmd, cfg string) {
+	for i := 1; i < len(argv); i++ {
+		switch a := argv[i]; {
+		case a == "--config" || a == "-config":
+			if i++; i < len(argv) {
+				cfg = argv[i]
+			}
+		case strings.HasPrefix(a, "--config="):
+			cfg = strings.TrimPrefix(a, "--config=")
+		case !strings.HasPrefix(a, "-") && cmd == "":
+			cmd = a
+		}
+	}
+	return cmd, cfg
+}
+
+// credentialPaths maps where a unit's process finds each credential it
+// loads: BindReadOnlyPaths=%d:DIR shows %d (the unit's own credentials
+// directory, whose path has the unit's name) at DIR.
+func credentialPaths(t *testing.T, name string, u unitFile) map[string]string {
+	var dirs []string
+	for _, b := range u["Service"]["BindReadOnlyPaths"] {
+		for _, m := range strings.Fields(b) {
+			if src, dst, ok := strings.Cut(strings.TrimPrefix(m, "-"), ":"); ok && src == "%d" {
+				dst, _, _ = strings.Cut(dst, ":")
+				dirs = append(dirs, dst)
+			}
+		}
+	}
+	dirs = append(dirs, "/run/credentials/"+name)
+	out := map[string]string{}
+	for _, lc := range u["Service"]["LoadCredential"] {
+		id, src, ok := strings.Cut(lc, ":")
+		if !ok || !path.IsAbs(src) {
+			t.Errorf("%s: LoadCredential=%s: want ID:/absolute/path", name, lc)
+			continue
+		}
+		for _, d := range dirs {
+			out[path.Join(d, id)] = id
+		}
+	}
+	return out
+}
+
+// fileRefs finds what a config makes a daemon read from files at start:
+// {file: P} secrets and *_file keys (nats.creds_file, tls.ca_file...).
+func fileRefs(n *yaml.Node, key string, out map[string]*yaml.Node) {
+	switch n.Kind {
+	case yaml.DocumentNode, yaml.SequenceNode:
+		for i, c := range n.Content {
+			k := key
+			if n.Kind == yaml.SequenceNode {
+				k = fmt.Sprintf("%s[%d]", key, i)
+			}
+			fileRefs(c, k, out)
+		}
+	case yaml.MappingNode:
+		if len(n.Content) == 2 && n.Content[0].Value == "file" && n.Content[1].Kind == yaml.ScalarNode {
+			out[key] = n.Content[1]
+			return
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i].Value, n.Content[i+1]
+			if key != "" {
+				k = key + "." + k
+			}
+			if strings.HasSuffix(k, "_file") && v.Kind == yaml.ScalarNode && v.Value != "" {
+				out[k] = v
+				continue
+			}
+			fileRefs(v, k, out)
+		}
+	}
+}
+
+// unitConfig writes pagewatch.yaml as the unit sees it: every file it
+// names that is a credential of the unit is copied (with placeholder
+// content) under a temp root and the path rewritten to it. It returns the
+// rewritten file and the credentials the config used.
+func unitConfig(t *testing.T, name string, u unitFile) (string, map[string]bool) {
+	data, err := os.ReadFile("pagewatch.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		t.Fatalf("pagewatch.yaml: %v", err)
+	}
+	refs := map[string]*yaml.Node{}
+	fileRefs(&doc, "", refs)
+	creds := credentialPaths(t, name, u)
+	used := map[string]bool{}
+	fakeRoot := t.TempDir()
+	for key, n := range refs {
+		id, ok := creds[n.Value]
+		if !ok {
+			t.Errorf("%s: pagewatch.yaml %s reads %s, which is none of the unit's credentials (%v)", name, key, n.Value, creds)
+			continue
+		}
+		used[id] = true
+		dst := filepath.Join(fakeRoot, n.Value)
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dst, []byte("placeholder-"+id+"\n"), 0o400); err != nil {
+			t.Fatal(err)
+		}
+		n.Value = dst
+	}
+	// The rules directory is the repository's example.
+	for i := 0; doc.Content != nil && i+1 < len(doc.Content[0].Content); i += 2 {
+		if doc.Content[0].Content[i].Value == "sweeper" {
+			sw := doc.Content[0].Content[i+1]
+			for j := 0; j+1 < len(sw.Content); j += 2 {
+				if sw.Content[j].Value == "rules_path" {
+					abs, _ := filepath.Abs("rules")
+					sw.Content[j+1].Value = abs
+				}
+			}
+		}
+	}
+	out, err := yaml.Marshal(&doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(fakeRoot, "pagewatch.yaml")
+	if err := os.WriteFile(file, out, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return file, used
+}
+
+// TestUnitConfig loads pagewatch.yaml as each unit sees it and validates
+// it for the unit's daemon; every credential a unit loads must be used
+// (a missing source file stops the unit from starting).
+func TestUnitConfig(t *testing.T) {
+	us := loadUnits(t)
+	t.Logf("%d units", len(us))
+	for name, u := range us {
+		file, used := unitConfig(t, name, u)
+		cfg, err := config.Load(file)
+		if err == nil {
+			err = cfg.Validate(units[name].part)
+		}
+		if err != nil {
+			t.Errorf("%s: deploy/systemd/pagewatch.yaml as the unit sees it: %v", name, err)
+		}
+		for _, lc := range u["Service"]["LoadCredential"] {
+			if id, _, _ := strings.Cut(lc, ":"); !used[id] {
+				t.Errorf("%s: LoadCredential=%s is not used by pagewatch.yaml", name, lc)
+			}
+		}
+	}
+}
+
+var (
+	buildOnce sync.Once
+	builtDir  string
+	buildErr  error
+)
+
+// binaries builds the three daemons once for the tests that run them.
+func binaries(t *testing.T) string {
+	buildOnce.Do(func() {
+		builtDir, buildErr = os.MkdirTemp("", "pagewatch-systemd-test-")
+		if buildErr != nil {
+			return
+		}
+		cmd := exec.Command("go", "build", "-o", builtDir+"/", "./cmd/...")
+		cmd.Dir = "../.."
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build ./cmd/...: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return builtDir
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if builtDir != "" {
+		os.RemoveAll(builtDir)
+	}
+	os.Exit(code)
+}
+
+// TestExecStart runs each unit's ExecStart with --check-config: the real
+// binary must accept the command line and the config as the unit sees it.
+// The sweeper also checks the example rules in rules/.
+func TestExecStart(t *testing.T) {
+	bin := binaries(t)
+	for name, u := range loadUnits(t) {
+		file, _ := unitConfig(t, name, u)
+		argv := strings.Fields(strings.ReplaceAll(u.get("Service", "ExecStart"), configPath, file))
+		run := func(args ...string) {
+			c := exec.Command(filepath.Join(bin, path.Base(argv[0])), args...)
+			c.Env = append(os.Environ(), "PAGEWATCH_CONFIG=")
+			if out, err := c.CombinedOutput(); err != nil {
+				t.Errorf("%s: %s %s: %v\n%s", name, path.Base(argv[0]), strings.Join(args, " "), err, out)
+			}
+		}
+		run(append(argv[1:], "--check-config")...)
+		if units[name].part == config.Sweeper {
+			run("--config", file, "check")
+		}
+	}
+}
+
+// tool finds a program in PATH or the sbin directories a non-root PATH
+// lacks; a missing tool fails in CI and skips elsewhere.
+func tool(t *testing.T, name, pkg string) string {
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	for _, dir := range []string{"/usr/sbin", "/sbin", "/usr/bin"} {
+		if p := filepath.Join(dir, name); isExec(p) {
+			return p
+		}
+	}
+	msg := fmt.Sprintf("%s not found; install it: apt-get install %s (.ci/run does)", name, pkg)
+	if os.Getenv("CI") != "" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg + " [skipped: CI is unset]")
+	return ""
+}
+
+func isExec(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode()&0o111 != 0
+}
+
+// TestSystemdAnalyze runs `systemd-analyze verify` on copies of the units
+// whose ExecStart names the binaries built here (verify insists the
+// executable exists); any warning fails. `systemd-analyze security` must
+// rate every unit's exposure at most 2.0 ("OK").
+func TestSystemdAnalyze(t *testing.T) {
+	sa := tool(t, "systemd-analyze", "systemd")
+	bin := binaries(t)
+	dir := t.TempDir()
+	var files []string
+	for name := range loadUnits(t) {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := filepath.Join(dir, name)
+		if err := os.WriteFile(f, []byte(strings.ReplaceAll(string(data), binDir, bin+"/")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	slices.Sort(files)
+	out, err := exec.Command(sa, append([]string{"verify", "--man=no"}, files...)...).CombinedOutput()
+	if err != nil || len(strings.TrimSpace(string(out))) > 0 {
+		t.Errorf("systemd-analyze verify (exit: %v) reported:\n%s", err, out)
+	}
+	exposure := regexp.MustCompile(`Overall exposure level for (\S+): ([0-9.]+)`)
+	for _, f := range files {
+		out, err := exec.Command(sa, "security", "--offline=yes", "--no-pager", f).CombinedOutput()
+		m := exposure.FindSubmatch(out)
+		if m == nil {
+			t.Errorf("systemd-analyze security %s: %v\n%s", filepath.Base(f), err, out)
+			continue
+		}
+		if level, _ := strconv.ParseFloat(string(m[2]), 64); level > 2.0 {
+			t.Errorf("%s: exposure %s, want at most 2.0; see `systemd-analyze security --offline=yes %s`", m[1], m[2], filepath.Base(f))
+		} else {
+			t.Logf("%s: exposure %s", m[1], m[2])
+		}
+	}
+}
