@@ -1,20 +1,19 @@
 package deploy_test
 
-// Checks deploy/docker-compose.yml, the files it mounts, deploy/Dockerfile
-// and .dockerignore without a Docker engine (CI has none): the compose file
-// is loaded and schema-validated by compose-go, the loader docker compose
-// itself uses; the pagewatch config each service mounts is loaded as that
-// service would see it; and the Dockerfile's go build line is run, then
-// every service's command is run with --check-config.
+// Checks deploy/docker-compose.yml and the files it mounts without a
+// Docker engine (CI has none): the compose file is loaded and
+// schema-validated by compose-go, the loader docker compose itself uses;
+// each daemon's service gets only the secrets its daemon uses; and the
+// pagewatch config each service mounts is loaded and validated as that
+// service sees it (serviceconfig_test.go). dockerfile_test.go runs the
+// image's build and every service's command.
 
 import (
 	"bufio"
 	"context"
-	"debug/elf"
 	"fmt"
 	"maps"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -24,7 +23,6 @@ import (
 
 	"github.com/compose-spec/compose-go/v2/loader"
 	"github.com/compose-spec/compose-go/v2/types"
-	"gopkg.in/yaml.v3"
 
 	"github.com/pagewatch/pagewatch/config"
 )
@@ -189,17 +187,19 @@ func countBinds(p *types.Project) int {
 
 // TestComposeConfig loads, per service, the config it mounts with the
 // secrets and environment that service gets, and validates it for the
-// daemon the service runs; then checks it against the compose file.
+// daemon the service runs (another daemon's secret it lacks must not fail
+// it); then checks it against the compose file.
 func TestComposeConfig(t *testing.T) {
 	p := loadProject(t)
 	loaded := 0
 	defer func() { t.Logf("config loaded and valid for %d services", loaded) }()
 	for _, d := range daemons(t, p) {
-		cfg, refs := serviceConfig(t, p, d)
+		cfg, v := serviceConfig(t, p, d)
 		if cfg == nil {
 			continue
 		}
 		loaded++
+		t.Logf("service %s: valid for `%s`%s", d.name, d.part, v.without())
 		listen := listenOf(*cfg, d.part)
 		host, port, _ := strings.Cut(listen, ":")
 		if host != "0.0.0.0" {
@@ -232,7 +232,7 @@ func TestComposeConfig(t *testing.T) {
 			if u := ch.Environment["CLICKHOUSE_USER"]; u == nil || *u != cfg.ClickHouse.Username {
 				t.Errorf("service %s: clickhouse.username %q, but the clickhouse service does not create that user (CLICKHOUSE_USER)", d.name, cfg.ClickHouse.Username)
 			}
-			ref, ok := refs["clickhouse.password"]
+			ref, ok := v.refs["clickhouse.password"]
 			pwFile := ch.Environment["CLICKHOUSE_PASSWORD_FILE"]
 			if !ok || ref.kind != "file" || pwFile == nil || secretAt(ch, *pwFile) != secretAt(d.svc, ref.value) || secretAt(ch, *pwFile) == "" {
 				t.Errorf("service %s: clickhouse.password must be {file: ...} of the secret the clickhouse service reads via CLICKHOUSE_PASSWORD_FILE", d.name)
@@ -241,188 +241,55 @@ func TestComposeConfig(t *testing.T) {
 	}
 }
 
-// secretAt names the compose secret a service sees at path p, or "".
-func secretAt(s types.ServiceConfig, p string) string {
-	for _, sec := range s.Secrets {
-		target := sec.Target
-		if target == "" {
-			target = "/run/secrets/" + sec.Source
-		} else if !path.IsAbs(target) {
-			target = "/run/secrets/" + target
-		}
-		if target == p {
-			return sec.Source
-		}
-	}
-	return ""
-}
-
-// configMount finds the config file a service reads and its host copy.
-func configMount(s types.ServiceConfig) (string, bool) {
-	target := ""
-	if v := s.Environment["PAGEWATCH_CONFIG"]; v != nil {
-		target = *v
-	}
-	for i, a := range s.Command {
-		if a == "--config" && i+1 < len(s.Command) {
-			target = s.Command[i+1]
-		} else if v, ok := strings.CutPrefix(a, "--config="); ok {
-			target = v
-		}
-	}
-	for _, v := range s.Volumes {
-		if v.Type == types.VolumeTypeBind && v.Target == target {
-			return v.Source, true
-		}
-	}
-	return "", false
-}
-
-// secretRef is a {env: NAME} or {file: PATH} value in a config file, or a
-// *_file key's path (nats.creds_file, tls.ca_file...): what the config
-// makes a daemon read at start besides the config itself.
-type secretRef struct{ kind, value string }
-
-// findRefs records every such reference by its dotted key and returns the
-// nodes holding file paths, for rewriting.
-func findRefs(n *yaml.Node, key string, refs map[string]secretRef, files map[string]*yaml.Node) {
-	switch n.Kind {
-	case yaml.DocumentNode:
-		for _, c := range n.Content {
-			findRefs(c, key, refs, files)
-		}
-	case yaml.SequenceNode:
-		for i, c := range n.Content {
-			findRefs(c, fmt.Sprintf("%s[%d]", key, i), refs, files)
-		}
-	case yaml.MappingNode:
-		if len(n.Content) == 2 && n.Content[1].Kind == yaml.ScalarNode && (n.Content[0].Value == "env" || n.Content[0].Value == "file") {
-			refs[key] = secretRef{n.Content[0].Value, n.Content[1].Value}
-			if n.Content[0].Value == "file" {
-				files[key] = n.Content[1]
-			}
-			return
-		}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i].Value, n.Content[i+1]
-			if key != "" {
-				k = key + "." + k
-			}
-			if strings.HasSuffix(k, "_file") && v.Kind == yaml.ScalarNode && v.Value != "" {
-				refs[k], files[k] = secretRef{"path", v.Value}, v
-				continue
-			}
-			findRefs(v, k, refs, files)
-		}
-	}
-}
-
-// hostFile is the repository file a service sees at a container path:
-// a compose secret, or a file under a bind mount.
-func hostFile(p *types.Project, s types.ServiceConfig, cpath string) (string, bool) {
-	if sec, ok := p.Secrets[secretAt(s, cpath)]; ok {
-		return sec.File, true
-	}
-	for _, v := range s.Volumes {
-		if r, err := filepath.Rel(v.Target, cpath); v.Type == types.VolumeTypeBind && err == nil && !strings.HasPrefix(r, "..") {
-			return filepath.Join(v.Source, r), true
-		}
-	}
-	return "", false
-}
-
-// serviceConfig loads the config a service mounts as that service sees
-// it, and validates it for the service's daemon.
-func serviceConfig(t *testing.T, p *types.Project, d daemon) (*config.Config, map[string]secretRef) {
-	t.Helper()
-	file, refs := rewriteConfig(t, p, d)
-	if file == "" {
-		return nil, nil
-	}
-	cfg, err := config.Load(file)
-	if err == nil {
-		err = cfg.Validate(d.part)
-	}
-	if err != nil {
-		hint := ""
-		if len(refs) > 0 && strings.Contains(err.Error(), "password") {
-			hint = "\n(the file uses {env: X}/{file: P} secrets: does config.Load support them yet?)"
-		}
-		src, _ := configMount(d.svc)
-		t.Errorf("service %s: %s as `%s` sees it: %v%s", d.name, rel(src), d.part, err, hint)
-		return nil, refs
-	}
-	return &cfg, refs
-}
-
-// rewriteConfig copies the config a service mounts so that it loads here
-// as in the container: a file it names is copied under a temp root from
-// the service's secrets and bind mounts (one they do not provide stays
-// missing) and {env: X} reads the service's environment.
-func rewriteConfig(t *testing.T, p *types.Project, d daemon) (string, map[string]secretRef) {
-	t.Helper()
-	src, ok := configMount(d.svc)
-	if !ok {
-		t.Errorf("service %s: no bind mount for the config file (PAGEWATCH_CONFIG or --config)", d.name)
-		return "", nil
-	}
-	data, err := os.ReadFile(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		t.Fatalf("%s: %v", rel(src), err)
-	}
-	refs, files := map[string]secretRef{}, map[string]*yaml.Node{}
-	findRefs(&doc, "", refs, files)
-	fakeRoot := t.TempDir()
-	for key, n := range files {
-		if src, ok := hostFile(p, d.svc, n.Value); ok {
-			b, err := os.ReadFile(src)
-			if err != nil {
-				t.Fatalf("service %s: config %s: %v", d.name, key, err)
-			}
-			dst := filepath.Join(fakeRoot, n.Value)
-			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(dst, b, 0o600); err != nil {
-				t.Fatal(err)
-			}
-		} else {
-			t.Errorf("service %s: config %s reads %s, which no secret or bind mount of the service provides", d.name, key, n.Value)
-		}
-		n.Value = filepath.Join(fakeRoot, n.Value)
-	}
-	for key, r := range refs {
-		if r.kind != "env" {
+// TestComposeSecrets: a daemon's service gets only the secrets its daemon
+// reads, the keys of its part (config.Part.Sections); TestComposeConfig
+// shows that those are all it needs.
+func TestComposeSecrets(t *testing.T) {
+	p := loadProject(t)
+	for _, d := range daemons(t, p) {
+		v := rewriteConfig(t, p, d)
+		if v.file == "" {
 			continue
 		}
-		t.Setenv(r.value, "")
-		if v := d.svc.Environment[r.value]; v != nil {
-			t.Setenv(r.value, *v)
-		} else {
-			os.Unsetenv(r.value)
-			t.Errorf("service %s: config %s reads $%s, which the service's environment lacks", d.name, key, r.value)
+		// What the daemon itself reads: compose secrets, container paths
+		// and environment variables.
+		usedSecret, usedPath, usedEnv := map[string]bool{}, map[string]bool{}, map[string]bool{}
+		for key, r := range v.refs {
+			switch {
+			case !inPart(d.part, key):
+			case r.kind == "env":
+				usedEnv[r.value] = true
+			default:
+				usedSecret[secretAt(d.svc, r.value)], usedPath[r.value] = true, true
+			}
 		}
+		var got []string
+		for _, sec := range d.svc.Secrets {
+			got = append(got, sec.Source)
+			if !usedSecret[sec.Source] {
+				t.Errorf("service %s: secret %s, which `%s` does not read: give it only to the services that use it", d.name, sec.Source, d.part)
+			}
+		}
+		for key, r := range v.refs {
+			if inPart(d.part, key) || !secretKey(key, r) {
+				continue
+			}
+			if r.kind == "env" && d.svc.Environment[r.value] != nil && !usedEnv[r.value] {
+				t.Errorf("service %s: environment %s holds %s, which `%s` does not read", d.name, r.value, key, d.part)
+			}
+			// Compose secrets were reported above; this is a bind mount.
+			if _, ok := hostFile(p, d.svc, r.value); r.kind != "env" && ok && !usedPath[r.value] && secretAt(d.svc, r.value) == "" {
+				t.Errorf("service %s: sees %s (%s), which `%s` does not read", d.name, r.value, key, d.part)
+			}
+		}
+		t.Logf("service %s (%s): secrets %v", d.name, d.part, got)
 	}
-	out, err := yaml.Marshal(&doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(fakeRoot, "pagewatch.yaml")
-	if err := os.WriteFile(file, out, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return file, refs
 }
 
-func rel(p string) string {
-	if r, err := filepath.Rel(root, p); err == nil {
-		return r
-	}
-	return p
+// secretKey reports whether a reference holds a secret rather than, say,
+// a CA bundle anyone may read.
+func secretKey(key string, r secretRef) bool {
+	return r.kind != "path" || strings.HasSuffix(key, "creds_file") || strings.HasSuffix(key, "seed_file") || strings.HasSuffix(key, "key_file")
 }
 
 // TestComposeLogVolume: nginx writes its access log to a real file on a
@@ -516,202 +383,4 @@ func accessLogs(t *testing.T, conf string) []string {
 		out = append(out, m[1])
 	}
 	return out
-}
-
-// dockerfile is deploy/Dockerfile's instructions, continuation lines joined.
-func dockerfile(t *testing.T) [][2]string {
-	data, err := os.ReadFile("Dockerfile")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out [][2]string
-	joined := regexp.MustCompile(`\\\n(\s*#.*\n)*`).ReplaceAllString(string(data), " ")
-	for _, line := range strings.Split(joined, "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		instr, args, _ := strings.Cut(line, " ")
-		out = append(out, [2]string{strings.ToUpper(instr), strings.TrimSpace(args)})
-	}
-	return out
-}
-
-var buildRE = regexp.MustCompile(`go build (.*)`)
-
-func TestDockerfile(t *testing.T) {
-	var stages, users []string
-	var build, expose, entrypoint string
-	for _, in := range dockerfile(t) {
-		switch in[0] {
-		case "FROM":
-			stages = append(stages, in[1])
-			users = append(users, "")
-		case "USER":
-			users[len(users)-1] = in[1]
-		case "RUN":
-			if m := buildRE.FindStringSubmatch(in[1]); m != nil {
-				build = in[1]
-			}
-		case "EXPOSE":
-			expose += " " + in[1]
-		case "ENTRYPOINT":
-			entrypoint = in[1]
-		}
-	}
-	// The builder's Go is go.mod's minor version: the golang images set
-	// GOTOOLCHAIN=local, so an older one refuses to build.
-	gomod, _ := os.ReadFile(filepath.Join(root, "go.mod"))
-	goVer := "(go.mod has no go line)"
-	if m := regexp.MustCompile(`(?m)^go (\d+\.\d+)`).FindSubmatch(gomod); m != nil {
-		goVer = string(m[1])
-	}
-	if len(stages) < 2 || !strings.Contains(stages[0], "golang:"+goVer) || !strings.Contains(stages[0], " AS ") {
-		t.Errorf("stages %q: want a golang:%s builder stage (go.mod's Go) and a final stage", stages, goVer)
-	}
-	final := users[len(users)-1]
-	if uid, _, _ := strings.Cut(final, ":"); !regexp.MustCompile(`^[1-9][0-9]*$`).MatchString(uid) {
-		t.Errorf("final stage USER %q: want a numeric non-root uid (Kubernetes runAsNonRoot checks it)", final)
-	}
-	for _, want := range []string{"CGO_ENABLED=0", "-trimpath", `-ldflags "-s -w"`, "./cmd/ingest", "./cmd/sweeper", "./cmd/worker", "--mount=type=cache,target=/go/pkg/mod"} {
-		if !strings.Contains(build, want) {
-			t.Errorf("go build step %q lacks %s", build, want)
-		}
-	}
-	for _, port := range []string{"9101", "9102", "9103", "9104"} {
-		if !slices.Contains(strings.Fields(expose), port) {
-			t.Errorf("EXPOSE%s lacks %s", expose, port)
-		}
-	}
-	if regexp.MustCompile(`ingest|sweeper|worker`).MatchString(entrypoint) {
-		t.Errorf("ENTRYPOINT %s fixes one daemon; compose and Kubernetes pick the command", entrypoint)
-	}
-}
-
-// TestDockerBuild runs the Dockerfile's go build line as the builder stage
-// would, checks the binaries are static, then runs every compose service's
-// command with --check-config against the config it mounts.
-func TestDockerBuild(t *testing.T) {
-	var line string
-	for _, in := range dockerfile(t) {
-		if m := buildRE.FindStringSubmatch(in[1]); in[0] == "RUN" && m != nil {
-			line = m[1]
-		}
-	}
-	out := t.TempDir()
-	// The Dockerfile's arguments, minus -o (ours is a temp dir); the quoted
-	// -ldflags value stays one argument.
-	args := []string{"build"}
-	for _, m := range regexp.MustCompile(`"[^"]*"|\S+`).FindAllString(line, -1) {
-		args = append(args, strings.Trim(m, `"`))
-	}
-	if i := slices.Index(args, "-o"); i > 0 {
-		args = slices.Delete(args, i, i+2)
-	}
-	args = slices.Insert(args, 1, "-o", out+"/")
-	cmd := exec.Command("go", args...)
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, b)
-	}
-	for _, bin := range []string{"ingest", "sweeper", "worker"} {
-		f, err := elf.Open(filepath.Join(out, bin))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, prog := range f.Progs {
-			if prog.Type == elf.PT_INTERP {
-				t.Errorf("%s is dynamically linked: it would not run on every base image", bin)
-			}
-		}
-		f.Close()
-	}
-	p := loadProject(t)
-	for _, d := range daemons(t, p) {
-		cfgFile, _ := rewriteConfig(t, p, d)
-		if cfgFile == "" {
-			continue
-		}
-		argv := slices.Clone([]string(d.svc.Command))
-		c := exec.Command(filepath.Join(out, argv[0]), append(argv[1:], "--check-config")...)
-		c.Env = append(os.Environ(), "PAGEWATCH_CONFIG="+cfgFile)
-		if b, err := c.CombinedOutput(); err != nil {
-			t.Errorf("service %s: %s --check-config: %v\n%s", d.name, strings.Join(argv, " "), err, b)
-		}
-	}
-}
-
-// TestDockerignore: no pattern hides a file the image build needs.
-func TestDockerignore(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join(root, ".dockerignore"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var patterns []string
-	for _, l := range strings.Split(string(data), "\n") {
-		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
-			patterns = append(patterns, l)
-		}
-	}
-	// Each file of the module's packages the daemons import, embedded
-	// files included, relative to the repository root.
-	cmd := exec.Command("go", "list", "-deps", "-f",
-		`{{if .Module}}{{if .Module.Main}}{{$d := .Dir}}{{range .GoFiles}}{{$d}}/{{.}}
-{{end}}{{range .EmbedFiles}}{{$d}}/{{.}}
-{{end}}{{end}}{{end}}`, "./cmd/ingest", "./cmd/sweeper", "./cmd/worker")
-	cmd.Dir = root
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
-	}
-	needed := []string{"go.mod", "go.sum"}
-	for _, f := range strings.Fields(string(out)) {
-		r, _ := filepath.Rel(root, f)
-		needed = append(needed, filepath.ToSlash(r))
-	}
-	for _, f := range needed {
-		if ignored(patterns, f) {
-			t.Errorf(".dockerignore excludes %s, which the image build needs", f)
-		}
-	}
-	t.Logf("%d files the build needs, none excluded by %d patterns", len(needed), len(patterns))
-}
-
-// ignored applies .dockerignore rules: the last matching pattern wins, "!"
-// re-includes, "**" spans directories, and a pattern matching a directory
-// matches everything under it.
-func ignored(patterns []string, file string) bool {
-	parts := strings.Split(file, "/")
-	out := false
-	for _, p := range patterns {
-		neg := strings.HasPrefix(p, "!")
-		segs := strings.Split(strings.Trim(path.Clean(strings.TrimPrefix(p, "!")), "/"), "/")
-		for n := 1; n <= len(parts); n++ {
-			if matchSegs(segs, parts[:n]) {
-				out = !neg
-				break
-			}
-		}
-	}
-	return out
-}
-
-func matchSegs(pat, name []string) bool {
-	if len(pat) == 0 {
-		return len(name) == 0
-	}
-	if pat[0] == "**" {
-		for i := 0; i <= len(name); i++ {
-			if matchSegs(pat[1:], name[i:]) {
-				return true
-			}
-		}
-		return false
-	}
-	if len(name) == 0 {
-		return false
-	}
-	ok, _ := path.Match(pat[0], name[0])
-	return ok && matchSegs(pat[1:], name[1:])
 }

@@ -156,6 +156,20 @@ func (o *objects) add(doc []byte) error {
 	return nil
 }
 
+// secretKeys lists a Secret's keys, from data and stringData.
+func (o objects) secretKeys(name string) map[string]bool {
+	keys := map[string]bool{}
+	if s := o.secrets[name]; s != nil {
+		for k := range s.Data {
+			keys[k] = true
+		}
+		for k := range s.StringData {
+			keys[k] = true
+		}
+	}
+	return keys
+}
+
 func (o objects) secretValue(name, key string) (string, bool) {
 	s, ok := o.secrets[name]
 	if !ok {

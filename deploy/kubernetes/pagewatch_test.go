@@ -6,6 +6,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -77,31 +78,53 @@ func daemons(t *testing.T, o objects) []daemon {
 	return out
 }
 
+// view is what a daemon container sees of its config and secrets.
+type view struct {
+	cfg     *config.Config    // loaded and valid for the daemon, or nil
+	files   map[string]string // dotted key: the path a {file: P} or *_file names
+	envs    map[string]string // dotted key: the variable an {env: X} names
+	secrets map[string]string // path: "Secret S key K", every Secret file it sees
+	missing []string          // keys of other daemons' secrets it cannot read
+}
+
 // containerConfig loads the config a daemon container mounts as that
-// container sees it: its secret and ConfigMap volumes are written under a
-// temp root, {file: P} and *_file paths must lie in one of them, and
-// {env: X} must be in the container's environment (a Secret's key or a
-// value). It validates the config for the container's daemon.
-func containerConfig(t *testing.T, o objects, x daemon) *config.Config {
+// container sees it: its secret (only their items, if listed) and
+// ConfigMap volumes are written under a temp root, and {env: X} reads its
+// environment (a Secret's key or a value). A file or variable the daemon
+// itself reads must be there; one only other daemons read may be missing.
+// It validates the config for the container's daemon.
+func containerConfig(t *testing.T, o objects, x daemon) view {
 	t.Helper()
 	vols := map[string]corev1.Volume{}
 	for _, v := range x.deploy.Spec.Template.Spec.Volumes {
 		vols[v.Name] = v
 	}
 	root := t.TempDir()
+	w := view{files: map[string]string{}, envs: map[string]string{}, secrets: map[string]string{}}
 	var mounts []string // mountPaths of secret and ConfigMap volumes
 	for _, m := range x.c.VolumeMounts {
 		v := vols[m.Name]
 		var data map[string]string
 		switch {
 		case v.Secret != nil && o.secrets[v.Secret.SecretName] != nil:
-			s := o.secrets[v.Secret.SecretName]
 			data = map[string]string{}
-			for k, b := range s.Data {
-				data[k] = string(b)
+			for k := range o.secretKeys(v.Secret.SecretName) {
+				data[k], _ = o.secretValue(v.Secret.SecretName, k)
 			}
-			for k, s := range s.StringData {
-				data[k] = s
+			if len(v.Secret.Items) > 0 {
+				// Only the listed keys, at their paths.
+				picked := map[string]string{}
+				for _, it := range v.Secret.Items {
+					val, ok := data[it.Key]
+					if !ok {
+						t.Errorf("%s: volume %s: no key %s in Secret %s", x.where, m.Name, it.Key, v.Secret.SecretName)
+					}
+					picked[it.Path] = val
+				}
+				data = picked
+			}
+			for k := range data {
+				w.secrets[path.Join(m.MountPath, k)] = fmt.Sprintf("Secret %s key %s", v.Secret.SecretName, k)
 			}
 			if mode := v.Secret.DefaultMode; mode != nil && *mode&0o004 == 0 && !(*mode&0o040 != 0 && fsGroup(x) != nil) && !(*mode&0o400 != 0 && runAsUser(x) == 0) {
 				t.Errorf("%s: Secret volume %s (mode %#o) is not readable by the container's user", x.where, m.Name, *mode)
@@ -131,25 +154,33 @@ func containerConfig(t *testing.T, o objects, x daemon) *config.Config {
 	data, err := os.ReadFile(filepath.Join(root, x.config))
 	if err != nil {
 		t.Errorf("%s: config %s: no ConfigMap mounted there with that key (%v)", x.where, x.config, err)
-		return nil
+		return w
 	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		t.Fatalf("%s: %s: %v", x.where, x.config, err)
 	}
-	files, envs := map[string]*yaml.Node{}, map[string]string{}
-	refs(&doc, "", files, envs)
-	for key, n := range files {
+	nodes := map[string]*yaml.Node{}
+	refs(&doc, "", nodes, w.envs)
+	lacks := func(key, msg string, args ...any) {
+		if inPart(x.part, key) {
+			t.Errorf("%s: config %s reads "+msg, append([]any{x.where, key}, args...)...)
+		} else {
+			w.missing = append(w.missing, key)
+		}
+	}
+	for key, n := range nodes {
+		w.files[key] = n.Value
 		under := false
 		for _, m := range mounts {
 			under = under || strings.HasPrefix(n.Value, strings.TrimSuffix(m, "/")+"/")
 		}
 		if _, err := os.Stat(filepath.Join(root, n.Value)); !under || err != nil {
-			t.Errorf("%s: config %s reads %s, which no mounted Secret or ConfigMap key provides", x.where, key, n.Value)
+			lacks(key, "%s, which no mounted Secret or ConfigMap key provides", n.Value)
 		}
 		n.Value = filepath.Join(root, n.Value)
 	}
-	for key, name := range envs {
+	for key, name := range w.envs {
 		val, ok := "", false
 		for _, e := range x.c.Env {
 			if e.Name != name {
@@ -164,9 +195,10 @@ func containerConfig(t *testing.T, o objects, x daemon) *config.Config {
 		t.Setenv(name, val)
 		if !ok {
 			os.Unsetenv(name)
-			t.Errorf("%s: config %s reads $%s, which the container's env lacks (or whose Secret key is missing)", x.where, key, name)
+			lacks(key, "$%s, which the container's env lacks (or whose Secret key is missing)", name)
 		}
 	}
+	slices.Sort(w.missing)
 	out, err := yaml.Marshal(&doc)
 	if err != nil {
 		t.Fatal(err)
@@ -180,10 +212,11 @@ func containerConfig(t *testing.T, o objects, x daemon) *config.Config {
 		err = cfg.Validate(x.part)
 	}
 	if err != nil {
-		t.Errorf("%s: %s as `%s` sees it: %v", x.where, x.config, x.part, err)
-		return nil
+		t.Errorf("%s: %s as `%s` sees it (without %v): %v", x.where, x.config, x.part, w.missing, err)
+		return w
 	}
-	return &cfg
+	w.cfg = &cfg
+	return w
 }
 
 func fsGroup(x daemon) *int64 {
@@ -273,7 +306,7 @@ func TestDaemonConfig(t *testing.T) {
 	ds := daemons(t, o)
 	t.Logf("%d pagewatch containers", len(ds))
 	for _, x := range ds {
-		cfg := containerConfig(t, o, x)
+		cfg := containerConfig(t, o, x).cfg
 		if cfg == nil {
 			continue
 		}
@@ -333,7 +366,7 @@ func TestSidecarLogs(t *testing.T) {
 		if x.part != config.IngestTail {
 			continue
 		}
-		cfg := containerConfig(t, o, x)
+		cfg := containerConfig(t, o, x).cfg
 		if cfg == nil {
 			continue
 		}

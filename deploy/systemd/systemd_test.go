@@ -9,6 +9,7 @@ package systemd_test
 import (
 	"bufio"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path"
@@ -113,7 +114,7 @@ func loadUnits(t *testing.T) map[string]unitFile {
 func TestUnits(t *testing.T) {
 	for name, u := range loadUnits(t) {
 		want := units[name]
-		file, _ := unitConfig(t, name, u)
+		file, _, _ := unitConfig(t, name, u)
 		cfg, err := config.Load(file)
 		if err != nil {
 			t.Errorf("%s: %v", name, err)
@@ -159,6 +160,15 @@ func TestUnits(t *testing.T) {
 			}
 		} else if len(rw) > 0 {
 			t.Errorf("%s: ReadWritePaths=%v, but the daemon writes no file", name, rw)
+		}
+		// Without "-", a unit whose credentials were all dropped (NATS
+		// without auth, for the tailer) would fail to mount the missing %d.
+		for _, b := range u["Service"]["BindReadOnlyPaths"] {
+			for _, m := range strings.Fields(b) {
+				if strings.HasPrefix(m, "%d:") {
+					t.Errorf("%s: BindReadOnlyPaths=%s: write -%s, or the unit fails to start once it has no credential", name, m, m)
+				}
+			}
 		}
 		if u.get("Install", "WantedBy") == "" {
 			t.Errorf("%s: no [Install] WantedBy=", name)
@@ -242,11 +252,21 @@ func fileRefs(n *yaml.Node, key string, out map[string]*yaml.Node) {
 	}
 }
 
+// inPart reports whether a dotted config key is one the part reads; a
+// secret under any other key fails only other daemons when unreadable.
+func inPart(part config.Part, key string) bool {
+	return slices.ContainsFunc(part.Sections(), func(s string) bool {
+		return key == s || strings.HasPrefix(key, s+".") || strings.HasPrefix(key, s+"[")
+	})
+}
+
 // unitConfig writes pagewatch.yaml as the unit sees it: every file it
 // names that is a credential of the unit is copied (with placeholder
-// content) under a temp root and the path rewritten to it. It returns the
-// rewritten file and the credentials the config used.
-func unitConfig(t *testing.T, name string, u unitFile) (string, map[string]bool) {
+// content) under a temp root and the path rewritten to it; any other file
+// stays missing there, an error only if the unit's own daemon reads it.
+// It returns the rewritten file, the credentials the unit's daemon reads,
+// and the keys of other daemons' secrets the unit cannot read.
+func unitConfig(t *testing.T, name string, u unitFile) (file string, used map[string]bool, missing []string) {
 	data, err := os.ReadFile("pagewatch.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -258,15 +278,22 @@ func unitConfig(t *testing.T, name string, u unitFile) (string, map[string]bool)
 	refs := map[string]*yaml.Node{}
 	fileRefs(&doc, "", refs)
 	creds := credentialPaths(t, name, u)
-	used := map[string]bool{}
+	used = map[string]bool{}
 	fakeRoot := t.TempDir()
-	for key, n := range refs {
+	for _, key := range slices.Sorted(maps.Keys(refs)) {
+		n := refs[key]
 		id, ok := creds[n.Value]
+		own := inPart(units[name].part, key)
 		if !ok {
-			t.Errorf("%s: pagewatch.yaml %s reads %s, which is none of the unit's credentials (%v)", name, key, n.Value, creds)
+			if own {
+				t.Errorf("%s: pagewatch.yaml %s reads %s, which is none of the unit's credentials (%v)", name, key, n.Value, creds)
+			} else {
+				missing = append(missing, key)
+			}
+			n.Value = filepath.Join(fakeRoot, n.Value)
 			continue
 		}
-		used[id] = true
+		used[id] = used[id] || own
 		dst := filepath.Join(fakeRoot, n.Value)
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 			t.Fatal(err)
@@ -292,33 +319,38 @@ func unitConfig(t *testing.T, name string, u unitFile) (string, map[string]bool)
 	if err != nil {
 		t.Fatal(err)
 	}
-	file := filepath.Join(fakeRoot, "pagewatch.yaml")
+	file = filepath.Join(fakeRoot, "pagewatch.yaml")
 	if err := os.WriteFile(file, out, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return file, used
+	return file, used, missing
 }
 
 // TestUnitConfig loads pagewatch.yaml as each unit sees it and validates
-// it for the unit's daemon; every credential a unit loads must be used
-// (a missing source file stops the unit from starting).
+// it for the unit's daemon, which must not need the other daemons'
+// secrets; and a unit loads only the credentials its daemon reads.
 func TestUnitConfig(t *testing.T) {
 	us := loadUnits(t)
 	t.Logf("%d units", len(us))
-	for name, u := range us {
-		file, used := unitConfig(t, name, u)
+	for _, name := range slices.Sorted(maps.Keys(us)) {
+		u, part := us[name], units[name].part
+		file, used, missing := unitConfig(t, name, u)
 		cfg, err := config.Load(file)
 		if err == nil {
-			err = cfg.Validate(units[name].part)
+			err = cfg.Validate(part)
 		}
 		if err != nil {
-			t.Errorf("%s: deploy/systemd/pagewatch.yaml as the unit sees it: %v", name, err)
+			t.Errorf("%s: deploy/systemd/pagewatch.yaml as the unit sees it (without %v): %v", name, missing, err)
 		}
+		var ids []string
 		for _, lc := range u["Service"]["LoadCredential"] {
-			if id, _, _ := strings.Cut(lc, ":"); !used[id] {
-				t.Errorf("%s: LoadCredential=%s is not used by pagewatch.yaml", name, lc)
+			id, _, _ := strings.Cut(lc, ":")
+			ids = append(ids, id)
+			if !used[id] {
+				t.Errorf("%s: LoadCredential=%s, which `%s` does not read in pagewatch.yaml: load it only in the units that use it", name, lc, part)
 			}
 		}
+		t.Logf("%s: credentials %v; valid for `%s` without %v", name, ids, part, missing)
 	}
 }
 
@@ -361,7 +393,7 @@ func TestMain(m *testing.M) {
 func TestExecStart(t *testing.T) {
 	bin := binaries(t)
 	for name, u := range loadUnits(t) {
-		file, _ := unitConfig(t, name, u)
+		file, _, _ := unitConfig(t, name, u)
 		argv := strings.Fields(strings.ReplaceAll(u.get("Service", "ExecStart"), configPath, file))
 		run := func(args ...string) {
 			c := exec.Command(filepath.Join(bin, path.Base(argv[0])), args...)
