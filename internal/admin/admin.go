@@ -65,13 +65,29 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	sort.Strings(names)
 	// In parallel, so one dependency that hangs costs the timeout once
-	// and the others are still reported.
-	errs := make([]error, len(names))
-	var wg sync.WaitGroup
-	for i, n := range names {
-		wg.Go(func() { errs[i] = checks[n](ctx) })
+	// and the others are still reported; a check that ignores its context
+	// is abandoned at the timeout rather than holding the request.
+	type result struct {
+		i   int
+		err error
 	}
-	wg.Wait()
+	results := make(chan result, len(names))
+	for i, n := range names {
+		go func() { results <- result{i, checks[n](ctx)} }()
+	}
+	errs := make([]error, len(names))
+	for i := range errs {
+		errs[i] = errors.New("no answer within 2s")
+	}
+wait:
+	for range names {
+		select {
+		case r := <-results:
+			errs[r.i] = r.err
+		case <-ctx.Done():
+			break wait
+		}
+	}
 	var b strings.Builder
 	status := http.StatusOK
 	for i, n := range names {

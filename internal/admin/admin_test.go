@@ -70,4 +70,13 @@ func TestEndpoints(t *testing.T) {
 	if code, _ := get(t, base+"/healthz"); code != 200 {
 		t.Fatalf("/healthz must not depend on dependencies: %d", code)
 	}
+	// A check that ignores its context is abandoned at the timeout; the
+	// others are still reported.
+	hang := make(chan struct{})
+	defer close(hang)
+	srv.AddCheck("stuck", func(context.Context) error { <-hang; return nil })
+	down.Store(false)
+	if code, body := get(t, base+"/readyz"); code != 503 || body != "nats: ok\nstuck: no answer within 2s\n" {
+		t.Fatalf("/readyz with a stuck check: %d %q", code, body)
+	}
 }

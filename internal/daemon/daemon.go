@@ -66,7 +66,7 @@ type Env struct {
 	reloadMetrics *reloadMetrics
 	reloadMu      sync.Mutex
 	hooks         []reloadHook
-	current       config.Config // the last config applied, for reload diffs
+	started       config.Config // what keys no reload applies keep, for reload diffs
 }
 
 // flagOverrides are the config values a flag may override. Secrets have
@@ -198,7 +198,7 @@ func Main(ctx context.Context, p Program, args []string, stdout, stderr io.Write
 
 	name = p.Name + " " + cmd.Name
 	env := &Env{Config: cfg, ConfigPath: configPath, Stdout: stdout, Stderr: stderr, name: name,
-		flags: flags, level: new(slog.LevelVar), current: cfg}
+		flags: flags, level: new(slog.LevelVar), started: cfg}
 	env.Logger = newLogger(cfg.Log, env.level, stderr).With("daemon", name)
 	env.Registry = prometheus.NewRegistry()
 	env.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

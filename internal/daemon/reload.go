@@ -45,16 +45,17 @@ func newReloadMetrics(reg prometheus.Registerer) *reloadMetrics {
 	m := &reloadMetrics{
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pagewatch_config_reloads_total",
-			Help: "Config reloads (SIGHUP), by result: ok, or rejected (the running config stayed).",
+			Help: "Config reloads (SIGHUP), by result: ok; rejected (the file was invalid, the running config stayed); failed (valid, but a part could not apply its section).",
 		}, []string{"result"}),
 		lastOK: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "pagewatch_config_last_reload_successful",
-			Help: "1 if the last config reload was applied (or none was asked for), 0 if it was rejected.",
+			Help: "1 if the last config reload was applied whole (or none was asked for), 0 if it was rejected or failed.",
 		}),
 	}
 	reg.MustRegister(m.reloads, m.lastOK)
 	m.reloads.WithLabelValues("ok")
 	m.reloads.WithLabelValues("rejected")
+	m.reloads.WithLabelValues("failed")
 	m.lastOK.Set(1)
 	return m
 }
@@ -90,42 +91,60 @@ func (e *Env) reload(part config.Part) {
 	}
 	e.reloadMu.Lock()
 	hooks := append([]reloadHook(nil), e.hooks...)
-	prev := e.current
-	e.current = next
 	e.reloadMu.Unlock()
 
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(next.Log.Level)); err == nil {
-		e.level.Set(level)
+	applied := []string{}
+	if e.flags.logLevel == "" {
+		var level slog.Level
+		if err := level.UnmarshalText([]byte(next.Log.Level)); err == nil {
+			e.level.Set(level)
+			applied = append(applied, "log.level")
+		}
 	}
-	applied := []string{"log.level"}
 	var failed []string
 	for _, h := range hooks {
 		if err := h.apply(next); err != nil {
-			failed = append(failed, strings.Join(h.keys, ","))
-			e.Logger.Error("config reload: applying failed", "keys", h.keys, "err", err)
+			failed = append(failed, h.keys...)
+			e.Logger.Error("config reload: applying failed; those keys keep their previous values", "keys", h.keys, "err", err)
 			continue
 		}
 		applied = append(applied, h.keys...)
 	}
-	pending := restartKeys(prev, next, part.Sections(), applied)
-	e.reloadMetrics.reloads.WithLabelValues("ok").Inc()
-	e.reloadMetrics.lastOK.Set(1)
-	e.Logger.Info("config reloaded", "file", e.ConfigPath, "applied", applied)
+	// The applied sections are applied whole on every reload; every other
+	// key stays as the daemon started, so that is what a change is
+	// measured against: a change stays pending, reload after reload, until
+	// a restart.
+	pending := restartKeys(e.started, next, part.Sections(), append(applied, failed...))
+	if len(failed) > 0 {
+		e.reloadMetrics.reloads.WithLabelValues("failed").Inc()
+		e.reloadMetrics.lastOK.Set(0)
+	} else {
+		e.reloadMetrics.reloads.WithLabelValues("ok").Inc()
+		e.reloadMetrics.lastOK.Set(1)
+	}
+	e.Logger.Info("config reloaded", "file", e.ConfigPath, "applied", applied, "failed", failed)
 	if len(pending) > 0 {
 		e.Logger.Warn("config changes that take effect only after a restart", "keys", pending)
 	}
-	if len(failed) > 0 {
-		e.reloadMetrics.lastOK.Set(0)
-	}
+}
+
+// secrets are compared by value, which the masked rendering hides: a
+// rotated NATS or ClickHouse password is a change that needs a restart.
+var secrets = map[string]func(config.Config) string{
+	"nats.password":       func(c config.Config) string { return c.NATS.Password.Reveal() },
+	"nats.token":          func(c config.Config) string { return c.NATS.Token.Reveal() },
+	"clickhouse.password": func(c config.Config) string { return c.ClickHouse.Password.Reveal() },
+	"mail.smtp.password":  func(c config.Config) string { return c.Mail.SMTP.Password.Reveal() },
 }
 
 // restartKeys lists the dotted keys of the part's sections whose values
-// differ between two configs and that no applied prefix covers. Secrets
-// compare as masked, so a changed secret outside an applied section is not
-// reported.
+// differ between two configs and that no applied prefix covers. Only key
+// names are returned, never values.
 func restartKeys(prev, next config.Config, sections, applied []string) []string {
 	a, b := flatten(prev), flatten(next)
+	for key, get := range secrets {
+		a[key], b[key] = get(prev) == get(next), true
+	}
 	var out []string
 	seen := map[string]bool{}
 	for k := range a {

@@ -3,6 +3,7 @@ package daemon_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -46,28 +47,37 @@ func waitLogged(t *testing.T, stderr *syncBuffer, what string, cond func() bool)
 }
 
 // A SIGHUP reloads the file: a valid one reaches the command's hook and
-// sets the log level, and changes no hook applies are named as waiting for
-// a restart; an invalid one is rejected with the key named, and the
-// running config stays.
+// sets the log level, and changes no hook applies (a rotated NATS password
+// among them) are named as waiting for a restart, reload after reload; a
+// hook that fails makes the reload "failed"; an invalid file is rejected
+// with the key named, and the running config stays.
 func TestReloadOnSignal(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "c.yaml")
-	write := func(s string) {
-		if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
+	dir := t.TempDir()
+	path, pw := filepath.Join(dir, "c.yaml"), filepath.Join(dir, "nats-password")
+	write := func(file, s string) {
+		if err := os.WriteFile(file, []byte(s), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
-	write(goodConfig + "mail: {from: a@example.com}\n")
+	file := func(tail, rest string) string {
+		return "nats: {user: u, password: {file: " + pw + "}}\ningest:\n  tail:\n    inputs: [{path: /var/log/a.log, site: example.com}]\n" + tail + rest
+	}
+	write(pw, "first\n")
+	write(path, file("", "mail: {from: a@example.com}\n"))
 
 	envs := make(chan *daemon.Env, 1)
 	var mu sync.Mutex
-	var applied []config.Config
+	var applied []string // mail.from of each config the hook took
 	prog := daemon.Program{Name: "demo", Default: "run", Commands: []daemon.Command{{
 		Name: "run", Part: config.IngestTail,
 		Run: func(ctx context.Context, env *daemon.Env) error {
 			env.OnReload([]string{"mail"}, func(c config.Config) error {
+				if c.Mail.From == "refused@example.com" {
+					return errors.New("refused")
+				}
 				mu.Lock()
 				defer mu.Unlock()
-				applied = append(applied, c)
+				applied = append(applied, c.Mail.From)
 				return nil
 			})
 			envs <- env
@@ -84,14 +94,19 @@ func TestReloadOnSignal(t *testing.T) {
 	if env.Logger.Enabled(ctx, slog.LevelDebug) {
 		t.Fatal("debug enabled before the reload")
 	}
-
-	write(goodConfig + "    batch_lines: 100\nlog: {level: debug}\nmail: {from: b@example.com}\nworker: {concurrency: 9}\n")
-	hup <- syscall.SIGHUP
-	waitLogged(t, &stderr, "the hook", func() bool { mu.Lock(); defer mu.Unlock(); return len(applied) == 1 })
-	if got := applied[0].Mail.From; got != "b@example.com" {
-		t.Fatalf("hook got mail.from %q", got)
+	hookCalls := func() int { mu.Lock(); defer mu.Unlock(); return len(applied) }
+	reload := func(what string, cond func() bool) {
+		t.Helper()
+		hup <- syscall.SIGHUP
+		waitLogged(t, &stderr, what, cond)
 	}
-	waitLogged(t, &stderr, "the restart warning", func() bool { return strings.Contains(stderr.String(), "take effect only after a restart") })
+	warnings := func() int { return strings.Count(stderr.String(), "take effect only after a restart") }
+
+	write(path, file("    batch_lines: 100\n", "log: {level: debug}\nmail: {from: b@example.com}\nworker: {concurrency: 9}\n"))
+	reload("the first reload", func() bool { return hookCalls() == 1 && warnings() == 1 })
+	if applied[0] != "b@example.com" {
+		t.Fatalf("hook got mail.from %q", applied[0])
+	}
 	// The worker section is not the tailer's: no restart is asked for it.
 	if out := stderr.String(); !strings.Contains(out, "keys=[ingest.tail.batch_lines]") {
 		t.Fatalf("restart warning should name ingest.tail.batch_lines only:\n%s", out)
@@ -100,20 +115,32 @@ func TestReloadOnSignal(t *testing.T) {
 		t.Fatal("log.level debug not applied")
 	}
 
-	write("nats:\n  ur1: x\n")
-	hup <- syscall.SIGHUP
-	waitLogged(t, &stderr, "the rejection", func() bool { return strings.Contains(stderr.String(), "config reload rejected") })
+	// Nothing new in the file, a rotated password: both still pending.
+	write(pw, "second\n")
+	reload("the second reload", func() bool { return warnings() == 2 })
+	if out := stderr.String(); !strings.Contains(out, "keys=\"[ingest.tail.batch_lines nats.password]\"") || strings.Contains(out, "second") {
+		t.Fatalf("second warning should name the pending key and the rotated password, not its value:\n%s", out)
+	}
+
+	write(path, file("", "mail: {from: refused@example.com}\n"))
+	reload("the failed reload", func() bool { return reloads(t, env, "failed") == 1 })
+	if got := lastReloadOK(t, env); got != 0 {
+		t.Fatalf("last_reload_successful = %v after a failed reload", got)
+	}
+
+	write(path, "nats:\n  ur1: x\n")
+	reload("the rejection", func() bool { return strings.Contains(stderr.String(), "config reload rejected") })
 	if out := stderr.String(); !strings.Contains(out, "nats.ur1 (line 2): unknown key") {
 		t.Fatalf("rejection does not name the key:\n%s", out)
 	}
-	mu.Lock()
-	n := len(applied)
-	mu.Unlock()
-	if n != 1 {
-		t.Fatalf("an invalid config reached the hook")
+	if n := hookCalls(); n != 2 {
+		t.Fatalf("the hook took %d configs, want 2: a refused or invalid one got through", n)
 	}
-	if got := reloads(t, env, "rejected"); got != 1 {
-		t.Fatalf("rejected reloads = %v", got)
+	if ok, rejected := reloads(t, env, "ok"), reloads(t, env, "rejected"); ok != 2 || rejected != 1 {
+		t.Fatalf("reloads ok %v, rejected %v; want 2 and 1", ok, rejected)
+	}
+	if got := lastReloadOK(t, env); got != 0 {
+		t.Fatalf("last_reload_successful = %v after a rejection", got)
 	}
 	cancel()
 	if code := <-done; code != daemon.ExitOK {
@@ -130,6 +157,21 @@ func TestLogFlagsOverrideTheConfig(t *testing.T) {
 	if code != daemon.ExitUsage || !strings.Contains(stderr, "--log-format: must be") {
 		t.Fatalf("code %d, stderr:\n%s", code, stderr)
 	}
+}
+
+func lastReloadOK(t *testing.T, env *daemon.Env) float64 {
+	t.Helper()
+	mfs, err := env.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "pagewatch_config_last_reload_successful" {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatal("pagewatch_config_last_reload_successful not served")
+	return 0
 }
 
 // reloads reads pagewatch_config_reloads_total{result} from env's registry.

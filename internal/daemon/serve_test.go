@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -38,13 +39,15 @@ func TestReadyzFollowsTheLifecycle(t *testing.T) {
 	}
 	var stderr syncBuffer
 	step := make(chan string)
-	dep := errors.New("refused")
+	var dep atomic.Pointer[error]
+	refused := errors.New("refused")
+	dep.Store(&refused)
 	prog := daemon.Program{Name: "demo", Default: "run", Commands: []daemon.Command{{
 		Name: "run", Part: config.IngestTail,
 		Listen: func(config.Config) string { return "127.0.0.1:0" },
 		Run: func(ctx context.Context, env *daemon.Env) error {
 			<-step // "connecting"
-			env.Ready("nats", func(context.Context) error { return dep })
+			env.Ready("nats", func(context.Context) error { return *dep.Load() })
 			<-step
 			return env.Serve(ctx, runnerFunc(func(ctx context.Context) error {
 				<-ctx.Done()
@@ -84,7 +87,8 @@ func TestReadyzFollowsTheLifecycle(t *testing.T) {
 	expect("/readyz", 503, "lifecycle: starting")
 	step <- "connected"
 	expect("/readyz", 503, "nats: refused")
-	dep = nil
+	var ok error
+	dep.Store(&ok)
 	step <- "serve"
 	expect("/readyz", 200, "lifecycle: ok\nnats: ok")
 	cancel()
