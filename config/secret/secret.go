@@ -8,6 +8,7 @@ package secret
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -127,14 +128,41 @@ func (src source) read() (string, error) {
 		}
 		return s, nil
 	}
-	data, err := os.ReadFile(src.File)
+	data, err := readSmall(src.File)
 	if err != nil {
-		// The path is not secret; the content is never in the error.
-		return "", fmt.Errorf("secret file: %w", err)
+		return "", err
 	}
 	s := strings.TrimRight(string(data), "\r\n")
 	if s == "" {
 		return "", fmt.Errorf("secret file %s is empty", src.File)
 	}
 	return s, nil
+}
+
+// maxSecretBytes bounds a secret file: a path pointing at a device or a
+// log by mistake must not hang or swallow the daemon at load.
+const maxSecretBytes = 64 << 10
+
+func readSmall(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		// The path is not secret; the content is never in the error.
+		return nil, fmt.Errorf("secret file: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("secret file: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("secret file %s: not a regular file", path)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxSecretBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("secret file: %w", err)
+	}
+	if len(data) > maxSecretBytes {
+		return nil, fmt.Errorf("secret file %s: larger than %d KiB", path, maxSecretBytes>>10)
+	}
+	return data, nil
 }

@@ -63,6 +63,8 @@ func TestSecretSourceErrors(t *testing.T) {
 		"password: {env: PAGEWATCH_TEST_EMPTY}":                   "PAGEWATCH_TEST_EMPTY is not set or empty",
 		"password: {file: " + filepath.Join(dir, "missing") + "}": "no such file",
 		"password: {file: " + empty + "}":                         "is empty",
+		"password: {file: " + dir + "}":                           "not a regular file",
+		"password: {file: /dev/zero}":                             "not a regular file",
 	} {
 		v, err := decode(t, src)
 		if err != nil || v.IsSet() || v.Err() == nil || !strings.Contains(v.Err().Error(), want) {

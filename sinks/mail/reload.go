@@ -3,7 +3,9 @@ package mail
 import (
 	"context"
 	"log/slog"
+	"reflect"
 	"sync"
+	"time"
 )
 
 // Settings is the mail config in force, which a reload (SIGHUP) may
@@ -13,7 +15,17 @@ type Settings struct {
 	mu  sync.Mutex
 	cfg Config
 	gen uint64
+
+	probeMu  sync.Mutex
+	probed   time.Time // when probeErr was found, for probeGen
+	probeGen uint64
+	probeErr error
 }
+
+// probeEvery spaces the readiness probes: each is a new connection to
+// the mail server, and orchestrators and monitors probe every few
+// seconds per process, which a relay may take for abuse.
+const probeEvery = 5 * time.Second
 
 // NewSettings holds cfg as the config in force.
 func NewSettings(cfg Config) *Settings { return &Settings{cfg: cfg} }
@@ -28,6 +40,9 @@ func (s *Settings) Set(cfg Config) error {
 	_ = probe.Close()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.gen > 0 && reflect.DeepEqual(cfg, s.cfg) {
+		return nil // unchanged: keep the open connections
+	}
 	s.cfg = cfg
 	s.gen++
 	return nil
@@ -40,10 +55,18 @@ func (s *Settings) Get() (Config, uint64) {
 	return s.cfg, s.gen
 }
 
-// Probe checks the config in force; see the package function Probe.
+// Probe checks the config in force (see the package function Probe),
+// at most once per probeEvery: in between it repeats the last answer.
 func (s *Settings) Probe(ctx context.Context) error {
-	cfg, _ := s.Get()
-	return Probe(ctx, cfg)
+	cfg, gen := s.Get()
+	s.probeMu.Lock()
+	defer s.probeMu.Unlock()
+	if gen == s.probeGen && !s.probed.IsZero() && time.Since(s.probed) < probeEvery {
+		return s.probeErr
+	}
+	s.probeErr = Probe(ctx, cfg)
+	s.probed, s.probeGen = time.Now(), gen
+	return s.probeErr
 }
 
 // Following is a Sender that follows Settings: the first Send after the
