@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
+
 	"github.com/pagewatch/pagewatch/internal/testserver/clickhousetest"
 	"github.com/pagewatch/pagewatch/internal/testserver/natstest"
 	"github.com/pagewatch/pagewatch/internal/testserver/smtptest"
@@ -74,7 +76,9 @@ type bundle struct {
 	config string
 	nats   *natstest.Server
 	ch     *clickhousetest.Server
-	smtp   *smtptest.Server
+	// natsUser and natsPassword log the test's own clients in.
+	natsUser, natsPassword string
+	smtp                   *smtptest.Server
 
 	mu     sync.Mutex
 	starts map[string]int // runs per daemon name, for log file names
@@ -125,6 +129,10 @@ type setupOptions struct {
 	load   loadConfig
 	worker workerConfig
 	smtp   []smtptest.Option
+	// nats changes the NATS server's options (users, TLS); natsUser and
+	// natsPassword are then what the test's own clients log in with.
+	nats                   func(*server.Options)
+	natsUser, natsPassword string
 }
 
 // setup starts the servers and writes a config for the daemons; rules is
@@ -150,7 +158,8 @@ func setupWith(t testing.TB, o setupOptions) *bundle {
 		pages = "{methods: [], statuses: [], static_extensions: [], bots: []}"
 	}
 	b := &bundle{dir: t.TempDir(), bin: binaries(t), starts: map[string]int{}}
-	b.nats = natstest.Start(t)
+	b.nats = natstest.StartWith(t, o.nats)
+	b.natsUser, b.natsPassword = o.natsUser, o.natsPassword
 	b.ch = clickhousetest.Start(t)
 	b.smtp = smtptest.Start(t, o.smtp...)
 	b.log = filepath.Join(b.dir, "access.log")

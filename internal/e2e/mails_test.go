@@ -21,6 +21,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/pagewatch/pagewatch/config/secret"
 	"github.com/pagewatch/pagewatch/internal/testserver/smtptest"
 	"github.com/pagewatch/pagewatch/pipeline/bus"
 	"github.com/pagewatch/pagewatch/pipeline/crossing"
@@ -45,6 +46,7 @@ func (b *bundle) jobsClient(t *testing.T) *jobsClient {
 	t.Helper()
 	cfg := bus.DefaultConfig()
 	cfg.URL = b.nats.URL
+	cfg.User, cfg.Password = b.natsUser, secret.New(b.natsPassword)
 	bb, err := bus.Connect(context.Background(), cfg, "e2e jobs publisher",
 		slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err != nil {

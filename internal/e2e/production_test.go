@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -120,6 +121,15 @@ func TestProductionMetricsAndReadiness(t *testing.T) {
 			_ = p.cmd.Process.Signal(syscall.SIGHUP)
 		}
 	}
+	for _, ps := range procs {
+		for _, p := range ps {
+			waitSample(t, p, "pagewatch_config_reloads_total", "result=ok", 1)
+			for _, r := range []string{"result=rejected", "result=failed"} {
+				waitSample(t, p, "pagewatch_config_reloads_total", r, 0)
+			}
+		}
+	}
+	waitSample(t, procs["sweeper"][0], "pagewatch_sweeper_rules", "", 4)
 
 	// NATS down: every daemon unready, past the tail leases' TTL.
 	b.nats.Stop()
@@ -215,7 +225,7 @@ func waitReadiness(t *testing.T, procs map[string][]*proc, code int, dependency 
 			addr := p.adminAddr(t)
 			for {
 				got, body := readyz(addr)
-				if got == code && (dependency == "" || strings.Contains(body, dependency+":")) {
+				if got == code && (dependency == "" || dependencyDown(body, dependency)) {
 					break
 				}
 				if time.Now().After(deadline) {
@@ -227,6 +237,16 @@ func waitReadiness(t *testing.T, procs map[string][]*proc, code int, dependency 
 	}
 }
 
+// dependencyDown reports whether a /readyz body says dependency is not ok.
+func dependencyDown(body, dependency string) bool {
+	for _, line := range strings.Split(body, "\n") {
+		if v, ok := strings.CutPrefix(line, dependency+": "); ok {
+			return v != "ok"
+		}
+	}
+	return false
+}
+
 func readyz(addr string) (int, string) {
 	c := http.Client{Timeout: 5 * time.Second}
 	resp, err := c.Get("http://" + addr + "/readyz")
@@ -234,9 +254,30 @@ func readyz(addr string) (int, string) {
 		return 0, err.Error()
 	}
 	defer resp.Body.Close()
-	buf := make([]byte, 4096)
-	n, _ := resp.Body.Read(buf)
-	return resp.StatusCode, string(buf[:n])
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+// waitSample waits until a process serves metric{labels} (labels as
+// "name=value,...", "" for none) with the value want.
+func waitSample(t *testing.T, p *proc, metric, labels string, want float64) {
+	t.Helper()
+	addr := p.adminAddr(t)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		fams, err := scrape(addr)
+		got, ok := 0.0, false
+		if err == nil {
+			got, ok = fams[metric].series[labels]
+		}
+		if ok && got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %s{%s} = %v (served %v, err %v), want %v", p.name, metric, labels, got, ok, err, want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // editConfig replaces each old string of the pairs with its new one,

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,44 +11,67 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
+
 	"github.com/pagewatch/pagewatch/internal/testserver/smtptest"
 )
 
 // TestSecretsNeverLogged gives every daemon secrets from a file and from
 // environment variables, logs at debug level in both formats, and makes
-// each secret fail (a wrong ClickHouse password, a rejected SMTP login),
-// since failures are where clients put credentials into errors. No output
-// of any process may contain a secret.
+// each secret fail in turn (a refused NATS login, a wrong ClickHouse
+// password, a rejected SMTP login), since failures are where clients put
+// credentials into errors. No output of any process may contain a secret,
+// nor the base64 of an SMTP AUTH PLAIN exchange.
 func TestSecretsNeverLogged(t *testing.T) {
 	const (
-		smtpUser     = "mailer"
-		smtpPassword = "Secr3t-smtp-env-9931"
-		natsPassword = "Secr3t-nats-env-5512" // the test server has no auth: accepted, unused
-		chPassword   = "Secr3t-ch-file-7781"  // default has no password: refused
+		natsUser      = "pagewatch"
+		natsPassword  = "Secr3t-nats-right-4410"
+		wrongNATS     = "Secr3t-nats-wrong-5512"
+		chPassword    = "Secr3t-ch-file-7781" // default has no password: refused
+		smtpUser      = "mailer"
+		smtpPassword  = "Secr3t-smtp-env-9931"
+		natsPassVar   = "PAGEWATCH_TEST_NATS_PASSWORD"
+		smtpPassVar   = "PAGEWATCH_TEST_SMTP_PASSWORD"
+		debugJSONArgs = "--log-level=debug --log-format=json"
 	)
 	b := setupWith(t, setupOptions{rules: rules, load: defaultLoad, worker: defaultWorker,
-		smtp: []smtptest.Option{smtptest.WithTLS(), smtptest.WithAuth(smtpUser, "the-right-one")}})
+		smtp: []smtptest.Option{smtptest.WithTLS(), smtptest.WithAuth(smtpUser, "the-right-one")},
+		nats: func(o *server.Options) {
+			o.Users = []*server.User{{Username: natsUser, Password: natsPassword}}
+		},
+		natsUser: natsUser, natsPassword: natsPassword,
+	})
 	chFile := filepath.Join(b.dir, "clickhouse.password")
 	writeFile(t, chFile, chPassword+"\n")
-	t.Setenv("PAGEWATCH_TEST_NATS_PASSWORD", natsPassword)
-	t.Setenv("PAGEWATCH_TEST_SMTP_PASSWORD", smtpPassword)
+	t.Setenv(smtpPassVar, smtpPassword)
 	editConfig(t, b.config,
 		fmt.Sprintf("nats: {url: %q}", b.nats.URL),
-		fmt.Sprintf("nats: {url: %q, user: pagewatch, password: {env: PAGEWATCH_TEST_NATS_PASSWORD}}", b.nats.URL),
+		fmt.Sprintf("nats: {url: %q, user: %s, password: {env: %s}}", b.nats.URL, natsUser, natsPassVar),
 		fmt.Sprintf("smtp: {host: %q, port: %d, tls: none}", b.smtp.Host, b.smtp.Port),
-		fmt.Sprintf("smtp: {host: %q, port: %d, tls: mandatory, insecure_skip_verify: true, auth: plain, username: %s, password: {env: PAGEWATCH_TEST_SMTP_PASSWORD}}", b.smtp.Host, b.smtp.Port, smtpUser))
+		fmt.Sprintf("smtp: {host: %q, port: %d, tls: mandatory, insecure_skip_verify: true, auth: plain, username: %s, password: {env: %s}}", b.smtp.Host, b.smtp.Port, smtpUser, smtpPassVar))
 	wrongCH := filepath.Join(b.dir, "wrong-clickhouse.yaml")
 	data, _ := os.ReadFile(b.config)
 	writeFile(t, wrongCH, strings.Replace(string(data),
 		fmt.Sprintf("clickhouse: {addr: [%q]}", b.ch.Addr),
 		fmt.Sprintf("clickhouse: {addr: [%q], password: {file: %q}}", b.ch.Addr, chFile), 1))
+	daemons := [][]string{{"ingest", "tail"}, {"ingest", "load"}, {"sweeper", "run"}, {"worker", "run"}}
 
 	var outputs []string
-	// Refused by ClickHouse: each daemon that uses it exits with the error.
-	for _, args := range [][]string{{"sweeper", "run"}, {"ingest", "load"}, {"worker", "run"}} {
-		out := runOnce(t, b, wrongCH, args[0], append(args[1:], "--log-level", "debug", "--log-format", "json")...)
+	// The NATS login refused: every daemon stops at start-up, saying so.
+	t.Setenv(natsPassVar, wrongNATS)
+	for _, d := range daemons {
+		out := runOnce(t, b, b.config, d[0], append(d[1:], strings.Fields(debugJSONArgs)...)...)
+		if !strings.Contains(strings.ToLower(out), "authorization violation") {
+			t.Errorf("%s with a wrong NATS password: no authorization error in:\n%s", strings.Join(d, " "), out)
+		}
+		outputs = append(outputs, out)
+	}
+	// ClickHouse refuses the password: each daemon that uses it stops.
+	t.Setenv(natsPassVar, natsPassword)
+	for _, d := range daemons[1:] {
+		out := runOnce(t, b, wrongCH, d[0], append(d[1:], strings.Fields(debugJSONArgs)...)...)
 		if !strings.Contains(out, "code: 193") && !strings.Contains(out, "code: 516") { // wrong password (18.16), authentication failed (current)
-			t.Errorf("%s with a wrong ClickHouse password: no authentication error in:\n%s", strings.Join(args, " "), out)
+			t.Errorf("%s with a wrong ClickHouse password: no authentication error in:\n%s", strings.Join(d, " "), out)
 		}
 		outputs = append(outputs, out)
 	}
@@ -81,13 +105,15 @@ func TestSecretsNeverLogged(t *testing.T) {
 	}
 	outputs = append(outputs, string(data))
 
+	plain := base64.StdEncoding.EncodeToString([]byte("\x00" + smtpUser + "\x00" + smtpPassword))
 	for _, out := range outputs {
-		for _, secret := range []string{smtpPassword, natsPassword, chPassword} {
+		for _, secret := range []string{natsPassword, wrongNATS, chPassword, smtpPassword, plain} {
 			if strings.Contains(out, secret) {
 				t.Errorf("a secret (%.8s...) is in the output:\n%s", secret, out)
 			}
 		}
 	}
+	t.Logf("%d outputs of 4 daemons searched for 4 secrets and an AUTH PLAIN payload", len(outputs))
 }
 
 // runOnce runs a daemon that is expected to exit by itself and returns
