@@ -18,9 +18,9 @@ import (
 
 // docMetric is one row of a table in deploy/metrics.md.
 type docMetric struct {
-	Daemon, Name, Type string
-	Labels             []string
-	Line               int
+	Daemon, Name, Type, Meaning string
+	Labels                      []string
+	Line                        int
 }
 
 var daemons = []string{"ingest tail", "ingest load", "sweeper", "worker"}
@@ -58,7 +58,7 @@ func readMetricsDoc(t *testing.T) []docMetric {
 		for i := range cells {
 			cells[i] = strings.TrimSpace(cells[i])
 		}
-		m := docMetric{Daemon: daemon, Name: strings.Trim(cells[0], "`"), Type: cells[1], Line: n}
+		m := docMetric{Daemon: daemon, Name: strings.Trim(cells[0], "`"), Type: cells[1], Meaning: cells[3], Line: n}
 		if daemon == "" {
 			t.Errorf("%s:%d: metric %s before any daemon heading", path, n, m.Name)
 		}
@@ -96,6 +96,7 @@ type codeMetric struct {
 	Labels     []string
 	Pos        string
 	Dir        string // package directory, relative to the repo root
+	Holder     string // the field or variable it is assigned to, if any
 }
 
 var newFuncs = map[string]string{
@@ -187,7 +188,7 @@ func scanFile(fset *token.FileSet, f *ast.File, add func(codeMetric)) {
 			}
 			nameExpr := optsName(n.Args[0])
 			if name, ok := stringLit(nameExpr); ok {
-				add(codeMetric{Name: name, Type: typ, Labels: labels, Pos: fset.Position(n.Pos()).String()})
+				add(codeMetric{Name: name, Type: typ, Labels: labels, Pos: fset.Position(n.Pos()).String(), Holder: holderOf(stack)})
 				return true
 			}
 			// "prefix" + param in a func literal bound to a variable.
@@ -229,6 +230,26 @@ func scanFile(fset *token.FileSet, f *ast.File, add func(codeMetric)) {
 		m.Type = descTypes[holder]
 		add(m)
 	}
+}
+
+// holderOf names what the innermost node of stack is stored in: a field
+// of a composite literal, or the left side of an assignment.
+func holderOf(stack []ast.Node) string {
+	if len(stack) < 2 {
+		return ""
+	}
+	call := stack[len(stack)-1]
+	switch p := stack[len(stack)-2].(type) {
+	case *ast.KeyValueExpr:
+		return lastName(p.Key)
+	case *ast.AssignStmt:
+		for i, r := range p.Rhs {
+			if r == call && i < len(p.Lhs) {
+				return lastName(p.Lhs[i])
+			}
+		}
+	}
+	return ""
 }
 
 // selectorName returns Sel of pkg.Sel, or "".

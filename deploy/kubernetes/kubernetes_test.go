@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -187,6 +188,13 @@ func allContainers(p corev1.PodSpec) []corev1.Container {
 	return append(slices.Clone(p.InitContainers), p.Containers...)
 }
 
+// readyz reports whether a container's readiness is its /readyz, which
+// checks dependencies shared by every replica.
+func readyz(c corev1.Container) bool {
+	p := c.ReadinessProbe
+	return p != nil && p.HTTPGet != nil && p.HTTPGet.Path == "/readyz"
+}
+
 func ptr[T any](p *T) string {
 	if p == nil {
 		return "unset"
@@ -300,6 +308,17 @@ func TestManifests(t *testing.T) {
 	for _, p := range o.pdbs {
 		if p.Spec.Selector == nil || !selects(p.Spec.Selector.MatchLabels) {
 			t.Errorf("PodDisruptionBudget %s: selects no Deployment's pods", p.Name)
+			continue
+		}
+		// Pods whose /readyz fails with a shared dependency go unready
+		// together; the default policy then lets no drain evict them.
+		for _, d := range o.deployments {
+			if !subset(p.Spec.Selector.MatchLabels, d.Spec.Template.Labels) || !slices.ContainsFunc(allContainers(d.Spec.Template.Spec), readyz) {
+				continue
+			}
+			if pol := p.Spec.UnhealthyPodEvictionPolicy; pol == nil || *pol != policyv1.AlwaysAllow {
+				t.Errorf("PodDisruptionBudget %s: unhealthyPodEvictionPolicy %s, want AlwaysAllow: Deployment %s's pods are all unready while a dependency of /readyz is down, and would block node drains", p.Name, ptr(pol), d.Name)
+			}
 		}
 	}
 	for _, s := range o.services {
@@ -309,4 +328,53 @@ func TestManifests(t *testing.T) {
 	}
 	t.Logf("%d documents: %d Deployments (%d containers), %d HPAs, %d PDBs, %d Services, %d ConfigMaps, %d Secrets",
 		o.docs, len(o.deployments), containers, len(o.hpas), len(o.pdbs), len(o.services), len(o.configMaps), len(o.secrets))
+}
+
+// checkGOMEMLIMIT: a daemon container sets GOMEMLIMIT, as Go reads it, to
+// about 90% of its memory limit, leaving room for what the Go runtime's
+// soft limit does not count or overshoots.
+func checkGOMEMLIMIT(t *testing.T, x daemon) {
+	t.Helper()
+	limit, ok := x.c.Resources.Limits[corev1.ResourceMemory]
+	if !ok {
+		return // TestManifests reports it
+	}
+	for _, e := range x.c.Env {
+		if e.Name != "GOMEMLIMIT" {
+			continue
+		}
+		if e.ValueFrom != nil {
+			t.Errorf("%s: GOMEMLIMIT from valueFrom is the whole limit (or, with a divisor, a bare number Go reads as bytes); set a literal, 90%% of limits.memory", x.where)
+			return
+		}
+		want := fmt.Sprintf("%dMiB", limit.Value()*9/10>>20)
+		n, ok := goByteCount(e.Value)
+		if !ok {
+			t.Errorf("%s: GOMEMLIMIT %q: Go rejects it (bytes, with an optional B, KiB, MiB, GiB or TiB suffix); want about 90%% of limits.memory %s, e.g. %s", x.where, e.Value, limit.String(), want)
+		} else if ratio := float64(n) / float64(limit.Value()); ratio < 0.85 || ratio > 0.95 {
+			t.Errorf("%s: GOMEMLIMIT %s is %.0f%% of limits.memory %s; want about 90%%, e.g. %s", x.where, e.Value, 100*ratio, limit.String(), want)
+		}
+		return
+	}
+	t.Errorf("%s: no GOMEMLIMIT; set it to 90%% of limits.memory, so the Go runtime collects garbage harder before the OOM killer comes", x.where)
+}
+
+// goByteCount parses a GOMEMLIMIT value as the Go runtime does: bytes,
+// with an optional B, KiB, MiB, GiB or TiB suffix.
+func goByteCount(s string) (int64, bool) {
+	mult := int64(1)
+	for i, suf := range []string{"KiB", "MiB", "GiB", "TiB"} {
+		if v, ok := strings.CutSuffix(s, suf); ok {
+			s, mult = v, int64(1)<<(10*(i+1))
+			break
+		}
+	}
+	if mult == 1 {
+		s = strings.TrimSuffix(s, "B")
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 {
+		return 0, false
+	}
+	return n * mult, true
 }

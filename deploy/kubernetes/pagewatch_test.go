@@ -343,6 +343,15 @@ func TestDaemonConfig(t *testing.T) {
 				t.Errorf("%s: want an HTTP probe of %s on the admin port %d", x.where, p.path, port)
 			}
 		}
+		// /readyz waits up to 2s for its dependency checks; a probe that
+		// gives up first (the default timeoutSeconds is 1) makes pods flap.
+		if p := x.c.ReadinessProbe; p != nil && p.TimeoutSeconds < 3 {
+			t.Errorf("%s: readinessProbe timeoutSeconds %d (0: the default, 1), want at least 3: /readyz may take 2s", x.where, p.TimeoutSeconds)
+		}
+		if p := x.c.LivenessProbe; p != nil && p.TimeoutSeconds < 2 {
+			t.Errorf("%s: livenessProbe timeoutSeconds %d (0: the default, 1), want at least 2", x.where, p.TimeoutSeconds)
+		}
+		checkGOMEMLIMIT(t, x)
 		ann := x.deploy.Spec.Template.Annotations
 		if ann["prometheus.io/scrape"] != "true" || ann["prometheus.io/port"] != portS || ann["prometheus.io/path"] != "/metrics" {
 			t.Errorf("%s: pod annotations prometheus.io/{scrape,port,path} = %q %q %q, want \"true\" %q /metrics",

@@ -143,6 +143,10 @@ func TestUnits(t *testing.T) {
 				t.Errorf("%s: %s=%s, want %s", name, key, v, re)
 			}
 		}
+		// Exit 2 is a bad config or flag: restarting cannot fix it.
+		if !slices.Contains(strings.Fields(strings.Join(u["Service"]["RestartPreventExitStatus"], " ")), "2") {
+			t.Errorf("%s: want RestartPreventExitStatus=2: the daemons exit 2 on a bad config or flag, which restarting every RestartSec cannot fix", name)
+		}
 		stop, err := systemdDuration(u.get("Service", "TimeoutStopSec"))
 		if err != nil || stop <= cfg.ShutdownTimeout {
 			t.Errorf("%s: TimeoutStopSec=%s must exceed shutdown_timeout (%s), or systemd kills a draining daemon", name, u.get("Service", "TimeoutStopSec"), cfg.ShutdownTimeout)
@@ -389,9 +393,14 @@ func TestMain(m *testing.M) {
 
 // TestExecStart runs each unit's ExecStart with --check-config: the real
 // binary must accept the command line and the config as the unit sees it.
-// The sweeper also checks the example rules in rules/.
+// The sweeper also checks the example rules in rules/. With an invalid
+// config, the daemon must exit 2, which the unit does not restart.
 func TestExecStart(t *testing.T) {
 	bin := binaries(t)
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(bad, []byte("no_such_key: 1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for name, u := range loadUnits(t) {
 		file, _, _ := unitConfig(t, name, u)
 		argv := strings.Fields(strings.ReplaceAll(u.get("Service", "ExecStart"), configPath, file))
@@ -405,6 +414,12 @@ func TestExecStart(t *testing.T) {
 		run(append(argv[1:], "--check-config")...)
 		if units[name].part == config.Sweeper {
 			run("--config", file, "check")
+		}
+		// RestartPreventExitStatus=2 relies on a bad config exiting 2.
+		c := exec.Command(filepath.Join(bin, path.Base(argv[0])), strings.Fields(strings.ReplaceAll(u.get("Service", "ExecStart"), configPath, bad))[1:]...)
+		c.Env = append(os.Environ(), "PAGEWATCH_CONFIG=")
+		if out, err := c.CombinedOutput(); c.ProcessState == nil || c.ProcessState.ExitCode() != 2 {
+			t.Errorf("%s: ExecStart with a config holding an unknown key: %v, want exit status 2 (RestartPreventExitStatus=2)\n%s", name, err, out)
 		}
 	}
 }
