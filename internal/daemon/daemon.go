@@ -259,7 +259,13 @@ func usage(w io.Writer, p Program, fs *flag.FlagSet) {
 	fs.SetOutput(w)
 	fs.PrintDefaults()
 	fs.SetOutput(prev)
-	fmt.Fprintf(w, "\nThe config file is documented key by key in deploy/pagewatch.example.yaml.\nExit codes: 0 ok, 1 runtime failure, 2 bad flags or configuration.\n")
+	fmt.Fprintf(w, "\nThe config file is documented key by key in deploy/pagewatch.example.yaml.\n"+
+		"Secrets in it may be {env: NAME} or {file: /path}; none can be given as a flag.\n"+
+		"Signals: SIGTERM or SIGINT drain and stop within shutdown_timeout; SIGHUP reads the\n"+
+		"config file again (rejected whole if invalid; log.level and the daemon's reloadable\n"+
+		"sections are applied, other changes are logged as waiting for a restart).\n"+
+		"Admin endpoints (the daemon's listen key): /metrics, /healthz, /readyz.\n"+
+		"Exit codes: 0 ok, 1 runtime failure, 2 bad flags or configuration.\n")
 }
 
 func newLogger(c config.Log, level *slog.LevelVar, w io.Writer) *slog.Logger {
