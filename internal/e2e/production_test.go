@@ -132,24 +132,32 @@ func TestProductionMetricsAndReadiness(t *testing.T) {
 	waitSample(t, procs["sweeper"][0], "pagewatch_sweeper_rules", "", 4)
 
 	// NATS down: every daemon unready, past the tail leases' TTL.
+	stopped := time.Now()
 	b.nats.Stop()
 	waitReadiness(t, procs, 503, "nats", "ingest tail", "ingest load", "sweeper", "worker")
+	t.Logf("NATS stopped: every daemon unready within %s", time.Since(stopped).Round(time.Millisecond))
 	// The live file is still draining its rotated copy (rotate_grace):
 	// lines for a glob file make the tailer publish into the outage.
 	appendLines(t, b.log, lines[7000:8000])
 	appendLines(t, filepath.Join(sites, "a", "access.log"), lines[7000:7100])
 	time.Sleep(3 * time.Second)
 	b.nats.Restart(t)
+	back := time.Now()
 	waitReady(t, procs, "ingest tail", "ingest load", "sweeper", "worker")
+	t.Logf("NATS back: every daemon ready within %s", time.Since(back).Round(time.Millisecond))
 
 	// ClickHouse down: the loader, sweeper and workers unready; not the tailer.
+	stopped = time.Now()
 	b.ch.Stop()
 	waitReadiness(t, procs, 503, "clickhouse", "ingest load", "sweeper", "worker")
+	t.Logf("ClickHouse stopped: its daemons unready within %s", time.Since(stopped).Round(time.Millisecond))
 	waitReadiness(t, procs, 200, "", "ingest tail")
 	appendLines(t, b.log, lines[8000:9000])
 	time.Sleep(2 * time.Second)
 	b.ch.Restart(t)
+	back = time.Now()
 	waitReady(t, procs, "ingest load", "sweeper", "worker")
+	t.Logf("ClickHouse back: its daemons ready within %s", time.Since(back).Round(time.Millisecond))
 
 	// A loader restarted, as in a deploy: retention runs at its start and
 	// drops the 2015 days loaded by now.
@@ -162,11 +170,15 @@ func TestProductionMetricsAndReadiness(t *testing.T) {
 	waitReady(t, procs, "ingest load")
 
 	// The mail server down: the workers unready.
+	stopped = time.Now()
 	b.smtp.Stop()
 	waitReadiness(t, procs, 503, "mail", "worker")
+	t.Logf("SMTP stopped: the workers unready within %s", time.Since(stopped).Round(time.Millisecond))
 	waitReadiness(t, procs, 200, "", "sweeper")
 	b.smtp.Restart(t)
+	back = time.Now()
 	waitReady(t, procs, "worker")
+	t.Logf("SMTP back: the workers ready within %s", time.Since(back).Round(time.Millisecond))
 
 	appendLines(t, b.log, lines[9000:])
 	time.Sleep(3 * time.Second) // a few sweeps and scrapes more
