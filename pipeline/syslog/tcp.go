@@ -45,15 +45,17 @@ func (l *Listener) track(c net.Conn) bool {
 		l.metrics.conns.Inc()
 	}
 	l.mu.Unlock()
-	if closed || full {
-		c.Close()
-	}
+	// Counted and logged before the close, so whoever sees the connection
+	// end also sees it counted.
 	if full && !closed {
 		l.metrics.rejected.Inc()
 		if ok, held := l.overloadLog.allow(); ok {
 			l.logger.Warn("syslog TCP connection refused: max_tcp_connections are open",
 				"peer", c.RemoteAddr().String(), "max_tcp_connections", l.cfg.MaxTCPConnections, "not_logged_since_last", held)
 		}
+	}
+	if closed || full {
+		c.Close()
 	}
 	return !closed && !full
 }
