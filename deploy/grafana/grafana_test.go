@@ -7,9 +7,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
+
+	"github.com/pagewatch/pagewatch/internal/metricsdoc"
+	"github.com/pagewatch/pagewatch/internal/promql"
 )
 
 const dashboardPath = "pagewatch.json"
@@ -222,63 +224,20 @@ func promExprs(t *testing.T, d dashboard) map[string]string {
 	return out
 }
 
-var (
-	promStrings  = regexp.MustCompile(`"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|` + "`[^`]*`")
-	promBraces   = regexp.MustCompile(`\{[^}]*\}|\[[^\]]*\]`)
-	promGrouping = regexp.MustCompile(`\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)`)
-	promIdent    = regexp.MustCompile(`[A-Za-z_:][A-Za-z0-9_:]*`)
-	promKeywords = map[string]bool{"and": true, "or": true, "unless": true, "bool": true, "offset": true,
-		"by": true, "without": true, "on": true, "ignoring": true, "group_left": true, "group_right": true,
-		"inf": true, "nan": true, "atan2": true}
-)
-
-// promMetricNames returns the metric names a PromQL expression selects:
-// identifiers outside strings, matchers, ranges and label lists that no
-// "(" follows (those are functions and aggregations).
-func promMetricNames(expr string) []string {
-	s := promStrings.ReplaceAllString(expr, " ")
-	s = promBraces.ReplaceAllString(s, " ")
-	s = promGrouping.ReplaceAllString(s, " ")
-	var out []string
-	for _, loc := range promIdent.FindAllStringIndex(s, -1) {
-		name := s[loc[0]:loc[1]]
-		if loc[0] > 0 && strings.ContainsAny(s[loc[0]-1:loc[0]], "0123456789.$") {
-			continue // a number's exponent or a duration's unit
-		}
-		if rest := strings.TrimLeft(s[loc[1]:], " \t\n"); strings.HasPrefix(rest, "(") || promKeywords[strings.ToLower(name)] {
-			continue
-		}
-		out = append(out, name)
-	}
-	return out
-}
-
-// knownMetric says whether a selected name is served: listed in
-// deploy/metrics.md (histogram series by their family name), Prometheus'
-// own up, or the Go client's runtime and process metrics.
-func knownMetric(documented map[string]bool, name string) bool {
-	if name == "up" || strings.HasPrefix(name, "go_") || strings.HasPrefix(name, "process_") {
-		return true
-	}
-	for _, suffix := range []string{"", "_bucket", "_sum", "_count"} {
-		if base, ok := strings.CutSuffix(name, suffix); ok && documented[base] {
-			return true
-		}
-	}
-	return false
-}
-
 func TestDashboardMetricsAreDocumented(t *testing.T) {
 	d := loadDashboard(t)
-	documented := documentedNames(t)
+	doc, err := metricsdoc.Read("../metrics.md")
+	if err != nil {
+		t.Fatal(err)
+	}
 	used := map[string]bool{}
 	for where, expr := range promExprs(t, d) {
-		names := promMetricNames(expr)
+		names := promql.MetricNames(expr)
 		if len(names) == 0 {
 			t.Errorf("%s: no metric found in %q", where, expr)
 		}
 		for _, n := range names {
-			if !knownMetric(documented, n) {
+			if !doc.Serves(n, "up") {
 				t.Errorf("%s: metric %s is not in deploy/metrics.md (expr %q)", where, n, expr)
 			}
 			used[strings.TrimSuffix(n, "_bucket")] = true
@@ -297,13 +256,6 @@ func TestDashboardMetricsAreDocumented(t *testing.T) {
 		if !used[m] {
 			t.Errorf("no panel shows %s", m)
 		}
-	}
-}
-
-func TestPromMetricNames(t *testing.T) {
-	got := promMetricNames(`histogram_quantile(0.95, sum by (le, limit) (rate(a_bucket{job=~"$job", x="y(z)"}[$__rate_interval]))) / on (job) group_left (instance) b > 1e3 and up offset 5m`)
-	if want := []string{"a_bucket", "b", "up"}; !slices.Equal(got, want) {
-		t.Errorf("promMetricNames = %q, want %q", got, want)
 	}
 }
 

@@ -1,93 +1,34 @@
 package grafana_test
 
 import (
-	"bufio"
 	"go/ast"
 	"go/parser"
 	"go/token"
 	"io/fs"
-	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/pagewatch/pagewatch/internal/metricsdoc"
 )
 
 // docMetric is one row of a table in deploy/metrics.md.
-type docMetric struct {
-	Daemon, Name, Type, Meaning string
-	Labels                      []string
-	Line                        int
-}
+type docMetric = metricsdoc.Metric
 
-var daemons = []string{"ingest tail", "ingest load", "sweeper", "worker"}
+var daemons = metricsdoc.Daemons
 
-// readMetricsDoc parses deploy/metrics.md: a "## daemon" heading, then a
-// table whose first column is the backticked metric name.
+// readMetricsDoc parses deploy/metrics.md, failing the test on any
+// malformed row.
 func readMetricsDoc(t *testing.T) []docMetric {
 	t.Helper()
-	const path = "../metrics.md"
-	f, err := os.Open(path)
+	doc, err := metricsdoc.Read("../metrics.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	var out []docMetric
-	daemon := ""
-	sc := bufio.NewScanner(f)
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if h, ok := strings.CutPrefix(line, "## "); ok {
-			daemon = h
-			if !slices.Contains(daemons, daemon) {
-				t.Errorf("%s:%d: heading %q is no daemon (want one of %q)", path, n, h, daemons)
-			}
-			continue
-		}
-		if !strings.HasPrefix(line, "| `") {
-			continue
-		}
-		cells := strings.Split(strings.Trim(line, "|"), "|")
-		if len(cells) != 4 {
-			t.Errorf("%s:%d: want 4 columns (metric, type, labels, meaning), got %d", path, n, len(cells))
-			continue
-		}
-		for i := range cells {
-			cells[i] = strings.TrimSpace(cells[i])
-		}
-		m := docMetric{Daemon: daemon, Name: strings.Trim(cells[0], "`"), Type: cells[1], Meaning: cells[3], Line: n}
-		if daemon == "" {
-			t.Errorf("%s:%d: metric %s before any daemon heading", path, n, m.Name)
-		}
-		if !regexp.MustCompile("^`pagewatch_[a-z0-9_]+`$").MatchString(cells[0]) {
-			t.Errorf("%s:%d: first column %q is no backticked pagewatch_ metric name", path, n, cells[0])
-		}
-		if cells[2] != "—" {
-			for _, l := range strings.Split(cells[2], ",") {
-				m.Labels = append(m.Labels, strings.TrimSpace(l))
-			}
-		}
-		out = append(out, m)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	if len(out) == 0 {
-		t.Fatalf("%s lists no metrics", path)
-	}
-	return out
-}
-
-// documentedNames is the set of metric names in deploy/metrics.md.
-func documentedNames(t *testing.T) map[string]bool {
-	names := map[string]bool{}
-	for _, m := range readMetricsDoc(t) {
-		names[m.Name] = true
-	}
-	return names
+	return doc.Metrics
 }
 
 // codeMetric is a metric the Go source registers.

@@ -1,17 +1,18 @@
 package prometheus_test
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/pagewatch/pagewatch/internal/metricsdoc"
+	"github.com/pagewatch/pagewatch/internal/promql"
 )
 
 type rule struct {
@@ -69,7 +70,10 @@ func loadRules(t *testing.T) []rule {
 var promDuration = regexp.MustCompile(`^([0-9]+(ms|[smhdwy]))+$`)
 
 func TestAlertRules(t *testing.T) {
-	documented := documentedNames(t)
+	doc, err := metricsdoc.Read("../metrics.md")
+	if err != nil {
+		t.Fatal(err)
+	}
 	seen := map[string]int{}
 	for _, r := range loadRules(t) {
 		at := fmt.Sprintf("alerts.yml:%d", r.Line)
@@ -99,12 +103,12 @@ func TestAlertRules(t *testing.T) {
 				t.Errorf("%s: no annotations.%s", at, a)
 			}
 		}
-		names := promMetricNames(r.Expr)
+		names := promql.MetricNames(r.Expr)
 		if len(names) == 0 {
 			t.Errorf("%s: no metric found in %q", at, r.Expr)
 		}
 		for _, n := range names {
-			if !knownMetric(documented, n) {
+			if !doc.Serves(n, external...) {
 				t.Errorf("%s: metric %s is not in deploy/metrics.md (expr %q)", at, n, r.Expr)
 			}
 		}
@@ -180,87 +184,7 @@ func findPromtool(t *testing.T) string {
 	return ""
 }
 
-// documentedNames reads the metric names of deploy/metrics.md's tables: the
-// backticked first column. deploy/grafana's tests check that file against
-// the code.
-func documentedNames(t *testing.T) map[string]bool {
-	t.Helper()
-	f, err := os.Open("../metrics.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	names := map[string]bool{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if !strings.HasPrefix(line, "| `") {
-			continue
-		}
-		first, _, _ := strings.Cut(strings.TrimPrefix(line, "| `"), "`")
-		names[first] = true
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	if len(names) == 0 {
-		t.Fatal("deploy/metrics.md lists no metrics")
-	}
-	return names
-}
-
 // Metrics outside deploy/metrics.md that the rules may use: Prometheus'
 // own up, and the blackbox exporter's probe_success for /readyz (pagewatch
 // exports no readiness metric).
 var external = []string{"up", "probe_success"}
-
-func knownMetric(documented map[string]bool, name string) bool {
-	if slices.Contains(external, name) || strings.HasPrefix(name, "go_") || strings.HasPrefix(name, "process_") {
-		return true
-	}
-	for _, suffix := range []string{"", "_bucket", "_sum", "_count"} {
-		if base, ok := strings.CutSuffix(name, suffix); ok && documented[base] {
-			return true
-		}
-	}
-	return false
-}
-
-var (
-	promStrings  = regexp.MustCompile(`"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|` + "`[^`]*`")
-	promBraces   = regexp.MustCompile(`\{[^}]*\}|\[[^\]]*\]`)
-	promGrouping = regexp.MustCompile(`\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)`)
-	promIdent    = regexp.MustCompile(`[A-Za-z_:][A-Za-z0-9_:]*`)
-	promKeywords = map[string]bool{"and": true, "or": true, "unless": true, "bool": true, "offset": true,
-		"by": true, "without": true, "on": true, "ignoring": true, "group_left": true, "group_right": true,
-		"inf": true, "nan": true, "atan2": true}
-)
-
-// promMetricNames returns the metric names a PromQL expression selects:
-// identifiers outside strings, matchers, ranges and label lists that no
-// "(" follows (those are functions and aggregations). promtool checks the
-// syntax; this only finds the names.
-func promMetricNames(expr string) []string {
-	s := promStrings.ReplaceAllString(expr, " ")
-	s = promBraces.ReplaceAllString(s, " ")
-	s = promGrouping.ReplaceAllString(s, " ")
-	var out []string
-	for _, loc := range promIdent.FindAllStringIndex(s, -1) {
-		name := s[loc[0]:loc[1]]
-		if loc[0] > 0 && strings.ContainsAny(s[loc[0]-1:loc[0]], "0123456789.$") {
-			continue // a number's exponent or a duration's unit
-		}
-		if rest := strings.TrimLeft(s[loc[1]:], " \t\n"); strings.HasPrefix(rest, "(") || promKeywords[strings.ToLower(name)] {
-			continue
-		}
-		out = append(out, name)
-	}
-	return out
-}
-
-func TestPromMetricNames(t *testing.T) {
-	got := promMetricNames(`max(a and on (job, instance) (b == 1)) > 300 and time() - c{x="y"} > 2 * 86400 or up offset 5m`)
-	if want := []string{"a", "b", "c", "up"}; !slices.Equal(got, want) {
-		t.Errorf("promMetricNames = %q, want %q", got, want)
-	}
-}

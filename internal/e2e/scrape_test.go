@@ -1,12 +1,9 @@
 package e2e
 
 import (
-	"bufio"
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -16,40 +13,25 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/pagewatch/pagewatch/internal/metricsdoc"
 )
 
 // documentedMetrics reads deploy/metrics.md: metric names by daemon
 // ("ingest tail", "ingest load", "sweeper", "worker").
 func documentedMetrics(t testing.TB) map[string][]string {
 	t.Helper()
-	f, err := os.Open(filepath.Join(repoRoot(t), "deploy", "metrics.md"))
+	doc, err := metricsdoc.Read(filepath.Join(repoRoot(t), "deploy", "metrics.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	row := regexp.MustCompile("^\\| `(pagewatch_[a-z0-9_]+)` \\|")
-	out := map[string][]string{}
-	daemon := ""
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
-		if h, ok := strings.CutPrefix(line, "## "); ok {
-			daemon = strings.TrimSpace(h)
-			continue
-		}
-		if m := row.FindStringSubmatch(line); m != nil && daemon != "" {
-			out[daemon] = append(out[daemon], m[1])
-		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range []string{"ingest tail", "ingest load", "sweeper", "worker"} {
-		if len(out[d]) == 0 {
+	by := doc.ByDaemon()
+	for _, d := range metricsdoc.Daemons {
+		if len(by[d]) == 0 {
 			t.Fatalf("deploy/metrics.md documents no metric under \"## %s\"", d)
 		}
 	}
-	return out
+	return by
 }
 
 // family is one metric family as scraped: sample values by labels ("" for
