@@ -15,27 +15,10 @@ import (
 
 	"github.com/pagewatch/pagewatch/config"
 	"github.com/pagewatch/pagewatch/internal/daemon"
+	"github.com/pagewatch/pagewatch/internal/syncbuf"
 )
 
-// syncBuffer is stderr shared by the daemon's goroutines and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func waitLogged(t *testing.T, stderr *syncBuffer, what string, cond func() bool) {
+func waitLogged(t *testing.T, stderr *syncbuf.Buffer, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for !cond() {
@@ -87,7 +70,7 @@ func TestReloadOnSignal(t *testing.T) {
 	}}}
 	ctx, cancel := context.WithCancel(context.Background())
 	hup := make(chan os.Signal, 1)
-	var stderr syncBuffer
+	var stderr syncbuf.Buffer
 	done := make(chan int, 1)
 	go func() { done <- daemon.Main(ctx, prog, []string{"--config", path}, &bytes.Buffer{}, &stderr, hup) }()
 	env := <-envs

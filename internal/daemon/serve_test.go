@@ -16,6 +16,7 @@ import (
 
 	"github.com/pagewatch/pagewatch/config"
 	"github.com/pagewatch/pagewatch/internal/daemon"
+	"github.com/pagewatch/pagewatch/internal/syncbuf"
 )
 
 func get(t *testing.T, url string) (int, string) {
@@ -37,7 +38,7 @@ func TestReadyzFollowsTheLifecycle(t *testing.T) {
 	if err := os.WriteFile(path, []byte(goodConfig), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var stderr syncBuffer
+	var stderr syncbuf.Buffer
 	step := make(chan string)
 	var dep atomic.Pointer[error]
 	refused := errors.New("refused")

@@ -8,12 +8,14 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/pagewatch/pagewatch/internal/syncbuf"
 )
 
 func TestQuietModeLogsAndNeverRedraws(t *testing.T) {
 	clock := newClock()
 	clock.step = 10 * time.Second
-	var out, logs syncBuffer
+	var out, logs syncbuf.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, nil))
 	d := New(&out, Options{Total: 1000, Terminal: TerminalOff, Interval: time.Millisecond, Logger: logger, Now: clock.Now})
 	d.SetFile("a.log")
@@ -59,7 +61,7 @@ func TestQuietWithoutLoggerWritesOnlyTheSummary(t *testing.T) {
 func TestRunStopsOnCancelWithSummary(t *testing.T) {
 	clock := newClock()
 	clock.step = time.Millisecond
-	var out syncBuffer
+	var out syncbuf.Buffer
 	d := New(&out, Options{Total: 4 * mib, Terminal: TerminalOn, Width: 80, Interval: time.Millisecond, Now: clock.Now})
 	d.Add(mib, 10)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -82,7 +84,7 @@ func TestRunStopsOnCancelWithSummary(t *testing.T) {
 
 func TestConcurrentAddSumsExactly(t *testing.T) {
 	const goroutines, adds = 64, 20_000
-	var out, logs syncBuffer
+	var out, logs syncbuf.Buffer
 	d := New(&out, Options{Terminal: TerminalOff, Interval: time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	ran := make(chan error)

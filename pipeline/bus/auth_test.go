@@ -1,14 +1,12 @@
 package bus_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,31 +16,13 @@ import (
 	"github.com/nats-io/nkeys"
 
 	"github.com/pagewatch/pagewatch/config/secret"
+	"github.com/pagewatch/pagewatch/internal/syncbuf"
 	"github.com/pagewatch/pagewatch/internal/testserver/natstest"
 	"github.com/pagewatch/pagewatch/pipeline/bus"
 )
 
-// logBuffer is a slog destination that the test reads while nats.go's
-// callback goroutine may still write to it.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
-func newLogger() (*slog.Logger, *logBuffer) {
-	lb := &logBuffer{}
+func newLogger() (*slog.Logger, *syncbuf.Buffer) {
+	lb := &syncbuf.Buffer{}
 	return slog.New(slog.NewTextHandler(lb, &slog.HandlerOptions{Level: slog.LevelDebug})), lb
 }
 
@@ -96,7 +76,7 @@ func useJetStream(t *testing.T, b *bus.Bus) {
 
 // refused checks a failed Connect: quick, for the right reason, and
 // without the secret in the error or the log.
-func refused(t *testing.T, err error, began time.Time, logs *logBuffer, want error, secrets ...string) {
+func refused(t *testing.T, err error, began time.Time, logs *syncbuf.Buffer, want error, secrets ...string) {
 	t.Helper()
 	if err == nil {
 		t.Fatal("Connect succeeded")

@@ -1,7 +1,6 @@
 package discover
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"os"
@@ -16,6 +15,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/pagewatch/pagewatch/internal/syncbuf"
 )
 
 func TestCompileInclude(t *testing.T) {
@@ -68,30 +69,13 @@ func TestExcludeTailShortcut(t *testing.T) {
 	}
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // Reaching the watch limit logs once and leaves polling to find files.
 func TestWatchLimitFallsBackToPolling(t *testing.T) {
 	root := t.TempDir()
 	if err := os.WriteFile(filepath.Join(root, "a.log"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	cfg := DefaultConfig()
 	cfg.Paths = []string{root + "/**/*.log"}
 	cfg.PollInterval = 20 * time.Millisecond

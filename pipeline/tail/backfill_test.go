@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pagewatch/pagewatch/internal/progress"
+	"github.com/pagewatch/pagewatch/internal/syncbuf"
 	"github.com/pagewatch/pagewatch/pipeline/tail"
 )
 
@@ -39,7 +40,7 @@ func TestBackfillFromStart(t *testing.T) {
 	files := b.siblingsOnDisk(t)
 	logs := b.captureLogs(t, slog.LevelInfo)
 	reg := prometheus.NewRegistry()
-	var shown syncBuffer
+	var shown syncbuf.Buffer
 	opts := tail.BackfillOptions{Progress: &shown, Terminal: progress.TerminalOff, Only: true}
 	if err := b.runBackfill(context.Background(), t, reg, opts); err != nil {
 		t.Fatal(err)

@@ -12,12 +12,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/pagewatch/pagewatch/internal/syncbuf"
 	"github.com/pagewatch/pagewatch/pipeline/hit"
 	"github.com/pagewatch/pagewatch/pipeline/tail"
 )
@@ -208,28 +208,10 @@ func rename(t testing.TB, from, to string) {
 	}
 }
 
-// syncBuffer is a log sink tests read while the tailer may still write.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.String()
-}
-
 // captureLogs makes the bundle's tailers log at level into the returned
 // buffer, and to the test's output.
-func (b *bundle) captureLogs(t testing.TB, level slog.Level) *syncBuffer {
-	var buf syncBuffer
+func (b *bundle) captureLogs(t testing.TB, level slog.Level) *syncbuf.Buffer {
+	var buf syncbuf.Buffer
 	b.logger = slog.New(slog.NewTextHandler(io.MultiWriter(&buf, t.Output()), &slog.HandlerOptions{Level: level}))
 	return &buf
 }

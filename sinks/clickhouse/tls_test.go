@@ -1,39 +1,21 @@
 package clickhouse_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/pagewatch/pagewatch/config/secret"
 	"github.com/pagewatch/pagewatch/config/tlsconfig"
+	"github.com/pagewatch/pagewatch/internal/syncbuf"
 	"github.com/pagewatch/pagewatch/internal/testserver/clickhousetest"
 	"github.com/pagewatch/pagewatch/internal/testserver/testcert"
 	"github.com/pagewatch/pagewatch/sinks/clickhouse"
 )
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // TestTLSAndPassword runs against ClickHouse's secure native port with a
 // password user, the way a production deploy connects.
@@ -43,7 +25,7 @@ func TestTLSAndPassword(t *testing.T) {
 		TLS:   true,
 		Users: []clickhousetest.User{{Name: "pagewatch", Password: pass}},
 	})
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	cfg := clickhouse.DefaultConfig()
 	cfg.Addr = []string{srv.SecureAddr}
