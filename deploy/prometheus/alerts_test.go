@@ -118,7 +118,7 @@ func TestAlertRules(t *testing.T) {
 // TestPromtoolCheck validates the rule file and the example configuration
 // with Prometheus' own parser.
 func TestPromtoolCheck(t *testing.T) {
-	promtool := findPromtool(t)
+	promtool := promql.Promtool(t)
 	for _, args := range [][]string{{"check", "rules", "alerts.yml"}, {"check", "config", "prometheus.yml"}} {
 		out, err := exec.Command(promtool, args...).CombinedOutput()
 		if err != nil {
@@ -157,31 +157,11 @@ func TestAlertUnitTests(t *testing.T) {
 		}
 	}
 
-	promtool := findPromtool(t)
+	promtool := promql.Promtool(t)
 	out, err := exec.Command(promtool, "test", "rules", "alerts_test.yml").CombinedOutput()
 	if err != nil {
 		t.Errorf("promtool test rules alerts_test.yml: %v\n%s", err, out)
 	}
-}
-
-// findPromtool returns promtool ($PAGEWATCH_PROMTOOL, else on $PATH). Without
-// it the test fails in CI and skips elsewhere.
-func findPromtool(t *testing.T) string {
-	t.Helper()
-	name := os.Getenv("PAGEWATCH_PROMTOOL")
-	if name == "" {
-		name = "promtool"
-	}
-	path, err := exec.LookPath(name)
-	if err == nil {
-		return path
-	}
-	msg := fmt.Sprintf("promtool not found (%v): apt-get install --no-install-recommends prometheus (Debian; it ships promtool), or set PAGEWATCH_PROMTOOL", err)
-	if os.Getenv("CI") != "" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg + " (skipping outside CI)")
-	return ""
 }
 
 // Metrics outside deploy/metrics.md that the rules may use: Prometheus'

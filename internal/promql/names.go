@@ -1,6 +1,6 @@
-// Package promql finds the metric names a PromQL expression selects, for
-// the tests that hold the dashboard and the alerting rules to the metrics
-// the daemons serve. promtool checks the syntax; this only finds names.
+// Package promql is what the dashboard and alerting-rule tests need of
+// PromQL: the metric names an expression selects, to hold them to the
+// metrics the daemons serve, and promtool, which checks the syntax.
 package promql
 
 import (
