@@ -12,11 +12,11 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/pagewatch/pagewatch/broker/bus"
+	"github.com/pagewatch/pagewatch/domain/hit"
 	"github.com/pagewatch/pagewatch/internal/daemon"
 	"github.com/pagewatch/pagewatch/internal/realdata"
 	"github.com/pagewatch/pagewatch/internal/testserver/natstest"
-	"github.com/pagewatch/pagewatch/pipeline/bus"
-	"github.com/pagewatch/pagewatch/pipeline/hit"
 )
 
 // runWithStdin runs the ingest command line with data on standard input

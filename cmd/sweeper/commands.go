@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/pagewatch/pagewatch/config"
+	"github.com/pagewatch/pagewatch/domain/crossing"
+	"github.com/pagewatch/pagewatch/domain/rules"
 	"github.com/pagewatch/pagewatch/internal/daemon"
-	"github.com/pagewatch/pagewatch/pipeline/crossing"
 	"github.com/pagewatch/pagewatch/pipeline/pageview"
-	"github.com/pagewatch/pagewatch/pipeline/rules"
 	"github.com/pagewatch/pagewatch/pipeline/sweep"
 )
 

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pagewatch/pagewatch/domain/hit"
 	"github.com/pagewatch/pagewatch/internal/daemon"
 	"github.com/pagewatch/pagewatch/internal/testenv"
-	"github.com/pagewatch/pagewatch/pipeline/hit"
 )
 
 func runSweeper(t *testing.T, cfg string, args ...string) (code int, stdout, stderr string) {

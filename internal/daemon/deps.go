@@ -3,7 +3,7 @@ package daemon
 import (
 	"context"
 
-	"github.com/pagewatch/pagewatch/pipeline/bus"
+	"github.com/pagewatch/pagewatch/broker/bus"
 	"github.com/pagewatch/pagewatch/sinks/clickhouse"
 )
 

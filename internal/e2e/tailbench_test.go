@@ -15,9 +15,9 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/pagewatch/pagewatch/broker/bus"
 	"github.com/pagewatch/pagewatch/internal/realdata"
 	"github.com/pagewatch/pagewatch/internal/testserver/natstest"
-	"github.com/pagewatch/pagewatch/pipeline/bus"
 	"github.com/pagewatch/pagewatch/pipeline/tail"
 )
 

@@ -15,8 +15,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/pagewatch/pagewatch/broker/bus"
 	"github.com/pagewatch/pagewatch/internal/realdata"
-	"github.com/pagewatch/pagewatch/pipeline/bus"
 	"github.com/pagewatch/pagewatch/pipeline/tail"
 )
 

@@ -12,9 +12,9 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/pagewatch/pagewatch/broker/bus"
+	"github.com/pagewatch/pagewatch/domain/crossing"
 	"github.com/pagewatch/pagewatch/internal/testserver/smtptest"
-	"github.com/pagewatch/pagewatch/pipeline/bus"
-	"github.com/pagewatch/pagewatch/pipeline/crossing"
 )
 
 // TestWorkersNeverSendOnePageTwiceAtOnce runs four worker processes on 400

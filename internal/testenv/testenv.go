@@ -7,9 +7,9 @@ import (
 	"log/slog"
 	"testing"
 
+	"github.com/pagewatch/pagewatch/broker/bus"
 	"github.com/pagewatch/pagewatch/internal/testserver/clickhousetest"
 	"github.com/pagewatch/pagewatch/internal/testserver/natstest"
-	"github.com/pagewatch/pagewatch/pipeline/bus"
 	"github.com/pagewatch/pagewatch/sinks/clickhouse"
 )
 

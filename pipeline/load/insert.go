@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/pagewatch/pagewatch/pipeline/retry"
+	"github.com/pagewatch/pagewatch/broker/retry"
 )
 
 // insert retries until the store takes the batch or ctx ends. Meanwhile

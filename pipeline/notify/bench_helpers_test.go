@@ -14,8 +14,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/pagewatch/pagewatch/domain/crossing"
 	"github.com/pagewatch/pagewatch/internal/testserver/smtptest"
-	"github.com/pagewatch/pagewatch/pipeline/crossing"
 	"github.com/pagewatch/pagewatch/sinks/mail"
 )
 

@@ -29,12 +29,12 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/pagewatch/pagewatch/broker/bus"
+	"github.com/pagewatch/pagewatch/broker/ratelimit"
+	"github.com/pagewatch/pagewatch/domain/crossing"
 	"github.com/pagewatch/pagewatch/internal/testenv"
 	"github.com/pagewatch/pagewatch/internal/testserver/smtptest"
-	"github.com/pagewatch/pagewatch/pipeline/bus"
-	"github.com/pagewatch/pagewatch/pipeline/crossing"
 	"github.com/pagewatch/pagewatch/pipeline/notify"
-	"github.com/pagewatch/pagewatch/pipeline/ratelimit"
 	"github.com/pagewatch/pagewatch/sinks/mail"
 )
 

@@ -6,7 +6,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/pagewatch/pagewatch/pipeline/ratelimit"
+	"github.com/pagewatch/pagewatch/broker/ratelimit"
 )
 
 // Config is the `worker:` section.

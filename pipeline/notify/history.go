@@ -5,8 +5,8 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/pagewatch/pagewatch/pipeline/crossing"
-	"github.com/pagewatch/pagewatch/pipeline/retry"
+	"github.com/pagewatch/pagewatch/broker/retry"
+	"github.com/pagewatch/pagewatch/domain/crossing"
 )
 
 // Recorder keeps the notifications history.

@@ -8,10 +8,10 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/pagewatch/pagewatch/pipeline/bus"
-	"github.com/pagewatch/pagewatch/pipeline/crossing"
-	"github.com/pagewatch/pagewatch/pipeline/ratelimit"
-	"github.com/pagewatch/pagewatch/pipeline/retry"
+	"github.com/pagewatch/pagewatch/broker/bus"
+	"github.com/pagewatch/pagewatch/broker/ratelimit"
+	"github.com/pagewatch/pagewatch/broker/retry"
+	"github.com/pagewatch/pagewatch/domain/crossing"
 )
 
 // awaitSlot is the rate-limit step: every recipient must be under its own

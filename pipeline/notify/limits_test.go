@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pagewatch/pagewatch/pipeline/crossing"
-	"github.com/pagewatch/pagewatch/pipeline/ratelimit"
+	"github.com/pagewatch/pagewatch/broker/ratelimit"
+	"github.com/pagewatch/pagewatch/domain/crossing"
 )
 
 // The global limit holds across three workers, measured where it matters:

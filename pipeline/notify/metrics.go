@@ -3,7 +3,7 @@ package notify
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/pagewatch/pagewatch/pipeline/crossing"
+	"github.com/pagewatch/pagewatch/domain/crossing"
 )
 
 type metrics struct {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/pagewatch/pagewatch/pipeline/crossing"
+	"github.com/pagewatch/pagewatch/domain/crossing"
 	"github.com/pagewatch/pagewatch/sinks/clickhouse"
 	"github.com/pagewatch/pagewatch/sinks/mail"
 )

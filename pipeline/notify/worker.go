@@ -24,11 +24,11 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/pagewatch/pagewatch/pipeline/bus"
-	"github.com/pagewatch/pagewatch/pipeline/crossing"
-	"github.com/pagewatch/pagewatch/pipeline/lock"
-	"github.com/pagewatch/pagewatch/pipeline/ratelimit"
-	"github.com/pagewatch/pagewatch/pipeline/retry"
+	"github.com/pagewatch/pagewatch/broker/bus"
+	"github.com/pagewatch/pagewatch/broker/lock"
+	"github.com/pagewatch/pagewatch/broker/ratelimit"
+	"github.com/pagewatch/pagewatch/broker/retry"
+	"github.com/pagewatch/pagewatch/domain/crossing"
 	"github.com/pagewatch/pagewatch/sinks/mail"
 )
 

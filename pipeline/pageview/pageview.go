@@ -28,7 +28,7 @@ import (
 	"slices"
 	"unsafe"
 
-	"github.com/pagewatch/pagewatch/pipeline/hit"
+	"github.com/pagewatch/pagewatch/domain/hit"
 	"github.com/pagewatch/pagewatch/pipeline/logformat"
 )
 

@@ -12,8 +12,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/pagewatch/pagewatch/domain/hit"
 	"github.com/pagewatch/pagewatch/internal/testenv"
-	"github.com/pagewatch/pagewatch/pipeline/hit"
 )
 
 func logger(t *testing.T) *slog.Logger {

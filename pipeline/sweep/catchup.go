@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/pagewatch/pagewatch/pipeline/rules"
+	"github.com/pagewatch/pagewatch/domain/rules"
 	"github.com/pagewatch/pagewatch/sinks/clickhouse"
 )
 

@@ -7,7 +7,7 @@ import (
 
 	"github.com/robfig/cron/v3"
 
-	"github.com/pagewatch/pagewatch/pipeline/rules"
+	"github.com/pagewatch/pagewatch/domain/rules"
 )
 
 // Config is the `sweeper:` section.

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pagewatch/pagewatch/pipeline/crossing"
-	"github.com/pagewatch/pagewatch/pipeline/rules"
+	"github.com/pagewatch/pagewatch/domain/crossing"
+	"github.com/pagewatch/pagewatch/domain/rules"
 )
 
 // verdict is what one sweep decided for one state key: its next state,

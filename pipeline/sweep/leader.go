@@ -10,7 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/pagewatch/pagewatch/pipeline/lock"
+	"github.com/pagewatch/pagewatch/broker/lock"
 )
 
 // leaderKey is the one lease all sweeper replicas compete for.

@@ -11,7 +11,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/pagewatch/pagewatch/config/strict"
-	"github.com/pagewatch/pagewatch/pipeline/rules"
+	"github.com/pagewatch/pagewatch/domain/rules"
 )
 
 // A rules file holds a `rules:` list, each item written as under

@@ -12,8 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/pagewatch/pagewatch/pipeline/hit"
-	"github.com/pagewatch/pagewatch/pipeline/rules"
+	"github.com/pagewatch/pagewatch/domain/hit"
+	"github.com/pagewatch/pagewatch/domain/rules"
 )
 
 func TestCalendarDayInBerlinAcrossDST(t *testing.T) {

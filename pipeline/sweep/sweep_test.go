@@ -12,12 +12,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/pagewatch/pagewatch/broker/bus"
+	"github.com/pagewatch/pagewatch/domain/crossing"
+	"github.com/pagewatch/pagewatch/domain/hit"
+	"github.com/pagewatch/pagewatch/domain/rules"
 	"github.com/pagewatch/pagewatch/internal/testenv"
 	"github.com/pagewatch/pagewatch/internal/testserver/clickhousetest"
-	"github.com/pagewatch/pagewatch/pipeline/bus"
-	"github.com/pagewatch/pagewatch/pipeline/crossing"
-	"github.com/pagewatch/pagewatch/pipeline/hit"
-	"github.com/pagewatch/pagewatch/pipeline/rules"
 	"github.com/pagewatch/pagewatch/sinks/clickhouse"
 )
 

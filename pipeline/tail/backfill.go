@@ -12,8 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/term"
 
+	"github.com/pagewatch/pagewatch/broker/bus"
 	"github.com/pagewatch/pagewatch/internal/progress"
-	"github.com/pagewatch/pagewatch/pipeline/bus"
 )
 
 // BackfillOptions configure `ingest tail --from-start`: before following

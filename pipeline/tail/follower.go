@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/pagewatch/pagewatch/pipeline/hit"
+	"github.com/pagewatch/pagewatch/domain/hit"
 )
 
 // Headers of a hits message. Start and End are byte offsets in the file.

@@ -15,9 +15,9 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/pagewatch/pagewatch/pipeline/bus"
-	"github.com/pagewatch/pagewatch/pipeline/lock"
-	"github.com/pagewatch/pagewatch/pipeline/retry"
+	"github.com/pagewatch/pagewatch/broker/bus"
+	"github.com/pagewatch/pagewatch/broker/lock"
+	"github.com/pagewatch/pagewatch/broker/retry"
 )
 
 // One publisher per file.

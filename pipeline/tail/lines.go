@@ -4,7 +4,7 @@ import (
 	"errors"
 	"log/slog"
 
-	"github.com/pagewatch/pagewatch/pipeline/hit"
+	"github.com/pagewatch/pagewatch/domain/hit"
 	"github.com/pagewatch/pagewatch/pipeline/logformat"
 	"github.com/pagewatch/pagewatch/pipeline/pageview"
 )

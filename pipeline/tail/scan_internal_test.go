@@ -14,8 +14,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/pagewatch/pagewatch/broker/bus"
 	"github.com/pagewatch/pagewatch/internal/testserver/natstest"
-	"github.com/pagewatch/pagewatch/pipeline/bus"
 )
 
 // BenchmarkScanRecorded compares two ways of listing the files recorded

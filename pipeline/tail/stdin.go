@@ -11,7 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/pagewatch/pagewatch/pipeline/bus"
+	"github.com/pagewatch/pagewatch/broker/bus"
 	"github.com/pagewatch/pagewatch/pipeline/pageview"
 )
 

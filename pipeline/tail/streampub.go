@@ -7,7 +7,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/pagewatch/pagewatch/pipeline/retry"
+	"github.com/pagewatch/pagewatch/broker/retry"
 )
 
 // publish sends one batch of a stream, retrying until it is stored or ctx

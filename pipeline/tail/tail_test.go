@@ -11,10 +11,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/pagewatch/pagewatch/broker/bus"
+	"github.com/pagewatch/pagewatch/domain/hit"
 	"github.com/pagewatch/pagewatch/internal/realdata"
 	"github.com/pagewatch/pagewatch/internal/testserver/natstest"
-	"github.com/pagewatch/pagewatch/pipeline/bus"
-	"github.com/pagewatch/pagewatch/pipeline/hit"
 	"github.com/pagewatch/pagewatch/pipeline/tail"
 )
 

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pagewatch/pagewatch/domain/hit"
 	"github.com/pagewatch/pagewatch/internal/realdata"
-	"github.com/pagewatch/pagewatch/pipeline/hit"
 	"github.com/pagewatch/pagewatch/pipeline/logformat"
 )
 

@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pagewatch/pagewatch/domain/hit"
 	"github.com/pagewatch/pagewatch/internal/sqlcheck"
 	"github.com/pagewatch/pagewatch/internal/testserver/clickhousetest"
-	"github.com/pagewatch/pagewatch/pipeline/hit"
 	"github.com/pagewatch/pagewatch/schema"
 )
 

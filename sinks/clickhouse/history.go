@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/pagewatch/pagewatch/pipeline/crossing"
+	"github.com/pagewatch/pagewatch/domain/crossing"
 )
 
 // RecordCrossing writes a crossing to the history. Recording one twice

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pagewatch/pagewatch/pipeline/hit"
+	"github.com/pagewatch/pagewatch/domain/hit"
 )
 
 // InsertHits loads batches of hits and their per-minute counts. It is

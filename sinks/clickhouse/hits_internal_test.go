@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pagewatch/pagewatch/pipeline/hit"
+	"github.com/pagewatch/pagewatch/domain/hit"
 )
 
 // The insert relies on two properties of sortedRows and countMinutes:

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pagewatch/pagewatch/domain/hit"
 	"github.com/pagewatch/pagewatch/internal/testserver/clickhousetest"
-	"github.com/pagewatch/pagewatch/pipeline/hit"
 )
 
 // openMigrated opens a client of a fresh 18.16 server, schema applied.

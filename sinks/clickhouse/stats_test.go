@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pagewatch/pagewatch/pipeline/hit"
+	"github.com/pagewatch/pagewatch/domain/hit"
 	"github.com/pagewatch/pagewatch/sinks/clickhouse"
 )
 

@@ -10,8 +10,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/pagewatch/pagewatch/broker/ratelimit"
 	"github.com/pagewatch/pagewatch/internal/testenv"
-	"github.com/pagewatch/pagewatch/pipeline/ratelimit"
 )
 
 // BenchmarkReserve measures slots claimed per second through NATS KV (an

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pagewatch/pagewatch/broker/bus"
+	"github.com/pagewatch/pagewatch/broker/lock"
 	"github.com/pagewatch/pagewatch/internal/testenv"
-	"github.com/pagewatch/pagewatch/pipeline/bus"
-	"github.com/pagewatch/pagewatch/pipeline/lock"
 )
 
 const ttl = 3 * time.Second

@@ -6,7 +6,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/pagewatch/pagewatch/pipeline/rules"
+	"github.com/pagewatch/pagewatch/domain/rules"
 )
 
 // The rule language as it appears under `sweeper:` in the config file.

@@ -11,10 +11,10 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
+	"github.com/pagewatch/pagewatch/broker/bus"
 	"github.com/pagewatch/pagewatch/config/tlsconfig"
 	"github.com/pagewatch/pagewatch/internal/testserver/natstest"
 	"github.com/pagewatch/pagewatch/internal/testserver/testcert"
-	"github.com/pagewatch/pagewatch/pipeline/bus"
 )
 
 // pki is a CA with its server certificate for 127.0.0.1, a client
