@@ -25,7 +25,6 @@ import (
 	"github.com/pagewatch/pagewatch/config/secret"
 	"github.com/pagewatch/pagewatch/domain/crossing"
 	"github.com/pagewatch/pagewatch/internal/testserver/smtptest"
-	"github.com/pagewatch/pagewatch/sinks/mail"
 )
 
 // The worker tests publish notification jobs straight to the jobs stream,
@@ -241,7 +240,7 @@ func checkMails(t *testing.T, mails []received, jobs map[string]crossing.Crossin
 		if r.page != x.Path {
 			t.Errorf("mail for crossing %s is about page %q, want %q", r.key, r.page, x.Path)
 		}
-		if want := mail.MessageID(r.key); r.messageID != want {
+		if want := crossing.MessageID(r.key); r.messageID != want {
 			t.Errorf("mail for crossing %s has Message-ID %q, want %q", r.key, r.messageID, want)
 		}
 		st.copies[r.key]++

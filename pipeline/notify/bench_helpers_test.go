@@ -16,6 +16,7 @@ import (
 
 	"github.com/pagewatch/pagewatch/domain/crossing"
 	"github.com/pagewatch/pagewatch/internal/testserver/smtptest"
+	"github.com/pagewatch/pagewatch/pipeline/notify"
 	"github.com/pagewatch/pagewatch/sinks/mail"
 )
 
@@ -100,7 +101,7 @@ func runSMTPFloor(b *testing.B, n, senders int) (time.Duration, float64) {
 		wg.Go(func() {
 			defer s.Close()
 			for i := range work {
-				err := s.Send(context.Background(), mail.Notification{Key: fmt.Sprintf("floor.%d", i), Rule: "outage",
+				err := s.Send(context.Background(), notify.Notification{Key: fmt.Sprintf("floor.%d", i), Rule: "outage",
 					Site: "example.com", Path: fmt.Sprintf("/page/%d", i), Window: "1h", Threshold: 1000, Count: 1001,
 					CrossedAt: start, Recipients: []string{"ops@example.com"}})
 				if err != nil {

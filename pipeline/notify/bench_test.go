@@ -176,7 +176,7 @@ func runBacklog(b *testing.B, c backlogCase) backlogResult {
 			x := crossing.Crossing{Key: fmt.Sprintf("outage.%s.%d", page, e), Rule: "outage", Site: site, Path: path,
 				Window: "1h", Threshold: 1000, Count: 1001, CrossedAt: crossedAt, Recipients: []string{"ops@example.com"}}
 			jobs = append(jobs, x)
-			id := "<" + mail.MessageID(x.Key) + ">"
+			id := "<" + crossing.MessageID(x.Key) + ">"
 			pageOf[id], keyOf[id] = page, x.Key
 		}
 	}

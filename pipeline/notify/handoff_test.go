@@ -38,7 +38,7 @@ func TestLockedPageIsHandedToTheHolder(t *testing.T) {
 	for i := 0; i < n; i++ {
 		x := crossing.Crossing{Key: fmt.Sprintf("rule.%s.%d", bus.Key(site, path), i), Rule: "rule", Site: site, Path: path,
 			Window: "1h", Threshold: 1000, Count: 1001, CrossedAt: time.Now(), Recipients: []string{"ops@example.com"}}
-		keyOf["<"+mail.MessageID(x.Key)+">"] = x.Key
+		keyOf["<"+crossing.MessageID(x.Key)+">"] = x.Key
 		body, _ := x.Marshal()
 		m := nats.NewMsg(pub.JobsSubject(bus.Key(site, path)))
 		m.Data = body

@@ -5,15 +5,14 @@ import (
 	"time"
 
 	"github.com/pagewatch/pagewatch/domain/crossing"
-	"github.com/pagewatch/pagewatch/sinks/clickhouse"
-	"github.com/pagewatch/pagewatch/sinks/mail"
+	"github.com/pagewatch/pagewatch/domain/traffic"
 )
 
 // Stats answers what an email shows besides the count: the page's views
 // per minute and its top referrers over the rule's window.
 type Stats interface {
-	PageSeries(ctx context.Context, site, path string, from, to time.Time) ([]clickhouse.MinuteHits, error)
-	TopReferrers(ctx context.Context, site, path string, from, to time.Time, limit int) ([]clickhouse.Referrer, error)
+	PageSeries(ctx context.Context, site, path string, from, to time.Time) ([]traffic.MinuteHits, error)
+	TopReferrers(ctx context.Context, site, path string, from, to time.Time, limit int) ([]traffic.Referrer, error)
 }
 
 // allTimeChart is the span charted for all-time rules, whose window has
@@ -27,8 +26,8 @@ const maxChart = 7 * 24 * time.Hour
 // describe builds the notification, with the chart and referrers when
 // stats are at hand. Without them the mail still goes out: the count is
 // what was promised, the context is a courtesy.
-func (w *Worker) describe(ctx context.Context, x crossing.Crossing) mail.Notification {
-	n := mail.Notification{
+func (w *Worker) describe(ctx context.Context, x crossing.Crossing) Notification {
+	n := Notification{
 		Key: x.Key, Rule: x.Rule, Site: x.Site, Path: x.Path, Count: x.Count, Threshold: x.Threshold,
 		Window: x.Window, CrossedAt: x.CrossedAt, Recipients: x.Recipients,
 		Subject: x.Subject, Body: x.Body,
@@ -37,7 +36,7 @@ func (w *Worker) describe(ctx context.Context, x crossing.Crossing) mail.Notific
 		// A digest is a list of pages: no one page's chart to draw.
 		n.DigestTotal = x.Digest.Total
 		for _, it := range x.Digest.Items {
-			n.Digest = append(n.Digest, mail.DigestItem{Path: it.Path, Count: it.Count, Threshold: it.Threshold})
+			n.Digest = append(n.Digest, DigestItem{Path: it.Path, Count: it.Count, Threshold: it.Threshold})
 		}
 		return n
 	}
@@ -66,15 +65,11 @@ func (w *Worker) describe(ctx context.Context, x crossing.Crossing) mail.Notific
 	if err != nil {
 		w.logger.Warn("page series for the email unavailable; sending without the chart", "key", x.Key, "err", err)
 	}
-	for _, m := range series {
-		n.Series = append(n.Series, mail.Point{At: m.Minute, Hits: m.Hits})
-	}
+	n.Series = series
 	refs, err := w.stats.TopReferrers(ctx, x.Site, x.Path, n.WindowStart, n.WindowEnd, 10)
 	if err != nil {
 		w.logger.Warn("top referrers for the email unavailable; sending without them", "key", x.Key, "err", err)
 	}
-	for _, r := range refs {
-		n.Referrers = append(n.Referrers, mail.Referrer{Referer: r.Referer, Hits: r.Hits})
-	}
+	n.Referrers = refs
 	return n
 }

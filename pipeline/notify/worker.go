@@ -29,12 +29,11 @@ import (
 	"github.com/pagewatch/pagewatch/broker/ratelimit"
 	"github.com/pagewatch/pagewatch/broker/retry"
 	"github.com/pagewatch/pagewatch/domain/crossing"
-	"github.com/pagewatch/pagewatch/sinks/mail"
 )
 
 // Mailer sends notifications, one at a time, over a connection it keeps.
 type Mailer interface {
-	Send(ctx context.Context, n mail.Notification) error
+	Send(ctx context.Context, n Notification) error
 	Close() error
 }
 
@@ -317,10 +316,10 @@ func (w *Worker) deferJob(msg jetstream.Msg, x crossing.Crossing) {
 }
 
 func (w *Worker) sendFailed(ctx context.Context, msg jetstream.Msg, x crossing.Crossing, err error) {
-	rec := crossing.Record{Outcome: crossing.Failed, SMTPCode: mail.SMTPCode(err), Error: err.Error()}
+	rec := crossing.Record{Outcome: crossing.Failed, SMTPCode: smtpCode(err), Error: err.Error()}
 	w.metrics.jobs.WithLabelValues(string(crossing.Failed)).Inc()
 	w.record(x, rec)
-	if mail.IsPermanent(err) {
+	if isPermanent(err) {
 		w.deadLetter(ctx, msg, x, rec)
 		return
 	}
@@ -340,7 +339,7 @@ type sentEntry struct {
 }
 
 func (w *Worker) recordSent(ctx context.Context, x crossing.Crossing) error {
-	body, _ := json.Marshal(sentEntry{At: time.Now().UTC(), Worker: w.cfg.Name, MessageID: mail.MessageID(x.Key)})
+	body, _ := json.Marshal(sentEntry{At: time.Now().UTC(), Worker: w.cfg.Name, MessageID: crossing.MessageID(x.Key)})
 	// The mail is out: the ledger write must not be cut short by a lost
 	// lease or a shutdown, or the crossing would be mailed again.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/pagewatch/pagewatch/domain/rules"
-	"github.com/pagewatch/pagewatch/sinks/clickhouse"
+	"github.com/pagewatch/pagewatch/domain/traffic"
 )
 
 // catchUpFrom is where catching up starts: the last sweep's time, but no
@@ -73,7 +73,7 @@ func (s *Sweeper) rollingCatchUp(ctx context.Context, set *ruleSet, last, now ti
 	if longest == 0 {
 		return 0, nil
 	}
-	q := clickhouse.MinuteScan{From: from.Add(-longest).Truncate(time.Minute), To: now.Truncate(time.Minute)}
+	q := traffic.MinuteScan{From: from.Add(-longest).Truncate(time.Minute), To: now.Truncate(time.Minute)}
 	for site := range sites {
 		q.Sites = append(q.Sites, site)
 	}
@@ -130,7 +130,7 @@ type series struct {
 
 // scanSeries reads per-minute counts and gathers them per state key, for
 // the rules keep accepts. It returns the rows read.
-func (s *Sweeper) scanSeries(ctx context.Context, set *ruleSet, q clickhouse.MinuteScan, keep func(*rules.Rule) bool) (map[string]*series, int, error) {
+func (s *Sweeper) scanSeries(ctx context.Context, set *ruleSet, q traffic.MinuteScan, keep func(*rules.Rule) bool) (map[string]*series, int, error) {
 	all := map[string]*series{}
 	rows := 0
 	err := s.counts.ScanMinutes(ctx, q, func(site, path string, minute time.Time, hits uint64) error {

@@ -9,15 +9,15 @@ import (
 
 	"github.com/pagewatch/pagewatch/broker/bus"
 	"github.com/pagewatch/pagewatch/domain/rules"
-	"github.com/pagewatch/pagewatch/sinks/clickhouse"
+	"github.com/pagewatch/pagewatch/domain/traffic"
 )
 
 // Counter is what a sweep reads from ClickHouse: per-minute counts,
 // summed per page over windows, never raw hits.
 type Counter interface {
-	WindowCounts(ctx context.Context, q clickhouse.WindowQuery) ([]clickhouse.PageCount, error)
+	WindowCounts(ctx context.Context, q traffic.WindowQuery) ([]traffic.PageCount, error)
 	SealDays(ctx context.Context, before time.Time) (int, error)
-	ScanMinutes(ctx context.Context, q clickhouse.MinuteScan, fn func(site, path string, minute time.Time, hits uint64) error) error
+	ScanMinutes(ctx context.Context, q traffic.MinuteScan, fn func(site, path string, minute time.Time, hits uint64) error) error
 }
 
 // ruleSet is the rules in force, with what a sweep derives from them once:
@@ -198,7 +198,7 @@ func (s *Sweeper) count(ctx context.Context, set *ruleSet, pts []point, every bo
 			idx[i] = j
 			sites[set.rules[p.rule].Site] = true
 		}
-		q := clickhouse.WindowQuery{Starts: starts, End: end, SealedBefore: s.sealedBefore(), Floor: floor}
+		q := traffic.WindowQuery{Starts: starts, End: end, SealedBefore: s.sealedBefore(), Floor: floor}
 		for site := range sites {
 			q.Sites = append(q.Sites, site)
 		}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/pagewatch/pagewatch/domain/crossing"
 	"github.com/pagewatch/pagewatch/domain/rules"
-	"github.com/pagewatch/pagewatch/sinks/clickhouse"
+	"github.com/pagewatch/pagewatch/domain/traffic"
 )
 
 // DryRun is what a sweep now would hand on, recording nothing: no seal,
@@ -72,7 +72,7 @@ func (s *Sweeper) Backtest(ctx context.Context, since time.Time) ([]crossing.Cro
 		}
 	}
 
-	all, _, err := s.scanSeries(ctx, set, clickhouse.MinuteScan{Sites: set.sites, From: scanFrom, To: now.Truncate(time.Minute).Add(time.Minute)},
+	all, _, err := s.scanSeries(ctx, set, traffic.MinuteScan{Sites: set.sites, From: scanFrom, To: now.Truncate(time.Minute).Add(time.Minute)},
 		func(*rules.Rule) bool { return true })
 	if err != nil {
 		return nil, err

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/pagewatch/pagewatch/domain/hit"
+	"github.com/pagewatch/pagewatch/domain/traffic"
 	"github.com/pagewatch/pagewatch/internal/sqlcheck"
 	"github.com/pagewatch/pagewatch/internal/testserver/clickhousetest"
 	"github.com/pagewatch/pagewatch/schema"
@@ -279,7 +280,7 @@ func TestTwoShardClusterOn1816(t *testing.T) {
 	if n, err := c.SealDays(ctx, base); err != nil || n != 0 {
 		t.Fatalf("SealDays again = %d, %v; want 0", n, err)
 	}
-	counts, err := c.WindowCounts(ctx, WindowQuery{Starts: []time.Time{{}, base.Truncate(24 * time.Hour)}, End: base.Add(time.Hour), SealedBefore: base})
+	counts, err := c.WindowCounts(ctx, traffic.WindowQuery{Starts: []time.Time{{}, base.Truncate(24 * time.Hour)}, End: base.Add(time.Hour), SealedBefore: base})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +301,7 @@ func TestTwoShardClusterOn1816(t *testing.T) {
 		}
 	}
 	scanned := 0
-	err = c.ScanMinutes(ctx, MinuteScan{From: base.Add(-48 * time.Hour), To: base.Add(time.Hour)}, func(_, _ string, _ time.Time, hits uint64) error {
+	err = c.ScanMinutes(ctx, traffic.MinuteScan{From: base.Add(-48 * time.Hour), To: base.Add(time.Hour)}, func(_, _ string, _ time.Time, hits uint64) error {
 		scanned += int(hits)
 		return nil
 	})

@@ -11,6 +11,7 @@ import (
 
 	ch "github.com/ClickHouse/clickhouse-go/v2"
 
+	"github.com/pagewatch/pagewatch/domain/traffic"
 	"github.com/pagewatch/pagewatch/internal/sqlcheck"
 	"github.com/pagewatch/pagewatch/internal/testserver/clickhousetest"
 	"github.com/pagewatch/pagewatch/schema"
@@ -41,7 +42,7 @@ var sampleRuns = map[string]string{
 	"queryDaysToSeal":  bind(queryDaysToSeal, int64(1800000000), int64(1800000000)),
 	"insertPageDays":   bind(insertPageDays, int64(1699920000), int64(1700006400)),
 	"insertSealedDays": insertSealedDays + " VALUES ('2023-11-14', 1)",
-	"queryWindowCounts": bindWindowCounts(WindowQuery{
+	"queryWindowCounts": bindWindowCounts(traffic.WindowQuery{
 		Sites: []string{"example.com", "o'ther"},
 		// All time, a month, an hour in a partial day, and one after End.
 		Starts:       []time.Time{{}, time.Unix(1698796800, 0), time.Unix(1699999000, 0), time.Unix(1800000000, 0)},
@@ -53,7 +54,7 @@ var sampleRuns = map[string]string{
 }
 
 // bindWindowCounts renders queryWindowCounts as WindowCounts would.
-func bindWindowCounts(q WindowQuery) string {
+func bindWindowCounts(q traffic.WindowQuery) string {
 	sql, args, err := windowCountsSQL(q)
 	if err != nil {
 		panic(err)

@@ -4,19 +4,9 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/pagewatch/pagewatch/domain/traffic"
 )
-
-// MinuteHits is one page's hit count in one minute.
-type MinuteHits struct {
-	Minute time.Time // start of the minute
-	Hits   uint64
-}
-
-// Referrer is one referer of a page and how many of its hits came from it.
-type Referrer struct {
-	Referer string // as logged: written by strangers, may contain anything
-	Hits    uint64
-}
 
 // maxReferrers bounds TopReferrers' limit: a notification shows ten, and a
 // page linked from a million places should not ship them all.
@@ -27,15 +17,15 @@ const maxReferrers = 1000
 // not batches loaded twice have been merged yet, and reaches as far back as
 // the counts do. Minutes without hits are absent: callers that draw fill
 // the gaps.
-func (c *Client) PageSeries(ctx context.Context, site, path string, from, to time.Time) ([]MinuteHits, error) {
+func (c *Client) PageSeries(ctx context.Context, site, path string, from, to time.Time) ([]traffic.MinuteHits, error) {
 	rows, err := c.conn.Query(ctx, queryPageSeries, site, path, from.Unix(), to.Unix())
 	if err != nil {
 		return nil, fmt.Errorf("per-minute hits of %s%s in [%d, %d): %w", site, path, from.Unix(), to.Unix(), err)
 	}
 	defer rows.Close()
-	var out []MinuteHits
+	var out []traffic.MinuteHits
 	for rows.Next() {
-		var m MinuteHits
+		var m traffic.MinuteHits
 		if err := rows.Scan(&m.Minute, &m.Hits); err != nil {
 			return nil, fmt.Errorf("per-minute hits of %s%s: %w", site, path, err)
 		}
@@ -52,7 +42,7 @@ func (c *Client) PageSeries(ctx context.Context, site, path string, from, to tim
 // at 1000; limit <= 0 asks for none). Hits without a referer ("-" or
 // empty) are not counted. It reads the raw hits, which are kept for
 // ingest.load.retention.raw_hits_days: an older window finds nothing.
-func (c *Client) TopReferrers(ctx context.Context, site, path string, from, to time.Time, limit int) ([]Referrer, error) {
+func (c *Client) TopReferrers(ctx context.Context, site, path string, from, to time.Time, limit int) ([]traffic.Referrer, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
@@ -62,9 +52,9 @@ func (c *Client) TopReferrers(ctx context.Context, site, path string, from, to t
 		return nil, fmt.Errorf("top referrers of %s%s in [%d, %d): %w", site, path, from.Unix(), to.Unix(), err)
 	}
 	defer rows.Close()
-	var out []Referrer
+	var out []traffic.Referrer
 	for rows.Next() {
-		var r Referrer
+		var r traffic.Referrer
 		if err := rows.Scan(&r.Referer, &r.Hits); err != nil {
 			return nil, fmt.Errorf("top referrers of %s%s: %w", site, path, err)
 		}

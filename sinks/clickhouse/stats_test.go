@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pagewatch/pagewatch/domain/hit"
+	"github.com/pagewatch/pagewatch/domain/traffic"
 	"github.com/pagewatch/pagewatch/sinks/clickhouse"
 )
 
@@ -70,13 +71,13 @@ func TestPageSeriesIsExactAndOrdered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []clickhouse.MinuteHits{
+	want := []traffic.MinuteHits{
 		{Minute: base, Hits: 2},
 		{Minute: base.Add(time.Minute), Hits: 2},
 		{Minute: base.Add(2 * time.Minute), Hits: 2},
 		{Minute: base.Add(5 * time.Minute), Hits: 1},
 	}
-	if !slices.EqualFunc(got, want, func(a, b clickhouse.MinuteHits) bool { return a.Minute.Equal(b.Minute) && a.Hits == b.Hits }) {
+	if !slices.EqualFunc(got, want, func(a, b traffic.MinuteHits) bool { return a.Minute.Equal(b.Minute) && a.Hits == b.Hits }) {
 		t.Errorf("PageSeries = %v\nwant %v", got, want)
 	}
 
@@ -105,7 +106,7 @@ func TestTopReferrersIsExactAndOrdered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []clickhouse.Referrer{
+	want := []traffic.Referrer{
 		{Referer: "https://a.example/", Hits: 3},
 		{Referer: "https://b.example/", Hits: 1},
 		{Referer: hostileReferer, Hits: 1}, // stored and returned as logged
@@ -124,7 +125,7 @@ func TestTopReferrersIsExactAndOrdered(t *testing.T) {
 
 	// A minute earlier takes in the hit from c.example at -1m.
 	got, err = b.client.TopReferrers(ctx, "example.com", "/pricing", from.Add(-time.Minute), to, 10)
-	if err != nil || len(got) != 4 || !slices.Contains(got, clickhouse.Referrer{Referer: "https://c.example/", Hits: 1}) {
+	if err != nil || len(got) != 4 || !slices.Contains(got, traffic.Referrer{Referer: "https://c.example/", Hits: 1}) {
 		t.Errorf("TopReferrers from -1m = %+v, %v; want c.example counted once", got, err)
 	}
 

@@ -12,6 +12,7 @@ import (
 
 	ch "github.com/ClickHouse/clickhouse-go/v2"
 
+	"github.com/pagewatch/pagewatch/domain/traffic"
 	"github.com/pagewatch/pagewatch/internal/testserver/clickhousetest"
 )
 
@@ -69,7 +70,7 @@ func BenchmarkSweepCounts(b *testing.B) {
 		resealing.Round(time.Millisecond), tableSizes(b, c))
 
 	today := end.Truncate(24 * time.Hour)
-	q := WindowQuery{
+	q := traffic.WindowQuery{
 		Starts: []time.Time{
 			end.Add(-5 * time.Minute), end.Add(-time.Hour), end.Add(-24 * time.Hour),
 			today, today.AddDate(0, 0, -4), time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC), {},

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pagewatch/pagewatch/domain/traffic"
 	"github.com/pagewatch/pagewatch/internal/sqlcheck"
 	"github.com/pagewatch/pagewatch/internal/testserver/clickhousetest"
 	"github.com/pagewatch/pagewatch/schema"
@@ -82,7 +83,7 @@ func sweepScenario(t *testing.T) []sqlcheck.Statement {
 	add("record seals", insertSealedDays+" VALUES ('2025-03-24', 13), ('2025-03-25', 19), ('2025-03-26', 10)")
 	add("days to seal, sealed", bind(queryDaysToSeal, until+secondsPerDay, until+secondsPerDay))
 	add("page_days total", "SELECT sum(hits) FROM page_days FINAL")
-	q := WindowQuery{
+	q := traffic.WindowQuery{
 		Starts: []time.Time{{}, time.Unix(until, 0), time.Unix(until-secondsPerDay+3600, 0), time.Unix(1742860000, 0)},
 		End:    time.Unix(until+secondsPerDay, 0), SealedBefore: time.Unix(until, 0),
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pagewatch/pagewatch/domain/hit"
+	"github.com/pagewatch/pagewatch/domain/traffic"
 	"github.com/pagewatch/pagewatch/sinks/clickhouse"
 )
 
@@ -108,7 +109,7 @@ func checkWindows(t *testing.T, c *clickhouse.Client, tr *truth, sealedBefore []
 	starts := sweepStarts()
 	want := tr.count(starts, sweepEnd)
 	for _, sb := range sealedBefore {
-		got, err := c.WindowCounts(context.Background(), clickhouse.WindowQuery{Starts: starts, End: sweepEnd, SealedBefore: sb, Floor: floor})
+		got, err := c.WindowCounts(context.Background(), traffic.WindowQuery{Starts: starts, End: sweepEnd, SealedBefore: sb, Floor: floor})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -174,7 +175,7 @@ func TestSealedWindowsEqualBruteForce(t *testing.T) {
 	checkWindows(t, b.client, tr, bounds[1:2], 0)
 
 	// Sites filter.
-	got, err := b.client.WindowCounts(context.Background(), clickhouse.WindowQuery{
+	got, err := b.client.WindowCounts(context.Background(), traffic.WindowQuery{
 		Sites: []string{"s1.example"}, Starts: []time.Time{{}}, End: sweepEnd, SealedBefore: today,
 	})
 	if err != nil || len(got) == 0 {
@@ -210,14 +211,14 @@ func TestLateBatchResealsItsDay(t *testing.T) {
 
 	// Until it is sealed again, the day counts what it was sealed with.
 	starts := []time.Time{{}}
-	before, err := b.client.WindowCounts(context.Background(), clickhouse.WindowQuery{Sites: []string{"s0.example"}, Starts: starts, End: sweepEnd, SealedBefore: today})
+	before, err := b.client.WindowCounts(context.Background(), traffic.WindowQuery{Sites: []string{"s0.example"}, Starts: starts, End: sweepEnd, SealedBefore: today})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if n := seal(t, b.client, today); n != 1 {
 		t.Fatalf("late batch resealed %d days, want 1", n)
 	}
-	after, err := b.client.WindowCounts(context.Background(), clickhouse.WindowQuery{Sites: []string{"s0.example"}, Starts: starts, End: sweepEnd, SealedBefore: today})
+	after, err := b.client.WindowCounts(context.Background(), traffic.WindowQuery{Sites: []string{"s0.example"}, Starts: starts, End: sweepEnd, SealedBefore: today})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +231,7 @@ func TestLateBatchResealsItsDay(t *testing.T) {
 	}
 }
 
-func countOf(ps []clickhouse.PageCount, path string) uint64 {
+func countOf(ps []traffic.PageCount, path string) uint64 {
 	for _, p := range ps {
 		if p.Path == path {
 			return p.Counts[0]
@@ -325,7 +326,7 @@ func TestScanMinutes(t *testing.T) {
 	}
 	got := map[string]uint64{}
 	var last string
-	err := b.client.ScanMinutes(context.Background(), clickhouse.MinuteScan{Sites: []string{"s2.example"}, From: from, To: to},
+	err := b.client.ScanMinutes(context.Background(), traffic.MinuteScan{Sites: []string{"s2.example"}, From: from, To: to},
 		func(site, path string, minute time.Time, hits uint64) error {
 			key := fmt.Sprintf("%s %s %d", site, path, minute.Unix())
 			// Zero-padded so that string order is (site, path, minute).
@@ -352,7 +353,7 @@ func TestScanMinutes(t *testing.T) {
 	// An error from fn stops the scan and comes back as is.
 	stop := errors.New("enough")
 	calls := 0
-	err = b.client.ScanMinutes(context.Background(), clickhouse.MinuteScan{From: from, To: to}, func(string, string, time.Time, uint64) error {
+	err = b.client.ScanMinutes(context.Background(), traffic.MinuteScan{From: from, To: to}, func(string, string, time.Time, uint64) error {
 		calls++
 		return stop
 	})

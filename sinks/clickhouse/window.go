@@ -10,33 +10,8 @@ import (
 	"time"
 
 	ch "github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/pagewatch/pagewatch/domain/traffic"
 )
-
-// WindowQuery asks for the hits of every page in several windows at once,
-// all ending at End: what one sweep needs for all its rules.
-type WindowQuery struct {
-	// Sites limits the pages to these sites; empty means every site.
-	Sites []string
-	// Starts are the windows' starts; the zero time means all time. A
-	// start at or after End counts nothing.
-	Starts []time.Time
-	// End: minutes starting before End count.
-	End time.Time
-	// SealedBefore: the UTC days before its day are read from page_days,
-	// the rest from page_minutes; the zero time reads page_minutes only.
-	// Pass the time of the last SealDays that succeeded: page_days is
-	// trusted for those days, sealed or not, and hits loaded for one of
-	// them since that SealDays count from the next one on.
-	SealedBefore time.Time
-	// Floor leaves out pages none of whose counts exceeds it.
-	Floor uint64
-}
-
-// PageCount is one page's counts, one per WindowQuery.Starts, in order.
-type PageCount struct {
-	Site, Path string
-	Counts     []uint64
-}
 
 // WindowCounts returns the pages with a count above q.Floor, in no
 // particular order, in one statement: sealed days come from page_days
@@ -49,7 +24,7 @@ type PageCount struct {
 // the next UTC midnight and sealedTo the UTC midnight of SealedBefore (or
 // of End if earlier). Both tables are read with FINAL, exact before and
 // after merges (see sweepqueries.go).
-func (c *Client) WindowCounts(ctx context.Context, q WindowQuery) ([]PageCount, error) {
+func (c *Client) WindowCounts(ctx context.Context, q traffic.WindowQuery) ([]traffic.PageCount, error) {
 	sql, args, err := windowCountsSQL(q)
 	if err != nil {
 		return nil, err
@@ -59,9 +34,9 @@ func (c *Client) WindowCounts(ctx context.Context, q WindowQuery) ([]PageCount, 
 		return nil, fmt.Errorf("window counts of %d starts to %d: %w", len(q.Starts), q.End.Unix(), err)
 	}
 	defer rows.Close()
-	var out []PageCount
+	var out []traffic.PageCount
 	for rows.Next() {
-		var p PageCount
+		var p traffic.PageCount
 		if err := rows.Scan(&p.Site, &p.Path, &p.Counts); err != nil {
 			return nil, fmt.Errorf("window counts: %w", err)
 		}
@@ -97,7 +72,7 @@ type windowPlan struct {
 	starts   []startPlan
 }
 
-func planWindows(q WindowQuery) (windowPlan, error) {
+func planWindows(q traffic.WindowQuery) (windowPlan, error) {
 	if len(q.Starts) == 0 {
 		return windowPlan{}, errors.New("window counts: no window starts")
 	}
@@ -137,7 +112,7 @@ func planWindows(q WindowQuery) (windowPlan, error) {
 // windowCountsSQL renders queryWindowCounts for a query: one column per
 // start in each branch, and the minute ranges any start needs. Every value
 // is bound, in the order the ? appear.
-func windowCountsSQL(q WindowQuery) (string, []any, error) {
+func windowCountsSQL(q traffic.WindowQuery) (string, []any, error) {
 	p, err := planWindows(q)
 	if err != nil {
 		return "", nil, err
@@ -217,19 +192,13 @@ func siteSet(sites []string) ch.GroupSet {
 	return ch.GroupSet{Value: v}
 }
 
-// MinuteScan selects the per-minute counts ScanMinutes streams.
-type MinuteScan struct {
-	Sites    []string  // empty: every site
-	From, To time.Time // minutes starting in [From, To)
-}
-
 // ScanMinutes calls fn with each page's hits per minute in [q.From, q.To),
 // ordered by site, path and minute, as the rows arrive: for the sweeper's
 // catch-up and backtests, which replay minutes in order. Minutes without
 // hits are absent. The server sorts the whole range before the first row,
 // so callers should scan long spans in pieces. An error from fn stops the
 // scan and is returned as is.
-func (c *Client) ScanMinutes(ctx context.Context, q MinuteScan, fn func(site, path string, minute time.Time, hits uint64) error) error {
+func (c *Client) ScanMinutes(ctx context.Context, q traffic.MinuteScan, fn func(site, path string, minute time.Time, hits uint64) error) error {
 	from, to := q.From.Unix(), q.To.Unix()
 	// Cancelled when fn fails: closing the rows alone would read the
 	// rest of the result first.

@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/pagewatch/pagewatch/domain/traffic"
 )
 
 // Every minute of a window is read from exactly one table: from page_days
@@ -25,7 +27,7 @@ func TestPlanWindowsCoversEachMinuteOnce(t *testing.T) {
 		return s
 	}
 	for i := 0; i < 2000; i++ {
-		q := WindowQuery{End: time.Unix(at(), 0)}
+		q := traffic.WindowQuery{End: time.Unix(at(), 0)}
 		if rng.IntN(5) > 0 {
 			q.SealedBefore = time.Unix(at(), 0)
 		}
@@ -76,7 +78,7 @@ func TestPlanWindowsCoversEachMinuteOnce(t *testing.T) {
 }
 
 func TestPlanWindowsNeedsAStart(t *testing.T) {
-	if _, err := planWindows(WindowQuery{End: time.Now()}); err == nil {
+	if _, err := planWindows(traffic.WindowQuery{End: time.Now()}); err == nil {
 		t.Fatal("a query without starts was planned")
 	}
 }

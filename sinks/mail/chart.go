@@ -9,6 +9,8 @@ import (
 	"math"
 	"sync"
 	"time"
+
+	"github.com/pagewatch/pagewatch/domain/traffic"
 )
 
 // The chart is drawn by hand with image/png: bars, two grid lines and a
@@ -84,18 +86,18 @@ type chart struct {
 // newChart buckets points over [from, to). A zero from or to is taken from
 // the points. It returns nil when there is nothing to draw: no points, or
 // an empty window.
-func newChart(points []Point, from, to, crossedAt time.Time) *chart {
+func newChart(points []traffic.MinuteHits, from, to, crossedAt time.Time) *chart {
 	if len(points) == 0 {
 		return nil
 	}
 	if from.IsZero() || to.IsZero() {
-		lo, hi := points[0].At, points[0].At
+		lo, hi := points[0].Minute, points[0].Minute
 		for _, p := range points[1:] {
-			if p.At.Before(lo) {
-				lo = p.At
+			if p.Minute.Before(lo) {
+				lo = p.Minute
 			}
-			if p.At.After(hi) {
-				hi = p.At
+			if p.Minute.After(hi) {
+				hi = p.Minute
 			}
 		}
 		if from.IsZero() {
@@ -123,13 +125,13 @@ func newChart(points []Point, from, to, crossedAt time.Time) *chart {
 	c := &chart{start: start, end: end, step: time.Duration(per) * time.Minute, mark: -1}
 	c.buckets = make([]uint64, (minutes+per-1)/per)
 	for _, p := range points {
-		if p.At.Before(start) || !p.At.Before(end) {
+		if p.Minute.Before(start) || !p.Minute.Before(end) {
 			continue
 		}
-		i := p.At.Sub(start) / c.step
+		i := p.Minute.Sub(start) / c.step
 		c.buckets[i] = addSat(c.buckets[i], p.Hits)
 		if p.Hits > c.peak {
-			c.peak, c.peakAt = p.Hits, p.At.UTC().Truncate(time.Minute)
+			c.peak, c.peakAt = p.Hits, p.Minute.UTC().Truncate(time.Minute)
 		}
 	}
 	if !crossedAt.Before(start) && crossedAt.Before(end) {

@@ -7,15 +7,17 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"github.com/pagewatch/pagewatch/domain/traffic"
 )
 
 var chartEnd = time.Date(2025, 3, 4, 11, 0, 0, 0, time.UTC)
 
 // perMinute returns one point a minute over [from, from+n min), hits(i) each.
-func perMinute(from time.Time, n int, hits func(i int) uint64) []Point {
-	pts := make([]Point, n)
+func perMinute(from time.Time, n int, hits func(i int) uint64) []traffic.MinuteHits {
+	pts := make([]traffic.MinuteHits, n)
 	for i := range pts {
-		pts[i] = Point{At: from.Add(time.Duration(i) * time.Minute), Hits: hits(i)}
+		pts[i] = traffic.MinuteHits{Minute: from.Add(time.Duration(i) * time.Minute), Hits: hits(i)}
 	}
 	return pts
 }
@@ -49,12 +51,12 @@ func TestChartDownsamplesADay(t *testing.T) {
 
 func TestChartFillsGapsAndKeepsToTheWindow(t *testing.T) {
 	from := chartEnd.Add(-10 * time.Minute)
-	pts := []Point{
-		{At: from.Add(5 * time.Minute), Hits: 7},
-		{At: from, Hits: 3},
-		{At: from.Add(-time.Minute), Hits: 100},  // before the window
-		{At: chartEnd, Hits: 100},                // at its end: after it
-		{At: from.Add(9 * time.Minute), Hits: 0}, // a zero point is fine
+	pts := []traffic.MinuteHits{
+		{Minute: from.Add(5 * time.Minute), Hits: 7},
+		{Minute: from, Hits: 3},
+		{Minute: from.Add(-time.Minute), Hits: 100},  // before the window
+		{Minute: chartEnd, Hits: 100},                // at its end: after it
+		{Minute: from.Add(9 * time.Minute), Hits: 0}, // a zero point is fine
 	}
 	c := newChart(pts, from, chartEnd, chartEnd.Add(time.Hour))
 	want := []uint64{3, 0, 0, 0, 0, 7, 0, 0, 0, 0}
@@ -72,7 +74,7 @@ func TestChartFillsGapsAndKeepsToTheWindow(t *testing.T) {
 }
 
 func TestChartEdgeCases(t *testing.T) {
-	pts := []Point{{At: chartEnd, Hits: 1}}
+	pts := []traffic.MinuteHits{{Minute: chartEnd, Hits: 1}}
 	if c := newChart(nil, chartEnd.Add(-time.Hour), chartEnd, chartEnd); c != nil {
 		t.Error("chart without points")
 	}
@@ -80,7 +82,7 @@ func TestChartEdgeCases(t *testing.T) {
 		t.Error("chart of a window that ends before it starts")
 	}
 	// Missing edges come from the points.
-	c := newChart([]Point{{At: chartEnd.Add(-30 * time.Minute), Hits: 2}, {At: chartEnd, Hits: 1}}, time.Time{}, time.Time{}, time.Time{})
+	c := newChart([]traffic.MinuteHits{{Minute: chartEnd.Add(-30 * time.Minute), Hits: 2}, {Minute: chartEnd, Hits: 1}}, time.Time{}, time.Time{}, time.Time{})
 	if c == nil || !c.start.Equal(chartEnd.Add(-30*time.Minute)) || !c.end.Equal(chartEnd.Add(time.Minute)) || sum(c.buckets) != 3 {
 		t.Errorf("chart from points alone: %+v", c)
 	}
@@ -94,7 +96,7 @@ func TestChartEdgeCases(t *testing.T) {
 		t.Error(err)
 	}
 	// Counts near the top of uint64 saturate rather than wrap.
-	c = newChart([]Point{{At: chartEnd, Hits: math.MaxUint64}, {At: chartEnd, Hits: 5}}, chartEnd, chartEnd.Add(time.Minute), chartEnd)
+	c = newChart([]traffic.MinuteHits{{Minute: chartEnd, Hits: math.MaxUint64}, {Minute: chartEnd, Hits: 5}}, chartEnd, chartEnd.Add(time.Minute), chartEnd)
 	if c.buckets[0] != math.MaxUint64 {
 		t.Errorf("saturated bucket = %d", c.buckets[0])
 	}
@@ -105,7 +107,7 @@ func TestChartEdgeCases(t *testing.T) {
 
 func TestChartPNG(t *testing.T) {
 	from := chartEnd.Add(-10 * time.Minute)
-	c := newChart([]Point{{At: from.Add(2 * time.Minute), Hits: 40}, {At: from.Add(7 * time.Minute), Hits: 1}}, from, chartEnd, from.Add(7*time.Minute))
+	c := newChart([]traffic.MinuteHits{{Minute: from.Add(2 * time.Minute), Hits: 40}, {Minute: from.Add(7 * time.Minute), Hits: 1}}, from, chartEnd, from.Add(7*time.Minute))
 	data, err := c.png()
 	if err != nil {
 		t.Fatal(err)

@@ -14,23 +14,25 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/pagewatch/pagewatch/domain/traffic"
 	"github.com/pagewatch/pagewatch/internal/testserver/smtptest"
+	"github.com/pagewatch/pagewatch/pipeline/notify"
 	"github.com/pagewatch/pagewatch/sinks/mail"
 )
 
 // withContext adds an hour of per-minute hits (with gaps) and referrers.
-func withContext(n mail.Notification) mail.Notification {
+func withContext(n notify.Notification) notify.Notification {
 	n.WindowEnd = n.CrossedAt.Truncate(time.Minute).Add(time.Minute)
 	n.WindowStart = n.WindowEnd.Add(-time.Hour)
 	for i := 0; i < 60; i += 2 {
-		n.Series = append(n.Series, mail.Point{At: n.WindowStart.Add(time.Duration(i) * time.Minute), Hits: uint64(i)})
+		n.Series = append(n.Series, traffic.MinuteHits{Minute: n.WindowStart.Add(time.Duration(i) * time.Minute), Hits: uint64(i)})
 	}
-	n.Referrers = []mail.Referrer{{Referer: "https://news.example/item?id=1", Hits: 700}, {Referer: "https://search.example/", Hits: 300}}
+	n.Referrers = []traffic.Referrer{{Referer: "https://news.example/item?id=1", Hits: 700}, {Referer: "https://search.example/", Hits: 300}}
 	return n
 }
 
 // sendToFile renders n through the file transport and parses the .eml.
-func sendToFile(t *testing.T, n mail.Notification) parsed {
+func sendToFile(t *testing.T, n notify.Notification) parsed {
 	t.Helper()
 	dir := t.TempDir()
 	s := newSender(t, fileConfig(dir))
@@ -104,8 +106,8 @@ func TestMessageWithChartAndReferrers(t *testing.T) {
 
 func TestMessageWithoutSeriesHasNoChart(t *testing.T) {
 	n := testNotification()
-	n.Referrers = []mail.Referrer{{Referer: "https://search.example/", Hits: 3}}
-	n.Series = []mail.Point{}
+	n.Referrers = []traffic.Referrer{{Referer: "https://search.example/", Hits: 3}}
+	n.Series = []traffic.MinuteHits{}
 	p := sendToFile(t, n)
 	if p.Structure != "multipart/alternative(text/plain,text/html)" || len(p.Images) != 0 {
 		t.Errorf("structure %s with %d images, want no chart", p.Structure, len(p.Images))
@@ -127,7 +129,7 @@ func TestMessageWithoutSeriesHasNoChart(t *testing.T) {
 func TestHostileReferrers(t *testing.T) {
 	n := withContext(testNotification())
 	huge := strings.Repeat("https://evil.example/"+strings.Repeat("A", 100), 1000) // ~120 KB
-	n.Referrers = []mail.Referrer{
+	n.Referrers = []traffic.Referrer{
 		{Referer: "https://x.example/\r\nBcc: evil@example.com\r\nX-Injected: yes", Hits: 90},
 		{Referer: `"><script>alert(1)</script><a href="https://phish.example/">login</a>`, Hits: 80},
 		{Referer: "<SCRIPT SRC=//evil.example/x.js></SCRIPT>", Hits: 70},
@@ -137,7 +139,7 @@ func TestHostileReferrers(t *testing.T) {
 		{Referer: "", Hits: 30},
 	}
 	for i := range 8 { // beyond the ten shown
-		n.Referrers = append(n.Referrers, mail.Referrer{Referer: fmt.Sprintf("https://tail%d.example/", i), Hits: uint64(10 - i)})
+		n.Referrers = append(n.Referrers, traffic.Referrer{Referer: fmt.Sprintf("https://tail%d.example/", i), Hits: uint64(10 - i)})
 	}
 	p := sendToFile(t, n)
 	checkChart(t, p)

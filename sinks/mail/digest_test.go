@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pagewatch/pagewatch/sinks/mail"
+	"github.com/pagewatch/pagewatch/pipeline/notify"
 )
 
 func TestDigestListsFoldedPagesSafely(t *testing.T) {
@@ -13,7 +13,7 @@ func TestDigestListsFoldedPagesSafely(t *testing.T) {
 	n.Path = "/blog/*"
 	n.DigestTotal = 1500
 	for i := 0; i < 1200; i++ {
-		n.Digest = append(n.Digest, mail.DigestItem{Path: fmt.Sprintf("/blog/post-%d", i), Count: uint64(5000 - i), Threshold: 1000})
+		n.Digest = append(n.Digest, notify.DigestItem{Path: fmt.Sprintf("/blog/post-%d", i), Count: uint64(5000 - i), Threshold: 1000})
 	}
 	n.Digest[0].Path = "/blog/<script>alert(1)</script>\r\nBcc: victim@example.com"
 	p := sendToFile(t, n)

@@ -16,6 +16,19 @@ func (e *permanentError) Unwrap() error { return e.err }
 
 func permanent(err error) error { return &permanentError{err: err} }
 
+// SendError is what Send returns: the failure, and what the worker needs
+// to know of it.
+type SendError struct{ err error }
+
+func (e *SendError) Error() string { return e.err.Error() }
+func (e *SendError) Unwrap() error { return e.err }
+
+// Permanent reports whether retrying is pointless (see IsPermanent).
+func (e *SendError) Permanent() bool { return IsPermanent(e.err) }
+
+// SMTPCode is the server's reply code behind the failure, or 0.
+func (e *SendError) SMTPCode() int { return SMTPCode(e.err) }
+
 // SMTPCode returns the SMTP reply code behind err (e.g. 451, 550), or 0 if
 // the failure did not come from a server reply (connection refused,
 // timeout, TLS handshake, file transport).

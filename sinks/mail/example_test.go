@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/pagewatch/pagewatch/pipeline/notify"
 	"github.com/pagewatch/pagewatch/sinks/mail"
 )
 
@@ -29,7 +30,7 @@ func Example() {
 	}
 	defer sender.Close()
 
-	err = sender.Send(context.Background(), mail.Notification{
+	err = sender.Send(context.Background(), notify.Notification{
 		Key:        "pricing-hourly.3f2a9c.1",
 		Rule:       "pricing-hourly",
 		Site:       "example.com",

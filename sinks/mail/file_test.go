@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pagewatch/pagewatch/domain/crossing"
 	"github.com/pagewatch/pagewatch/sinks/mail"
 )
 
@@ -36,7 +37,7 @@ func TestFileTransportWritesEML(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := parseMessage(t, data)
-	if got, want := p.Header.Get("Message-ID"), "<"+mail.MessageID(n.Key)+">"; got != want {
+	if got, want := p.Header.Get("Message-ID"), "<"+crossing.MessageID(n.Key)+">"; got != want {
 		t.Errorf("Message-ID = %q, want %q", got, want)
 	}
 	if got := p.Header.Get("To"); got != "<ops@example.com>" {

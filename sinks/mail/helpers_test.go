@@ -14,11 +14,12 @@ import (
 
 	"github.com/pagewatch/pagewatch/config/secret"
 	"github.com/pagewatch/pagewatch/internal/testserver/smtptest"
+	"github.com/pagewatch/pagewatch/pipeline/notify"
 	"github.com/pagewatch/pagewatch/sinks/mail"
 )
 
-func testNotification() mail.Notification {
-	return mail.Notification{
+func testNotification() notify.Notification {
+	return notify.Notification{
 		Key:        "pricing-hourly.3f2a9c.1",
 		Rule:       "pricing-hourly",
 		Site:       "example.com",

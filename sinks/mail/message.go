@@ -3,8 +3,6 @@ package mail
 import (
 	"bytes"
 	"cmp"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	htmltemplate "html/template"
@@ -15,65 +13,11 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/pagewatch/pagewatch/domain/crossing"
+	"github.com/pagewatch/pagewatch/domain/traffic"
+	"github.com/pagewatch/pagewatch/pipeline/notify"
 	gomail "github.com/wneessen/go-mail"
 )
-
-// Notification is one threshold crossing to tell people about.
-type Notification struct {
-	Key        string // crossing key, unique per crossing, e.g. "pricing-hourly.3f2a9c.1"
-	Rule       string
-	Site, Path string // written by strangers: may contain anything
-	Count      uint64
-	Threshold  uint64
-	Window     string // human text: "1h", "all time"
-	CrossedAt  time.Time
-	Recipients []string
-
-	// Optional context. Left empty, the message has no chart and no
-	// referrer list, and nothing in it hints at them.
-
-	// WindowStart and WindowEnd bound what Series and Referrers cover,
-	// [WindowStart, WindowEnd). Either may be zero: the chart then takes
-	// its edges from Series.
-	WindowStart, WindowEnd time.Time
-	// Series is the page's hits per minute, one point per minute; minutes
-	// without a point are drawn as zero. It becomes an inline PNG chart.
-	Series []Point
-	// Referrers are the page's top referrers in the window. The ten with
-	// the most hits are shown, as text: they are written by strangers.
-	Referrers []Referrer
-
-	// Subject and Body are the rule's own texts (already rendered), used
-	// in place of the default subject and first sentence. They are
-	// cleaned like everything else: one line for the subject, lines of
-	// plain text for the body.
-	Subject, Body string
-
-	// Digest, when set, makes this a storm guard's summary: these pages
-	// crossed too, in the same sweep, and are listed rather than mailed
-	// one by one. DigestTotal counts them all, listed or not.
-	Digest      []DigestItem
-	DigestTotal int
-}
-
-// DigestItem is one crossing in a digest.
-type DigestItem struct {
-	Path      string // written by strangers: may contain anything
-	Count     uint64
-	Threshold uint64
-}
-
-// Point is a page's hits in the minute starting at At.
-type Point struct {
-	At   time.Time
-	Hits uint64
-}
-
-// Referrer is a referer and how many of the page's hits came from it.
-type Referrer struct {
-	Referer string // written by strangers: may contain anything
-	Hits    uint64
-}
 
 // Limits on how much stranger-controlled text reaches a message. Subjects
 // are kept short so mail clients show the verb; bodies get more room but a
@@ -94,14 +38,6 @@ const (
 
 // chartFile names the inline chart: its Content-Type name and filename.
 const chartFile = "chart.png"
-
-// MessageID returns the Message-ID (without angle brackets) used for the
-// crossing key. It is derived from the key alone so that a retried or
-// duplicated send carries the same ID and receivers can spot it.
-func MessageID(key string) string {
-	sum := sha256.Sum256([]byte(key))
-	return hex.EncodeToString(sum[:])[:32] + "@pagewatch"
-}
 
 // view is what the templates see: every field already cleaned to a single
 // line of valid UTF-8 and bounded in length.
@@ -144,7 +80,7 @@ type referrerView struct {
 	Hits    string
 }
 
-func newView(n Notification) view {
+func newView(n notify.Notification) view {
 	window := clean(n.Window, maxLabelRunes)
 	allTime := window == "" || strings.EqualFold(strings.TrimSpace(window), "all time")
 	if allTime {
@@ -212,9 +148,9 @@ func (v *view) withChart(c *chart, cid string) {
 
 // topReferrers keeps the maxReferrers with the most hits, in that order
 // (the caller's order among equals), each cleaned to one short line.
-func topReferrers(refs []Referrer) []referrerView {
+func topReferrers(refs []traffic.Referrer) []referrerView {
 	sorted := slices.Clone(refs)
-	slices.SortStableFunc(sorted, func(a, b Referrer) int { return cmp.Compare(b.Hits, a.Hits) })
+	slices.SortStableFunc(sorted, func(a, b traffic.Referrer) int { return cmp.Compare(b.Hits, a.Hits) })
 	out := make([]referrerView, 0, min(len(sorted), maxReferrers))
 	for _, r := range sorted[:min(len(sorted), maxReferrers)] {
 		out = append(out, referrerView{Referer: orPlaceholder(clean(r.Referer, maxReferrerRunes)), Hits: groupDigits(r.Hits)})
@@ -321,7 +257,7 @@ const htmlBody = `<!DOCTYPE html>
 {{- if .Referrers}}
 <p><strong>Top referrers</strong>{{if .WindowText}}, {{.WindowText}}{{end}}</p>
 <table cellpadding="4">
-<tr><th align="right">Views</th><th align="left">Referrer (not a link: written by visitors)</th></tr>
+<tr><th align="right">Views</th><th align="left">traffic.Referrer (not a link: written by visitors)</th></tr>
 {{- range .Referrers}}
 <tr><td align="right">{{.Hits}}</td><td style="word-break: break-all"><code>{{.Referer}}</code></td></tr>
 {{- end}}
@@ -355,13 +291,13 @@ func newRenderer(from string) (*renderer, error) {
 // message builds the email for n. Errors here are about the notification
 // itself (bad recipients), so they are marked permanent: retrying cannot fix
 // them.
-func (r *renderer) message(n Notification) (*gomail.Msg, error) {
+func (r *renderer) message(n notify.Notification) (*gomail.Msg, error) {
 	if len(n.Recipients) == 0 {
 		return nil, permanent(errors.New("no recipients"))
 	}
 	v := newView(n)
 	var chartPNG []byte
-	cid := "chart." + MessageID(n.Key) // unique per crossing, like the Message-ID
+	cid := "chart." + crossing.MessageID(n.Key) // unique per crossing, like the Message-ID
 	if c := newChart(n.Series, n.WindowStart, n.WindowEnd, n.CrossedAt); c != nil {
 		var err error
 		if chartPNG, err = c.png(); err != nil {
@@ -387,7 +323,7 @@ func (r *renderer) message(n Notification) (*gomail.Msg, error) {
 	// go-mail also RFC 2047-encodes anything unusual in headers; clean()
 	// already removed CR/LF, so this is a second wall, not the only one.
 	m.Subject(v.Subject)
-	m.SetMessageIDWithValue(MessageID(n.Key))
+	m.SetMessageIDWithValue(crossing.MessageID(n.Key))
 	m.SetDate()
 	// RFC 3834: stops vacation responders from replying to a robot.
 	m.SetGenHeader(gomail.Header("Auto-Submitted"), "auto-generated")

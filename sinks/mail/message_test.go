@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/pagewatch/pagewatch/pipeline/notify"
 )
 
 func TestGroupDigits(t *testing.T) {
@@ -44,20 +46,20 @@ func TestClean(t *testing.T) {
 }
 
 func TestSubject(t *testing.T) {
-	n := Notification{Path: "/pricing", Threshold: 1000, Window: "1h"}
+	n := notify.Notification{Path: "/pricing", Threshold: 1000, Window: "1h"}
 	if got, want := newView(n).Subject, "[pagewatch] /pricing passed 1,000 views in 1h"; got != want {
 		t.Errorf("subject = %q, want %q", got, want)
 	}
 	for _, window := range []string{"all time", "All Time", ""} {
-		n := Notification{Path: "/pricing", Threshold: 10000, Window: window}
+		n := notify.Notification{Path: "/pricing", Threshold: 10000, Window: window}
 		if got, want := newView(n).Subject, "[pagewatch] /pricing passed 10,000 views"; got != want {
 			t.Errorf("window %q: subject = %q, want %q", window, got, want)
 		}
 	}
-	if got := newView(Notification{Path: "\r\n", Window: "1h"}).Subject; !strings.Contains(got, "\uFFFD") {
+	if got := newView(notify.Notification{Path: "\r\n", Window: "1h"}).Subject; !strings.Contains(got, "\uFFFD") {
 		t.Errorf("subject for control-only path = %q", got)
 	}
-	if got := newView(Notification{Window: "1h"}).Subject; got != "[pagewatch] (empty) passed 0 views in 1h" {
+	if got := newView(notify.Notification{Window: "1h"}).Subject; got != "[pagewatch] (empty) passed 0 views in 1h" {
 		t.Errorf("subject for empty path = %q", got)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"sync"
 	"time"
+
+	"github.com/pagewatch/pagewatch/pipeline/notify"
 )
 
 // Settings is the mail config in force, which a reload (SIGHUP) may
@@ -91,7 +93,7 @@ func NewFollowing(s *Settings, logger *slog.Logger) (*Following, error) {
 }
 
 // Send sends n with a Sender made from the config in force.
-func (f *Following) Send(ctx context.Context, n Notification) error {
+func (f *Following) Send(ctx context.Context, n notify.Notification) error {
 	if cfg, gen := f.settings.Get(); gen != f.gen {
 		next, err := New(cfg, f.logger)
 		if err != nil {

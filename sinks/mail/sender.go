@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/pagewatch/pagewatch/pipeline/notify"
 	gomail "github.com/wneessen/go-mail"
 )
 
@@ -54,18 +55,19 @@ func New(cfg Config, logger *slog.Logger) (*Sender, error) {
 	return &Sender{render: r, transport: t, logger: logger}, nil
 }
 
-// Send renders n and delivers it. Use IsPermanent and SMTPCode on the error
-// to decide whether to retry. Sending the same Key twice sends a second copy
+// Send renders n and delivers it. Its error says, through its Permanent and
+// SMTPCode methods (see IsPermanent and SMTPCode), whether a retry can
+// help: the worker branches on those without importing this package. Sending the same Key twice sends a second copy
 // with the same Message-ID (the file transport overwrites instead).
-func (s *Sender) Send(ctx context.Context, n Notification) error {
+func (s *Sender) Send(ctx context.Context, n notify.Notification) error {
 	if err := s.send(ctx, n); err != nil {
-		return fmt.Errorf("send %s to %d recipients: %w", n.Key, len(n.Recipients), err)
+		return &SendError{err: fmt.Errorf("send %s to %d recipients: %w", n.Key, len(n.Recipients), err)}
 	}
 	s.logger.Debug("notification sent", "key", n.Key, "recipients", len(n.Recipients))
 	return nil
 }
 
-func (s *Sender) send(ctx context.Context, n Notification) error {
+func (s *Sender) send(ctx context.Context, n notify.Notification) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/pagewatch/pagewatch/config/secret"
+	"github.com/pagewatch/pagewatch/domain/crossing"
 	"github.com/pagewatch/pagewatch/internal/testserver/smtptest"
 	"github.com/pagewatch/pagewatch/sinks/mail"
 )
@@ -35,7 +36,7 @@ func TestSMTPStartTLSPlainAuth(t *testing.T) {
 	}
 
 	p := parseMessage(t, m.Data)
-	if got, want := p.Header.Get("Message-ID"), "<"+mail.MessageID(n.Key)+">"; got != want {
+	if got, want := p.Header.Get("Message-ID"), "<"+crossing.MessageID(n.Key)+">"; got != want {
 		t.Errorf("Message-ID = %q, want %q", got, want)
 	}
 	if want := "[pagewatch] /pricing passed 1,000 views in 1h"; p.Subject != want {
@@ -55,11 +56,11 @@ func TestSMTPStartTLSPlainAuth(t *testing.T) {
 }
 
 func TestSMTPMessageIDIsDeterministic(t *testing.T) {
-	id := mail.MessageID("pricing-hourly.3f2a9c.1")
-	if id != mail.MessageID("pricing-hourly.3f2a9c.1") {
+	id := crossing.MessageID("pricing-hourly.3f2a9c.1")
+	if id != crossing.MessageID("pricing-hourly.3f2a9c.1") {
 		t.Fatal("MessageID differs between calls")
 	}
-	if id == mail.MessageID("pricing-hourly.3f2a9c.2") {
+	if id == crossing.MessageID("pricing-hourly.3f2a9c.2") {
 		t.Fatal("MessageID collides for different keys")
 	}
 	local, domain, _ := strings.Cut(id, "@")

@@ -1,0 +1,52 @@
+// Package traffic holds what is known of a page's views: its counts over
+// windows, its views per minute and its referrers, and the questions the
+// stages ask of the store about them. The stages declare the interfaces
+// they need in these terms (pipeline/sweep's Counter, pipeline/notify's
+// Stats); sinks/clickhouse answers them.
+package traffic
+
+import "time"
+
+// WindowQuery asks for the hits of every page in several windows at once,
+// all ending at End: what one sweep needs for all its rules.
+type WindowQuery struct {
+	// Sites limits the pages to these sites; empty means every site.
+	Sites []string
+	// Starts are the windows' starts; the zero time means all time. A
+	// start at or after End counts nothing.
+	Starts []time.Time
+	// End: minutes starting before End count.
+	End time.Time
+	// SealedBefore: the UTC days before its day are read from page_days,
+	// the rest from page_minutes; the zero time reads page_minutes only.
+	// Pass the time of the last SealDays that succeeded: page_days is
+	// trusted for those days, sealed or not, and hits loaded for one of
+	// them since that SealDays count from the next one on.
+	SealedBefore time.Time
+	// Floor leaves out pages none of whose counts exceeds it.
+	Floor uint64
+}
+
+// PageCount is one page's counts, one per WindowQuery.Starts, in order.
+type PageCount struct {
+	Site, Path string
+	Counts     []uint64
+}
+
+// MinuteScan selects the per-minute counts ScanMinutes streams.
+type MinuteScan struct {
+	Sites    []string  // empty: every site
+	From, To time.Time // minutes starting in [From, To)
+}
+
+// MinuteHits is one page's hit count in one minute.
+type MinuteHits struct {
+	Minute time.Time // start of the minute
+	Hits   uint64
+}
+
+// Referrer is one referer of a page and how many of its hits came from it.
+type Referrer struct {
+	Referer string // as logged: written by strangers, may contain anything
+	Hits    uint64
+}
