@@ -56,16 +56,11 @@ func newSweeper(ctx context.Context, env *daemon.Env) (*sweep.Sweeper, error) {
 	if err != nil {
 		return nil, err
 	}
-	return sweep.New(ctx, env.Config.Sweeper, rs, ruleSource{env}, b, ch, ch, env.Logger, env.Registry)
+	return sweep.New(ctx, env.Config.Sweeper, rs, sweep.Deps{
+		Bus: b, Counts: ch, History: ch, Rules: ruleSource{env},
+		Logger: env.Logger, Registry: env.Registry,
+	})
 }
-
-// runner adapts the sweeper's Run, which also takes the reload signal.
-type runner struct {
-	s      *sweep.Sweeper
-	reload chan struct{}
-}
-
-func (r runner) Run(ctx context.Context) error { return r.s.Run(ctx, r.reload) }
 
 func run(ctx context.Context, env *daemon.Env) error {
 	s, err := newSweeper(ctx, env)
@@ -76,17 +71,13 @@ func run(ctx context.Context, env *daemon.Env) error {
 		defer s.Close(ctx)
 		return s.Sweep(ctx)
 	}
-	r := runner{s: s, reload: make(chan struct{}, 1)}
 	// The sweeper reads its rules again itself (ruleSource), from the
 	// file and rules_path, and counts the result.
 	env.OnReload([]string{"sweeper.rules", "sweeper.rules_path"}, func(config.Config) error {
-		select {
-		case r.reload <- struct{}{}:
-		default: // a reload is already due
-		}
+		s.TriggerReload()
 		return nil
 	})
-	return env.Serve(ctx, r)
+	return env.Serve(ctx, s)
 }
 
 func check(_ context.Context, env *daemon.Env) error {

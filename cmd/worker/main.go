@@ -53,7 +53,10 @@ func run(ctx context.Context, env *daemon.Env) error {
 	env.OnReload([]string{"mail"}, func(c config.Config) error { return settings.Set(c.Mail) })
 	env.Ready("mail", settings.Probe)
 	mailers := func() (notify.Mailer, error) { return mail.NewFollowing(settings, env.Logger) }
-	w, err := notify.New(ctx, env.Config.Worker, b, mailers, ch, ch, env.Logger, env.Registry)
+	w, err := notify.New(ctx, env.Config.Worker, notify.Deps{
+		Bus: b, Mailers: mailers, History: ch, Stats: ch,
+		Logger: env.Logger, Registry: env.Registry,
+	})
 	if err != nil {
 		return err
 	}

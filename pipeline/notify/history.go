@@ -31,9 +31,7 @@ const (
 )
 
 func newHistory(rec Recorder, logger *slog.Logger) *history {
-	h := &history{rec: rec, logger: logger, in: make(chan crossing.Record, 10*historyBatch), done: make(chan struct{})}
-	go h.run()
-	return h
+	return &history{rec: rec, logger: logger, in: make(chan crossing.Record, 10*historyBatch), done: make(chan struct{})}
 }
 
 // add queues an outcome; it blocks only when ClickHouse has fallen far
@@ -46,6 +44,7 @@ func (h *history) close() {
 	<-h.done
 }
 
+// run writes batches until close; the worker's Run runs it.
 func (h *history) run() {
 	defer close(h.done)
 	var batch []crossing.Record

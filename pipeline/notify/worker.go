@@ -41,6 +41,18 @@ type Mailer interface {
 // send at the same time, each over its own reused connection.
 type NewMailer func() (Mailer, error)
 
+// Deps are what a Worker works with.
+type Deps struct {
+	Bus     *bus.Bus  // the jobs, the lock, sent-ledger and rate-limit buckets, hand-offs
+	Mailers NewMailer // one Mailer per runner
+	History Recorder  // the notifications history (ClickHouse)
+	// Stats draws the chart and lists the referrers in each mail. Nil:
+	// mails go without them.
+	Stats    Stats
+	Logger   *slog.Logger
+	Registry prometheus.Registerer
+}
+
 // Worker consumes notification jobs.
 type Worker struct {
 	cfg     Config
@@ -50,18 +62,18 @@ type Worker struct {
 	limiter *ratelimit.Limiter
 	bus     *bus.Bus
 	mailers NewMailer
-	history Recorder
 	stats   Stats    // nil: mails without chart and referrers
-	hist    *history // batches history writes; set while Run runs
+	hist    *history // batches history writes while Run runs
 	logger  *slog.Logger
 	metrics *metrics
 }
 
 // New creates the consumer and buckets and returns a Worker.
-func New(ctx context.Context, cfg Config, b *bus.Bus, mailers NewMailer, history Recorder, stats Stats, logger *slog.Logger, reg prometheus.Registerer) (*Worker, error) {
+func New(ctx context.Context, cfg Config, deps Deps) (*Worker, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	b, logger, reg := deps.Bus, deps.Logger, deps.Registry
 	stream, err := b.JobsStream(ctx)
 	if err != nil {
 		return nil, err
@@ -93,7 +105,8 @@ func New(ctx context.Context, cfg Config, b *bus.Bus, mailers NewMailer, history
 	if _, err := b.DeadLetterStream(ctx); err != nil {
 		return nil, err
 	}
-	return &Worker{cfg: cfg, cons: cons, locks: locks, sent: sent, bus: b, mailers: mailers, history: history, stats: stats,
+	return &Worker{cfg: cfg, cons: cons, locks: locks, sent: sent, bus: b, mailers: deps.Mailers, stats: deps.Stats,
+		hist:    newHistory(deps.History, logger),
 		limiter: ratelimit.New(limits, logger, reg, nil), logger: logger, metrics: newMetrics(reg)}, nil
 }
 
@@ -122,7 +135,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 		mailers[i] = m
 	}
-	w.hist = newHistory(w.history, w.logger)
+	go w.hist.run()
 	defer w.hist.close()
 	jobCtx, cancelJobs := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelJobs()

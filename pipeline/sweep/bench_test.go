@@ -88,7 +88,7 @@ func BenchmarkSweep(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s, err := New(ctx, cfg, rs, nil, bs, c, c, logger, prometheus.NewRegistry())
+	s, err := New(ctx, cfg, rs, Deps{Bus: bs, Counts: c, History: c, Logger: logger, Registry: prometheus.NewRegistry()})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -57,6 +57,18 @@ type Reloader interface {
 	Files() []string
 }
 
+// Deps are what a Sweeper works with.
+type Deps struct {
+	Bus     *bus.Bus // the jobs stream, the state and lease buckets
+	Counts  Counter  // the per-minute and per-day counts (ClickHouse)
+	History Recorder // the crossings history (ClickHouse)
+	// Rules reads the rules again on TriggerReload and when one of its
+	// files changes. Nil: the rules given to New stay.
+	Rules    Reloader
+	Logger   *slog.Logger
+	Registry prometheus.Registerer
+}
+
 // Sweeper evaluates the rules.
 type Sweeper struct {
 	cfg     Config
@@ -70,6 +82,7 @@ type Sweeper struct {
 	now     func() time.Time
 
 	reloader Reloader
+	reload   chan struct{} // TriggerReload's requests, for Run
 	rulesMu  sync.Mutex
 	set      *ruleSet
 
@@ -81,12 +94,12 @@ type Sweeper struct {
 }
 
 // New returns a Sweeper over the given rules (validated, as LoadRules
-// returns them), creating the jobs stream and the state buckets. reload
-// may be nil: the rules are then fixed.
-func New(ctx context.Context, cfg Config, rs []rules.Rule, reload Reloader, b *bus.Bus, counts Counter, history Recorder, logger *slog.Logger, reg prometheus.Registerer) (*Sweeper, error) {
+// returns them), creating the jobs stream and the state buckets.
+func New(ctx context.Context, cfg Config, rs []rules.Rule, deps Deps) (*Sweeper, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	b := deps.Bus
 	if _, err := b.JobsStream(ctx); err != nil {
 		return nil, err
 	}
@@ -98,9 +111,9 @@ func New(ctx context.Context, cfg Config, rs []rules.Rule, reload Reloader, b *b
 	if err != nil {
 		return nil, err
 	}
-	s := &Sweeper{cfg: cfg, counts: counts, history: history, state: newStateStore(state),
-		leader: newLeadership(leases, cfg.LeaderTTL), bus: b, logger: logger,
-		metrics: newMetrics(reg), now: time.Now, reloader: reload}
+	s := &Sweeper{cfg: cfg, counts: deps.Counts, history: deps.History, state: newStateStore(state),
+		leader: newLeadership(leases, cfg.LeaderTTL), bus: b, logger: deps.Logger,
+		metrics: newMetrics(deps.Registry), now: time.Now, reloader: deps.Rules, reload: make(chan struct{}, 1)}
 	s.setRules(rs)
 	return s, nil
 }
@@ -140,11 +153,20 @@ func (s *Sweeper) Reload() error {
 	return nil
 }
 
+// TriggerReload asks Run to read the rules again (main calls it on
+// SIGHUP). It does not wait: Reload is the synchronous form.
+func (s *Sweeper) TriggerReload() {
+	select {
+	case s.reload <- struct{}{}:
+	default: // a reload is already due
+	}
+}
+
 // Run sweeps on the configured schedule until ctx is done, reloading the
-// rules when reload receives or a rules file changes. A sweep still
+// rules on TriggerReload or when a rules file changes. A sweep still
 // running when the next is due makes that one skip, and a panic in a
 // sweep is logged, not fatal.
-func (s *Sweeper) Run(ctx context.Context, reload <-chan struct{}) error {
+func (s *Sweeper) Run(ctx context.Context) error {
 	if err := s.startSync(ctx); err != nil {
 		return err
 	}
@@ -160,7 +182,7 @@ func (s *Sweeper) Run(ctx context.Context, reload <-chan struct{}) error {
 	}
 	s.logger.Info("sweeper scheduled", "schedule", s.cfg.Schedule, "rules", len(s.rules().rules))
 	c.Start()
-	s.watchRules(ctx, reload)
+	s.watchRules(ctx)
 	<-c.Stop().Done() // the sweep in flight sees ctx done and returns
 	s.Close(ctx)
 	return nil
@@ -248,9 +270,9 @@ func (s *Sweeper) sweep(ctx context.Context, now time.Time) error {
 	return s.state.setProgress(ctx, now)
 }
 
-// watchRules reloads on a signal from main and when a rules file changes,
+// watchRules reloads on TriggerReload and when a rules file changes,
 // until ctx is done.
-func (s *Sweeper) watchRules(ctx context.Context, reload <-chan struct{}) {
+func (s *Sweeper) watchRules(ctx context.Context) {
 	var files []string
 	if s.reloader != nil {
 		files = s.reloader.Files()
@@ -262,8 +284,8 @@ func (s *Sweeper) watchRules(ctx context.Context, reload <-chan struct{}) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-reload:
-			if s.Reload() == nil {
+		case <-s.reload:
+			if s.Reload() == nil && s.reloader != nil {
 				seen = stamps(s.reloader.Files())
 			}
 		case <-tick.C:
