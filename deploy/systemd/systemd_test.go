@@ -25,6 +25,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/pagewatch/pagewatch/config"
+	"github.com/pagewatch/pagewatch/internal/testcheck"
 )
 
 // The units and what each must run.
@@ -427,25 +428,8 @@ func TestExecStart(t *testing.T) {
 // tool finds a program in PATH or the sbin directories a non-root PATH
 // lacks; a missing tool fails in CI and skips elsewhere.
 func tool(t *testing.T, name, pkg string) string {
-	if p, err := exec.LookPath(name); err == nil {
-		return p
-	}
-	for _, dir := range []string{"/usr/sbin", "/sbin", "/usr/bin"} {
-		if p := filepath.Join(dir, name); isExec(p) {
-			return p
-		}
-	}
-	msg := fmt.Sprintf("%s not found; install it: apt-get install %s (.ci/run does)", name, pkg)
-	if os.Getenv("CI") != "" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg + " [skipped: CI is unset]")
-	return ""
-}
-
-func isExec(p string) bool {
-	fi, err := os.Stat(p)
-	return err == nil && fi.Mode()&0o111 != 0
+	t.Helper()
+	return testcheck.RequireTool(t, name, "apt-get install "+pkg+" (.ci/run does)")
 }
 
 // TestSystemdAnalyze runs `systemd-analyze verify` on copies of the units

@@ -1,10 +1,10 @@
 package promql
 
 import (
-	"fmt"
 	"os"
-	"os/exec"
 	"testing"
+
+	"github.com/pagewatch/pagewatch/internal/testcheck"
 )
 
 // Promtool returns the path of promtool ($PAGEWATCH_PROMTOOL, else found
@@ -16,14 +16,5 @@ func Promtool(t testing.TB) string {
 	if name == "" {
 		name = "promtool"
 	}
-	path, err := exec.LookPath(name)
-	if err == nil {
-		return path
-	}
-	msg := fmt.Sprintf("promtool not found (%v): apt-get install --no-install-recommends prometheus (Debian; it ships promtool), or set PAGEWATCH_PROMTOOL", err)
-	if os.Getenv("CI") != "" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg + " (skipping outside CI)")
-	return ""
+	return testcheck.RequireTool(t, name, "apt-get install --no-install-recommends prometheus (Debian; it ships promtool), or set PAGEWATCH_PROMTOOL")
 }

@@ -5,9 +5,12 @@ package realdata
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/pagewatch/pagewatch/internal/testcheck"
 )
 
 // ApacheLog is 10,000 lines of a real Apache combined-format log.
@@ -33,10 +36,7 @@ func Path(tb testing.TB, name string) string {
 	}
 	path := filepath.Join(dir, "..", "shared", "data", name)
 	if _, err := os.Stat(path); err != nil {
-		if os.Getenv("CI") != "" {
-			tb.Fatalf("realdata: shared data file is missing (expected beside the repo in ../shared/data/): %v", err)
-		}
-		tb.Skipf("realdata: shared data file is missing, skipping outside CI: %v", err)
+		testcheck.SkipOutsideCI(tb, fmt.Sprintf("realdata: shared data file is missing (expected beside the repo in ../shared/data/): %v", err))
 	}
 	return path
 }

@@ -25,6 +25,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/pagewatch/pagewatch/internal/testcheck"
 )
 
 // Statement is one SQL statement to prove on the current engine.
@@ -143,11 +145,7 @@ func locate(t testing.TB) (node, modules string) {
 	if err == nil {
 		return node, modules
 	}
-	msg := fmt.Sprintf("sqlcheck: %v; from the repo root run `npm install --prefix .cache/chdb chdb`, or set %s to a node_modules directory containing chdb", err, ModulesEnv)
-	if os.Getenv("CI") != "" {
-		t.Fatalf("%s", msg)
-	}
-	t.Skipf("%s (skipping outside CI)", msg)
+	testcheck.SkipOutsideCI(t, fmt.Sprintf("sqlcheck: %v; from the repo root run `npm install --prefix .cache/chdb chdb`, or set %s to a node_modules directory containing chdb", err, ModulesEnv))
 	return "", ""
 }
 
