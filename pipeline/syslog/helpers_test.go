@@ -52,17 +52,8 @@ func (s *sink) all() []syslog.Message {
 	return append([]syslog.Message(nil), s.msgs...)
 }
 
-// waitFor polls cond until it holds or 10 s have passed.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
+// patience is how long a test waits for the listener to do something.
+const patience = 10 * time.Second
 
 type running struct {
 	l    *syslog.Listener

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/pagewatch/pagewatch/internal/testcheck"
 	"github.com/pagewatch/pagewatch/pipeline/syslog"
 )
 
@@ -19,7 +20,7 @@ func TestMaxTCPConnections(t *testing.T) {
 	r := start(t, cfg, nil)
 	r.dialTCP(t)
 	r.dialTCP(t)
-	waitFor(t, "two connections", func() bool { return r.metric(t, "pagewatch_ingest_syslog_tcp_connections") == 2 })
+	testcheck.Eventually(t, patience, "two connections", func() bool { return r.metric(t, "pagewatch_ingest_syslog_tcp_connections") == 2 })
 	c := r.dialTCP(t)
 	c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	if _, err := c.Read(make([]byte, 1)); err != io.EOF {
@@ -49,7 +50,7 @@ func TestIdleTimeout(t *testing.T) {
 	if d := time.Since(begin); d < 2*time.Second {
 		t.Fatalf("closed after %v, while still sending", d)
 	}
-	waitFor(t, "gauge", func() bool { return r.metric(t, "pagewatch_ingest_syslog_tcp_connections") == 0 })
+	testcheck.Eventually(t, patience, "the connections gauge back at 0", func() bool { return r.metric(t, "pagewatch_ingest_syslog_tcp_connections") == 0 })
 	if r.sink.len() != 4 {
 		t.Fatalf("%d delivered", r.sink.len())
 	}
@@ -62,8 +63,8 @@ func TestShutdown(t *testing.T) {
 	mid := r.dialTCP(t)
 	io.WriteString(mid, "300 <190>Nov 22")
 	io.WriteString(r.dialTCP(t), nginx3164("x")+"\n")
-	waitFor(t, "delivery", func() bool { return r.sink.len() == 1 })
-	waitFor(t, "connections", func() bool { return r.metric(t, "pagewatch_ingest_syslog_tcp_connections") == 3 })
+	testcheck.Eventually(t, patience, "delivery", func() bool { return r.sink.len() == 1 })
+	testcheck.Eventually(t, patience, "three connections", func() bool { return r.metric(t, "pagewatch_ingest_syslog_tcp_connections") == 3 })
 
 	if took := r.stop(); took > time.Second {
 		t.Fatalf("Run took %v to return", took)
@@ -97,7 +98,7 @@ func TestShutdownWaitsForHandler(t *testing.T) {
 	u.Write([]byte(nginx3164("a")))
 	<-s.entered
 	u.Write([]byte(nginx3164("b")))
-	waitFor(t, "queued", func() bool { return r.metric(t, "pagewatch_ingest_syslog_messages_received_total") == 2 })
+	testcheck.Eventually(t, patience, "two messages received", func() bool { return r.metric(t, "pagewatch_ingest_syslog_messages_received_total") == 2 })
 	time.AfterFunc(200*time.Millisecond, func() { close(s.block) })
 	r.stop()
 	if r.sink.len() != 2 {

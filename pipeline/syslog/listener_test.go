@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pagewatch/pagewatch/internal/testcheck"
 	"github.com/pagewatch/pagewatch/pipeline/syslog"
 )
 
@@ -34,10 +35,10 @@ func TestUDPManyMessages(t *testing.T) {
 		// Pace the sender: the socket buffer, not pagewatch, would drop
 		// the rest of an unbounded burst.
 		if i%500 == 499 {
-			waitFor(t, "delivery", func() bool { return r.sink.len() == i+1 })
+			testcheck.Eventually(t, patience, "delivery", func() bool { return r.sink.len() == i+1 })
 		}
 	}
-	waitFor(t, "delivery", func() bool { return r.sink.len() == n })
+	testcheck.Eventually(t, patience, "delivery", func() bool { return r.sink.len() == n })
 	wantContents(t, r.sink, want)
 	for _, m := range r.sink.all()[:10] {
 		if m.Transport != "udp" || !m.Peer.IsValid() || m.AppName != "nginx" || m.Facility != 23 || m.Severity != 6 || m.Received.IsZero() {
@@ -98,7 +99,7 @@ func TestTCPManyConnections(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	waitFor(t, "delivery", func() bool { return r.sink.len() == conns*per })
+	testcheck.Eventually(t, patience, "delivery", func() bool { return r.sink.len() == conns*per })
 	wantContents(t, r.sink, want)
 	if got := r.metric(t, "pagewatch_ingest_syslog_tcp_connections"); got != conns {
 		t.Errorf("open connections %v, want %d", got, conns)
@@ -134,8 +135,8 @@ func TestOversizeKeepsSync(t *testing.T) {
 	u.Write([]byte(huge))
 	u.Write([]byte(nginx3164(ok[5])))
 
-	waitFor(t, "delivery", func() bool { return r.sink.len() == len(ok) })
-	waitFor(t, "counts", func() bool { return r.malformed(t, syslog.ReasonTooLong) == 4 })
+	testcheck.Eventually(t, patience, "delivery", func() bool { return r.sink.len() == len(ok) })
+	testcheck.Eventually(t, patience, "four too-long messages counted", func() bool { return r.malformed(t, syslog.ReasonTooLong) == 4 })
 	wantContents(t, r.sink, ok)
 }
 
@@ -151,14 +152,14 @@ func TestDisconnectMidFrame(t *testing.T) {
 		io.WriteString(c, partial)
 		c.Close()
 	}
-	waitFor(t, "truncated frames", func() bool { return r.malformed(t, syslog.ReasonTruncated) == 3 })
-	waitFor(t, "connections closed", func() bool { return r.metric(t, "pagewatch_ingest_syslog_tcp_connections") == 0 })
+	testcheck.Eventually(t, patience, "truncated frames", func() bool { return r.malformed(t, syslog.ReasonTruncated) == 3 })
+	testcheck.Eventually(t, patience, "connections closed", func() bool { return r.metric(t, "pagewatch_ingest_syslog_tcp_connections") == 0 })
 	if r.sink.len() != 3 {
 		t.Fatalf("%d delivered, want the 3 whole frames", r.sink.len())
 	}
 	c := r.dialTCP(t)
 	io.WriteString(c, octet(msg))
-	waitFor(t, "a later connection", func() bool { return r.sink.len() == 4 })
+	testcheck.Eventually(t, patience, "a later connection", func() bool { return r.sink.len() == 4 })
 }
 
 // Junk from port scanners, TLS clients and broken senders is counted and
@@ -183,14 +184,14 @@ func TestHostileInput(t *testing.T) {
 	if _, err := c.Read(make([]byte, 1)); err != io.EOF {
 		t.Fatalf("connection with a bad octet count: read %v, want EOF", err)
 	}
-	waitFor(t, "framing", func() bool { return r.malformed(t, syslog.ReasonFraming) == 1 })
+	testcheck.Eventually(t, patience, "a framing error counted", func() bool { return r.malformed(t, syslog.ReasonFraming) == 1 })
 
 	good := nginx3164(junkLine)
 	u.Write([]byte(good))
 	c = r.dialTCP(t)
 	io.WriteString(c, good+"\n")
-	waitFor(t, "good messages after junk", func() bool { return r.sink.len() >= 2 })
-	waitFor(t, "every message accounted for", func() bool {
+	testcheck.Eventually(t, patience, "good messages after junk", func() bool { return r.sink.len() >= 2 })
+	testcheck.Eventually(t, patience, "every message accounted for", func() bool {
 		received := r.metric(t, "pagewatch_ingest_syslog_messages_received_total")
 		return received > 2 && received == r.metric(t, "pagewatch_ingest_syslog_messages_delivered_total")+
 			r.metric(t, "pagewatch_ingest_syslog_malformed_messages_total")
@@ -211,8 +212,8 @@ func TestTagsFilter(t *testing.T) {
 	u.Write([]byte("<190>Nov 22 10:00:00 web1 nginx: " + accessLine(1)))
 	u.Write([]byte("<190>1 - web1 nginx - - - " + accessLine(2)))
 	u.Write([]byte("<190>1 - web1 - - - - untagged"))
-	waitFor(t, "delivery", func() bool { return r.sink.len() == 2 })
-	waitFor(t, "filtered", func() bool { return r.metric(t, "pagewatch_ingest_syslog_filtered_messages_total") == 2 })
+	testcheck.Eventually(t, patience, "delivery", func() bool { return r.sink.len() == 2 })
+	testcheck.Eventually(t, patience, "two messages filtered", func() bool { return r.metric(t, "pagewatch_ingest_syslog_filtered_messages_total") == 2 })
 }
 
 // A handler that cannot keep up makes UDP drop, counted, once the queue is
@@ -233,10 +234,10 @@ func TestUDPQueueFullDrops(t *testing.T) {
 		u.Write(msg)
 		time.Sleep(200 * time.Microsecond)
 	}
-	waitFor(t, "all received", func() bool { return r.metric(t, "pagewatch_ingest_syslog_messages_received_total") == 50 })
+	testcheck.Eventually(t, patience, "all received", func() bool { return r.metric(t, "pagewatch_ingest_syslog_messages_received_total") == 50 })
 	if got := r.metric(t, "pagewatch_ingest_syslog_dropped_messages_total"); got != 43 {
 		t.Errorf("dropped %v, want 43 (50, less 1 in the handler and 6 queued)", got)
 	}
 	close(s.block)
-	waitFor(t, "queued delivered", func() bool { return r.sink.len() == 7 })
+	testcheck.Eventually(t, patience, "queued delivered", func() bool { return r.sink.len() == 7 })
 }

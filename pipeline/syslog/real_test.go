@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/pagewatch/pagewatch/internal/realdata"
+	"github.com/pagewatch/pagewatch/internal/testcheck"
 	"github.com/pagewatch/pagewatch/pipeline/logformat"
 )
 
@@ -21,17 +22,17 @@ func TestRealLogOverSyslog(t *testing.T) {
 	if _, err := r.dialTCP(t).Write(stream.Bytes()); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "TCP delivery", func() bool { return r.sink.len() == len(lines) })
+	testcheck.Eventually(t, patience, "TCP delivery", func() bool { return r.sink.len() == len(lines) })
 	u := r.dialUDP(t)
 	for i, l := range lines {
 		if _, err := u.Write([]byte(nginx3164(string(l)))); err != nil {
 			t.Fatal(err)
 		}
 		if i%500 == 499 {
-			waitFor(t, "UDP delivery", func() bool { return r.sink.len() == len(lines)+i+1 })
+			testcheck.Eventually(t, patience, "UDP delivery", func() bool { return r.sink.len() == len(lines)+i+1 })
 		}
 	}
-	waitFor(t, "UDP delivery", func() bool { return r.sink.len() == 2*len(lines) })
+	testcheck.Eventually(t, patience, "UDP delivery", func() bool { return r.sink.len() == 2*len(lines) })
 
 	var want []string
 	var e logformat.Entry
