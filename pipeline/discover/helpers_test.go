@@ -2,6 +2,7 @@ package discover_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"maps"
 	"os"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/pagewatch/pagewatch/internal/testcheck"
 	"github.com/pagewatch/pagewatch/pipeline/discover"
 )
 
@@ -100,13 +102,12 @@ func (c *collector) lastFound(p string) discover.Found {
 // path was reported twice.
 func (c *collector) waitFor(t testing.TB, want ...string) {
 	t.Helper()
-	deadline := time.Now().Add(eventually)
-	for {
+	testcheck.Eventually(t, eventually, fmt.Sprintf("%d paths reported", len(want)), func() error {
 		_, count := c.snapshot()
-		missing := 0
+		var missing []string
 		for _, p := range want {
 			if count[p] == 0 {
-				missing++
+				missing = append(missing, p)
 			}
 		}
 		for p, n := range count {
@@ -114,14 +115,11 @@ func (c *collector) waitFor(t testing.TB, want ...string) {
 				t.Fatalf("%s reported %d times", p, n)
 			}
 		}
-		if missing == 0 {
-			return
+		if len(missing) > 0 {
+			return fmt.Errorf("%d of %d paths not reported, e.g. %v", len(missing), len(want), missing[:min(len(missing), 3)])
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d paths not reported after %s, e.g. %v", missing, len(want), eventually, want[:min(len(want), 3)])
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // start runs w until the returned stop is called; stop checks that Run
@@ -157,18 +155,6 @@ func modes() map[string]func(*discover.Config) {
 	return map[string]func(*discover.Config){
 		"inotify": func(c *discover.Config) { c.Inotify = true; c.PollInterval = time.Hour },
 		"polling": func(c *discover.Config) { c.Inotify = false; c.PollInterval = 20 * time.Millisecond; c.Debounce = 0 },
-	}
-}
-
-// waitUntil waits for cond, failing with what after a generous time.
-func waitUntil(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(eventually)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not so after %s: %s", eventually, what)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 

@@ -2,6 +2,7 @@ package discover
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path"
@@ -17,6 +18,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/pagewatch/pagewatch/internal/syncbuf"
+	"github.com/pagewatch/pagewatch/internal/testcheck"
 )
 
 func TestCompileInclude(t *testing.T) {
@@ -98,18 +100,16 @@ func TestWatchLimitFallsBackToPolling(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{filepath.Join(root, "a.log"), filepath.Join(root, "sub/b.log")}
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	testcheck.Eventually(t, 20*time.Second, "both files found by polling", func() error {
 		mu.Lock()
 		got := slices.Clone(found)
 		mu.Unlock()
 		slices.Sort(got)
-		if slices.Equal(got, want) {
-			break
+		if !slices.Equal(got, want) {
+			return fmt.Errorf("found %q, want %q", got, want)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("found %q, want %q", got, want)
-		}
-	}
+		return nil
+	})
 	time.Sleep(100 * time.Millisecond) // some more polls
 	cancel()
 	if err := <-done; err != nil {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pagewatch/pagewatch/internal/testcheck"
 	"github.com/pagewatch/pagewatch/pipeline/discover"
 )
 
@@ -45,7 +46,7 @@ func TestRunFindsFilesAsTheyAppear(t *testing.T) {
 			if err := os.MkdirAll(filepath.Join(root, "new/deeper"), 0o755); err != nil {
 				t.Fatal(err)
 			}
-			waitUntil(t, "new directories looked at", func() bool {
+			testcheck.Eventually(t, eventually, "new directories looked at", func() bool {
 				return name == "polling" || metric(t, reg, "pagewatch_ingest_discover_watched_directories", "") >= 4
 			})
 			touch(t, root, "new/deeper/d.log")
@@ -143,11 +144,11 @@ func TestRunDeletedAndRecreated(t *testing.T) {
 			if err := os.Remove(a); err != nil {
 				t.Fatal(err)
 			}
-			waitUntil(t, "a.log seen gone", func() bool {
+			testcheck.Eventually(t, eventually, "a.log seen gone", func() bool {
 				return metric(t, reg, "pagewatch_ingest_discover_files", "") == 2
 			})
 			touch(t, root, "a.log")
-			waitUntil(t, "a.log reported again", func() bool {
+			testcheck.Eventually(t, eventually, "a.log reported again", func() bool {
 				_, count := c.snapshot()
 				return count[a] == 2
 			})
@@ -157,11 +158,11 @@ func TestRunDeletedAndRecreated(t *testing.T) {
 			if err := os.RemoveAll(filepath.Join(root, "d")); err != nil {
 				t.Fatal(err)
 			}
-			waitUntil(t, "d/x.log seen gone", func() bool {
+			testcheck.Eventually(t, eventually, "d/x.log seen gone", func() bool {
 				return metric(t, reg, "pagewatch_ingest_discover_files", "") == 2
 			})
 			touch(t, root, "d/x.log")
-			waitUntil(t, "d/x.log reported again", func() bool {
+			testcheck.Eventually(t, eventually, "d/x.log reported again", func() bool {
 				_, count := c.snapshot()
 				return count[x] == 2
 			})
@@ -171,7 +172,7 @@ func TestRunDeletedAndRecreated(t *testing.T) {
 				t.Fatal(err)
 			}
 			touch(t, root, "b.log", "c.log")
-			waitUntil(t, "c.log reported", func() bool {
+			testcheck.Eventually(t, eventually, "c.log reported", func() bool {
 				_, count := c.snapshot()
 				return count[filepath.Join(root, "c.log")] == 1
 			})
@@ -218,7 +219,7 @@ func TestRunManyFilesAtOnce(t *testing.T) {
 			// Let some more scans pass over the same files.
 			scans := metric(t, reg, "pagewatch_ingest_discover_rescans_total", "poll")
 			if name != "inotify" {
-				waitUntil(t, "three more scans", func() bool {
+				testcheck.Eventually(t, eventually, "three more scans", func() bool {
 					return metric(t, reg, "pagewatch_ingest_discover_rescans_total", "poll") >= scans+3
 				})
 			} else {
@@ -239,9 +240,9 @@ func TestRunOverflowRescans(t *testing.T) {
 	if b, err := os.ReadFile("/proc/sys/fs/inotify/max_queued_events"); err == nil {
 		limit, _ = strconv.Atoi(strings.TrimSpace(string(b)))
 	}
-	if limit <= 0 || limit > 100_000 {
-		t.Skipf("max_queued_events is %d: too many files to make", limit)
-	}
+	testcheck.Require(t, limit > 0 && limit <= 100_000,
+		fmt.Sprintf("fs.inotify.max_queued_events is %d, too many files to make to overflow it", limit),
+		"set it to at most 100000, e.g. sysctl fs.inotify.max_queued_events=16384 (the kernel's default)")
 	root := t.TempDir()
 	touch(t, root, "first.log")
 	cfg := discover.DefaultConfig()
