@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pagewatch/pagewatch/internal/testcheck"
 	"github.com/pagewatch/pagewatch/pipeline/discover"
 )
 
@@ -216,22 +217,29 @@ func TestScanReportsUnreadableDirectories(t *testing.T) {
 		t.Fatalf("Scan: %q, %v", got, err)
 	}
 
-	if os.Geteuid() == 0 {
-		t.Skip("root reads every directory")
-	}
-	root := t.TempDir()
-	touch(t, root, "ok/a.log", "locked/b.log")
-	if err := os.Chmod(filepath.Join(root, "locked"), 0); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.Chmod(filepath.Join(root, "locked"), 0o755) })
-	cfg.Paths = []string{root + "/*/*.log"}
-	w, _ = newWatcher(t, cfg)
-	got, err := w.Scan()
-	if err == nil || !strings.Contains(err.Error(), "locked") {
-		t.Fatalf("error %v, want one naming the locked directory", err)
-	}
-	if g := rel(t, root, got); !slices.Equal(g, []string{"ok/a.log"}) {
-		t.Fatalf("got %q beside the error", g)
-	}
+	// Root reads every directory: as root, this half runs as nobody.
+	t.Run("locked", func(t *testing.T) {
+		if testcheck.RerunAsNobody(t) {
+			return
+		}
+		root := t.TempDir()
+		touch(t, root, "ok/a.log", "locked/b.log")
+		if err := os.Chmod(filepath.Join(root, "locked"), 0); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Chmod(filepath.Join(root, "locked"), 0o755) })
+		if _, err := os.ReadDir(filepath.Join(root, "locked")); err == nil {
+			t.Fatalf("uid %d reads a directory with mode 0", os.Geteuid())
+		}
+		cfg := discover.DefaultConfig()
+		cfg.Paths = []string{root + "/*/*.log"}
+		w, _ := newWatcher(t, cfg)
+		got, err := w.Scan()
+		if err == nil || !strings.Contains(err.Error(), "locked") {
+			t.Fatalf("error %v, want one naming the locked directory", err)
+		}
+		if g := rel(t, root, got); !slices.Equal(g, []string{"ok/a.log"}) {
+			t.Fatalf("got %q beside the error", g)
+		}
+	})
 }
