@@ -8,6 +8,7 @@ import (
 
 	"github.com/pagewatch/pagewatch/broker/bus"
 	"github.com/pagewatch/pagewatch/broker/lock"
+	"github.com/pagewatch/pagewatch/internal/testcheck"
 	"github.com/pagewatch/pagewatch/internal/testenv"
 )
 
@@ -65,17 +66,17 @@ func TestDeadHolderLapses(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	for {
+	testcheck.Eventually(t, 3*ttl, "the dead holder's lock to lapse", func() error {
 		l, err := lock.Acquire(ctx, kv, "page", "b", ttl, nil)
 		if err == nil {
 			_ = l.Release(ctx)
-			break
+			return nil
 		}
-		if !errors.Is(err, lock.ErrLocked) || time.Since(start) > 3*ttl {
+		if !errors.Is(err, lock.ErrLocked) {
 			t.Fatalf("after %s: %v", time.Since(start), err)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return err
+	})
 	t.Logf("dead holder's lock lapsed after %s (ttl %s)", time.Since(start).Round(100*time.Millisecond), ttl)
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pagewatch/pagewatch/internal/syncbuf"
+	"github.com/pagewatch/pagewatch/internal/testcheck"
 )
 
 func TestQuietModeLogsAndNeverRedraws(t *testing.T) {
@@ -21,10 +22,13 @@ func TestQuietModeLogsAndNeverRedraws(t *testing.T) {
 	d.SetFile("a.log")
 	ran := make(chan error)
 	go func() { ran <- d.Run(context.Background()) }()
-	for i := 0; strings.Count(logs.String(), "msg=progress ") < 3; i++ {
+	testcheck.Eventually(t, 10*time.Second, "three progress lines logged", func() bool {
+		if strings.Count(logs.String(), "msg=progress ") >= 3 {
+			return true
+		}
 		d.Add(10, 1)
-		time.Sleep(time.Millisecond)
-	}
+		return false
+	})
 	d.Done()
 	if err := <-ran; err != nil {
 		t.Fatal(err)
@@ -67,9 +71,9 @@ func TestRunStopsOnCancelWithSummary(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := make(chan error)
 	go func() { ran <- d.Run(ctx) }()
-	for !strings.Contains(out.String(), "ETA") {
-		time.Sleep(time.Millisecond)
-	}
+	testcheck.Eventually(t, 10*time.Second, "a line with an ETA drawn", func() bool {
+		return strings.Contains(out.String(), "ETA")
+	})
 	cancel()
 	if err := <-ran; err != nil {
 		t.Fatalf("Run: %v", err)
