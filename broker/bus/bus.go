@@ -62,6 +62,9 @@ const (
 	HeaderDeadReason  = "Pagewatch-Dead-Reason"
 	HeaderDeadSubject = "Pagewatch-Dead-Subject"  // where the message was
 	HeaderDeadSeq     = "Pagewatch-Dead-Sequence" // its stream sequence there
+	// HeaderDeadReceiver names the receiver a notification job's dead
+	// letter is about: the job's other receivers may have delivered.
+	HeaderDeadReceiver = "Pagewatch-Dead-Receiver"
 )
 
 // DeadLetterStream creates or updates the dead-letter stream.
@@ -124,7 +127,12 @@ func (b *Bus) JobsStream(ctx context.Context) (jetstream.Stream, error) {
 // Bucket names.
 const (
 	BucketLocks  = "locks"  // per-page worker leases
-	BucketSent   = "sent"   // crossing keys already mailed
+	BucketSent   = "sent"   // (crossing, receiver) deliveries done
+	// BucketHeld holds crossings inside a receiver's quiet hours, until
+	// the digest sent when they end.
+	BucketHeld = "held"
+	// BucketSilences holds the silences, one key per silence ID.
+	BucketSilences = "silences"
 	BucketSweeps = "sweeps" // sweeper state per rule and page
 	// BucketSweeperLease holds the sweeper replicas' leader lease; its
 	// TTL is the lease.

@@ -36,6 +36,9 @@ type Crossing struct {
 	// Digest, when set, makes this job a storm guard's summary: the
 	// crossings of one rule in one sweep beyond those mailed one by one.
 	Digest *Digest `json:"digest,omitempty"`
+	// Receivers, when set, are the receivers the rule names: the worker
+	// sends to exactly these instead of routing the crossing.
+	Receivers []string `json:"receivers,omitempty"`
 }
 
 // Digest is a storm guard's summary of many crossings of one rule.
@@ -98,6 +101,13 @@ const (
 	RateLimited Outcome = "rate_limited"
 	// DeadLettered: failed for good (a 5xx); kept in the dead-letter stream.
 	DeadLettered Outcome = "dead_lettered"
+	// Silenced: a silence matched the crossing; nothing was sent.
+	Silenced Outcome = "silenced"
+	// Held: inside the receiver's quiet hours; it goes out in the digest
+	// sent when they end.
+	Held Outcome = "held"
+	// Quiet: inside the receiver's quiet hours, which only record.
+	Quiet Outcome = "quiet"
 )
 
 // Record is one row of the notifications history.
@@ -108,4 +118,7 @@ type Record struct {
 	SMTPCode int
 	Error    string
 	Worker   string
+	// Receiver is the receiver the outcome is about; "" for outcomes of
+	// the whole job (deferred, handed_off, silenced).
+	Receiver string
 }

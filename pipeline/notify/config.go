@@ -33,6 +33,8 @@ type Config struct {
 	RateLimit ratelimit.Config `yaml:"rate_limit"`
 	// DrainTimeout is how long in-flight sends may finish on shutdown.
 	DrainTimeout time.Duration `yaml:"drain_timeout"`
+	// Routing picks each crossing's receivers (see Routing).
+	Routing Routing `yaml:"routing"`
 }
 
 // DefaultConfig returns the defaults documented in deploy/pagewatch.example.yaml.
@@ -49,6 +51,7 @@ func DefaultConfig() Config {
 		AckWait:      time.Minute,
 		DrainTimeout: 10 * time.Second,
 		RateLimit:    ratelimit.DefaultConfig(),
+		Routing:      DefaultRouting(),
 	}
 }
 

@@ -6,18 +6,25 @@ import (
 	"github.com/pagewatch/pagewatch/domain/crossing"
 )
 
+var deliveryOutcomes = []crossing.Outcome{crossing.Sent, crossing.Duplicate, crossing.RateLimited, crossing.Failed, crossing.DeadLettered, crossing.Held, crossing.Quiet}
+
 type metrics struct {
 	jobs          *prometheus.CounterVec
+	deliveries    *prometheus.CounterVec
 	lockConflicts prometheus.Counter
 	sendSeconds   prometheus.Histogram
 }
 
-func newMetrics(reg prometheus.Registerer) *metrics {
+func newMetrics(reg prometheus.Registerer, receivers []string) *metrics {
 	m := &metrics{
 		jobs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pagewatch_worker_jobs_total",
-			Help: "Notification jobs handled, by outcome: sent, duplicate, deferred, handed_off, rate_limited, failed, dead_lettered, invalid.",
+			Help: "Notification outcomes, by outcome: of a job (deferred, handed_off, silenced, invalid) or of one of its deliveries (sent, duplicate, rate_limited, failed, dead_lettered, held, quiet).",
 		}, []string{"outcome"}),
+		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pagewatch_worker_deliveries_total",
+			Help: "Deliveries of crossings to receivers, by receiver (its name in the config) and outcome: sent, duplicate, rate_limited, failed, dead_lettered, held, quiet.",
+		}, []string{"receiver", "outcome"}),
 		lockConflicts: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "pagewatch_worker_lock_conflicts_total",
 			Help: "Jobs deferred because another worker held the page's lock.",
@@ -28,9 +35,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
 		}),
 	}
-	reg.MustRegister(m.jobs, m.lockConflicts, m.sendSeconds)
-	for _, o := range []crossing.Outcome{crossing.Sent, crossing.Duplicate, crossing.Deferred, crossing.HandedOff, crossing.RateLimited, crossing.Failed, crossing.DeadLettered, "invalid"} {
+	reg.MustRegister(m.jobs, m.deliveries, m.lockConflicts, m.sendSeconds)
+	for _, o := range []crossing.Outcome{crossing.Sent, crossing.Duplicate, crossing.Deferred, crossing.HandedOff, crossing.RateLimited, crossing.Failed, crossing.DeadLettered, crossing.Silenced, crossing.Held, crossing.Quiet, "invalid"} {
 		m.jobs.WithLabelValues(string(o))
+	}
+	for _, r := range receivers {
+		for _, o := range deliveryOutcomes {
+			m.deliveries.WithLabelValues(r, string(o))
+		}
 	}
 	return m
 }

@@ -1,18 +1,19 @@
 // Package notify is the worker: it takes notification jobs from the work
-// queue and mails each crossing once. Jobs are grouped by page (schedule);
-// a runner locks a page, or hands its jobs to the worker process holding
-// the page's lock (handoff.go), or defers them, and then takes each of the
-// page's jobs through named steps:
+// queue and delivers each crossing once to each receiver the routing
+// names (email, webhooks, chat). Jobs are grouped by page and pages are
+// taken in turn site by site (schedule); a runner locks a page, or hands
+// its jobs to the worker process holding the page's lock (handoff.go), or
+// defers them, and then takes each of the page's jobs through named steps:
 //
-//	skip if already sent → describe (chart, referrers) → wait for the
-//	rate limits → send → record in the sent ledger → ack
+//	silenced? → route → for each receiver (deliver.go): skip if in the
+//	(crossing, receiver) ledger → quiet hours → rate limits → send →
+//	ledger → ack once every receiver is done
 //
 // and every outcome is written to the notifications history.
 package notify
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -43,29 +44,39 @@ type NewMailer func() (Mailer, error)
 
 // Deps are what a Worker works with.
 type Deps struct {
-	Bus     *bus.Bus  // the jobs, the lock, sent-ledger and rate-limit buckets, hand-offs
-	Mailers NewMailer // one Mailer per runner
-	History Recorder  // the notifications history (ClickHouse)
+	Bus *bus.Bus // the jobs, the lock, sent-ledger and rate-limit buckets, hand-offs
+	// Receivers are the configured receivers. Empty: one, named "email"
+	// (DefaultReceiver), made of Mailers.
+	Receivers []ReceiverSpec
+	Mailers   NewMailer // one Mailer per runner, when Receivers is empty
+	History   Recorder  // the notifications history (ClickHouse)
 	// Stats draws the chart and lists the referrers in each mail. Nil:
 	// mails go without them.
 	Stats    Stats
 	Logger   *slog.Logger
 	Registry prometheus.Registerer
+	// Clock is nil in production (time.Now); tests of quiet hours pass
+	// their own.
+	Clock func() time.Time
 }
 
 // Worker consumes notification jobs.
 type Worker struct {
-	cfg     Config
-	cons    jetstream.Consumer
-	locks   jetstream.KeyValue
-	sent    jetstream.KeyValue
-	limiter *ratelimit.Limiter
-	bus     *bus.Bus
-	mailers NewMailer
-	stats   Stats    // nil: mails without chart and referrers
-	hist    *history // batches history writes while Run runs
-	logger  *slog.Logger
-	metrics *metrics
+	cfg      Config
+	cons     jetstream.Consumer
+	locks    jetstream.KeyValue
+	sent     jetstream.KeyValue
+	limiter  *ratelimit.Limiter
+	held     jetstream.KeyValue
+	silences *Silences
+	bus      *bus.Bus
+	specs    []ReceiverSpec
+	spec     map[string]ReceiverSpec
+	now      func() time.Time
+	stats    Stats    // nil: mails without chart and referrers
+	hist     *history // batches history writes while Run runs
+	logger   *slog.Logger
+	metrics  *metrics
 }
 
 // New creates the consumer and buckets and returns a Worker.
@@ -102,12 +113,45 @@ func New(ctx context.Context, cfg Config, deps Deps) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
+	held, err := b.KV(ctx, bus.BucketHeld, 0)
+	if err != nil {
+		return nil, err
+	}
 	if _, err := b.DeadLetterStream(ctx); err != nil {
 		return nil, err
 	}
-	return &Worker{cfg: cfg, cons: cons, locks: locks, sent: sent, bus: b, mailers: deps.Mailers, stats: deps.Stats,
-		hist:    newHistory(deps.History, logger),
-		limiter: ratelimit.New(limits, logger, reg, nil), logger: logger, metrics: newMetrics(reg)}, nil
+	silences, err := OpenSilences(ctx, b, logger)
+	if err != nil {
+		return nil, err
+	}
+	specs := deps.Receivers
+	if len(specs) == 0 {
+		mailers := deps.Mailers
+		specs = []ReceiverSpec{{Name: DefaultReceiver, Kind: KindEmail, GiveUpAfter: DefaultGiveUpAfter,
+			Open: func() (Receiver, error) { return mailers() }}}
+	}
+	if err := validateSpecs(specs); err != nil {
+		return nil, err
+	}
+	spec := map[string]ReceiverSpec{}
+	names := make([]string, len(specs))
+	for i, s := range specs {
+		if s.GiveUpAfter <= 0 {
+			s.GiveUpAfter = DefaultGiveUpAfter
+			specs[i] = s
+		}
+		spec[s.Name], names[i] = s, s.Name
+	}
+	if err := cfg.Routing.Validate("worker.routing", names); err != nil {
+		return nil, err
+	}
+	now := deps.Clock
+	if now == nil {
+		now = time.Now
+	}
+	return &Worker{cfg: cfg, cons: cons, locks: locks, sent: sent, held: held, silences: silences, bus: b, specs: specs, spec: spec, now: now,
+		stats: deps.Stats, hist: newHistory(deps.History, logger),
+		limiter: ratelimit.New(limits, logger, reg, nil), logger: logger, metrics: newMetrics(reg, names)}, nil
 }
 
 // Run handles jobs until ctx is done, then lets in-flight jobs finish for
@@ -118,22 +162,27 @@ func New(ctx context.Context, cfg Config, deps Deps) (*Worker, error) {
 // after another (see schedule).
 func (w *Worker) Run(ctx context.Context) error {
 	s := newSchedule(w.cfg.Prefetch)
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	if err := w.silences.Watch(watchCtx); err != nil {
+		return err
+	}
 	// Other worker processes hand us jobs for pages we have locked.
 	sub, err := w.bus.Conn.Subscribe(w.bus.HandoffSubject(w.cfg.Name), w.onHandoff(s))
 	if err != nil {
 		return fmt.Errorf("subscribe to hand-offs: %w", err)
 	}
 	defer func() { _ = sub.Unsubscribe() }()
-	mailers := make([]Mailer, w.cfg.Concurrency)
-	for i := range mailers {
-		m, err := w.mailers()
+	runners := make([]runnerReceivers, w.cfg.Concurrency)
+	for i := range runners {
+		rs, err := w.openReceivers()
 		if err != nil {
-			for _, open := range mailers[:i] {
-				_ = open.Close()
+			for _, open := range runners[:i] {
+				closeReceivers(open)
 			}
-			return fmt.Errorf("open mailer %d of %d: %w", i+1, len(mailers), err)
+			return fmt.Errorf("runner %d of %d: %w", i+1, len(runners), err)
 		}
-		mailers[i] = m
+		runners[i] = rs
 	}
 	go w.hist.run()
 	defer w.hist.close()
@@ -146,13 +195,13 @@ func (w *Worker) Run(ctx context.Context) error {
 		w.fetch(ctx, s)
 	}()
 	var wg sync.WaitGroup
-	for _, m := range mailers {
+	for _, rs := range runners {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer m.Close()
+			defer closeReceivers(rs)
 			for page := s.nextPage(); page != ""; page = s.nextPage() {
-				w.runPage(ctx, jobCtx, s, page, m)
+				w.runPage(ctx, jobCtx, s, page, rs)
 			}
 		}()
 	}
@@ -224,7 +273,7 @@ func idle(err error) bool {
 // the worker process that holds the lock, or else defer them without
 // counting them as failed; then run its jobs, including any that arrive
 // meanwhile, under the one lock.
-func (w *Worker) runPage(ctx, jobCtx context.Context, s *schedule, page string, m Mailer) {
+func (w *Worker) runPage(ctx, jobCtx context.Context, s *schedule, page string, rs runnerReceivers) {
 	defer s.finish(page) // after the release below: defers run last first
 	pctx, cancel := context.WithCancel(jobCtx)
 	defer cancel()
@@ -272,51 +321,8 @@ func (w *Worker) runPage(ctx, jobCtx context.Context, s *schedule, page string, 
 		if !ok {
 			return
 		}
-		w.handle(pctx, j.msg, j.x, m)
+		w.handle(pctx, j.msg, j.x, rs)
 	}
-}
-
-// handle runs one job of a locked page through its steps.
-func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, x crossing.Crossing, m Mailer) {
-	log := w.logger.With("key", x.Key)
-
-	// Step: skip a crossing that was already mailed.
-	if _, err := w.sent.Get(ctx, x.Key); err == nil {
-		w.finish(ctx, msg, x, crossing.Record{Outcome: crossing.Duplicate})
-		return
-	} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
-		log.Warn("read sent ledger failed; job will be redelivered", "err", err)
-		_ = msg.NakWithDelay(w.cfg.DeferDelay)
-		return
-	}
-
-	// Step: gather the chart and referrers, then wait for the rate
-	// limits' slots, claimed last so they are used at once.
-	n := w.describe(ctx, x)
-	if !w.awaitSlot(ctx, msg, x) {
-		return
-	}
-
-	// Step: send.
-	start := time.Now()
-	err := m.Send(ctx, n)
-	w.metrics.sendSeconds.Observe(time.Since(start).Seconds())
-	if err != nil {
-		w.sendFailed(ctx, msg, x, err)
-		return
-	}
-
-	// Step: record it as sent, under the lock, before the ack.
-	if err := w.recordSent(ctx, x); err != nil {
-		// The mail went out; a redelivery would send it again. Keep the
-		// job unacknowledged so a later attempt can still write the
-		// ledger; its Message-ID makes a repeat recognisable.
-		log.Error("mail sent but the sent ledger write failed", "err", err)
-		_ = msg.NakWithDelay(w.cfg.DeferDelay)
-		return
-	}
-	w.finish(ctx, msg, x, crossing.Record{Outcome: crossing.Sent})
-	log.Info("notification sent", "rule", x.Rule, "recipients", len(x.Recipients))
 }
 
 func (w *Worker) deferJob(msg jetstream.Msg, x crossing.Crossing) {
@@ -326,56 +332,6 @@ func (w *Worker) deferJob(msg jetstream.Msg, x crossing.Crossing) {
 	w.metrics.lockConflicts.Inc()
 	w.metrics.jobs.WithLabelValues(string(crossing.Deferred)).Inc()
 	w.record(x, crossing.Record{Outcome: crossing.Deferred})
-}
-
-func (w *Worker) sendFailed(ctx context.Context, msg jetstream.Msg, x crossing.Crossing, err error) {
-	rec := crossing.Record{Outcome: crossing.Failed, SMTPCode: smtpCode(err), Error: err.Error()}
-	w.metrics.jobs.WithLabelValues(string(crossing.Failed)).Inc()
-	w.record(x, rec)
-	if isPermanent(err) {
-		w.deadLetter(ctx, msg, x, rec)
-		return
-	}
-	attempt := 1
-	if meta, err := msg.Metadata(); err == nil {
-		attempt = int(meta.NumDelivered)
-	}
-	d := retry.Delay(attempt, time.Second, 5*time.Minute)
-	w.logger.Warn("send failed; will retry", "key", x.Key, "smtp_code", rec.SMTPCode, "attempt", attempt, "retry_in", d, "err", err)
-	_ = msg.NakWithDelay(d)
-}
-
-type sentEntry struct {
-	At        time.Time `json:"at"`
-	Worker    string    `json:"worker"`
-	MessageID string    `json:"message_id"`
-}
-
-func (w *Worker) recordSent(ctx context.Context, x crossing.Crossing) error {
-	body, _ := json.Marshal(sentEntry{At: time.Now().UTC(), Worker: w.cfg.Name, MessageID: crossing.MessageID(x.Key)})
-	// The mail is out: the ledger write must not be cut short by a lost
-	// lease or a shutdown, or the crossing would be mailed again.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-	var err error
-	for attempt := 0; attempt < 5; attempt++ {
-		if _, err = w.sent.Put(ctx, x.Key, body); err == nil {
-			return nil
-		}
-		_ = retry.Sleep(ctx, retry.Delay(attempt, 100*time.Millisecond, 5*time.Second))
-	}
-	return fmt.Errorf("write sent ledger %s: %w", x.Key, err)
-}
-
-func (w *Worker) finish(ctx context.Context, msg jetstream.Msg, x crossing.Crossing, rec crossing.Record) {
-	// Not DoubleAck: the ledger already holds the crossing, so an ack
-	// lost on the way ends as a duplicate on redelivery, never a second
-	// mail, and waiting for the server's confirmation would slow each job.
-	if err := msg.Ack(); err != nil {
-		w.logger.Warn("ack failed", "key", x.Key, "err", err)
-	}
-	w.metrics.jobs.WithLabelValues(string(rec.Outcome)).Inc()
-	w.record(x, rec)
 }
 
 // record queues an outcome for the history; it never fails the job.

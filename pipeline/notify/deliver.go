@@ -1,0 +1,292 @@
+package notify
+
+// Delivery: a job's crossing goes to each receiver the routing names,
+// one after another, each through its own steps:
+//
+//	skip if the (crossing, receiver) ledger has it → quiet hours →
+//	wait for the receiver's rate limits → send → write the ledger
+//
+// A receiver that fails does not stop the others: the job is acked once
+// every receiver is done (sent, dead-lettered, held or recorded), and
+// otherwise comes back after the shortest wait any receiver asked for;
+// the ledger keeps the receivers that were done from a second delivery.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pagewatch/pagewatch/broker/bus"
+	"github.com/pagewatch/pagewatch/broker/retry"
+	"github.com/pagewatch/pagewatch/domain/crossing"
+)
+
+// ledger states: what a ledger entry says was done for (crossing, receiver).
+const (
+	stateSent  = "sent"
+	stateDead  = "dead_lettered"
+	stateHeld  = "held"
+	stateQuiet = "quiet"
+)
+
+type ledgerEntry struct {
+	At        time.Time `json:"at"`
+	Worker    string    `json:"worker"`
+	MessageID string    `json:"message_id,omitempty"`
+	// State is "" for entries of versions before receivers (sent).
+	State string `json:"state,omitempty"`
+}
+
+// LedgerKey is the sent-ledger key of (crossing, receiver). The default
+// receiver keeps the bare crossing key of earlier versions.
+func LedgerKey(crossingKey, receiver string) string {
+	if receiver == DefaultReceiver {
+		return crossingKey
+	}
+	return crossingKey + ".to." + receiver
+}
+
+// runnerReceivers are one runner's open receivers, by name.
+type runnerReceivers map[string]Receiver
+
+func (w *Worker) openReceivers() (runnerReceivers, error) {
+	out := runnerReceivers{}
+	for _, s := range w.specs {
+		r, err := s.Open()
+		if err != nil {
+			closeReceivers(out)
+			return nil, fmt.Errorf("open receiver %s: %w", s.Name, err)
+		}
+		out[s.Name] = r
+	}
+	return out, nil
+}
+
+func closeReceivers(rs runnerReceivers) {
+	for _, r := range rs {
+		if c, ok := r.(io.Closer); ok {
+			_ = c.Close()
+		}
+	}
+}
+
+// handle runs one job of a locked page through its steps.
+func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, x crossing.Crossing, rs runnerReceivers) {
+	if s, ok := w.silences.Match(x, w.now()); ok {
+		w.ack(msg, x)
+		w.outcome(x, "", crossing.Record{Outcome: crossing.Silenced, Error: "silence " + s.ID})
+		return
+	}
+	var (
+		n       *Notification // described once, for the first receiver that sends
+		waitMin time.Duration
+		pending bool
+	)
+	for _, name := range w.cfg.Routing.Route(x) {
+		wait, done := w.deliver(ctx, msg, x, name, rs, &n)
+		if !done {
+			if !pending || wait < waitMin {
+				waitMin = wait
+			}
+			pending = true
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if ctx.Err() != nil {
+		_ = msg.Nak() // shutting down, or the lease was lost
+		return
+	}
+	if pending {
+		_ = msg.NakWithDelay(waitMin)
+		return
+	}
+	w.ack(msg, x)
+}
+
+// deliver takes the crossing to one receiver. done reports that nothing
+// is left to do for it; otherwise wait is when to try again.
+func (w *Worker) deliver(ctx context.Context, msg jetstream.Msg, x crossing.Crossing, name string, rs runnerReceivers, n **Notification) (wait time.Duration, done bool) {
+	log := w.logger.With("key", x.Key, "receiver", name)
+	spec, ok := w.spec[name]
+	r := rs[name]
+	if !ok || r == nil {
+		// A rule named a receiver this worker does not have.
+		return w.deadLetter(ctx, msg, x, name, crossing.Record{Outcome: crossing.Failed, Error: fmt.Sprintf("no receiver named %q", name)})
+	}
+
+	// Step: skip what the ledger has.
+	key := LedgerKey(x.Key, name)
+	if e, err := w.sent.Get(ctx, key); err == nil {
+		var le ledgerEntry
+		_ = json.Unmarshal(e.Value(), &le)
+		if le.State == "" || le.State == stateSent {
+			w.outcome(x, name, crossing.Record{Outcome: crossing.Duplicate})
+		}
+		return 0, true
+	} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
+		log.Warn("read sent ledger failed; job will be redelivered", "err", err)
+		return w.cfg.DeferDelay, false
+	}
+
+	// Step: quiet hours.
+	if spec.Quiet.Enabled() && spec.Quiet.In(w.now()) {
+		return w.quiet(ctx, x, spec)
+	}
+
+	// Step: describe (once per job), then wait for the limits' slots,
+	// claimed last so they are used at once.
+	if *n == nil {
+		d := w.describe(ctx, x)
+		*n = &d
+	}
+	nn := **n
+	if len(spec.To) > 0 {
+		nn.Recipients = spec.To
+	}
+	if wait, ok := w.awaitSlot(ctx, x, spec, nn.Recipients); !ok {
+		return wait, false
+	}
+
+	// Step: send.
+	start := time.Now()
+	err := r.Send(ctx, nn)
+	w.metrics.sendSeconds.Observe(time.Since(start).Seconds())
+	if err != nil {
+		return w.sendFailed(ctx, msg, x, spec, err)
+	}
+
+	// Step: record it as sent, under the lock, before the ack.
+	if err := w.writeLedger(ctx, key, stateSent); err != nil {
+		// It went out; a redelivery would send it again. Keep the job
+		// unacknowledged so a later attempt can still write the ledger;
+		// a mail's Message-ID makes a repeat recognisable.
+		log.Error("sent but the sent ledger write failed", "err", err)
+		return w.cfg.DeferDelay, false
+	}
+	w.outcome(x, name, crossing.Record{Outcome: crossing.Sent})
+	log.Info("notification sent", "rule", x.Rule, "recipients", len(nn.Recipients))
+	return 0, true
+}
+
+func (w *Worker) sendFailed(ctx context.Context, msg jetstream.Msg, x crossing.Crossing, spec ReceiverSpec, err error) (time.Duration, bool) {
+	rec := crossing.Record{Outcome: crossing.Failed, SMTPCode: smtpCode(err), Error: err.Error()}
+	w.outcome(x, spec.Name, rec)
+	if isPermanent(err) {
+		return w.deadLetter(ctx, msg, x, spec.Name, rec)
+	}
+	attempt := 1
+	var queued time.Time
+	if meta, err := msg.Metadata(); err == nil {
+		attempt, queued = int(meta.NumDelivered), meta.Timestamp
+	}
+	if !queued.IsZero() && w.now().Sub(queued) > spec.GiveUpAfter {
+		rec.Error = fmt.Sprintf("gave up after %s: %s", spec.GiveUpAfter, rec.Error)
+		return w.deadLetter(ctx, msg, x, spec.Name, rec)
+	}
+	d := retry.Delay(attempt, time.Second, 5*time.Minute)
+	if after, ok := retryAfter(err); ok {
+		d = max(after, 10*time.Millisecond)
+	}
+	w.logger.Warn("send failed; will retry", "key", x.Key, "receiver", spec.Name, "smtp_code", rec.SMTPCode, "attempt", attempt, "retry_in", d, "err", err)
+	return d, false
+}
+
+// deadLetter keeps a delivery that failed for good in the dead-letter
+// stream with the reason, marks it done in the ledger and records it.
+func (w *Worker) deadLetter(ctx context.Context, msg jetstream.Msg, x crossing.Crossing, receiver string, rec crossing.Record) (time.Duration, bool) {
+	dl := nats.NewMsg(w.bus.DeadLetterSubject("jobs"))
+	dl.Data = msg.Data()
+	dl.Header.Set(bus.HeaderDeadReason, rec.Error)
+	dl.Header.Set(bus.HeaderDeadSubject, msg.Subject())
+	dl.Header.Set(bus.HeaderDeadReceiver, receiver)
+	dl.Header.Set(nats.MsgIdHdr, "jobs."+LedgerKey(x.Key, receiver))
+	if meta, err := msg.Metadata(); err == nil {
+		dl.Header.Set(bus.HeaderDeadSeq, fmt.Sprint(meta.Sequence.Stream))
+	}
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if _, err := w.bus.JS.PublishMsg(pctx, dl); err != nil {
+		w.logger.Error("dead-letter publish failed; the delivery will be retried", "key", x.Key, "receiver", receiver, "err", err)
+		return time.Minute, false
+	}
+	if err := w.writeLedger(ctx, LedgerKey(x.Key, receiver), stateDead); err != nil {
+		w.logger.Warn("dead-lettered but the ledger write failed; it may be dead-lettered again", "key", x.Key, "err", err)
+	}
+	w.logger.Error("delivery failed for good; dead-lettered", "key", x.Key, "receiver", receiver, "smtp_code", rec.SMTPCode, "err", rec.Error)
+	rec.Outcome = crossing.DeadLettered
+	w.outcome(x, receiver, rec)
+	return 0, true
+}
+
+func (w *Worker) writeLedger(ctx context.Context, key, state string) error {
+	body, _ := json.Marshal(ledgerEntry{At: w.now().UTC(), Worker: w.cfg.Name, MessageID: crossing.MessageID(key), State: state})
+	if key == "" {
+		return errors.New("empty ledger key")
+	}
+	// The delivery is done: the write must not be cut short by a lost
+	// lease or a shutdown, or it would be done again.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		if _, err = w.sent.Put(ctx, key, body); err == nil {
+			return nil
+		}
+		_ = retry.Sleep(ctx, retry.Delay(attempt, 100*time.Millisecond, 5*time.Second))
+	}
+	return fmt.Errorf("write sent ledger %s: %w", key, err)
+}
+
+func (w *Worker) ack(msg jetstream.Msg, x crossing.Crossing) {
+	// Not DoubleAck: the ledger already holds every delivery, so an ack
+	// lost on the way ends as duplicates on redelivery, never a second
+	// send, and waiting for the server's confirmation would slow each job.
+	if err := msg.Ack(); err != nil {
+		w.logger.Warn("ack failed", "key", x.Key, "err", err)
+	}
+}
+
+// outcome counts and records what happened to one delivery (receiver
+// "") or to the whole job.
+func (w *Worker) outcome(x crossing.Crossing, receiver string, rec crossing.Record) {
+	w.metrics.jobs.WithLabelValues(string(rec.Outcome)).Inc()
+	if receiver != "" {
+		w.metrics.deliveries.WithLabelValues(receiver, string(rec.Outcome)).Inc()
+	}
+	rec.Receiver = receiver
+	w.record(x, rec)
+}
+
+// quiet is the quiet-hours step: the crossing is held for the digest
+// sent when the quiet hours end, or only recorded; either way the ledger
+// marks the delivery done.
+func (w *Worker) quiet(ctx context.Context, x crossing.Crossing, spec ReceiverSpec) (time.Duration, bool) {
+	outcome, state := crossing.Quiet, stateQuiet
+	if spec.Quiet.Holds() {
+		outcome, state = crossing.Held, stateHeld
+		body, err := x.Marshal()
+		if err == nil {
+			_, err = w.held.Put(ctx, heldKey(spec.Name, x.Key), body)
+		}
+		if err != nil {
+			w.logger.Warn("holding a crossing for the digest failed; job will be redelivered", "key", x.Key, "receiver", spec.Name, "err", err)
+			return w.cfg.DeferDelay, false
+		}
+	}
+	if err := w.writeLedger(ctx, LedgerKey(x.Key, spec.Name), state); err != nil {
+		return w.cfg.DeferDelay, false
+	}
+	w.outcome(x, spec.Name, crossing.Record{Outcome: outcome})
+	return 0, true
+}
+
+// heldKey is a held crossing's key: receiver, then the hashed crossing key.
+func heldKey(receiver, crossingKey string) string { return receiver + "." + bus.Key(crossingKey) }

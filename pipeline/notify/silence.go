@@ -1,0 +1,259 @@
+package notify
+
+// Silences: a silence stops the crossings it matches (site, rule, page
+// glob, labels) between its start and end. A silenced crossing is not
+// sent; it is recorded in the history as "silenced" and its job acked,
+// so nothing is lost and nothing comes back. Silences live in NATS KV,
+// one key per silence, shared by every worker; each worker keeps them in
+// memory through a KV watch. Expiring a silence sets its end to now: it
+// stays listed (with --all) as a record of what was silenced when.
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pagewatch/pagewatch/broker/bus"
+	"github.com/pagewatch/pagewatch/domain/crossing"
+)
+
+// Silence is one silence, as stored and as the API shows it.
+type Silence struct {
+	ID        string    `json:"id"`
+	Match     Match     `json:"match"`
+	StartsAt  time.Time `json:"starts_at"`
+	EndsAt    time.Time `json:"ends_at"`
+	Author    string    `json:"author"`
+	Comment   string    `json:"comment,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// Limits on a silence's texts and on how many are kept.
+const (
+	maxSilenceText = 1024
+	maxSilences    = 10_000
+)
+
+// ErrNoSilence is returned for an ID no silence has.
+var ErrNoSilence = errors.New("no such silence")
+
+// Active reports whether s silences at t.
+func (s Silence) Active(t time.Time) bool { return !t.Before(s.StartsAt) && t.Before(s.EndsAt) }
+
+// Validate checks a silence as given by a person (CLI or API).
+func (s Silence) Validate() error {
+	var errs []error
+	m := s.Match
+	if m.Site == "" && m.Rule == "" && m.Page == "" && len(m.Labels) == 0 {
+		errs = append(errs, errors.New("match: at least one of site, rule, page, labels must be set"))
+	}
+	if err := m.Validate("match"); err != nil {
+		errs = append(errs, err)
+	}
+	if s.StartsAt.IsZero() || s.EndsAt.IsZero() {
+		errs = append(errs, errors.New("starts_at and ends_at: must be set"))
+	} else if !s.EndsAt.After(s.StartsAt) {
+		errs = append(errs, fmt.Errorf("ends_at (%s) must be after starts_at (%s)", s.EndsAt.Format(time.RFC3339), s.StartsAt.Format(time.RFC3339)))
+	}
+	if strings.TrimSpace(s.Author) == "" {
+		errs = append(errs, errors.New("author: must be set"))
+	}
+	if len(s.Author) > maxSilenceText || len(s.Comment) > maxSilenceText || len(m.Site) > maxSilenceText || len(m.Rule) > maxSilenceText {
+		errs = append(errs, fmt.Errorf("author, comment, site and rule: at most %d bytes each", maxSilenceText))
+	}
+	if len(m.Labels) > 32 {
+		errs = append(errs, errors.New("match.labels: at most 32"))
+	}
+	return errors.Join(errs...)
+}
+
+// Silences is the silence store. Add, List and Expire read and write
+// NATS KV; Match answers from memory, kept current by Watch.
+type Silences struct {
+	kv  jetstream.KeyValue
+	log *slog.Logger
+
+	mu    sync.RWMutex
+	cache map[string]Silence
+}
+
+// OpenSilences opens (creating if need be) the silences bucket.
+func OpenSilences(ctx context.Context, b *bus.Bus, logger *slog.Logger) (*Silences, error) {
+	kv, err := b.KV(ctx, bus.BucketSilences, 0)
+	if err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Silences{kv: kv, log: logger, cache: map[string]Silence{}}, nil
+}
+
+// Add stores a new silence and returns it with its ID. CreatedAt is now;
+// a zero StartsAt means now.
+func (s *Silences) Add(ctx context.Context, sl Silence, now time.Time) (Silence, error) {
+	sl.CreatedAt = now.UTC()
+	if sl.StartsAt.IsZero() {
+		sl.StartsAt = sl.CreatedAt
+	}
+	if err := sl.Validate(); err != nil {
+		return Silence{}, err
+	}
+	if !sl.EndsAt.After(now) {
+		return Silence{}, fmt.Errorf("ends_at (%s) is not in the future", sl.EndsAt.Format(time.RFC3339))
+	}
+	if st, err := s.kv.Status(ctx); err == nil && st.Values() >= maxSilences {
+		return Silence{}, fmt.Errorf("%d silences are stored: the most kept", maxSilences)
+	}
+	var id [8]byte
+	_, _ = rand.Read(id[:])
+	sl.ID = hex.EncodeToString(id[:])
+	sl.StartsAt, sl.EndsAt = sl.StartsAt.UTC(), sl.EndsAt.UTC()
+	body, _ := json.Marshal(sl)
+	if _, err := s.kv.Create(ctx, sl.ID, body); err != nil {
+		return Silence{}, fmt.Errorf("store silence: %w", err)
+	}
+	s.put(sl)
+	return sl, nil
+}
+
+// List returns every stored silence, the latest ending first.
+func (s *Silences) List(ctx context.Context) ([]Silence, error) {
+	keys, err := s.kv.ListKeys(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list silences: %w", err)
+	}
+	var out []Silence
+	for k := range keys.Keys() {
+		e, err := s.kv.Get(ctx, k)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read silence %s: %w", k, err)
+		}
+		var sl Silence
+		if err := json.Unmarshal(e.Value(), &sl); err != nil {
+			continue
+		}
+		out = append(out, sl)
+	}
+	slices.SortFunc(out, func(a, b Silence) int { return b.EndsAt.Compare(a.EndsAt) })
+	return out, nil
+}
+
+// Expire ends a silence now (one already ended is left as it is) and
+// returns it.
+func (s *Silences) Expire(ctx context.Context, id string, now time.Time) (Silence, error) {
+	if !NameRE.MatchString(id) {
+		return Silence{}, ErrNoSilence
+	}
+	for attempt := 0; attempt < 5; attempt++ {
+		e, err := s.kv.Get(ctx, id)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			return Silence{}, ErrNoSilence
+		}
+		if err != nil {
+			return Silence{}, fmt.Errorf("read silence %s: %w", id, err)
+		}
+		var sl Silence
+		if err := json.Unmarshal(e.Value(), &sl); err != nil {
+			return Silence{}, fmt.Errorf("read silence %s: %w", id, err)
+		}
+		if !sl.EndsAt.After(now) {
+			return sl, nil
+		}
+		sl.EndsAt = now.UTC()
+		if sl.StartsAt.After(sl.EndsAt) {
+			sl.StartsAt = sl.EndsAt
+		}
+		body, _ := json.Marshal(sl)
+		if _, err := s.kv.Update(ctx, id, body, e.Revision()); err == nil {
+			s.put(sl)
+			return sl, nil
+		}
+	}
+	return Silence{}, fmt.Errorf("expire silence %s: changed by someone else five times running", id)
+}
+
+// Watch keeps the in-memory silences current until ctx ends. It returns
+// once the stored silences are loaded, and watches on in the background.
+func (s *Silences) Watch(ctx context.Context) error {
+	wa, err := s.kv.WatchAll(ctx)
+	if err != nil {
+		return fmt.Errorf("watch silences: %w", err)
+	}
+	loaded := make(chan struct{})
+	go func() {
+		defer func() { _ = wa.Stop() }()
+		once := sync.OnceFunc(func() { close(loaded) })
+		defer once()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case e, ok := <-wa.Updates():
+				if !ok {
+					return
+				}
+				if e == nil {
+					once() // the initial values are in
+					continue
+				}
+				s.apply(e)
+			}
+		}
+	}()
+	select {
+	case <-loaded:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *Silences) apply(e jetstream.KeyValueEntry) {
+	if e.Operation() != jetstream.KeyValuePut {
+		s.mu.Lock()
+		delete(s.cache, e.Key())
+		s.mu.Unlock()
+		return
+	}
+	var sl Silence
+	if err := json.Unmarshal(e.Value(), &sl); err != nil {
+		s.log.Warn("ignoring an unreadable silence", "id", e.Key(), "err", err)
+		return
+	}
+	s.put(sl)
+}
+
+func (s *Silences) put(sl Silence) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cache[sl.ID] = sl
+}
+
+// Match returns an active silence that matches x, if there is one.
+func (s *Silences) Match(x crossing.Crossing, now time.Time) (Silence, bool) {
+	if s == nil {
+		return Silence{}, false
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for _, sl := range s.cache {
+		if sl.Active(now) && sl.Match.Matches(x) {
+			return sl, true
+		}
+	}
+	return Silence{}, false
+}
