@@ -126,14 +126,14 @@ func (b *Bus) JobsStream(ctx context.Context) (jetstream.Stream, error) {
 
 // Bucket names.
 const (
-	BucketLocks  = "locks"  // per-page worker leases
-	BucketSent   = "sent"   // (crossing, receiver) deliveries done
+	BucketLocks = "locks" // per-page worker leases
+	BucketSent  = "sent"  // (crossing, receiver) deliveries done
 	// BucketHeld holds crossings inside a receiver's quiet hours, until
 	// the digest sent when they end.
 	BucketHeld = "held"
 	// BucketSilences holds the silences, one key per silence ID.
 	BucketSilences = "silences"
-	BucketSweeps = "sweeps" // sweeper state per rule and page
+	BucketSweeps   = "sweeps" // sweeper state per rule and page
 	// BucketSweeperLease holds the sweeper replicas' leader lease; its
 	// TTL is the lease.
 	BucketSweeperLease = "sweeper_lease"
