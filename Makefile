@@ -5,14 +5,21 @@ BIN      ?= bin
 # packages at a time suits the 2-core machines this runs on.
 TESTFLAGS ?= -count=1 -p 2 -timeout 20m
 
-.PHONY: all build test demo bench vet fmt clean
+.PHONY: all build test test-deps demo bench vet fmt clean
 
 all: build
 
 build:
 	$(GO) build -o $(BIN)/ ./cmd/...
 
-test:
+# What the tests need beyond Go (ClickHouse, chDB, promtool, ...): installed
+# when missing if run as root on Debian, else listed with how to install
+# them; the tests that need a missing one skip (fail under CI=true). Fast
+# when everything is there.
+test-deps:
+	GO="$(GO)" bash .ci/install-test-deps
+
+test: test-deps
 	$(GO) vet ./...
 	$(GO) test $(TESTFLAGS) ./...
 
@@ -21,7 +28,7 @@ demo:
 
 # Go benchmarks of every package, and the multi-process ones in
 # internal/e2e (tail -> JetStream -> ClickHouse for 60 s).
-bench:
+bench: test-deps
 	PAGEWATCH_BENCH_SECONDS=60 $(GO) test -run '^$$' -bench . -benchtime 2s -timeout 60m ./...
 
 fmt:
