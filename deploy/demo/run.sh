@@ -134,10 +134,11 @@ find_clickhouse() { # Debian's package puts it in /usr/sbin, which a user's PATH
 if ! find_clickhouse; then
   [[ $EUID -eq 0 ]] && have apt-get ||
     die "clickhouse-server is not installed. Install it (Debian: sudo apt-get install clickhouse-server clickhouse-client), or run 'make demo' as root to have it installed."
-  say "clickhouse-server not found: installing it with apt-get"
-  DEBIAN_FRONTEND=noninteractive apt-get update
-  DEBIAN_FRONTEND=noninteractive apt-get install -y clickhouse-server clickhouse-client
-  find_clickhouse || die "clickhouse-server is still missing after apt-get install"
+  # The install make test does: Debian's packages, their service kept from
+  # starting (the demo runs a server of its own).
+  say "clickhouse-server not found: installing it (.ci/install-test-deps clickhouse)"
+  bash "$ROOT/.ci/install-test-deps" clickhouse
+  find_clickhouse || die "clickhouse-server is still missing after installing it"
 fi
 
 # ---- 2. build, reset the demo state (keeping .demo/bin for build speed)
