@@ -1,6 +1,7 @@
 package systemd_test
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"os/user"
@@ -11,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pagewatch/pagewatch/internal/testcheck"
 )
 
 const logrotateFile = "logrotate/nginx"
@@ -118,17 +121,13 @@ func TestLogrotateRun(t *testing.T) {
 				t.Errorf("round %d: new access.log owned by uid %d, want www-data", round, st.Uid)
 			}
 		}
-		deadline := time.Now().Add(3 * time.Second)
-		for {
+		testcheck.Eventually(t, 3*time.Second, fmt.Sprintf("round %d: nginx's USR1 (reopen) signal", round), func() error {
 			b, _ := os.ReadFile(reopened)
-			if strings.Count(string(b), "USR1") >= round {
-				break
+			if n := strings.Count(string(b), "USR1"); n < round {
+				return fmt.Errorf("nginx got %d USR1 signals, want %d", n, round)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("round %d: nginx got %d USR1 signals, want %d", round, strings.Count(string(b), "USR1"), round)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			return nil
+		})
 	}
 	rotate(1, "first\n")
 	if _, err := os.Stat(access + ".1.gz"); err == nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -16,17 +17,18 @@ import (
 	"github.com/pagewatch/pagewatch/config"
 	"github.com/pagewatch/pagewatch/internal/daemon"
 	"github.com/pagewatch/pagewatch/internal/syncbuf"
+	"github.com/pagewatch/pagewatch/internal/testcheck"
 )
 
+// waitLogged waits for cond; a failure shows the daemon's stderr.
 func waitLogged(t *testing.T, stderr *syncbuf.Buffer, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s; stderr:\n%s", what, stderr.String())
+	testcheck.Eventually(t, 5*time.Second, what, func() error {
+		if cond() {
+			return nil
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return fmt.Errorf("stderr:\n%s", stderr.String())
+	})
 }
 
 // A SIGHUP reloads the file: a valid one reaches the command's hook and

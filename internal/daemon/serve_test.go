@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"github.com/pagewatch/pagewatch/config"
 	"github.com/pagewatch/pagewatch/internal/daemon"
 	"github.com/pagewatch/pagewatch/internal/syncbuf"
+	"github.com/pagewatch/pagewatch/internal/testcheck"
 )
 
 func get(t *testing.T, url string) (int, string) {
@@ -72,17 +74,13 @@ func TestReadyzFollowsTheLifecycle(t *testing.T) {
 	})
 	expect := func(path string, code int, body string) {
 		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for {
+		testcheck.Eventually(t, 5*time.Second, fmt.Sprintf("%s to answer %d with %q", path, code, body), func() error {
 			c, b := get(t, addr+path)
 			if c == code && strings.Contains(b, body) {
-				return
+				return nil
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: %d %q, want %d with %q", path, c, b, code, body)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+			return fmt.Errorf("%s: %d %q, want %d with %q", path, c, b, code, body)
+		})
 	}
 	expect("/healthz", 200, "ok")
 	expect("/readyz", 503, "lifecycle: starting")

@@ -2,6 +2,7 @@ package load_test
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pagewatch/pagewatch/broker/bus"
+	"github.com/pagewatch/pagewatch/internal/testcheck"
 )
 
 // An undecodable message goes to the dead-letter stream with its reason
@@ -33,14 +35,10 @@ func TestUndecodableMessageIsDeadLettered(t *testing.T) {
 		t.Fatal(err)
 	}
 	var m *jetstream.RawStreamMsg
-	deadline := time.Now().Add(10 * time.Second)
-	for m == nil {
+	testcheck.Eventually(t, 10*time.Second, "the junk message dead-lettered", func() bool {
 		m, _ = dead.GetLastMsgForSubject(ctx, b.bus.DeadLetterSubject("hits"))
-		if m == nil && time.Now().After(deadline) {
-			t.Fatal("nothing dead-lettered")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return m != nil
+	})
 	if string(m.Data) != string(junk.Data) {
 		t.Fatalf("dead letter data %q", m.Data)
 	}
@@ -64,17 +62,14 @@ func TestUndecodableMessageIsDeadLettered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for {
+	testcheck.Eventually(t, 10*time.Second, "the consumer to have nothing pending", func() error {
 		ci, err := cons.Info(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ci.NumAckPending == 0 && ci.NumPending == 0 {
-			break
+		if ci.NumAckPending != 0 || ci.NumPending != 0 {
+			return fmt.Errorf("consumer still has %d pending, %d unacked", ci.NumPending, ci.NumAckPending)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("consumer still has %d pending, %d unacked", ci.NumPending, ci.NumAckPending)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/pagewatch/pagewatch/broker/bus"
 	"github.com/pagewatch/pagewatch/domain/hit"
+	"github.com/pagewatch/pagewatch/internal/testcheck"
 	"github.com/pagewatch/pagewatch/internal/testenv"
 	"github.com/pagewatch/pagewatch/internal/testserver/clickhousetest"
 	"github.com/pagewatch/pagewatch/pipeline/load"
@@ -86,18 +87,14 @@ func runLoader(tb testing.TB, l *load.Loader) (stop func()) {
 
 func (b *bundle) waitCount(t *testing.T, want uint64) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testcheck.Eventually(t, 30*time.Second, fmt.Sprintf("%d hits loaded", want), func() error {
 		n, err := b.ch.HitCount(context.Background())
 		pages, _ := b.ch.PageCount(context.Background(), "example.com", "/pricing", time.Time{})
 		if err == nil && n == want && pages == want {
-			return
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("hits in ClickHouse: %d (err %v), want %d", n, err, want)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return fmt.Errorf("hits in ClickHouse: %d (err %v), page count %d, want %d", n, err, pages, want)
+	})
 }
 
 func (b *bundle) assertPageCount(t *testing.T, want uint64) {
