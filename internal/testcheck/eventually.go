@@ -21,8 +21,9 @@ type Condition interface {
 // instead ("1 mail, to bob@").
 //
 // cond runs in the caller's goroutine, first at once, then after pauses
-// that grow from 1ms to 50ms; it may call tb.Fatal itself. Eventually
-// must be called from the test's goroutine, as tb.Fatal must.
+// that double from 1ms up to a two-hundredth of within (never more than
+// 50ms), and a last time at the deadline; it may call tb.Fatal itself.
+// Eventually must be called from the test's goroutine, as tb.Fatal must.
 func Eventually[C Condition](tb testing.TB, within time.Duration, what string, cond C) {
 	tb.Helper()
 	var check func() error
@@ -38,6 +39,9 @@ func Eventually[C Condition](tb testing.TB, within time.Duration, what string, c
 		check = c
 	}
 	if err := wait(within, check); err != nil {
+		if within > time.Millisecond {
+			within = within.Round(time.Millisecond)
+		}
 		if err == errNotYet {
 			tb.Fatalf("after %v, still waiting for %s", within, what)
 		}
@@ -66,8 +70,11 @@ const (
 
 // wait returns nil once check does, or check's last error once within
 // has passed; check runs at least once, and once more at the deadline.
+// A short wait checks often: a 2 s one every 10ms at most, one of 10 s
+// or more every 50ms.
 func wait(within time.Duration, check func() error) error {
 	deadline := time.Now().Add(within)
+	longest := min(max(within/200, firstPause), maxPause)
 	pause := firstPause
 	for {
 		err := check()
@@ -79,6 +86,6 @@ func wait(within time.Duration, check func() error) error {
 			return err
 		}
 		time.Sleep(min(pause, left))
-		pause = min(2*pause, maxPause)
+		pause = min(2*pause, longest)
 	}
 }
