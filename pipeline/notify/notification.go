@@ -16,6 +16,8 @@ type Notification struct {
 	Window     string // human text: "1h", "all time"
 	CrossedAt  time.Time
 	Recipients []string
+	// Labels are the rule's notify.labels.
+	Labels map[string]string
 
 	// Optional context. Left empty, the message has no chart and no
 	// referrer list, and nothing in it hints at them.

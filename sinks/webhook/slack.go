@@ -1,0 +1,103 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/pagewatch/pagewatch/config/secret"
+	"github.com/pagewatch/pagewatch/pipeline/notify"
+)
+
+// SlackConfig is a slack receiver's `slack:` block: an incoming webhook.
+type SlackConfig struct {
+	URL      secret.Value  `yaml:"url"` // https://hooks.slack.com/services/...: a secret
+	Timeout  time.Duration `yaml:"timeout"`
+	Attempts int           `yaml:"attempts"`
+}
+
+// Validate reports every problem, naming the key.
+func (c SlackConfig) Validate(key string) error {
+	return errors.Join(urlSecret(key+".url", c.URL), HTTP{c.Timeout, c.Attempts}.validate(key))
+}
+
+func urlSecret(key string, v secret.Value) error {
+	if err := v.Err(); err != nil {
+		return fmt.Errorf("%s: %w", key, err)
+	}
+	return checkURL(key, v.Reveal())
+}
+
+// Slack's published limits on what a message may hold (Block Kit).
+const (
+	slackMaxBlocks      = 50
+	slackMaxHeader      = 150
+	slackMaxSectionText = 3000
+	slackMaxFields      = 10
+	slackMaxFieldText   = 2000
+)
+
+// Slack posts to a Slack incoming webhook, as Block Kit blocks with a
+// text fallback for notifications.
+type Slack struct {
+	url  string
+	post *poster
+}
+
+// NewSlack makes the slack receiver called name.
+func NewSlack(name string, cfg SlackConfig) (*Slack, error) {
+	if err := cfg.Validate("slack"); err != nil {
+		return nil, err
+	}
+	return &Slack{url: cfg.URL.Reveal(), post: newPoster("slack receiver "+name, HTTP{cfg.Timeout, cfg.Attempts})}, nil
+}
+
+// slackEscape escapes the three characters Slack's mrkdwn requires, which
+// also defuses <!channel> and <@user> mentions in strangers' text.
+func slackEscape(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+}
+
+// SlackBlocks is the payload for n.
+func SlackBlocks(n notify.Notification) map[string]any {
+	m := newMessage(n)
+	text := func(t string) map[string]any { return map[string]any{"type": "mrkdwn", "text": t} }
+	blocks := []map[string]any{
+		{"type": "header", "text": map[string]any{"type": "plain_text", "text": truncate(m.title, slackMaxHeader)}},
+	}
+	var intro []string
+	for _, l := range m.intro {
+		intro = append(intro, slackEscape(l))
+	}
+	blocks = append(blocks, map[string]any{"type": "section", "text": text(truncate(strings.Join(intro, "\n"), slackMaxSectionText))})
+	var fields []map[string]any
+	for _, f := range m.facts[:min(len(m.facts), slackMaxFields)] {
+		fields = append(fields, text(truncate("*"+f.name+"*\n"+slackEscape(f.value), slackMaxFieldText)))
+	}
+	blocks = append(blocks, map[string]any{"type": "section", "fields": fields})
+	if len(m.digest) > 0 {
+		var d []string
+		for _, l := range m.digest {
+			d = append(d, slackEscape(l))
+		}
+		if m.more > 0 {
+			d = append(d, fmt.Sprintf("…and %d more", m.more))
+		}
+		blocks = append(blocks, map[string]any{"type": "section", "text": text(truncate("```"+strings.Join(d, "\n")+"```", slackMaxSectionText))})
+	}
+	blocks = append(blocks, map[string]any{"type": "context", "elements": []map[string]any{text(slackEscape(m.footer))}})
+	return map[string]any{"text": slackEscape(m.title), "blocks": blocks}
+}
+
+// Send posts n. Slack answers 200 "ok"; its errors come as 4xx with a
+// short reason (invalid_blocks, channel_not_found, ...), never retried.
+func (s *Slack) Send(ctx context.Context, n notify.Notification) error {
+	body, err := json.Marshal(SlackBlocks(n))
+	if err != nil {
+		return notify.Permanent(err)
+	}
+	return s.post.post(ctx, jsonRequest(s.url, body, nil), checkStatus)
+}

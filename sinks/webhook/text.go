@@ -1,0 +1,149 @@
+package webhook
+
+import (
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/pagewatch/pagewatch/pipeline/notify"
+)
+
+// message is a notification as the chat services show it: a title, the
+// rule's own lines or a sentence, facts, a digest's pages and a footer.
+// Every string is one line of valid UTF-8 without control characters,
+// bounded; each service escapes it for its own markup.
+type message struct {
+	title  string
+	intro  []string
+	facts  []fact
+	digest []string // "3,000  /blog/a (threshold 1,000)"
+	more   int      // digest pages not listed
+	footer string
+	at     time.Time
+}
+
+type fact struct{ name, value string }
+
+// Bounds on stranger-written text in a chat message.
+const (
+	maxTitle      = 150 // Slack's header block limit
+	maxLine       = 500
+	maxIntroLines = 20
+	maxDigest     = 20
+)
+
+func newMessage(n notify.Notification) message {
+	window := clean(n.Window, 50)
+	allTime := window == "" || strings.EqualFold(window, "all time")
+	m := message{at: n.CrossedAt.UTC()}
+	m.title = clean(orEmpty(n.Path), maxTitle-40) + " passed " + group(n.Threshold) + " views"
+	if !allTime {
+		m.title += " in " + window
+	}
+	if len(n.Digest) > 0 || n.DigestTotal > 0 {
+		total := max(n.DigestTotal, len(n.Digest))
+		m.title = group(uint64(total)) + " pages matching " + clean(orEmpty(n.Path), maxTitle-50) + " passed their thresholds"
+		for _, d := range n.Digest[:min(len(n.Digest), maxDigest)] {
+			m.digest = append(m.digest, group(d.Count)+"  "+clean(orEmpty(d.Path), 200)+" (threshold "+group(d.Threshold)+")")
+		}
+		m.more = total - len(m.digest)
+	}
+	if n.Subject != "" {
+		m.title = clean(n.Subject, maxTitle)
+	}
+	for i, line := range strings.Split(n.Body, "\n") {
+		if n.Body == "" || i == maxIntroLines {
+			break
+		}
+		m.intro = append(m.intro, clean(line, maxLine))
+	}
+	if len(m.intro) == 0 && len(m.digest) > 0 {
+		m.intro = []string{group(uint64(len(m.digest)+m.more)) + " pages matching " + clean(orEmpty(n.Path), maxLine) + " on " + clean(orEmpty(n.Site), 200) + " passed their thresholds in one sweep."}
+	}
+	if len(m.intro) == 0 {
+		s := clean(orEmpty(n.Path), maxLine) + " on " + clean(orEmpty(n.Site), 200) + " passed " + group(n.Threshold) + " views"
+		if !allTime {
+			s += " in " + window
+		}
+		m.intro = []string{s + "."}
+	}
+	if !allTime {
+		window = clean(n.Window, 50)
+	} else {
+		window = "all time"
+	}
+	m.facts = []fact{{"Site", clean(orEmpty(n.Site), 200)}}
+	if len(m.digest) == 0 {
+		m.facts = append(m.facts, fact{"Page", clean(orEmpty(n.Path), maxLine)}, fact{"Views", group(n.Count)}, fact{"Threshold", group(n.Threshold)})
+	}
+	m.facts = append(m.facts, fact{"Window", window}, fact{"Crossed at", m.at.Format(time.RFC3339)}, fact{"Rule", clean(n.Rule, 100)})
+	m.footer = "Sent by pagewatch for crossing " + clean(n.Key, 200) + "."
+	return m
+}
+
+// plain is the message as plain text lines (for services without
+// structure, and for fallbacks).
+func (m message) plain() string {
+	var b strings.Builder
+	b.WriteString(m.title + "\n\n")
+	for _, l := range m.intro {
+		b.WriteString(l + "\n")
+	}
+	for _, l := range m.digest {
+		b.WriteString(l + "\n")
+	}
+	if m.more > 0 {
+		b.WriteString("...and " + strconv.Itoa(m.more) + " more\n")
+	}
+	return b.String()
+}
+
+// clean makes s one line of valid UTF-8: control, format and separator
+// characters become U+FFFD; beyond limit runes it is cut with "…".
+func clean(s string, limit int) string {
+	var b strings.Builder
+	n := 0
+	for _, r := range s {
+		if n == limit-1 && utf8.RuneCountInString(s) > limit {
+			b.WriteRune('…')
+			break
+		}
+		if unicode.IsControl(r) || unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp) {
+			r = unicode.ReplacementChar
+		}
+		b.WriteRune(r)
+		n++
+	}
+	return b.String()
+}
+
+func orEmpty(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "(empty)"
+	}
+	return s
+}
+
+// group writes n with thousands separators.
+func group(n uint64) string {
+	s := strconv.FormatUint(n, 10)
+	var b strings.Builder
+	for i := range len(s) {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// truncate cuts s to at most limit runes, with "…".
+func truncate(s string, limit int) string {
+	if utf8.RuneCountInString(s) <= limit {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:limit-1]) + "…"
+}
