@@ -20,6 +20,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 
+	"github.com/pagewatch/pagewatch/internal/testcheck"
 	"github.com/pagewatch/pagewatch/internal/testserver/clickhousetest"
 	"github.com/pagewatch/pagewatch/internal/testserver/natstest"
 	"github.com/pagewatch/pagewatch/internal/testserver/smtptest"
@@ -329,23 +330,19 @@ func (b *bundle) tablesExist(t testing.TB) bool {
 // waitHits waits until ClickHouse holds want hits, failing on more.
 func (b *bundle) waitHits(t testing.TB, want int, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	testcheck.Eventually(t, timeout, fmt.Sprintf("%d hits in ClickHouse", want), func() error {
 		got := -1
 		if b.tablesExist(t) {
 			got = b.hitCount(t)
 		}
-		if got == want {
-			return
-		}
 		if got > want {
 			t.Fatalf("ClickHouse holds %d hits, more than the %d lines written", got, want)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("ClickHouse holds %d hits after %s, want %d", got, timeout, want)
+		if got != want {
+			return fmt.Errorf("ClickHouse holds %d hits", got)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // adminAddr is the address a daemon's /metrics, /healthz and /readyz are
@@ -353,20 +350,19 @@ func (b *bundle) waitHits(t testing.TB, want int, timeout time.Duration) {
 func (p *proc) adminAddr(t testing.TB) string {
 	t.Helper()
 	re := regexp.MustCompile(`admin endpoints serving.* addr=(\S+)`)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	var addr string
+	testcheck.Eventually(t, 30*time.Second, p.name+" to log its admin address", func() bool {
 		data, err := os.ReadFile(p.out.Name())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if m := re.FindSubmatch(data); m != nil {
-			return string(m[1])
+		m := re.FindSubmatch(data)
+		if m != nil {
+			addr = string(m[1])
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: no admin address logged after 30s", p.name)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return m != nil
+	})
+	return addr
 }
 
 // metric scrapes one unlabelled counter or gauge from a daemon's /metrics.
@@ -374,16 +370,12 @@ func (p *proc) adminAddr(t testing.TB) string {
 // its parts, so a metric not served yet is waited for.
 func metric(t testing.TB, addr, name string) float64 {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if v, ok := scrapeOne(t, addr, name); ok {
-			return v
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s does not serve %s", addr, name)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	var v float64
+	testcheck.Eventually(t, 30*time.Second, addr+" to serve "+name, func() (ok bool) {
+		v, ok = scrapeOne(t, addr, name)
+		return ok
+	})
+	return v
 }
 
 func scrapeOne(t testing.TB, addr, name string) (float64, bool) {

@@ -2,9 +2,12 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/pagewatch/pagewatch/internal/testcheck"
 )
 
 // once: distinct hits, per-minute counts and every page's count.
@@ -50,15 +53,16 @@ func TestThreeLoadersKilled20Times(t *testing.T) {
 
 	// Kill k happens once about k/(kills+1) of the messages are loaded, a
 	// random moment later, so the kills spread over the whole load.
-	deadline := time.Now().Add(3 * time.Minute)
+	loadBy := time.Now().Add(3 * time.Minute) // the whole load, kills included
 	killedDuringPublish, duringInsert := 0, 0
 	for k := 1; k <= kills; k++ {
-		for prog.done.Load() < totalMsgs*int64(k)/(kills+1) {
-			if time.Now().After(deadline) {
-				t.Fatalf("kill %d: loading stalled at %d of %d messages", k, prog.done.Load(), totalMsgs)
+		at := totalMsgs * int64(k) / (kills + 1)
+		testcheck.Eventually(t, time.Until(loadBy), fmt.Sprintf("kill %d: %d of %d messages loaded", k, at, totalMsgs), func() error {
+			if n := prog.done.Load(); n < at {
+				return fmt.Errorf("loading stalled at %d of %d messages", n, totalMsgs)
 			}
-			time.Sleep(10 * time.Millisecond)
-		}
+			return nil
+		})
 		time.Sleep(time.Duration(rng.IntN(400)) * time.Millisecond)
 		// Every other kill waits for an insert to be under way, so some
 		// loaders die with a batch in ClickHouse and not acknowledged.
@@ -133,29 +137,29 @@ func TestClickHouseKilledMidLoad(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	rng := rand.New(rand.NewPCG(seed, 5))
 	t.Logf("%d hits in %d messages over %d subjects; outage seed %d", hits, totalMsgs, tr.files, seed)
-	deadline := time.Now().Add(2 * time.Minute)
+	loadBy := time.Now().Add(2 * time.Minute) // up to the last outage
 	var down time.Duration
 	for o := 1; o <= outages; o++ {
 		// Outage o starts between 20% and 35% (then 55% and 70%) loaded.
 		at := totalMsgs * int64(20+35*(o-1)+rng.IntN(16)) / 100
-		for prog.done.Load() < at {
-			if time.Now().After(deadline) {
-				t.Fatalf("outage %d: loading stalled at %d of %d messages", o, prog.done.Load(), totalMsgs)
+		testcheck.Eventually(t, time.Until(loadBy), fmt.Sprintf("outage %d: %d of %d messages loaded", o, at, totalMsgs), func() error {
+			if n := prog.done.Load(); n < at {
+				return fmt.Errorf("loading stalled at %d of %d messages", n, totalMsgs)
 			}
-			time.Sleep(5 * time.Millisecond)
-		}
+			return nil
+		})
 		midInsert := b.waitInsert(t, 2*time.Second)
 		before, loadedAt := insertErrors(), prog.done.Load()
 		killedAt := time.Now()
 		b.ch.Kill()
 		// Down for at least 2 s, and until an insert has failed, so a
 		// loader certainly met the outage.
-		for time.Since(killedAt) < 2*time.Second || insertErrors() == before {
-			if time.Since(killedAt) > 30*time.Second {
-				t.Fatalf("outage %d: no loader tried to insert in 30 s (%d of %d messages loaded)", o, prog.done.Load(), totalMsgs)
+		testcheck.Eventually(t, time.Until(killedAt.Add(30*time.Second)), fmt.Sprintf("outage %d: 2 s down and a loader's insert failed", o), func() error {
+			if time.Since(killedAt) < 2*time.Second || insertErrors() == before {
+				return fmt.Errorf("no loader tried to insert in 30 s (%d of %d messages loaded)", prog.done.Load(), totalMsgs)
 			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			return nil
+		})
 		b.ch.Restart(t)
 		down += time.Since(killedAt)
 		t.Logf("outage %d: clickhouse-server SIGKILLed with %d of %d messages loaded (during an insert: %v), back after %s",
@@ -183,10 +187,7 @@ func TestClickHouseKilledMidLoad(t *testing.T) {
 // and reports whether it is.
 func (b *bundle) waitInsert(t *testing.T, timeout time.Duration) bool {
 	t.Helper()
-	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		if b.count(t, "SELECT count() FROM system.processes WHERE query LIKE 'INSERT%'") > 0 {
-			return true
-		}
-	}
-	return false
+	return testcheck.Poll(timeout, func() bool {
+		return b.count(t, "SELECT count() FROM system.processes WHERE query LIKE 'INSERT%'") > 0
+	})
 }

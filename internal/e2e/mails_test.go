@@ -24,6 +24,7 @@ import (
 	"github.com/pagewatch/pagewatch/broker/bus"
 	"github.com/pagewatch/pagewatch/config/secret"
 	"github.com/pagewatch/pagewatch/domain/crossing"
+	"github.com/pagewatch/pagewatch/internal/testcheck"
 	"github.com/pagewatch/pagewatch/internal/testserver/smtptest"
 )
 
@@ -323,26 +324,25 @@ func maxInFlight(mails []received) int {
 // jobs stream is empty, then returns the mails.
 func (b *bundle) waitJobsDone(t *testing.T, c *jobsClient, jobs map[string]crossing.Crossing, timeout time.Duration) []received {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	testcheck.Eventually(t, timeout, fmt.Sprintf("all %d crossings mailed and the jobs stream empty", len(jobs)), func() error {
 		msgs := b.smtp.Messages()
-		if len(msgs) >= len(jobs) && c.pending(t) == 0 {
-			mails := parseMails(t, msgs)
-			if st := checkMails(t, mails, jobs); len(st.missing) == 0 {
-				// Nothing is left to send; let a send of a killed worker
-				// that the server still had in hand land.
-				time.Sleep(500 * time.Millisecond)
-				return parseMails(t, b.smtp.Messages())
-			}
+		if len(msgs) < len(jobs) {
+			return fmt.Errorf("%d mails, %d jobs left in the stream", len(msgs), c.pending(t))
 		}
-		if time.Now().After(deadline) {
-			mails := parseMails(t, msgs)
-			st := checkMails(t, mails, jobs)
-			t.Fatalf("after %s: %d mails, %d of %d crossings never mailed (e.g. %v), %d jobs left in the stream",
-				timeout, len(msgs), len(st.missing), len(jobs), st.missing[:min(3, len(st.missing))], c.pending(t))
+		// Every crossing may be mailed once there are enough mails: parse
+		// them only then (checkMails reports mails for unknown crossings).
+		if pending := c.pending(t); pending != 0 {
+			return fmt.Errorf("%d mails, %d jobs left in the stream", len(msgs), pending)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		if st := checkMails(t, parseMails(t, msgs), jobs); len(st.missing) != 0 {
+			return fmt.Errorf("%d mails, %d of %d crossings never mailed (e.g. %v)", len(msgs), len(st.missing), len(jobs), st.missing[:min(3, len(st.missing))])
+		}
+		return nil
+	})
+	// Nothing is left to send; let a send of a killed worker that the
+	// server still had in hand land.
+	time.Sleep(500 * time.Millisecond)
+	return parseMails(t, b.smtp.Messages())
 }
 
 // startWorkers starts n `worker run` processes one after another, each
@@ -375,16 +375,13 @@ func workerMetric(t *testing.T, addrs []string, name string) float64 {
 // outcome and returns the history by outcome.
 func (b *bundle) waitOutcome(t *testing.T, outcome string, want int, timeout time.Duration) string {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	testcheck.Eventually(t, timeout, fmt.Sprintf("%d %q rows in the notifications history", want, outcome), func() error {
 		got := b.ch.Query(t, fmt.Sprintf("SELECT count() FROM pagewatch.notifications WHERE outcome = '%s'", outcome))
-		if strings.TrimSpace(got) == strconv.Itoa(want) {
-			rows := strings.TrimSpace(b.ch.Query(t, "SELECT outcome, count() FROM pagewatch.notifications GROUP BY outcome ORDER BY outcome"))
-			return strings.NewReplacer("\t", " ", "\n", ", ").Replace(rows)
+		if strings.TrimSpace(got) != strconv.Itoa(want) {
+			return fmt.Errorf("notifications history holds %s %q rows", strings.TrimSpace(got), outcome)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("notifications history holds %s %q rows after %s, want %d", strings.TrimSpace(got), outcome, timeout, want)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
+	rows := strings.TrimSpace(b.ch.Query(t, "SELECT outcome, count() FROM pagewatch.notifications GROUP BY outcome ORDER BY outcome"))
+	return strings.NewReplacer("\t", " ", "\n", ", ").Replace(rows)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/pagewatch/pagewatch/internal/realdata"
+	"github.com/pagewatch/pagewatch/internal/testcheck"
 )
 
 // notMovedHere are the documented metrics this test does not make move,
@@ -231,20 +232,16 @@ func waitReady(t *testing.T, procs map[string][]*proc, daemons ...string) {
 // with code, its body naming dependency (when not "").
 func waitReadiness(t *testing.T, procs map[string][]*proc, code int, dependency string, daemons ...string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
 	for _, d := range daemons {
 		for _, p := range procs[d] {
 			addr := p.adminAddr(t)
-			for {
+			testcheck.Eventually(t, 30*time.Second, fmt.Sprintf("%s's /readyz to answer %d naming %q", p.name, code, dependency), func() error {
 				got, body := readyz(addr)
 				if got == code && (dependency == "" || dependencyDown(body, dependency)) {
-					break
+					return nil
 				}
-				if time.Now().After(deadline) {
-					t.Fatalf("%s: /readyz %d %q, want %d naming %q", p.name, got, body, code, dependency)
-				}
-				time.Sleep(50 * time.Millisecond)
-			}
+				return fmt.Errorf("%s: /readyz %d %q, want %d naming %q", p.name, got, body, code, dependency)
+			})
 		}
 	}
 }
@@ -275,21 +272,17 @@ func readyz(addr string) (int, string) {
 func waitSample(t *testing.T, p *proc, metric, labels string, want float64) {
 	t.Helper()
 	addr := p.adminAddr(t)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testcheck.Eventually(t, 30*time.Second, fmt.Sprintf("%s to serve %s{%s} = %v", p.name, metric, labels, want), func() error {
 		fams, err := scrape(addr)
 		got, ok := 0.0, false
 		if err == nil {
 			got, ok = fams[metric].series[labels]
 		}
 		if ok && got == want {
-			return
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %s{%s} = %v (served %v, err %v), want %v", p.name, metric, labels, got, ok, err, want)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return fmt.Errorf("%s: %s{%s} = %v (served %v, err %v), want %v", p.name, metric, labels, got, ok, err, want)
+	})
 }
 
 // editConfig replaces each old string of the pairs with its new one,

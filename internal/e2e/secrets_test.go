@@ -13,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 
+	"github.com/pagewatch/pagewatch/internal/testcheck"
 	"github.com/pagewatch/pagewatch/internal/testserver/smtptest"
 )
 
@@ -87,17 +88,13 @@ func TestSecretsNeverLogged(t *testing.T) {
 	worker := b.startConfig(t, b.config, "worker", "run", "--log-level", "debug")
 	c := b.jobsClient(t)
 	c.publish(t, workerJob(1, 1))
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testcheck.Eventually(t, 30*time.Second, "the worker to log a refused login (535)", func() error {
 		data, _ := os.ReadFile(worker.out.Name())
-		if strings.Contains(string(data), "535") {
-			break
+		if !strings.Contains(string(data), "535") {
+			return fmt.Errorf("its log ends:\n%s", tailBytes(data, 3000))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the worker logged no refused login (535) in 30s:\n%s", tailBytes(data, 3000))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 	worker.stop(t)
 	data, err := os.ReadFile(worker.out.Name())
 	if err != nil {

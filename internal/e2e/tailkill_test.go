@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/pagewatch/pagewatch/broker/bus"
 	"github.com/pagewatch/pagewatch/internal/realdata"
+	"github.com/pagewatch/pagewatch/internal/testcheck"
 	"github.com/pagewatch/pagewatch/pipeline/tail"
 )
 
@@ -369,20 +371,16 @@ func (b *bundle) checkRepeatedLog(t *testing.T, src *repeatedLog) (inserted int)
 func waitPublished(t *testing.T, s jetstream.Stream, subject string, end int64, timeout time.Duration) {
 	t.Helper()
 	ctx := context.Background()
-	deadline := time.Now().Add(timeout)
-	for {
+	testcheck.Eventually(t, timeout, fmt.Sprintf("the tailer to publish all %d bytes", end), func() error {
 		got := subjectEnd(ctx, t, s, subject)
-		if got == end {
-			return
-		}
 		if got > end {
 			t.Fatalf("published up to byte %d of a %d-byte file", got, end)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s the tailer has published %d of %d bytes", timeout, got, end)
+		if got != end {
+			return fmt.Errorf("the tailer has published %d of %d bytes", got, end)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // alive fails the test if p has exited.
@@ -447,11 +445,9 @@ func TestTailSIGKILL20TimesOver1MLines(t *testing.T) {
 		at := writeBegan.Add(writeFor*time.Duration(k)/(tailKills+1) + time.Duration(rng.Int64N(int64(writeFor/20))) - writeFor/40)
 		time.Sleep(time.Until(at))
 		base := subjectMsgs(ctxb, t, stream, subject)
-		for deadline := time.Now().Add(30 * time.Second); subjectMsgs(ctxb, t, stream, subject) == base; time.Sleep(5 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("kill %d: the tailer published nothing in 30s", k)
-			}
-		}
+		testcheck.Eventually(t, 30*time.Second, fmt.Sprintf("kill %d: the running tailer to publish something", k), func() bool {
+			return subjectMsgs(ctxb, t, stream, subject) != base
+		})
 		time.Sleep(time.Duration(rng.IntN(150)) * time.Millisecond)
 		if app.written.Load() < src.size() {
 			killedWhileWriting++
@@ -540,11 +536,9 @@ func TestTailNATSRestartMidRun(t *testing.T) {
 		at := writeBegan.Add(writeFor * time.Duration(15+45*(o-1)+rng.IntN(11)) / 100)
 		time.Sleep(time.Until(at))
 		base := subjectMsgs(ctxb, t, stream, subject)
-		for deadline := time.Now().Add(30 * time.Second); subjectMsgs(ctxb, t, stream, subject) == base; time.Sleep(5 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("outage %d: the tailer published nothing in 30s", o)
-			}
-		}
+		testcheck.Eventually(t, 30*time.Second, fmt.Sprintf("outage %d: the tailer to publish something first", o), func() bool {
+			return subjectMsgs(ctxb, t, stream, subject) != base
+		})
 		pubEnd := subjectEnd(ctxb, t, stream, subject)
 		msgsBefore := subjectMsgs(ctxb, t, stream, subject)
 		retriesBefore := metric(t, tailAdmin, "pagewatch_ingest_tail_publish_retries_total")
@@ -563,24 +557,26 @@ func TestTailNATSRestartMidRun(t *testing.T) {
 		// the restart, and the loader loads every line up to its end.
 		var tailBack, loadBack time.Duration
 		loadTo := 0
-		for deadline := time.Now().Add(60 * time.Second); loadBack == 0; time.Sleep(10 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("outage %d: 60s after NATS came back the tailer has published %d new messages, the loader has loaded %d hits (waiting for %d)",
-					o, subjectMsgs(ctxb, t, stream, subject)-msgsBefore, b.hitCount(t), loadTo)
-			}
+		testcheck.Eventually(t, 60*time.Second, fmt.Sprintf("outage %d: the tailer and the loader to carry on after NATS came back", o), func() error {
 			if tailBack == 0 {
 				m, err := stream.GetLastMsgForSubject(ctxb, subject)
-				if err != nil || !m.Time.After(restarted) {
-					continue // NATS not back for this client yet, or nothing new
+				if err != nil {
+					return fmt.Errorf("NATS not back for the test's client: %w", err)
+				}
+				if !m.Time.After(restarted) {
+					return errors.New("the tailer has stored no message since")
 				}
 				tailBack = m.Time.Sub(restarted)
 				end, _ := strconv.ParseInt(m.Header.Get(tail.HeaderEnd), 10, 64)
 				loadTo = src.linesBefore(end)
 			}
-			if b.hitCount(t) >= loadTo {
-				loadBack = time.Since(restarted)
+			if n := b.hitCount(t); n < loadTo {
+				return fmt.Errorf("the tailer stored a message %s after the restart; the loader has loaded %d hits (waiting for %d)",
+					tailBack.Round(time.Millisecond), n, loadTo)
 			}
-		}
+			loadBack = time.Since(restarted)
+			return nil
+		})
 		outageAt = append(outageAt, [2]time.Time{stoppedAt, restarted})
 		t.Logf("outage %d: NATS stopped %s after the first append with %.1f%% of the file published (%d messages), %.1f%% written; %.1f%% written when it was back %s later; the tailer stored its next message %s after that and had retried %v publishes; the loader had loaded every line up to it %s after the restart",
 			o, stoppedAt.Sub(writeBegan).Round(time.Millisecond), 100*float64(pubEnd)/float64(src.size()), msgsBefore, 100*float64(writtenAt)/float64(src.size()),

@@ -18,6 +18,7 @@ import (
 	"github.com/pagewatch/pagewatch/broker/bus"
 	"github.com/pagewatch/pagewatch/domain/hit"
 	"github.com/pagewatch/pagewatch/internal/realdata"
+	"github.com/pagewatch/pagewatch/internal/testcheck"
 	"github.com/pagewatch/pagewatch/pipeline/load"
 	"github.com/pagewatch/pagewatch/pipeline/logformat"
 )
@@ -280,15 +281,11 @@ func (p *loadProgress) publish(ctx context.Context, tr *traffic, ahead int64) (p
 // loader, which acks only after its insert.
 func (p *loadProgress) waitDrained(t *testing.T, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	testcheck.Eventually(t, timeout, "the loaders to acknowledge every message", func() error {
 		pending, ackPending, ok := p.backlog(context.Background())
 		if ok && pending == 0 && ackPending == 0 {
-			return
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s the loaders still have %d messages to fetch and %d unacknowledged (consumer found: %v)", timeout, pending, ackPending, ok)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return fmt.Errorf("the loaders still have %d messages to fetch and %d unacknowledged (consumer found: %v)", pending, ackPending, ok)
+	})
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/pagewatch/pagewatch/broker/bus"
 	"github.com/pagewatch/pagewatch/domain/crossing"
+	"github.com/pagewatch/pagewatch/internal/testcheck"
 	"github.com/pagewatch/pagewatch/internal/testserver/smtptest"
 )
 
@@ -259,26 +260,22 @@ func TestKilledWorkersLockLapses(t *testing.T) {
 	var holder, survivor int
 	var locked time.Time
 	var acquired jetstream.KeyValueEntry
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testcheck.Eventually(t, 20*time.Second, "a worker to lock the page", func() error {
 		e, err := locks.Get(context.Background(), pageKey)
-		if err == nil {
-			locked, acquired = time.Now(), e
-			value := string(e.Value())
-			holder = slices.IndexFunc(procs, func(p *proc) bool {
-				return strings.Contains(value, fmt.Sprintf("-%d/", p.cmd.Process.Pid))
-			})
-			if holder < 0 {
-				t.Fatalf("lock value %q names neither worker (pids %d, %d)", value, procs[0].cmd.Process.Pid, procs[1].cmd.Process.Pid)
-			}
-			survivor = 1 - holder
-			break
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no worker locked the page within 20s: %v", err)
+		locked, acquired = time.Now(), e
+		value := string(e.Value())
+		holder = slices.IndexFunc(procs, func(p *proc) bool {
+			return strings.Contains(value, fmt.Sprintf("-%d/", p.cmd.Process.Pid))
+		})
+		if holder < 0 {
+			t.Fatalf("lock value %q names neither worker (pids %d, %d)", value, procs[0].cmd.Process.Pid, procs[1].cmd.Process.Pid)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		survivor = 1 - holder
+		return nil
+	})
 	for i := 1; i < 4; i++ {
 		x := workerJob(page, i)
 		jobs[x.Key] = x
@@ -286,28 +283,20 @@ func TestKilledWorkersLockLapses(t *testing.T) {
 	}
 	// The survivor tries the page while the holder is sending: it hands
 	// the jobs to the holder, or defers them.
-	for workerMetric(t, addrs[survivor:survivor+1], conflicts)+workerMetric(t, addrs[survivor:survivor+1], handedOff) == 0 {
-		if time.Since(locked) > 3*smtpDelay/4 {
-			t.Fatalf("the other worker did not try the locked page within %s", 3*smtpDelay/4)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	sending := locked.Add(3 * smtpDelay / 4) // the holder is surely still sending until then
+	testcheck.Eventually(t, time.Until(sending), fmt.Sprintf("the other worker to try the locked page within %s of its locking", 3*smtpDelay/4), func() bool {
+		return workerMetric(t, addrs[survivor:survivor+1], conflicts)+workerMetric(t, addrs[survivor:survivor+1], handedOff) > 0
+	})
 	// Kill the holder mid-send once it has renewed its lease, so the
 	// lease left is close to the whole lock_ttl, and well before the
 	// server accepts its mail.
-	for {
+	testcheck.Eventually(t, time.Until(sending), fmt.Sprintf("the holder to renew its lease within %s of locking (lock_ttl %s)", 3*smtpDelay/4, lockTTL), func() bool {
 		e, err := locks.Get(context.Background(), pageKey)
 		if err != nil {
 			t.Fatalf("the holder's lock vanished while it was sending: %v", err)
 		}
-		if e.Revision() != acquired.Revision() {
-			break
-		}
-		if time.Since(locked) > 3*smtpDelay/4 {
-			t.Fatalf("the holder did not renew its lease within %s (lock_ttl %s)", 3*smtpDelay/4, lockTTL)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return e.Revision() != acquired.Revision()
+	})
 	if n := len(b.smtp.Messages()); n != 0 {
 		t.Fatalf("the server accepted %d mails before the kill: the holder was not mid-send", n)
 	}
