@@ -74,14 +74,15 @@ func runTail(ctx context.Context, env *daemon.Env) error {
 	if err != nil {
 		return err
 	}
-	t, err := tail.New(ctx, env.Config.Ingest.Tail, b, env.Logger, env.Registry)
-	if err != nil {
-		return err
-	}
+	var opts []tail.Option
 	if fromStart {
 		// A redrawn progress line when stderr is a terminal, a log line
 		// every 30s otherwise (systemd, redirected output).
-		t.SetBackfill(tail.BackfillOptions{Progress: env.Stderr, Only: backfillOnly})
+		opts = append(opts, tail.WithBackfill(tail.BackfillOptions{Progress: env.Stderr, Only: backfillOnly}))
+	}
+	t, err := tail.New(ctx, env.Config.Ingest.Tail, b, env.Logger, env.Registry, opts...)
+	if err != nil {
+		return err
 	}
 	return env.Serve(ctx, t)
 }

@@ -31,9 +31,6 @@ type BackfillOptions struct {
 	Only bool
 }
 
-// SetBackfill makes Run backfill before it follows. Call it before Run.
-func (t *Tailer) SetBackfill(o BackfillOptions) { t.backfillOpts = &o }
-
 // backfillRun is one Run's backfill over all its inputs.
 type backfillRun struct {
 	opts    BackfillOptions
@@ -46,11 +43,18 @@ type backfillRun struct {
 	level slog.Level
 }
 
+// inputBackfill is one follower's part in a backfill.
+type inputBackfill struct {
+	run      *backfillRun
+	tasks    []siblingTask // rotated siblings to publish before the live file
+	caughtUp bool          // the live file has been read to its end once
+}
+
 // startBackfill plans every input's backfill before any is read, so the
 // progress total is whole from the start, and runs the progress display
 // until stop is called.
 func (t *Tailer) startBackfill(ctx context.Context, fws []*follower) (stop func(), err error) {
-	bf := &backfillRun{opts: *t.backfillOpts, logger: t.logger}
+	bf := &backfillRun{opts: *t.backfill, logger: t.logger}
 	bf.left.Store(int64(len(fws)))
 	if bf.opts.Progress != nil {
 		bf.display = progress.New(bf.opts.Progress, progress.Options{Terminal: bf.opts.Terminal, Logger: t.logger})
@@ -61,8 +65,8 @@ func (t *Tailer) startBackfill(ctx context.Context, fws []*follower) (stop func(
 	errs := make([]error, len(fws))
 	var wg sync.WaitGroup
 	for i, fw := range fws {
-		fw.backfill = bf
-		fw.meter = &meter{
+		fw.bf = &inputBackfill{run: bf}
+		fw.live.meter = &meter{
 			display: bf.display,
 			bytes:   t.metrics.backfillBytes.WithLabelValues(fw.in.Path),
 			lines:   t.metrics.backfillLines.WithLabelValues(fw.in.Path),
@@ -107,8 +111,8 @@ func onTerminal(o BackfillOptions) bool {
 // logLevel is the level of a per-file Info line: lower while a backfill
 // draws on a terminal.
 func (fw *follower) logLevel() slog.Level {
-	if fw.backfill != nil && !fw.caughtUp {
-		return fw.backfill.level
+	if fw.catchingUp() {
+		return fw.bf.run.level
 	}
 	return slog.LevelInfo
 }
@@ -116,21 +120,70 @@ func (fw *follower) logLevel() slog.Level {
 func countTasks(fws []*follower) int {
 	n := 0
 	for _, fw := range fws {
-		n += len(fw.tasks)
+		if fw.bf != nil {
+			n += len(fw.bf.tasks)
+		}
 	}
 	return n
+}
+
+// catchingUp reports whether a backfill is reading the live file for the
+// first time.
+func (fw *follower) catchingUp() bool { return fw.bf != nil && !fw.bf.caughtUp }
+
+// noteCaughtUp is called when the live file has been read to its end, or
+// is missing: the input's part of a backfill is done. It returns
+// errBackfillDone when the follower is then to end (--backfill-only).
+func (fw *follower) noteCaughtUp() error {
+	if !fw.catchingUp() {
+		return nil
+	}
+	fw.catchUpDone()
+	if fw.bf.run.opts.Only {
+		return errBackfillDone
+	}
+	return nil
 }
 
 // catchUpDone records that the follower's live file has been read to its
 // end once; the last input to get there ends the backfill.
 func (fw *follower) catchUpDone() {
-	fw.caughtUp = true
-	if fw.backfill.left.Add(-1) == 0 {
-		if fw.backfill.display != nil {
-			fw.backfill.display.Done()
+	fw.bf.caughtUp = true
+	run := fw.bf.run
+	if run.left.Add(-1) == 0 {
+		if run.display != nil {
+			run.display.Done()
 		}
-		fw.backfill.logger.Info("backfill done; every input has been read to its end")
+		run.logger.Info("backfill done; every input has been read to its end")
 	}
+}
+
+// leaveBackfill gives up the input's part in a backfill: the tailer
+// holding the file publishes it. It reports whether the follower is to
+// end (a backfill-only run).
+func (fw *follower) leaveBackfill() bool {
+	if fw.bf == nil {
+		return false
+	}
+	fw.bf.tasks = nil
+	if fw.bf.caughtUp {
+		return false
+	}
+	fw.catchUpDone()
+	return fw.bf.run.opts.Only
+}
+
+// copyPlanned publishes the rotated siblings the backfill planned, once:
+// not again after a lost lease.
+func (fw *follower) copyPlanned(ctx context.Context) error {
+	if fw.bf == nil {
+		return nil
+	}
+	if err := fw.copySiblings(ctx, fw.bf.tasks); err != nil {
+		return err
+	}
+	fw.bf.tasks = nil
+	return nil
 }
 
 // planBackfill decides which rotated siblings of the input to publish,
@@ -140,7 +193,7 @@ func (fw *follower) planBackfill(ctx context.Context) error {
 	if err := fw.resolveSubject(ctx); err != nil {
 		return err
 	}
-	pos, err := retrying(ctx, fw, "read position", func() (*position, error) { return fw.lastPosition(ctx) })
+	pos, err := retrying(ctx, fw.logger, "read position", func() (*savedPosition, error) { return fw.live.pos.last(ctx) })
 	if err != nil {
 		return err
 	}
@@ -155,7 +208,7 @@ func (fw *follower) planBackfill(ctx context.Context) error {
 			current = sibs[i]
 		}
 	}
-	fw.tasks, err = fw.planSiblings(ctx, sibs, current)
+	fw.bf.tasks, err = fw.planSiblings(ctx, sibs, current)
 	return err
 }
 
@@ -174,11 +227,8 @@ type siblingTask struct {
 // and by the instance and path of the file's subject (lease.go), so it is
 // the same for every tailer that takes the file over.
 func (fw *follower) backfillSubject(s *sibling) string {
-	instance, path := fw.cfg.Instance, fw.in.Path
-	if fw.pub.Instance != "" {
-		instance, path = fw.pub.Instance, fw.pub.Path
-	}
-	return fw.bus.HitsSubject(instance, bus.Key(path, "backfill", s.identity().contentKey()))
+	instance, path := fw.lease.subjectOwner()
+	return fw.env.bus.HitsSubject(instance, bus.Key(path, "backfill", s.identity().contentKey()))
 }
 
 // planSiblings decides where each sibling is to be read from: past the
@@ -191,7 +241,7 @@ func (fw *follower) planSiblings(ctx context.Context, sibs []*sibling, skip *sib
 	if len(sibs) == 0 {
 		return nil, nil
 	}
-	recorded, err := retrying(ctx, fw, "scan published files", func() ([]recordedFile, error) { return fw.recordedFiles(ctx) })
+	recorded, err := retrying(ctx, fw.logger, "scan published files", func() ([]recordedFile, error) { return fw.live.pos.recordedFiles(ctx) })
 	if err != nil {
 		return nil, err
 	}
@@ -215,7 +265,7 @@ func (fw *follower) planSiblings(ctx context.Context, sibs []*sibling, skip *sib
 			continue // empty files hold no line
 		}
 		subject := fw.backfillSubject(s)
-		bpos, err := retrying(ctx, fw, "read backfill position", func() (*position, error) { return fw.positionOn(ctx, subject) })
+		bpos, err := retrying(ctx, fw.logger, "read backfill position", func() (*savedPosition, error) { return fw.live.pos.on(ctx, subject) })
 		if err != nil {
 			return nil, err
 		}
@@ -238,22 +288,22 @@ func (fw *follower) planSiblings(ctx context.Context, sibs []*sibling, skip *sib
 		if !s.gz && t.start >= s.size {
 			continue
 		}
-		fw.meter.addTotal(s.toRead(t.start))
+		fw.live.meter.addTotal(s.toRead(t.start))
 		tasks = append(tasks, t)
 	}
 	return tasks, nil
 }
 
-// runTasks publishes each planned sibling on its subject, from its start
-// to its end.
-func (fw *follower) runTasks(ctx context.Context, tasks []siblingTask) error {
+// copySiblings publishes each planned sibling on its subject, from its
+// start to its end.
+func (fw *follower) copySiblings(ctx context.Context, tasks []siblingTask) error {
 	for _, t := range tasks {
 		for {
-			r := fw.reader(t.subject)
-			r.lastSeq, r.id = t.lastSeq, t.s.identity()
-			r.offset, r.readPos, r.batchStart = t.start, t.start, t.start
+			p := fw.siblingPipe(t.subject)
+			p.pos.lastSeq, p.rd.id = t.lastSeq, t.s.identity()
+			p.rd.startAt(t.start)
 			fw.logger.Log(ctx, fw.logLevel(), "backfilling rotated file", "rotated", t.s.path, "offset", t.start)
-			err := r.readFinished(ctx, t.s, true)
+			err := p.copyRotated(ctx, t.s, true, fw.env.cfg.RotateGrace, fw.env.cfg.PollInterval)
 			if !errors.Is(err, errResync) {
 				if err != nil {
 					return err
@@ -261,7 +311,7 @@ func (fw *follower) runTasks(ctx context.Context, tasks []siblingTask) error {
 				break
 			}
 			// Someone else published on the subject: go on from there.
-			pos, err := retrying(ctx, fw, "read backfill position", func() (*position, error) { return fw.positionOn(ctx, t.subject) })
+			pos, err := retrying(ctx, fw.logger, "read backfill position", func() (*savedPosition, error) { return fw.live.pos.on(ctx, t.subject) })
 			if err != nil {
 				return err
 			}
@@ -277,18 +327,13 @@ func (fw *follower) runTasks(ctx context.Context, tasks []siblingTask) error {
 	return nil
 }
 
-// reader is a follower that publishes a sibling on subject, sharing the
+// siblingPipe is a pipe that publishes a sibling on subject, sharing the
 // input's format, counters and progress.
-func (fw *follower) reader(subject string) *follower {
-	return &follower{
-		Tailer:    fw.Tailer,
-		in:        fw.in,
-		batch:     newHitBatch(fw.batch.parser, fw.in.Site, fw.pages, fw.metrics, fw.logger),
-		subject:   subject,
-		logger:    fw.logger,
-		keepalive: fw.keepalive,
-		meter:     fw.meter,
-	}
+func (fw *follower) siblingPipe(subject string) *pipe {
+	batch := newHitBatch(fw.live.rd.batch.parser, fw.in.Site, fw.env.pages, fw.env.metrics, fw.logger)
+	p := newPipe(fw.env, fw.in, subject, batch, fw.logger)
+	p.meter = fw.live.meter
+	return p
 }
 
 // meter counts what a backfill reads, for the progress display and the

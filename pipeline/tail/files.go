@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -109,29 +108,43 @@ type fileSetup struct {
 	leases  jetstream.KeyValue // bus.BucketTailLeases
 	records jetstream.KeyValue // bus.BucketTailFiles
 	self    holder             // this process, as a lease names it
-	run     atomic.Pointer[fileRun]
+	// followed are the files followed now: what the metrics export, and
+	// which names are live files rather than rotated copies (siblings).
+	followed followedSet
+}
+
+// followedSet is the files followed now, by absolute path.
+type followedSet struct {
+	mu     sync.Mutex
+	byPath map[string]*follower
+	// refused are glob files not followed for max_files, and whether
+	// they were there at start (start_at applies to those).
+	refused    map[string]bool
+	warnedFull bool
+	states     []*fileState // of the glob followers, for the metrics
 }
 
 // setupFiles registers the per-file metrics and prepares the Watcher of
 // the glob inputs and the lease buckets.
-func (t *Tailer) setupFiles(ctx context.Context, reg prometheus.Registerer) error {
+func (t *Tailer) setupFiles(ctx context.Context, reg prometheus.Registerer) (*fileSetup, error) {
+	fs := &fileSetup{followed: followedSet{byPath: map[string]*follower{}, refused: map[string]bool{}}}
 	var literal []*fileState
 	for i, in := range t.cfg.Inputs {
 		if !isGlob(in.Path) {
 			literal = append(literal, t.states[i])
 		}
 	}
-	reg.MustRegister(newStateCollector(literal, t.globStates))
-	t.files.fm = newFileMetrics(reg)
+	reg.MustRegister(newStateCollector(literal, fs.globStates))
+	fs.fm = newFileMetrics(reg)
 	if len(t.cfg.Inputs) == 0 {
-		return nil
+		return fs, nil
 	}
 	d := t.cfg.Discover
 	d.Paths = nil
 	for i, in := range t.cfg.Inputs {
 		if isGlob(in.Path) {
 			d.Paths = append(d.Paths, in.Path)
-			t.files.globInput = append(t.files.globInput, i)
+			fs.globInput = append(fs.globInput, i)
 		}
 	}
 	// Without globs there is nothing to discover: no inotify watches,
@@ -139,12 +152,12 @@ func (t *Tailer) setupFiles(ctx context.Context, reg prometheus.Registerer) erro
 	if len(d.Paths) > 0 {
 		w, err := discover.New(d, t.logger, reg)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		t.files.watcher = w
+		fs.watcher = w
 	}
-	t.files.linger = 2*d.PollInterval + d.Debounce
-	return t.setupLeases(ctx)
+	fs.linger = 2*d.PollInterval + d.Debounce
+	return fs, fs.setupLeases(ctx, t.cfg, t.bus)
 }
 
 // fileMetrics are the metrics of files.go and lease.go.
@@ -178,21 +191,15 @@ func newFileMetrics(reg prometheus.Registerer) *fileMetrics {
 	return m
 }
 
-// fileRun is the file followers of one Run.
+// fileRun is the file followers of one Run: the goroutines, and the
+// first errors that end the Run.
 type fileRun struct {
 	t      *Tailer
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
-
-	mu     sync.Mutex
-	byPath map[string]*follower // followed now, by absolute path
-	// refused are glob files not followed for max_files, and whether
-	// they were there at start (start_at applies to those).
-	refused    map[string]bool
-	warnedFull bool
-	states     []*fileState // of the glob followers, for the metrics
-	errs       []error
+	set    *followedSet // t.files.followed; its mu guards errs too
+	errs   []error
 
 	stopBackfill func()
 }
@@ -200,14 +207,41 @@ type fileRun struct {
 // startFiles starts following the literal inputs and the glob inputs'
 // files there now, then watches for more. wait waits for them all.
 func (t *Tailer) startFiles(ctx context.Context, cancel context.CancelFunc) (*fileRun, error) {
-	r := &fileRun{t: t, ctx: ctx, cancel: cancel, byPath: map[string]*follower{}, refused: map[string]bool{}, stopBackfill: func() {}}
-	t.files.run.Store(r)
+	r := &fileRun{t: t, ctx: ctx, cancel: cancel, set: &t.files.followed, stopBackfill: func() {}}
+	fws := r.addStart()
+	if t.backfill != nil {
+		stop, err := t.startBackfill(ctx, fws)
+		if err != nil {
+			return nil, err
+		}
+		r.stopBackfill = stop
+	}
+	for _, fw := range fws {
+		r.launch(fw)
+	}
+	// A backfill-only run reads what is there, and stops.
+	if w := t.files.watcher; w != nil && (t.backfill == nil || !t.backfill.Only) {
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			_ = w.Run(ctx, r.found) // returns nil once ctx is done
+		}()
+	}
+	return r, nil
+}
+
+// addStart makes the followers of the literal inputs and of the glob
+// inputs' files there now.
+func (r *fileRun) addStart() []*follower {
+	t := r.t
+	r.set.mu.Lock()
+	defer r.set.mu.Unlock()
 	var fws []*follower
 	for i, in := range t.cfg.Inputs {
 		if !isGlob(in.Path) {
 			fw := t.newFollower(in, t.parsers[i], t.states[i])
 			fw.key = absPath(in.Path)
-			r.byPath[fw.key] = fw
+			r.set.byPath[fw.key] = fw
 			fws = append(fws, fw)
 		}
 	}
@@ -227,26 +261,8 @@ func (t *Tailer) startFiles(ctx context.Context, cancel context.CancelFunc) (*fi
 			}
 		}
 	}
-	r.t.files.fm.followed.Set(float64(len(r.byPath)))
-	if t.backfillOpts != nil {
-		stop, err := t.startBackfill(ctx, fws)
-		if err != nil {
-			return nil, err
-		}
-		r.stopBackfill = stop
-	}
-	for _, fw := range fws {
-		r.launch(fw)
-	}
-	// A backfill-only run reads what is there, and stops.
-	if w != nil && (t.backfillOpts == nil || !t.backfillOpts.Only) {
-		r.wg.Add(1)
-		go func() {
-			defer r.wg.Done()
-			_ = w.Run(ctx, r.found) // returns nil once ctx is done
-		}()
-	}
-	return r, nil
+	t.files.fm.followed.Set(float64(len(r.set.byPath)))
+	return fws
 }
 
 // wait waits for every follower and returns their errors.
@@ -254,8 +270,8 @@ func (r *fileRun) wait() error {
 	r.wg.Wait()
 	// An interrupted backfill's display still says how far it got.
 	r.stopBackfill()
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.set.mu.Lock()
+	defer r.set.mu.Unlock()
 	return errors.Join(r.errs...)
 }
 
@@ -263,7 +279,7 @@ func (r *fileRun) wait() error {
 // followed already or max_files are; fromStart is for a file that
 // appeared while ingest ran. Called with mu held, or before launching.
 func (r *fileRun) add(p string, pat int, fromStart bool) *follower {
-	if _, ok := r.byPath[p]; ok {
+	if _, ok := r.set.byPath[p]; ok {
 		return nil // a repeat report, or a literal input's file
 	}
 	if other := r.sameFileAs(p); other != "" {
@@ -274,7 +290,7 @@ func (r *fileRun) add(p string, pat int, fromStart bool) *follower {
 			"file", p, "followed_as", other)
 		return nil
 	}
-	if len(r.byPath) >= r.t.cfg.MaxFiles {
+	if len(r.set.byPath) >= r.t.cfg.MaxFiles {
 		r.refuse(p, !fromStart)
 		return nil
 	}
@@ -284,22 +300,22 @@ func (r *fileRun) add(p string, pat int, fromStart bool) *follower {
 	// The file label is the matched path: as many series as files
 	// followed, which max_files bounds.
 	st := &fileState{path: p}
-	fw := r.t.newFollower(in, r.t.parsers[i], st)
-	fw.key, fw.glob, fw.fromStart = p, true, fromStart
-	r.byPath[p] = fw
-	r.states = append(r.states, st)
-	delete(r.refused, p)
+	fw := r.t.newGlobFollower(in, r.t.parsers[i], st)
+	fw.key, fw.fromStart = p, fromStart
+	r.set.byPath[p] = fw
+	r.set.states = append(r.set.states, st)
+	delete(r.set.refused, p)
 	return fw
 }
 
 func (r *fileRun) refuse(p string, atStart bool) {
-	if _, ok := r.refused[p]; !ok {
-		r.refused[p] = atStart
+	if _, ok := r.set.refused[p]; !ok {
+		r.set.refused[p] = atStart
 		r.t.files.fm.refused.Inc()
 	}
 	// Once per time the limit is reached: a glob can match thousands.
-	if !r.warnedFull {
-		r.warnedFull = true
+	if !r.set.warnedFull {
+		r.set.warnedFull = true
 		r.t.logger.Warn("ingest.tail.max_files files followed already; files found by glob inputs are not followed until others end",
 			"max_files", r.t.cfg.MaxFiles, "file", p)
 		return
@@ -317,7 +333,7 @@ func (r *fileRun) sameFileAs(p string) string {
 	if !ok {
 		return ""
 	}
-	for path, fw := range r.byPath {
+	for path, fw := range r.set.byPath {
 		if cur := fw.current.Load(); cur != nil && cur.dev == uint64(sys.Dev) && cur.ino == sys.Ino {
 			return path
 		}
@@ -330,13 +346,13 @@ func (r *fileRun) sameFileAs(p string) string {
 // between the start scan and the Watcher's), so it is read from its
 // beginning.
 func (r *fileRun) found(f discover.Found) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.set.mu.Lock()
+	defer r.set.mu.Unlock()
 	if r.ctx.Err() != nil {
 		return
 	}
 	if fw := r.add(f.Path, f.Pattern, true); fw != nil {
-		r.t.files.fm.followed.Set(float64(len(r.byPath)))
+		r.t.files.fm.followed.Set(float64(len(r.set.byPath)))
 		r.launch(fw)
 	}
 }
@@ -350,9 +366,9 @@ func (r *fileRun) launch(fw *follower) {
 		case errors.Is(err, errGone):
 			r.ended(fw)
 		case err != nil && !errors.Is(err, context.Canceled):
-			r.mu.Lock()
+			r.set.mu.Lock()
 			r.errs = append(r.errs, fmt.Errorf("tail %s: %w", fw.in.Path, err))
-			r.mu.Unlock()
+			r.set.mu.Unlock()
 			r.cancel()
 		}
 	}()
@@ -361,12 +377,12 @@ func (r *fileRun) launch(fw *follower) {
 // ended forgets the follower of a glob's file that ended (its file
 // deleted, its path empty for a while) and fills the freed place.
 func (r *fileRun) ended(fw *follower) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.byPath[fw.key] == fw {
-		delete(r.byPath, fw.key)
+	r.set.mu.Lock()
+	defer r.set.mu.Unlock()
+	if r.set.byPath[fw.key] == fw {
+		delete(r.set.byPath, fw.key)
 	}
-	r.states = slices.DeleteFunc(r.states, func(s *fileState) bool { return s == fw.state })
+	r.set.states = slices.DeleteFunc(r.set.states, func(s *fileState) bool { return s == fw.state })
 	if r.ctx.Err() != nil {
 		return
 	}
@@ -374,16 +390,16 @@ func (r *fileRun) ended(fw *follower) {
 	// The Watcher reports a path again only if it saw it gone; a file
 	// that came back just as the follower gave up would be missed, so it
 	// is looked at here, with the refused files.
-	if _, ok := r.refused[fw.key]; !ok {
-		r.refused[fw.key] = false
+	if _, ok := r.set.refused[fw.key]; !ok {
+		r.set.refused[fw.key] = false
 	}
-	r.warnedFull = false
-	for _, p := range slices.Sorted(maps.Keys(r.refused)) {
-		if len(r.byPath) >= r.t.cfg.MaxFiles {
+	r.set.warnedFull = false
+	for _, p := range slices.Sorted(maps.Keys(r.set.refused)) {
+		if len(r.set.byPath) >= r.t.cfg.MaxFiles {
 			break
 		}
-		atStart := r.refused[p]
-		delete(r.refused, p)
+		atStart := r.set.refused[p]
+		delete(r.set.refused, p)
 		pat, ok := r.t.files.watcher.Match(p)
 		if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() || !ok {
 			continue // gone: the Watcher reports it if it comes back
@@ -392,42 +408,38 @@ func (r *fileRun) ended(fw *follower) {
 			r.launch(nf)
 		}
 	}
-	r.t.files.fm.followed.Set(float64(len(r.byPath)))
+	r.t.files.fm.followed.Set(float64(len(r.set.byPath)))
 }
 
-// globStates returns the fileStates of the glob followers of the
-// current Run, for the metrics.
-func (t *Tailer) globStates() []*fileState {
-	r := t.files.run.Load()
-	if r == nil {
-		return nil
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.states)
+// globStates returns the fileStates of the glob followers, for the
+// metrics.
+func (fs *fileSetup) globStates() []*fileState {
+	fs.followed.mu.Lock()
+	defer fs.followed.mu.Unlock()
+	return slices.Clone(fs.followed.states)
 }
 
 // liveNames returns the base names of the files followed as live inputs
 // in dir, beside base: their rotated copies are theirs, not base's
 // (siblings). Literal inputs always count; glob files while followed.
-func (fw *follower) liveNames(dir, base string) []string {
+func (fs *fileSetup) liveNames(inputs []Input, dir, base string) []string {
 	var out []string
 	keep := func(p string) {
 		if b := filepath.Base(p); filepath.Dir(p) == dir && len(b) > len(base) && strings.HasPrefix(b, base) && !slices.Contains(out, b) {
 			out = append(out, b)
 		}
 	}
-	for _, in := range fw.cfg.Inputs {
+	for _, in := range inputs {
 		if !isGlob(in.Path) {
 			keep(in.Path)
 		}
 	}
-	if r := fw.files.run.Load(); r != nil {
-		r.mu.Lock()
-		for p := range r.byPath {
+	if fs != nil {
+		fs.followed.mu.Lock()
+		for p := range fs.followed.byPath {
 			keep(p)
 		}
-		r.mu.Unlock()
+		fs.followed.mu.Unlock()
 	}
 	return out
 }
@@ -435,18 +447,10 @@ func (fw *follower) liveNames(dir, base string) []string {
 // isLiveFile reports whether path is a file a glob input follows (or
 // would), and so no rotated copy of another: the globs exclude rotated
 // names (discover's exclude_rotated and exclude).
-func (fw *follower) isLiveFile(path string) bool {
-	if fw.files.watcher == nil {
+func (fs *fileSetup) isLiveFile(path string) bool {
+	if fs == nil || fs.watcher == nil {
 		return false
 	}
-	_, ok := fw.files.watcher.Match(path)
+	_, ok := fs.watcher.Match(path)
 	return ok
-}
-
-// fileKey is a file's device and inode.
-type fileKey struct{ dev, ino uint64 }
-
-// setCurrent records the file the follower reads now, for sameFileAs.
-func (fw *follower) setCurrent() {
-	fw.current.Store(&fileKey{dev: fw.id.dev, ino: fw.id.ino})
 }

@@ -1,17 +1,14 @@
 package tail
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"fmt"
-	"io"
 	"log/slog"
-	"os"
 	"sync/atomic"
 	"time"
 
-	"github.com/pagewatch/pagewatch/domain/hit"
+	"github.com/pagewatch/pagewatch/broker/bus"
+	"github.com/pagewatch/pagewatch/pipeline/logformat"
 )
 
 // Headers of a hits message. Start and End are byte offsets in the file.
@@ -30,61 +27,6 @@ const (
 // follower must reopen its file at the stream's position.
 var errResync = errors.New("position in stream moved")
 
-const readChunk = 256 << 10
-
-// follower tails one file.
-type follower struct {
-	*Tailer
-	in      Input
-	subject string
-	logger  *slog.Logger
-	state   *fileState // lag and age of the input, for the metrics; nil when reading a sibling
-
-	// key is the absolute path the follower is known by in its Run. A
-	// glob's file (glob) ends once gone (errGone); one that appeared
-	// while ingest ran (fromStart) is read from its beginning.
-	key       string
-	glob      bool
-	fromStart bool
-	current   atomic.Pointer[fileKey] // the file read now, for other goroutines
-	// The file's lease and subject record (lease.go): the key of both,
-	// the instance and path the subject is named by, and when the record
-	// was last written.
-	leaseKey string
-	pub      fileRecord
-	recordAt time.Time
-
-	f        *os.File
-	id       identity
-	finished bool   // reading a complete rotated file: its identity is fixed (see publish)
-	offset   int64  // end of the last line consumed
-	readPos  int64  // end of the bytes read into pending
-	pending  []byte // bytes read past offset: at most one incomplete line
-	skipping bool   // inside a line longer than MaxLineBytes
-
-	lastSeq     uint64 // stream sequence of the last message on subject
-	lastPublish time.Time
-	keepalive   time.Duration // re-publish the position of a quiet file this often
-	lastData    time.Time     // when the file last had new bytes
-	rotatedAt   time.Time     // when a successor appeared at the path; zero if none
-	batchStart  int64
-	batch       hitBatch // the lines consumed since batchStart
-	linesRead   int64    // lines consumed since the follower started, for progress
-	eof         bool     // the next publish is the last of a complete file
-	// While one batch is on its way to JetStream (flying), the next is
-	// encoded into the other buffer (spare holds the flying one's).
-	flying *flight
-	spare  hit.Encoder
-
-	// With --from-start: the run the follower takes part in, how its
-	// reading is counted, the rotated siblings it publishes first, and
-	// whether it has read its live file to the end once.
-	backfill *backfillRun
-	meter    *meter
-	tasks    []siblingTask
-	caughtUp bool
-}
-
 // errBackfillDone stops a follower of `--backfill-only` once its file has
 // been read to the end.
 var errBackfillDone = errors.New("backfill done")
@@ -93,19 +35,133 @@ var errBackfillDone = errors.New("backfill done")
 // path has stayed empty.
 var errGone = errors.New("file gone")
 
-// work follows the file (run holds its lease meanwhile).
-func (fw *follower) work(ctx context.Context) error {
-	if err := fw.runTasks(ctx, fw.tasks); err != nil {
+// follower tails one file. It is the driver over the file's layers: the
+// lease (fileLease) keeps it the file's only publisher, the live pipe
+// reads the file (reader) and moves its position on the subject
+// (position), and the backfill copies rotated siblings through pipes of
+// their own. What it keeps itself is when things happened.
+type follower struct {
+	env    *fileEnv
+	in     Input
+	logger *slog.Logger
+	state  *fileState // lag and age of the input, for the metrics
+
+	// key is the absolute path the follower is known by in its Run. A
+	// glob's file (glob) ends once gone (errGone); one that appeared
+	// while ingest ran (fromStart) is read from its beginning.
+	key       string
+	glob      bool
+	fromStart bool
+	current   atomic.Pointer[fileKey] // the file read now, for other goroutines
+
+	lease *fileLease
+	live  *pipe // the file at the path, on the input's subject
+
+	keepalive time.Duration // re-publish the position of a quiet file this often
+	lastData  time.Time     // when the file last had new bytes
+	rotatedAt time.Time     // when a successor appeared at the path; zero if none
+
+	bf *inputBackfill // nil without --from-start
+}
+
+// fileKey is a file's device and inode.
+type fileKey struct{ dev, ino uint64 }
+
+func (t *Tailer) newFollower(in Input, p logformat.Parser, state *fileState) *follower {
+	return t.makeFollower(in, p, state, false)
+}
+
+func (t *Tailer) newGlobFollower(in Input, p logformat.Parser, state *fileState) *follower {
+	return t.makeFollower(in, p, state, true)
+}
+
+func (t *Tailer) makeFollower(in Input, p logformat.Parser, state *fileState, glob bool) *follower {
+	logger := t.logger.With("file", in.Path)
+	keepalive := t.bus.HitsMaxAge() / 4
+	fw := &follower{
+		env:       t.env,
+		in:        in,
+		logger:    logger,
+		state:     state,
+		glob:      glob,
+		lease:     newFileLease(t.files, t.cfg, in.Path, glob, keepalive, logger),
+		live:      newPipe(t.env, in, t.bus.HitsSubject(t.cfg.Instance, bus.Key(in.Path)), newHitBatch(p, in.Site, t.pages, t.metrics, logger), logger),
+		keepalive: keepalive,
+	}
+	fw.live.pos.stored = fw.lease.refreshRecord
+	return fw
+}
+
+// run follows the file while it holds the file's lease, standing by while
+// another tailer of the host holds it, until ctx is done.
+func (fw *follower) run(ctx context.Context) error {
+	if !fw.lease.held() {
+		return fw.work(ctx)
+	}
+	for {
+		lctx, cancel := context.WithCancel(ctx)
+		var lost atomic.Bool
+		lease, err := fw.lease.acquire(ctx, func() {
+			// Stop publishing at once: another tailer may have the file.
+			lost.Store(true)
+			cancel()
+		}, fw.standby)
+		if err != nil {
+			cancel()
+			if errors.Is(err, errBackfillDone) {
+				return nil
+			}
+			return err
+		}
+		err = fw.resolveSubject(lctx)
+		if err == nil {
+			err = fw.work(lctx)
+		}
+		cancel()
+		fw.lease.release(ctx, lease)
+		if !lost.Load() || ctx.Err() != nil {
+			return err
+		}
+		fw.env.files.fm.lost.Inc()
+		fw.logger.Warn("lost the file's lease (NATS unreachable for lease_ttl, or taken by another tailer); stopped publishing, standing by")
+		if fw.leaveBackfill() {
+			return nil
+		}
+	}
+}
+
+// standby is called when another tailer holds the file: a backfill-only
+// run gives the file up rather than wait.
+func (fw *follower) standby(holder string) error {
+	if fw.leaveBackfill() {
+		fw.logger.Warn("file not backfilled: another tailer follows it", "holder", holder)
+		return errBackfillDone
+	}
+	return nil
+}
+
+// resolveSubject publishes the live file on the subject its record
+// names, which another instance may have started.
+func (fw *follower) resolveSubject(ctx context.Context) error {
+	rec, err := fw.lease.resolve(ctx)
+	if err != nil {
 		return err
 	}
-	fw.tasks = nil // done: not again after a lost lease
+	fw.live.pos.subject = fw.env.bus.HitsSubject(rec.Instance, bus.Key(rec.Path))
+	return nil
+}
+
+// work follows the file (run holds its lease meanwhile): the rotated
+// siblings the backfill planned first, then the file, reopened whenever
+// it is replaced.
+func (fw *follower) work(ctx context.Context) error {
+	if err := fw.copyPlanned(ctx); err != nil {
+		return err
+	}
 	for {
 		err := fw.follow(ctx)
-		if fw.f != nil {
-			fw.f.Close()
-			fw.f = nil
-			fw.current.Store(nil)
-		}
+		fw.live.rd.close()
+		fw.current.Store(nil)
 		switch {
 		case errors.Is(err, errResync):
 			fw.logger.Warn("position in JetStream differs from ours; resuming from the stream's (is another tailer publishing this file: one with the same instance name, or one whose lease on it lapsed?)")
@@ -118,42 +174,25 @@ func (fw *follower) work(ctx context.Context) error {
 	}
 }
 
+// follow opens the file at its position and follows it: read what is
+// new, publish it, look at the path, wait.
 func (fw *follower) follow(ctx context.Context) error {
 	if err := fw.open(ctx); err != nil {
 		return err
 	}
 	for {
-		linesBefore := fw.linesRead
-		n, err := fw.readLines(ctx, fw.f)
+		n, err := fw.readNew(ctx)
 		if err != nil {
 			return err
 		}
-		fw.observe(n, linesBefore)
 		if n > 0 {
-			fw.lastData = time.Now()
 			continue
 		}
-		// At the end of what the file has. The batch sent while reading
-		// is stored first, then what was read is published, unless
-		// inside an over-long line: a position must fall between lines.
-		if err := fw.settle(ctx); err != nil {
+		if err := fw.publishRead(ctx); err != nil {
 			return err
 		}
-		if !fw.skipping && (fw.batch.lines > 0 || time.Since(fw.lastPublish) > fw.keepalive) {
-			// A quiet file re-publishes its position now and then, so it
-			// does not age out of the stream with the last batch.
-			if err := fw.publish(ctx); err != nil {
-				return err
-			}
-		}
-		if fw.batch.lines == 0 {
-			fw.state.allPublished()
-		}
-		if fw.backfill != nil && !fw.caughtUp {
-			fw.catchUpDone()
-			if fw.backfill.opts.Only {
-				return errBackfillDone
-			}
+		if err := fw.noteCaughtUp(); err != nil {
+			return err
 		}
 		switched, err := fw.checkRotation(ctx)
 		if err != nil {
@@ -165,257 +204,56 @@ func (fw *follower) follow(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(fw.cfg.PollInterval):
+		case <-time.After(fw.env.cfg.PollInterval):
 		}
 	}
 }
 
-// observe updates the metrics after a read of n bytes: the file's lag
-// behind its end, when its unpublished bytes were first seen, and, while
-// a backfill catches up with the file, its progress.
-func (fw *follower) observe(n int, linesBefore int64) {
-	if fw.backfill != nil && !fw.caughtUp {
-		fw.meter.add(int64(n), fw.linesRead-linesBefore)
+// readNew reads one chunk of what the file has past what was read, and
+// updates the metrics: the file's lag behind its end, when its
+// unpublished bytes were first seen, and a backfill's progress.
+func (fw *follower) readNew(ctx context.Context) (int, error) {
+	rd := &fw.live.rd
+	linesBefore := rd.linesRead
+	n, err := fw.live.read(ctx, rd.f)
+	if err != nil {
+		return n, err
+	}
+	if fw.catchingUp() {
+		fw.live.meter.add(int64(n), rd.linesRead-linesBefore)
 	}
 	if n > 0 {
 		fw.state.unpublishedSeen(time.Now())
+		fw.lastData = time.Now()
 	}
-	if st, err := fw.f.Stat(); err == nil {
-		fw.state.setLag(st.Size() - fw.published())
-	}
-}
-
-// open finds the file's position in the stream and opens the file there,
-// waiting for the file to exist. When the stream's file is no longer at
-// the path (rotated while ingest was stopped), it first reads the rest of
-// that file from among the path's rotated siblings.
-func (fw *follower) open(ctx context.Context) error {
-	pos, err := retrying(ctx, fw, "read position", func() (*position, error) { return fw.lastPosition(ctx) })
-	if err != nil {
-		return err
-	}
-	fw.lastSeq, fw.lastPublish = 0, time.Now()
-	if pos != nil {
-		fw.lastSeq, fw.lastPublish = pos.seq, pos.at
-	}
-	// Whatever a previous attempt had read but not published is read again.
-	fw.pending, fw.skipping = fw.pending[:0], false
-	fw.rotatedAt = time.Time{}
-	fw.batch.reset()
-	f, err := os.Open(fw.in.Path)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("open: %w", err)
-	}
-	same := false
-	if pos != nil && f != nil {
-		if same, err = sameFile(f, pos.id); err != nil {
-			f.Close()
-			return err
-		}
-	}
-	lost := false
-	if pos != nil && !same && !pos.eof {
-		found, err := fw.recoverRotated(ctx, pos)
-		if err != nil {
-			if f != nil {
-				f.Close()
-			}
-			return err
-		}
-		lost = !found
-	}
-	appeared := false
-	if f == nil {
-		if fw.backfill != nil && !fw.caughtUp {
-			// Nothing to catch up with: the backfill of this input is over.
-			fw.catchUpDone()
-			if fw.backfill.opts.Only {
-				return errBackfillDone
-			}
-		}
-		if f, err = fw.waitForFile(ctx); err != nil {
-			return err
-		}
-		appeared = true
-		// A missing file that comes back may be the one we were reading
-		// (a directory mounted late, a file moved away and back).
-		if pos != nil {
-			if same, err = sameFile(f, pos.id); err != nil {
-				f.Close()
-				return err
-			}
-		}
-	}
-	fw.f = f
-	if fw.id, err = identify(fw.f); err != nil {
-		return err
-	}
-	fw.setCurrent()
-	size, err := fw.f.Seek(0, io.SeekEnd)
-	if err != nil {
-		return fmt.Errorf("size: %w", err)
-	}
-	var start int64
-	marker := false
-	switch {
-	case same && size >= pos.end:
-		start = pos.end
-	case same:
-		fw.logger.Warn("file shrank while ingest was stopped; reading it from the beginning", "size", size, "saved_offset", pos.end)
-	case pos != nil:
-		// Another file than the stream's: a new one, read from its start.
-		if lost {
-			fw.logger.Warn("file was replaced while ingest was stopped and is not among its rotated siblings; lines written to it after the saved offset are lost, reading the new file from the beginning",
-				"saved_file", pos.id.String(), "saved_offset", pos.end, "missed_bytes", "unknown")
-		}
-	case appeared || fw.fromStart || fw.cfg.StartAt == "beginning" || fw.backfill != nil:
-		start = 0
-	default:
-		start, marker = size, true
-	}
-	fw.offset, fw.readPos, fw.batchStart = start, start, start
-	fw.logger.Log(ctx, fw.logLevel(), "following", "offset", start, "file_id", fw.id.String(), "stream_seq", fw.lastSeq)
-	if fw.backfill != nil && !fw.caughtUp {
-		fw.meter.setFile(fw.in.Path)
-		fw.meter.addTotal(size - start)
-	}
-	if marker {
-		// Record where we start, so a restart before the first new line
-		// resumes here rather than at the (by then later) end.
-		return fw.publish(ctx)
-	}
-	return nil
-}
-
-// waitForFile polls until the input's path can be opened. A glob's file
-// is waited for only until the Watcher will have seen the path empty
-// (linger): it reports the path if it comes back, and a follower per file
-// ever matched would otherwise wait forever.
-func (fw *follower) waitForFile(ctx context.Context) (*os.File, error) {
-	if !fw.glob {
-		fw.logger.Info("waiting for file to appear")
-	}
-	since := time.Now()
-	for {
-		if fw.glob && time.Since(since) > fw.files.linger {
-			return nil, errGone
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(fw.cfg.PollInterval):
-		}
-		f, err := os.Open(fw.in.Path)
-		if err == nil {
-			return f, nil
-		}
-		if !errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("open: %w", err)
-		}
-	}
-}
-
-// readError is a failed read of the file, as opposed to a failed publish.
-type readError struct {
-	off int64
-	err error
-}
-
-func (e *readError) Error() string { return fmt.Sprintf("read at %d: %v", e.off, e.err) }
-func (e *readError) Unwrap() error { return e.err }
-
-// readLines reads what src has past readPos and consumes its complete
-// lines, sending each batch as it fills. It returns the bytes read. The
-// last batch sent may still be in flight when it returns without error;
-// the caller settles it before it publishes, or leaves the file (finish,
-// readFinished, follow). On error nothing is in flight.
-func (fw *follower) readLines(ctx context.Context, src io.ReaderAt) (int, error) {
-	n, err := fw.readChunk(ctx, src)
-	if err != nil {
-		// A batch in flight is stored or failed before the error is
-		// handled: a damaged .gz publishes the lines read before the
-		// damage, after it.
-		if serr := fw.settle(ctx); serr != nil {
-			return n, serr
-		}
-	}
-	return n, err
-}
-
-// published is where the bytes not yet stored in JetStream start: the
-// start of the batch in flight, or else of the batch being read.
-func (fw *follower) published() int64 {
-	if fw.flying != nil {
-		return fw.flying.start
-	}
-	return fw.batchStart
-}
-
-func (fw *follower) readChunk(ctx context.Context, src io.ReaderAt) (int, error) {
-	if cap(fw.pending)-len(fw.pending) < readChunk {
-		grown := make([]byte, len(fw.pending), len(fw.pending)+readChunk)
-		copy(grown, fw.pending)
-		fw.pending = grown
-	}
-	space := fw.pending[len(fw.pending) : len(fw.pending)+readChunk]
-	n, err := src.ReadAt(space, fw.readPos)
-	if n > 0 {
-		// Lines read before a failure are still consumed: a damaged .gz
-		// publishes everything before the damage.
-		fw.metrics.bytes.Add(float64(n))
-		fw.readPos += int64(n)
-		fw.pending = fw.pending[:len(fw.pending)+n]
-		if err := fw.consumePending(ctx); err != nil {
-			return n, err
-		}
-	}
-	if err != nil && err != io.EOF {
-		return n, &readError{off: fw.readPos, err: err}
+	if lag, ok := rd.lag(fw.live.published()); ok {
+		fw.state.setLag(lag)
 	}
 	return n, nil
 }
 
-func (fw *follower) consumePending(ctx context.Context) error {
-	full := fw.cfg.BatchBytes - fw.cfg.MaxLineBytes - 1024
-	start := 0
-	for {
-		i := bytes.IndexByte(fw.pending[start:], '\n')
-		if i < 0 {
-			break
-		}
-		if fw.skipping {
-			fw.skipping = false
-		} else {
-			fw.consume(fw.pending[start:start+i], fw.offset)
-		}
-		fw.offset += int64(i + 1)
-		start += i + 1
-		if fw.batch.lines >= fw.cfg.BatchLines || fw.batch.enc.Size() >= full {
-			// Sent while the next batch is read: the caller settles it.
-			if err := fw.send(ctx); err != nil {
-				return err
-			}
+// publishRead runs at the end of what the file has: the batch sent while
+// reading is stored first, then what was read is published, unless
+// inside an over-long line (a position must fall between lines). A quiet
+// file re-publishes its position now and then, so it does not age out of
+// the stream with the last batch.
+func (fw *follower) publishRead(ctx context.Context) error {
+	if err := fw.live.settle(ctx); err != nil {
+		return err
+	}
+	rd := &fw.live.rd
+	if !rd.skipping && (rd.batch.lines > 0 || time.Since(fw.live.pos.lastPublish) > fw.keepalive) {
+		if err := fw.live.publish(ctx); err != nil {
+			return err
 		}
 	}
-	rest := copy(fw.pending, fw.pending[start:])
-	fw.pending = fw.pending[:rest]
-	if len(fw.pending) > fw.cfg.MaxLineBytes {
-		// Drop the over-long line's bytes as they come, so one bad line
-		// never stalls the file or grows memory.
-		if !fw.skipping {
-			fw.skipping = true
-			fw.batch.tooLong()
-			fw.linesRead++
-			fw.logger.Warn("line too long; skipped", "offset", fw.offset, "max_line_bytes", fw.cfg.MaxLineBytes)
-		}
-		fw.offset += int64(len(fw.pending))
-		fw.pending = fw.pending[:0]
+	if rd.batch.lines == 0 {
+		fw.state.allPublished()
 	}
 	return nil
 }
 
-// consume turns one line into a hit in the batch, or counts why not.
-func (fw *follower) consume(line []byte, offset int64) {
-	fw.linesRead++
-	fw.batch.add(line, offset)
+// setCurrent records the file the follower reads now, for sameFileAs.
+func (fw *follower) setCurrent() {
+	fw.current.Store(&fileKey{dev: fw.live.rd.id.dev, ino: fw.live.rd.id.ino})
 }

@@ -223,11 +223,10 @@ func (b *bundle) runBackfill(ctx context.Context, t testing.TB, reg prometheus.R
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
-	tl, err := tail.New(context.Background(), b.cfg, b.bus, b.logger, reg)
+	tl, err := tail.New(context.Background(), b.cfg, b.bus, b.logger, reg, tail.WithBackfill(opts))
 	if err != nil {
 		t.Fatal(err)
 	}
-	tl.SetBackfill(opts)
 	return tl.Run(ctx)
 }
 

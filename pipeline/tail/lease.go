@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync/atomic"
-	"syscall"
+		"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -97,19 +97,48 @@ func (self holder) gone(h holder) bool {
 	return errors.Is(err, syscall.ESRCH)
 }
 
-func (t *Tailer) setupLeases(ctx context.Context) error {
+// setupLeases opens the lease and record buckets and names this process.
+func (fs *fileSetup) setupLeases(ctx context.Context, cfg Config, b *bus.Bus) error {
 	host, err := os.Hostname()
 	if err != nil || host == "" {
 		host = "localhost"
 	}
 	ns, _ := os.Readlink("/proc/self/ns/pid") // "" where there is none: never taken as gone
-	t.files.self = holder{instance: t.cfg.Instance, host: strings.ReplaceAll(host, " ", "_"), pid: os.Getpid(), pidns: ns}
-	if t.files.leases, err = t.bus.KV(ctx, bus.BucketTailLeases, t.cfg.LeaseTTL); err != nil {
-		return err
+	fs.self = holder{instance: cfg.Instance, host: strings.ReplaceAll(host, " ", "_"), pid: os.Getpid(), pidns: ns}
+	if fs.leases, err = b.KV(ctx, bus.BucketTailLeases, cfg.LeaseTTL); err != nil {
+		return fmt.Errorf("tail leases: %w", err)
 	}
-	t.files.records, err = t.bus.KV(ctx, bus.BucketTailFiles, t.bus.HitsMaxAge())
-	return err
+	if fs.records, err = b.KV(ctx, bus.BucketTailFiles, b.HitsMaxAge()); err != nil {
+		return fmt.Errorf("tail file records: %w", err)
+	}
+	return nil
 }
+
+// fileLease is the layer of a file's follower that keeps it the file's
+// only publisher: the lease itself, and the record of the subject the
+// file is published on, which every holder shares.
+type fileLease struct {
+	fs        *fileSetup
+	logger    *slog.Logger
+	path      string // the input's path
+	instance  string // ours
+	ttl       time.Duration
+	timeout   time.Duration // of a record write
+	keepalive time.Duration // the record is rewritten this often
+	glob      bool          // a glob's file: gone means ended (errGone)
+
+	key      string     // of the lease and the record
+	rec      fileRecord // whose subject the file is published on
+	recordAt time.Time  // when rec was last written
+}
+
+func newFileLease(fs *fileSetup, cfg Config, path string, glob bool, keepalive time.Duration, logger *slog.Logger) *fileLease {
+	return &fileLease{fs: fs, logger: logger, path: path, instance: cfg.Instance, ttl: cfg.LeaseTTL,
+		timeout: cfg.PublishTimeout, keepalive: keepalive, glob: glob}
+}
+
+// held reports whether leases are in use: not without file inputs.
+func (l *fileLease) held() bool { return l.fs.leases != nil }
 
 // fileLeaseKey names a file of this host: the host name and its absolute
 // path with symlinks resolved, so that two tailers spelling the path
@@ -125,112 +154,56 @@ func fileLeaseKey(host, path string) string {
 	return bus.Key(host, p)
 }
 
-// run follows the file while it holds the file's lease, standing by while
-// another tailer of the host holds it, until ctx is done.
-func (fw *follower) run(ctx context.Context) error {
-	if fw.files.leases == nil {
-		return fw.work(ctx)
-	}
-	for {
-		lctx, cancel := context.WithCancel(ctx)
-		var lost atomic.Bool
-		lease, err := fw.acquire(ctx, func() {
-			// Stop publishing at once: another tailer may have the file.
-			lost.Store(true)
-			cancel()
-		})
-		if err != nil {
-			cancel()
-			if errors.Is(err, errBackfillDone) {
-				return nil
-			}
-			return err
-		}
-		err = fw.resolveSubject(lctx)
-		if err == nil {
-			err = fw.work(lctx)
-		}
-		cancel()
-		// Released at shutdown, so that a tailer standing by takes over
-		// within lease_ttl/2 rather than after the TTL.
-		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
-		if rerr := lease.Release(rctx); rerr != nil {
-			fw.logger.Warn("releasing the file's lease failed; it lapses after lease_ttl", "err", rerr)
-		}
-		rcancel()
-		if !lost.Load() || ctx.Err() != nil {
-			return err
-		}
-		fw.files.fm.lost.Inc()
-		fw.logger.Warn("lost the file's lease (NATS unreachable for lease_ttl, or taken by another tailer); stopped publishing, standing by")
-		if fw.leaveBackfill() {
-			return nil
-		}
-	}
-}
-
-// leaveBackfill gives up the input's part in a backfill: the tailer
-// holding the file publishes it. It reports whether the follower is to
-// end (a backfill-only run).
-func (fw *follower) leaveBackfill() bool {
-	fw.tasks = nil
-	if fw.backfill == nil || fw.caughtUp {
-		return false
-	}
-	fw.catchUpDone()
-	return fw.backfill.opts.Only
-}
-
 // acquire takes the file's lease, waiting while another holds it. It
-// returns errGone for a glob's file that is gone, and errBackfillDone in
-// a backfill-only run that finds the file held.
-func (fw *follower) acquire(ctx context.Context, onLost func()) (*lock.Lease, error) {
-	fs := &fw.files
-	standby := false
+// returns errGone for a glob's file that is gone. standby is called when
+// it starts waiting: it returns errBackfillDone to give up instead (a
+// backfill-only run does not wait for a file another tailer holds).
+func (l *fileLease) acquire(ctx context.Context, onLost func(), standby func(holder string) error) (*lock.Lease, error) {
+	fs := l.fs
+	waiting := false
 	defer func() {
-		if standby {
+		if waiting {
 			fs.fm.standby.Dec()
 		}
 	}()
 	var goneSince time.Time
 	for attempt := 0; ; {
-		fw.leaseKey = fileLeaseKey(fs.self.host, fw.in.Path)
-		l, err := lock.Acquire(ctx, fs.leases, fw.leaseKey, fs.self.String(), fw.cfg.LeaseTTL, onLost)
+		l.key = fileLeaseKey(fs.self.host, l.path)
+		lease, err := lock.Acquire(ctx, fs.leases, l.key, fs.self.String(), l.ttl, onLost)
 		if err == nil {
-			if standby {
-				fw.logger.Info("the file's lease is free; taking the file over")
+			if waiting {
+				l.logger.Info("the file's lease is free; taking the file over")
 			}
-			return l, nil
+			return lease, nil
 		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		wait := fw.cfg.LeaseTTL / 2
+		wait := l.ttl / 2
 		var held *lock.HeldError
 		switch {
 		case errors.As(err, &held):
 			attempt = 0
-			if fw.takeStale(ctx) {
+			if l.takeStale(ctx) {
 				continue
 			}
-			if !standby {
-				fw.logger.Info("another tailer follows this file; standing by", "holder", held.Holder, "retry_every", wait)
-				if fw.leaveBackfill() {
-					fw.logger.Warn("file not backfilled: another tailer follows it", "holder", held.Holder)
-					return nil, errBackfillDone
+			if !waiting {
+				l.logger.Info("another tailer follows this file; standing by", "holder", held.Holder, "retry_every", wait)
+				if err := standby(held.Holder); err != nil {
+					return nil, err
 				}
-				standby = true
+				waiting = true
 				fs.fm.standby.Inc()
 			}
 		default:
-			fw.logger.Warn("taking the file's lease failed; retrying", "err", err, "attempt", attempt+1)
+			l.logger.Warn("taking the file's lease failed; retrying", "err", err, "attempt", attempt+1)
 			wait = retry.Delay(attempt, 100*time.Millisecond, 5*time.Second)
 			attempt++
 		}
-		if fw.glob {
+		if l.glob {
 			// A gone file is not waited for: its path is reported again
 			// if it comes back.
-			if _, err := os.Stat(fw.in.Path); err == nil {
+			if _, err := os.Stat(l.path); err == nil {
 				goneSince = time.Time{}
 			} else if goneSince.IsZero() {
 				goneSince = time.Now()
@@ -247,22 +220,22 @@ func (fw *follower) acquire(ctx context.Context, onLost func()) (*lock.Lease, er
 // takeStale deletes the file's lease if its holder is a process of this
 // host that is gone (killed, crashed): a restarted tailer then goes on at
 // once instead of after lease_ttl. It reports whether it did.
-func (fw *follower) takeStale(ctx context.Context) bool {
-	kv := fw.files.leases
-	e, err := kv.Get(ctx, fw.leaseKey)
+func (l *fileLease) takeStale(ctx context.Context) bool {
+	kv := l.fs.leases
+	e, err := kv.Get(ctx, l.key)
 	if err != nil {
 		return false // released meanwhile, or NATS away: the next attempt tells
 	}
 	h, ok := parseHolder(string(e.Value()))
-	if !ok || !fw.files.self.gone(h) {
+	if !ok || !l.fs.self.gone(h) {
 		return false
 	}
 	// Conditional on the revision read: a lease renewed or taken since is
 	// left alone.
-	if err := kv.Delete(ctx, fw.leaseKey, jetstream.LastRevision(e.Revision())); err != nil {
+	if err := kv.Delete(ctx, l.key, jetstream.LastRevision(e.Revision())); err != nil {
 		return false
 	}
-	fw.logger.Info("the file's lease was held by a process of this host that is gone; taking the file over", "holder", h.String())
+	l.logger.Info("the file's lease was held by a process of this host that is gone; taking the file over", "holder", h.String())
 	return true
 }
 
@@ -273,43 +246,52 @@ type fileRecord struct {
 	Path     string `json:"path"`
 }
 
-// resolveSubject sets the follower's subject from the file's record,
-// recording its own when there is none.
-func (fw *follower) resolveSubject(ctx context.Context) error {
-	if fw.files.records == nil {
-		return nil
+// resolve reads the file's record, recording our own when there is
+// none, and returns it: the instance and path the file's subjects are
+// named by. Without leases that is ours.
+func (l *fileLease) resolve(ctx context.Context) (fileRecord, error) {
+	own := fileRecord{Instance: l.instance, Path: l.path}
+	if l.fs.records == nil {
+		return own, nil
 	}
-	if fw.leaseKey == "" {
-		fw.leaseKey = fileLeaseKey(fw.files.self.host, fw.in.Path)
+	if l.key == "" {
+		l.key = fileLeaseKey(l.fs.self.host, l.path)
 	}
-	own := fileRecord{Instance: fw.cfg.Instance, Path: fw.in.Path}
-	rec, err := retrying(ctx, fw, "read the file's subject record", func() (fileRecord, error) { return fw.readRecord(ctx, own) })
+	rec, err := retrying(ctx, l.logger, "read the file's subject record", func() (fileRecord, error) { return l.readRecord(ctx, own) })
 	if err != nil {
-		return err
+		return own, err
 	}
-	if rec != own && rec != fw.pub {
-		fw.logger.Info("publishing the file on the subject it has been published on by another instance, where its position is",
+	if rec != own && rec != l.rec {
+		l.logger.Info("publishing the file on the subject it has been published on by another instance, where its position is",
 			"instance", rec.Instance, "as_path", rec.Path)
 	}
-	fw.pub = rec
-	fw.subject = fw.bus.HitsSubject(rec.Instance, bus.Key(rec.Path))
-	fw.recordAt = time.Now()
-	return nil
+	l.rec = rec
+	l.recordAt = time.Now()
+	return rec, nil
+}
+
+// subjectOwner is the instance and path the file's subjects are named by:
+// the record's once resolved, else ours.
+func (l *fileLease) subjectOwner() (instance, path string) {
+	if l.rec.Instance != "" {
+		return l.rec.Instance, l.rec.Path
+	}
+	return l.instance, l.path
 }
 
 var errRecordGone = errors.New("record lapsed while read")
 
-func (fw *follower) readRecord(ctx context.Context, own fileRecord) (fileRecord, error) {
-	kv := fw.files.records
+func (l *fileLease) readRecord(ctx context.Context, own fileRecord) (fileRecord, error) {
+	kv := l.fs.records
 	data, err := json.Marshal(own)
 	if err != nil {
 		return own, err
 	}
-	_, err = kv.Create(ctx, fw.leaseKey, data)
+	_, err = kv.Create(ctx, l.key, data)
 	if err == nil || !errors.Is(err, jetstream.ErrKeyExists) {
 		return own, err
 	}
-	e, err := kv.Get(ctx, fw.leaseKey)
+	e, err := kv.Get(ctx, l.key)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return own, errRecordGone
 	}
@@ -320,7 +302,7 @@ func (fw *follower) readRecord(ctx context.Context, own fileRecord) (fileRecord,
 	if json.Unmarshal(e.Value(), &rec) != nil || !instanceRE.MatchString(rec.Instance) || rec.Path == "" {
 		// Not a record pagewatch wrote: replace it rather than build a
 		// subject from it.
-		_, err := kv.Update(ctx, fw.leaseKey, data, e.Revision())
+		_, err := kv.Update(ctx, l.key, data, e.Revision())
 		return own, err
 	}
 	return rec, nil
@@ -328,20 +310,30 @@ func (fw *follower) readRecord(ctx context.Context, own fileRecord) (fileRecord,
 
 // refreshRecord rewrites the file's record, so it lives as long as the
 // positions on its subject, which the follower's publishes keep alive.
-func (fw *follower) refreshRecord(ctx context.Context) {
-	if fw.recordAt.IsZero() || time.Since(fw.recordAt) < fw.keepalive {
+func (l *fileLease) refreshRecord(ctx context.Context) {
+	if l.recordAt.IsZero() || time.Since(l.recordAt) < l.keepalive {
 		return
 	}
-	data, err := json.Marshal(fw.pub)
+	data, err := json.Marshal(l.rec)
 	if err == nil {
-		pctx, cancel := context.WithTimeout(ctx, fw.cfg.PublishTimeout)
-		_, err = fw.files.records.Put(pctx, fw.leaseKey, data)
+		pctx, cancel := context.WithTimeout(ctx, l.timeout)
+		_, err = l.fs.records.Put(pctx, l.key, data)
 		cancel()
 	}
 	if err != nil {
-		fw.logger.Warn("rewriting the file's subject record failed; trying again in a minute", "err", err)
-		fw.recordAt = time.Now().Add(time.Minute - fw.keepalive)
+		l.logger.Warn("rewriting the file's subject record failed; trying again in a minute", "err", err)
+		l.recordAt = time.Now().Add(time.Minute - l.keepalive)
 		return
 	}
-	fw.recordAt = time.Now()
+	l.recordAt = time.Now()
+}
+
+// release gives the lease back at shutdown, so that a tailer standing by
+// takes over within lease_ttl/2 rather than after the TTL.
+func (l *fileLease) release(ctx context.Context, lease *lock.Lease) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	if err := lease.Release(rctx); err != nil {
+		l.logger.Warn("releasing the file's lease failed; it lapses after lease_ttl", "err", err)
+	}
 }

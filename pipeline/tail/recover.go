@@ -2,8 +2,6 @@ package tail
 
 import (
 	"context"
-	"errors"
-	"time"
 )
 
 // recoverRotated reads the rest of the file a saved position is in, when
@@ -14,7 +12,7 @@ import (
 // the subject's byte ranges stay contiguous; siblings rotated after it,
 // which this input never read, are then published on subjects of their
 // own, as a backfill would. found is false when no sibling holds the file.
-func (fw *follower) recoverRotated(ctx context.Context, pos *position) (found bool, err error) {
+func (fw *follower) recoverRotated(ctx context.Context, pos *savedPosition) (found bool, err error) {
 	sibs, err := fw.siblings()
 	if err != nil {
 		fw.logger.Warn("cannot look for the rotated file among its siblings", "err", err)
@@ -33,18 +31,18 @@ func (fw *follower) recoverRotated(ctx context.Context, pos *position) (found bo
 		id.dev, id.ino = pos.id.dev, pos.id.ino
 	}
 	fw.logger.Log(ctx, fw.logLevel(), "file was rotated while ingest was stopped; reading the rest of it", "rotated", s.path, "offset", pos.end)
-	fw.metrics.rotations.WithLabelValues("rename").Inc()
-	fw.id = id
-	fw.offset, fw.readPos, fw.batchStart = pos.end, pos.end, pos.end
-	fw.meter.addTotal(s.toRead(pos.end))
-	if err := fw.readFinished(ctx, s, false); err != nil {
+	fw.env.metrics.rotations.WithLabelValues("rename").Inc()
+	fw.live.rd.id = id
+	fw.live.rd.startAt(pos.end)
+	fw.live.meter.addTotal(s.toRead(pos.end))
+	if err := fw.live.copyRotated(ctx, s, false, fw.env.cfg.RotateGrace, fw.env.cfg.PollInterval); err != nil {
 		return true, err
 	}
 	tasks, err := fw.planSiblings(ctx, sibs[i+1:], s)
 	if err != nil {
 		return true, err
 	}
-	return true, fw.runTasks(ctx, tasks)
+	return true, fw.copySiblings(ctx, tasks)
 }
 
 // toRead is how many bytes reading s from start takes from the disk: a
@@ -54,80 +52,4 @@ func (s *sibling) toRead(start int64) int64 {
 		return s.size
 	}
 	return max(s.size-start, 0)
-}
-
-// readFinished reads a rotated file's content from fw.offset to its end
-// and publishes it, its last line too, newline or not. A plain file
-// modified less than rotate_grace ago may still be written by a server
-// that has not reopened its logs: it is read until quiet that long. eof
-// marks the last message as the file's end, so a later backfill skips it
-// without opening it.
-func (fw *follower) readFinished(ctx context.Context, s *sibling, eof bool) error {
-	c, err := s.open()
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	if !s.gz {
-		if st, err := c.f.Stat(); err == nil && st.Size() < fw.offset {
-			fw.logger.Warn("rotated file is shorter than its saved position; skipped", "rotated", s.path, "size", st.Size(), "offset", fw.offset)
-			return nil
-		}
-	}
-	fw.finished = true
-	defer func() { fw.finished = false }()
-	fw.meter.setFile(s.path)
-	// What the progress total counted: a .gz whole, a plain file from
-	// where reading starts.
-	disk := fw.readPos
-	if s.gz {
-		disk = 0
-	}
-	for {
-		linesBefore := fw.linesRead
-		n, err := fw.readLines(ctx, c)
-		now := c.diskBytes(fw.readPos)
-		fw.meter.add(now-disk, fw.linesRead-linesBefore)
-		disk = now
-		var rerr *readError
-		switch {
-		case errors.Is(err, errShorter):
-			fw.logger.Warn("rotated file is shorter than its saved position; skipped", "rotated", s.path, "offset", fw.offset)
-			return nil
-		case s.gz && errors.As(err, &rerr):
-			// Damaged, or still being written by gzip: publish the lines
-			// before the damage, without marking the end, so a later run
-			// can try again from there.
-			fw.logger.Warn("compressed rotated file is damaged or incomplete; published the lines before the damage", "rotated", s.path, "offset", fw.offset, "err", err)
-			if fw.batch.lines == 0 {
-				return nil
-			}
-			return fw.publish(ctx)
-		case err != nil:
-			return err
-		case n > 0:
-			continue
-		}
-		if !s.gz {
-			if st, err := c.f.Stat(); err == nil && time.Since(st.ModTime()) < fw.cfg.RotateGrace {
-				select {
-				case <-ctx.Done():
-					return ctx.Err()
-				case <-time.After(fw.cfg.PollInterval):
-				}
-				continue
-			}
-		}
-		break
-	}
-	linesBefore := fw.linesRead
-	fw.consumeLastLine()
-	fw.meter.add(0, fw.linesRead-linesBefore)
-	if eof {
-		return fw.publishEOF(ctx)
-	}
-	if fw.batch.lines > 0 || fw.offset > fw.batchStart {
-		return fw.publish(ctx)
-	}
-	return fw.settle(ctx)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"syscall"
 	"time"
@@ -17,56 +16,48 @@ var errReopen = errors.New("file closed; reopen the path")
 // checkRotation looks at the path after the file was read to its end. It
 // reports whether the follower moved to another file or offset.
 func (fw *follower) checkRotation(ctx context.Context) (bool, error) {
-	same, exists := sameInode(fw.in.Path, fw.f)
-	switch {
-	case exists && !same:
-		// A successor appeared (logrotate's create), but the server keeps
-		// writing the old file until it reopens its logs: drain the old one
-		// until it has been quiet for rotate_grace.
+	ch, err := fw.live.rd.look(fw.in.Path)
+	if err != nil {
+		return false, err
+	}
+	grace := fw.env.cfg.RotateGrace
+	switch ch {
+	case successor:
+		// The server keeps writing the old file until it reopens its
+		// logs: drain the old one until it has been quiet for grace.
 		if fw.rotatedAt.IsZero() {
 			fw.rotatedAt = time.Now()
-			fw.logger.Info("successor file appeared; draining the rotated file first", "rotate_grace", fw.cfg.RotateGrace)
+			fw.logger.Info("successor file appeared; draining the rotated file first", "rotate_grace", grace)
 		}
-		if time.Since(fw.rotatedAt) < fw.cfg.RotateGrace || time.Since(fw.lastData) < fw.cfg.RotateGrace {
+		if time.Since(fw.rotatedAt) < grace || time.Since(fw.lastData) < grace {
 			return false, nil
 		}
 		fw.rotatedAt = time.Time{}
 		return true, fw.switchFile(ctx)
-	case !exists:
-		// Renamed with no successor yet: the writer may still be appending
-		// and the file still exists, so keep the handle. Deleted: once it
-		// is quiet, let it go, or its disk space is never freed.
-		gone, err := unlinked(fw.f)
-		if err != nil || !gone || time.Since(fw.lastData) < fw.cfg.RotateGrace {
-			return false, err
+	case deleted:
+		// Once it is quiet, let it go, or its disk space is never freed.
+		if time.Since(fw.lastData) < grace {
+			return false, nil
 		}
 		return false, fw.closeDeleted(ctx)
+	case truncated:
+		return true, fw.restartTruncated()
 	}
-	st, err := fw.f.Stat()
-	if err != nil {
-		return false, fmt.Errorf("stat: %w", err)
+	// Renamed with no successor yet: the writer may still be appending
+	// and the file still exists, so keep the handle.
+	return false, nil
+}
+
+// restartTruncated reads the live file again from its start.
+func (fw *follower) restartTruncated() error {
+	rd := &fw.live.rd
+	fw.env.metrics.rotations.WithLabelValues("truncate").Inc()
+	fw.logger.Info("file truncated; reading it from the beginning", "old_offset", rd.offset)
+	if err := rd.use(rd.f); err != nil {
+		return err
 	}
-	truncated := st.Size() < fw.readPos
-	if !truncated && fw.id.fpLen > 0 {
-		// Truncated and written again past our offset between two polls:
-		// the size does not show it, the head does.
-		h, err := headHash(fw.f, fw.id.fpLen)
-		if err != nil {
-			return false, err
-		}
-		truncated = h != fw.id.fp
-	}
-	if !truncated {
-		return false, nil
-	}
-	fw.metrics.rotations.WithLabelValues("truncate").Inc()
-	fw.logger.Info("file truncated; reading it from the beginning", "old_offset", fw.offset)
-	if fw.id, err = identify(fw.f); err != nil {
-		return false, err
-	}
-	fw.offset, fw.readPos, fw.batchStart = 0, 0, 0
-	fw.pending, fw.skipping = fw.pending[:0], false
-	return true, nil
+	rd.startAt(0)
+	return nil
 }
 
 // unlinked reports whether an open file has no name left in any directory.
@@ -83,24 +74,25 @@ func unlinked(f *os.File) (bool, error) {
 // complete (so a restart neither looks for it nor warns that its end was
 // lost) and closes it.
 func (fw *follower) closeDeleted(ctx context.Context) error {
-	if err := fw.finish(ctx, fw.f); err != nil {
+	if err := fw.live.finish(ctx, fw.live.rd.f); err != nil {
 		return err
 	}
-	if err := fw.publishEOF(ctx); err != nil {
+	if err := fw.live.publishEOF(ctx); err != nil {
 		return err
 	}
-	fw.metrics.rotations.WithLabelValues("delete").Inc()
-	fw.logger.Info("file deleted; closed it, waiting for the path to appear again", "offset", fw.offset)
+	fw.env.metrics.rotations.WithLabelValues("delete").Inc()
+	fw.logger.Info("file deleted; closed it, waiting for the path to appear again", "offset", fw.live.rd.offset)
 	return errReopen
 }
 
 // switchFile finishes the rotated-away file and opens its successor.
 func (fw *follower) switchFile(ctx context.Context) error {
-	if err := fw.finish(ctx, fw.f); err != nil {
+	rd := &fw.live.rd
+	if err := fw.live.finish(ctx, rd.f); err != nil {
 		return err
 	}
-	if fw.batch.lines > 0 {
-		if err := fw.publish(ctx); err != nil {
+	if rd.batch.lines > 0 {
+		if err := fw.live.publish(ctx); err != nil {
 			return err
 		}
 	}
@@ -108,46 +100,13 @@ func (fw *follower) switchFile(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("open successor: %w", err)
 	}
-	fw.f.Close()
-	fw.f = next
-	if fw.id, err = identify(next); err != nil {
+	rd.close()
+	if err := rd.use(next); err != nil {
 		return err
 	}
 	fw.setCurrent()
-	fw.metrics.rotations.WithLabelValues("rename").Inc()
-	fw.logger.Info("file rotated; following its successor", "file_id", fw.id.String())
-	fw.offset, fw.readPos, fw.batchStart = 0, 0, 0
-	fw.pending, fw.skipping = fw.pending[:0], false
+	fw.env.metrics.rotations.WithLabelValues("rename").Inc()
+	fw.logger.Info("file rotated; following its successor", "file_id", rd.id.String())
+	rd.startAt(0)
 	return nil
-}
-
-// finish reads src to its end and consumes its last line, newline or not:
-// nothing will be written to it any more. The batches read before the
-// last one are stored when it returns.
-func (fw *follower) finish(ctx context.Context, src io.ReaderAt) error {
-	for {
-		n, err := fw.readLines(ctx, src)
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			break
-		}
-	}
-	fw.consumeLastLine()
-	return fw.settle(ctx)
-}
-
-// consumeLastLine takes the bytes after a complete file's last newline as
-// its last line. The rest of an over-long line is dropped instead, but its
-// bytes are still passed over, so the file's end offset is its size.
-func (fw *follower) consumeLastLine() {
-	if len(fw.pending) > 0 {
-		if !fw.skipping {
-			fw.consume(fw.pending, fw.offset)
-		}
-		fw.offset += int64(len(fw.pending))
-		fw.pending = fw.pending[:0]
-	}
-	fw.skipping = false
 }

@@ -61,7 +61,7 @@ func BenchmarkScanRecorded(b *testing.B) {
 
 // scanFixture publishes n messages of size bytes on a follower's subject,
 // for four files in turn, and as many on another subject between them.
-func scanFixture(tb testing.TB, n, size int) *follower {
+func scanFixture(tb testing.TB, n, size int) *position {
 	tb.Helper()
 	ns := natstest.Start(tb)
 	bc := bus.DefaultConfig()
@@ -79,7 +79,7 @@ func scanFixture(tb testing.TB, n, size int) *follower {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	fw := tl.newFollower(cfg.Inputs[0], tl.parsers[0], tl.states[0])
+	fw := &tl.newFollower(cfg.Inputs[0], tl.parsers[0], tl.states[0]).live.pos
 	other := bb.HitsSubject("bench", "other")
 	payload := make([]byte, size)
 	for i := range n {

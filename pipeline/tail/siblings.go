@@ -54,7 +54,8 @@ func (fw *follower) siblings() ([]*sibling, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list rotated files of %s: %w", fw.in.Path, err)
 	}
-	others := fw.liveNames(dir, base)
+	fs := fw.env.files
+	others := fs.liveNames(fw.env.cfg.Inputs, dir, base)
 	var liveID *identity
 	var liveSt os.FileInfo
 	if f, err := os.Open(fw.in.Path); err == nil {
@@ -68,7 +69,7 @@ func (fw *follower) siblings() ([]*sibling, error) {
 	for _, e := range entries {
 		name := e.Name()
 		path := filepath.Join(dir, name)
-		if !isSiblingName(name, base) || !e.Type().IsRegular() || ownedByOther(name, others) || fw.isLiveFile(path) {
+		if !isSiblingName(name, base) || !e.Type().IsRegular() || ownedByOther(name, others) || fs.isLiveFile(path) {
 			continue
 		}
 		s := &sibling{path: path, gz: strings.HasSuffix(name, ".gz")}
@@ -236,7 +237,7 @@ func findSibling(sibs []*sibling, saved identity) int {
 	return best
 }
 
-// content is a sibling opened for reading through follower.readLines.
+// content is a sibling opened for reading through a pipe.
 type content struct {
 	io.ReaderAt
 	f    *os.File

@@ -38,7 +38,7 @@ func TestSiblingNamesAndOrder(t *testing.T) {
 	write("error.log.1", "other log\n", 0)
 
 	fw := &follower{
-		Tailer: &Tailer{cfg: Config{Inputs: []Input{
+		env: &fileEnv{cfg: Config{Inputs: []Input{
 			{Path: filepath.Join(dir, "access.log")}, {Path: filepath.Join(dir, "access.log.ssl")},
 		}}},
 		in:     Input{Path: filepath.Join(dir, "access.log")},

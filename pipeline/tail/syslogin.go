@@ -85,7 +85,7 @@ func (t *Tailer) startSyslog(ctx context.Context, fail func()) (wait func() erro
 	if in == nil {
 		return func() error { return nil }
 	}
-	if t.backfillOpts != nil && t.backfillOpts.Only {
+	if t.backfill != nil && t.backfill.Only {
 		in.listener.Close()
 		return func() error { return nil }
 	}

@@ -19,10 +19,26 @@
 // inode and head, or by decompressed head once gzipped) and its rest is
 // published on the same subject before the new file is read. A deleted
 // file is closed once read and quiet, and its last message marked
-// complete (Pagewatch-Eof). A backfill (SetBackfill, `ingest tail
+// complete (Pagewatch-Eof). A backfill (WithBackfill, `ingest tail
 // --from-start`) publishes the rotated siblings never published, each on
 // a subject of its own named by its content, so it resumes where it
 // stopped and a sibling is published once whatever its name becomes.
+//
+// A file's follower is a driver over four layers, each its own type:
+//
+//   - reader (reader.go): the open file and its identity, splitting what
+//     it reads into lines, and telling rotation and truncation apart;
+//   - position (position.go): the last message on the file's subject, and
+//     the conditional publishes that move it; a pipe (pipe.go) joins a
+//     reader to a position;
+//   - fileLease (lease.go): the lease that keeps a file to one tailer, and
+//     the record naming the subject every holder publishes on;
+//   - the backfill (backfill.go, recover.go, siblings.go): finding a
+//     file's rotated siblings and copying them through pipes of their own.
+//
+// follower.go reads top to bottom: take the lease, copy what the backfill
+// planned, open the file at its position, then read, publish and look at
+// the path until the file changes or ctx ends.
 package tail
 
 import (
@@ -50,13 +66,33 @@ type Tailer struct {
 	pages   *pageview.Normalizer
 	states  []*fileState // one per input, for the lag and age metrics
 
-	backfillOpts *BackfillOptions // nil unless SetBackfill was called
-	files        fileSetup        // globs, leases (files.go, lease.go)
-	syslog       *syslogInput     // nil unless ingest.tail.syslog listens (syslogin.go)
+	env      *fileEnv         // what every file's layers share
+	backfill *BackfillOptions // nil unless WithBackfill
+	files    *fileSetup       // globs, leases, the files followed (files.go, lease.go)
+	syslog   *syslogInput     // nil unless ingest.tail.syslog listens (syslogin.go)
+}
+
+// Option is an optional part of a Tailer, given to New.
+type Option func(*Tailer)
+
+// WithBackfill makes Run backfill before it follows (`ingest tail
+// --from-start`).
+func WithBackfill(o BackfillOptions) Option {
+	return func(t *Tailer) { t.backfill = &o }
+}
+
+// fileEnv is what the layers of every file's follower share.
+type fileEnv struct {
+	cfg     Config
+	bus     *bus.Bus
+	stream  jetstream.Stream
+	metrics *metrics
+	pages   *pageview.Normalizer
+	files   *fileSetup
 }
 
 // New returns a Tailer publishing to the hits stream of b.
-func New(ctx context.Context, cfg Config, b *bus.Bus, logger *slog.Logger, reg prometheus.Registerer) (*Tailer, error) {
+func New(ctx context.Context, cfg Config, b *bus.Bus, logger *slog.Logger, reg prometheus.Registerer, opts ...Option) (*Tailer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -88,9 +124,13 @@ func New(ctx context.Context, cfg Config, b *bus.Bus, logger *slog.Logger, reg p
 		metrics: newMetrics(reg),
 		parsers: parsers,
 	}
-	if err := t.setupFiles(ctx, reg); err != nil {
+	for _, o := range opts {
+		o(t)
+	}
+	if t.files, err = t.setupFiles(ctx, reg); err != nil {
 		return nil, err
 	}
+	t.env = &fileEnv{cfg: cfg, bus: b, stream: stream, metrics: t.metrics, pages: pages, files: t.files}
 	if err := t.listenSyslog(reg); err != nil {
 		return nil, err
 	}
@@ -109,17 +149,4 @@ func (t *Tailer) Run(ctx context.Context) error {
 	}
 	waitSyslog := t.startSyslog(ctx, cancel)
 	return errors.Join(files.wait(), waitSyslog())
-}
-
-func (t *Tailer) newFollower(in Input, p logformat.Parser, state *fileState) *follower {
-	logger := t.logger.With("file", in.Path)
-	return &follower{
-		Tailer:    t,
-		in:        in,
-		batch:     newHitBatch(p, in.Site, t.pages, t.metrics, logger),
-		state:     state,
-		subject:   t.bus.HitsSubject(t.cfg.Instance, bus.Key(in.Path)),
-		logger:    logger,
-		keepalive: t.bus.HitsMaxAge() / 4,
-	}
 }

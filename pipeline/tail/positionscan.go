@@ -19,29 +19,29 @@ type recordedFile struct {
 // stored already, so a longer wait means the server is in trouble.
 const scanWait = 30 * time.Second
 
-// recordedFiles lists every file identity on the input's subject. It reads
+// recordedFiles lists every file identity on the position's subject. It reads
 // the messages' headers only, through an ordered consumer: a subject holds
 // up to nats.hits_max_age of batches of up to batch_bytes each, which
 // GetMsg would fetch whole, one round trip per message
 // (BenchmarkScanRecorded compares the two).
-func (fw *follower) recordedFiles(ctx context.Context) ([]recordedFile, error) {
-	last, err := fw.lastPosition(ctx)
+func (p *position) recordedFiles(ctx context.Context) ([]recordedFile, error) {
+	last, err := p.last(ctx)
 	if err != nil || last == nil {
 		return nil, err
 	}
-	cons, err := fw.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{fw.subject},
+	cons, err := p.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{p.subject},
 		DeliverPolicy:  jetstream.DeliverAllPolicy,
 		HeadersOnly:    true,
 		// Removed below; this is for a scan that dies with its process.
 		InactiveThreshold: time.Minute,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("scan %s: %w", fw.subject, err)
+		return nil, fmt.Errorf("scan %s: %w", p.subject, err)
 	}
 	it, err := cons.Messages()
 	if err != nil {
-		return nil, fmt.Errorf("scan %s: %w", fw.subject, err)
+		return nil, fmt.Errorf("scan %s: %w", p.subject, err)
 	}
 	defer func() {
 		it.Stop()
@@ -49,7 +49,7 @@ func (fw *follower) recordedFiles(ctx context.Context) ([]recordedFile, error) {
 		// its inactivity threshold; a backfill scans every input.
 		if info := cons.CachedInfo(); info != nil {
 			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			_ = fw.stream.DeleteConsumer(dctx, info.Name)
+			_ = p.stream.DeleteConsumer(dctx, info.Name)
 			cancel()
 		}
 	}()
@@ -59,11 +59,11 @@ func (fw *follower) recordedFiles(ctx context.Context) ([]recordedFile, error) {
 		msg, err := it.Next(jetstream.NextContext(mctx))
 		cancel()
 		if err != nil {
-			return nil, fmt.Errorf("scan %s: %w", fw.subject, err)
+			return nil, fmt.Errorf("scan %s: %w", p.subject, err)
 		}
 		meta, err := msg.Metadata()
 		if err != nil {
-			return nil, fmt.Errorf("scan %s: %w", fw.subject, err)
+			return nil, fmt.Errorf("scan %s: %w", p.subject, err)
 		}
 		// A message that is not ours (no position headers) names no file.
 		if id, end, err := parsePosition(msg.Headers()); err == nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"time"
 
@@ -11,10 +12,12 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pagewatch/pagewatch/broker/retry"
+	"github.com/pagewatch/pagewatch/domain/hit"
 )
 
-// position is how far a file has been published, as the stream records it.
-type position struct {
+// savedPosition is how far a file has been published, as the stream
+// records it.
+type savedPosition struct {
 	id  identity
 	end int64
 	seq uint64
@@ -24,13 +27,55 @@ type position struct {
 	eof bool
 }
 
-func (fw *follower) lastPosition(ctx context.Context) (*position, error) {
-	return fw.positionOn(ctx, fw.subject)
+// position is the layer of a file's follower above its reader: where the
+// file stands on its subject (the last message there) and the conditional
+// publishes that move it on. The stream is the only record of a
+// position, so reading it back is reading that last message.
+type position struct {
+	js      publisher
+	stream  jetstream.Stream
+	metrics *metrics
+	logger  *slog.Logger
+	timeout time.Duration // each publish attempt's
+	path    string        // Pagewatch-Path of the messages
+	subject string
+
+	lastSeq     uint64 // stream sequence of the last message on subject
+	lastPublish time.Time
+	// While one batch is on its way to JetStream (flying), the next is
+	// encoded into the other buffer (spare holds the flying one's).
+	flying *flight
+	spare  hit.Encoder
+	// stored, when set, is called after each batch is stored: the lease
+	// rewrites the file's record, which must live as long as the positions.
+	stored func(ctx context.Context)
 }
 
-// positionOn reads the last message on subject; nil when it has none.
-func (fw *follower) positionOn(ctx context.Context, subject string) (*position, error) {
-	msg, err := fw.stream.GetLastMsgForSubject(ctx, subject)
+// publisher is the part of JetStream a position publishes through.
+type publisher interface {
+	PublishMsg(ctx context.Context, msg *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error)
+}
+
+func newPosition(env *fileEnv, path, subject string, logger *slog.Logger) position {
+	return position{js: env.bus.JS, stream: env.stream, metrics: env.metrics, logger: logger,
+		timeout: env.cfg.PublishTimeout, path: path, subject: subject}
+}
+
+// resume takes a saved position (nil: none) as the subject's last.
+func (p *position) resume(saved *savedPosition) {
+	p.lastSeq, p.lastPublish = 0, time.Now()
+	if saved != nil {
+		p.lastSeq, p.lastPublish = saved.seq, saved.at
+	}
+}
+
+func (p *position) last(ctx context.Context) (*savedPosition, error) {
+	return p.on(ctx, p.subject)
+}
+
+// on reads the last message on subject; nil when it has none.
+func (p *position) on(ctx context.Context, subject string) (*savedPosition, error) {
+	msg, err := p.stream.GetLastMsgForSubject(ctx, subject)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil, nil
 	}
@@ -41,7 +86,7 @@ func (fw *follower) positionOn(ctx context.Context, subject string) (*position, 
 	if err != nil {
 		return nil, fmt.Errorf("message %d on %s: %w", msg.Sequence, subject, err)
 	}
-	return &position{id: id, end: end, seq: msg.Sequence, at: msg.Time, eof: msg.Header.Get(HeaderEOF) != ""}, nil
+	return &savedPosition{id: id, end: end, seq: msg.Sequence, at: msg.Time, eof: msg.Header.Get(HeaderEOF) != ""}, nil
 }
 
 func parsePosition(h nats.Header) (identity, int64, error) {
@@ -54,25 +99,6 @@ func parsePosition(h nats.Header) (identity, int64, error) {
 		return identity{}, 0, fmt.Errorf("bad %s header %q", HeaderEnd, h.Get(HeaderEnd))
 	}
 	return id, end, nil
-}
-
-// publishEOF publishes the batch (possibly empty) as the last of a file
-// that is complete: a later run need not open the file again.
-func (fw *follower) publishEOF(ctx context.Context) error {
-	fw.eof = true
-	defer func() { fw.eof = false }()
-	return fw.publish(ctx)
-}
-
-// publish sends the batch (possibly empty: a position marker) and waits
-// until it and the batch before it are stored. It retries until they are
-// or ctx ends: the file is the buffer while JetStream is away, so nothing
-// is lost by waiting.
-func (fw *follower) publish(ctx context.Context) error {
-	if err := fw.send(ctx); err != nil {
-		return err
-	}
-	return fw.settle(ctx)
 }
 
 // flight is a batch on its way to JetStream. One goroutine publishes it
@@ -101,76 +127,72 @@ type flight struct {
 	err  error
 }
 
-// send waits for the batch before this one to be stored, seals this one
-// into a message and starts publishing it; the next batch is encoded into
-// the other buffer meanwhile. settle waits for it.
-func (fw *follower) send(ctx context.Context) error {
-	if err := fw.settle(ctx); err != nil {
-		return err
-	}
-	// A finished file's identity was taken whole when it was opened (from
-	// the decompressed head for .gz, whose own inode and bytes are not
-	// the ones the identity describes).
-	if !fw.finished && fw.id.fpLen < fingerprintLen {
-		id, err := identify(fw.f)
-		if err != nil {
-			return err
-		}
-		fw.id = id
-	}
-	msg := &nats.Msg{Subject: fw.subject, Data: fw.batch.enc.Bytes(), Header: nats.Header{}}
-	msg.Header.Set(HeaderFile, fw.id.String())
-	msg.Header.Set(HeaderPath, fw.in.Path)
-	msg.Header.Set(HeaderStart, strconv.FormatInt(fw.batchStart, 10))
-	msg.Header.Set(HeaderEnd, strconv.FormatInt(fw.offset, 10))
-	msg.Header.Set(HeaderLines, strconv.Itoa(fw.batch.lines))
-	if fw.eof {
+// launch seals b into a message covering [start, end) of the file id and
+// starts publishing it; the next batch is encoded into the other buffer
+// meanwhile. The batch before must be settled; settle waits for this one.
+func (p *position) launch(ctx context.Context, b *hitBatch, id identity, start, end int64, eof bool) {
+	msg := &nats.Msg{Subject: p.subject, Data: b.enc.Bytes(), Header: nats.Header{}}
+	msg.Header.Set(HeaderFile, id.String())
+	msg.Header.Set(HeaderPath, p.path)
+	msg.Header.Set(HeaderStart, strconv.FormatInt(start, 10))
+	msg.Header.Set(HeaderEnd, strconv.FormatInt(end, 10))
+	msg.Header.Set(HeaderLines, strconv.Itoa(b.lines))
+	if eof {
 		msg.Header.Set(HeaderEOF, "1")
 	}
 	// The expected sequence makes the ID unique per publish and the same
 	// for every retry of it: a duplicate ack means an earlier attempt of
 	// this very publish landed.
-	msg.Header.Set(jetstream.MsgIDHeader, fw.subject+"."+strconv.FormatUint(fw.lastSeq, 10))
-	fl := &flight{msg: msg, id: fw.id, start: fw.batchStart, end: fw.offset, lines: fw.batch.lines, expect: fw.lastSeq, done: make(chan struct{})}
-	fw.flying = fl
-	go fw.deliver(ctx, fl)
+	msg.Header.Set(jetstream.MsgIDHeader, p.subject+"."+strconv.FormatUint(p.lastSeq, 10))
+	fl := &flight{msg: msg, id: id, start: start, end: end, lines: b.lines, expect: p.lastSeq, done: make(chan struct{})}
+	p.flying = fl
+	go p.deliver(ctx, fl)
 	// The flying batch keeps its buffer until settled; the previous
-	// batch's, settled above, takes the next lines.
-	fw.batch.enc, fw.spare = fw.spare, fw.batch.enc
-	fw.batch.reset()
-	fw.batchStart = fw.offset
-	return nil
+	// batch's, settled already, takes the next lines.
+	b.enc, p.spare = p.spare, b.enc
+	b.reset()
+}
+
+// published is where the bytes not yet stored in JetStream start: the
+// start of the batch in flight, or else reading (the batch being read).
+func (p *position) published(reading int64) int64 {
+	if p.flying != nil {
+		return p.flying.start
+	}
+	return reading
 }
 
 // settle waits for the batch in flight, if any, and takes its sequence
 // as the subject's last. Its error (errResync, or ctx's) is the
 // follower's: the batch after it, read meanwhile, is read again.
-func (fw *follower) settle(ctx context.Context) error {
-	fl := fw.flying
+func (p *position) settle(ctx context.Context) error {
+	fl := p.flying
 	if fl == nil {
 		return nil
 	}
 	<-fl.done
-	fw.flying = nil
+	p.flying = nil
 	if fl.err != nil {
 		return fl.err
 	}
-	fw.lastSeq = fl.seq
-	fw.metrics.batches.Inc()
-	fw.lastPublish = time.Now()
-	fw.refreshRecord(ctx)
+	p.lastSeq = fl.seq
+	p.metrics.batches.Inc()
+	p.lastPublish = time.Now()
+	if p.stored != nil {
+		p.stored(ctx)
+	}
 	return nil
 }
 
 // deliver publishes fl, retrying until it is stored or ctx ends. It runs
-// on a goroutine of its own, so it touches nothing of the follower that
+// on a goroutine of its own, so it touches nothing of the position that
 // the follower changes meanwhile: what it needs is in fl.
-func (fw *follower) deliver(ctx context.Context, fl *flight) {
+func (p *position) deliver(ctx context.Context, fl *flight) {
 	defer close(fl.done)
 	expect := fl.expect
 	for attempt := 0; ; attempt++ {
-		pctx, cancel := context.WithTimeout(ctx, fw.cfg.PublishTimeout)
-		ack, err := fw.bus.JS.PublishMsg(pctx, fl.msg, jetstream.WithExpectLastSequencePerSubject(expect))
+		pctx, cancel := context.WithTimeout(ctx, p.timeout)
+		ack, err := p.js.PublishMsg(pctx, fl.msg, jetstream.WithExpectLastSequencePerSubject(expect))
 		cancel()
 		if err == nil {
 			fl.seq = ack.Sequence
@@ -181,7 +203,7 @@ func (fw *follower) deliver(ctx context.Context, fl *flight) {
 			return
 		}
 		if isWrongLastSequence(err) {
-			seq, landed, err := fw.landed(ctx, fl)
+			seq, landed, err := p.landed(ctx, fl)
 			if errors.Is(err, errRetry) {
 				// The subject emptied (its messages aged out, or the
 				// stream was purged): our own offset is still right;
@@ -199,8 +221,8 @@ func (fw *follower) deliver(ctx context.Context, fl *flight) {
 			}
 			return
 		}
-		fw.metrics.retries.Inc()
-		fw.logger.Warn("publish failed; retrying", "err", err, "attempt", attempt+1, "lines", fl.lines)
+		p.metrics.retries.Inc()
+		p.logger.Warn("publish failed; retrying", "err", err, "attempt", attempt+1, "lines", fl.lines)
 		if err := retry.Sleep(ctx, retry.Delay(attempt, 100*time.Millisecond, 5*time.Second)); err != nil {
 			fl.err = err
 			return
@@ -211,8 +233,8 @@ func (fw *follower) deliver(ctx context.Context, fl *flight) {
 // landed checks whether an earlier attempt of this very publish was stored
 // (its reply lost), by comparing the stream's last position with fl's; if
 // so it returns the sequence it was stored at.
-func (fw *follower) landed(ctx context.Context, fl *flight) (uint64, bool, error) {
-	pos, err := fw.lastPosition(ctx)
+func (p *position) landed(ctx context.Context, fl *flight) (uint64, bool, error) {
+	pos, err := p.last(ctx)
 	if err != nil {
 		return 0, false, err
 	}
@@ -235,13 +257,15 @@ func isWrongLastSequence(err error) bool {
 			apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
 }
 
-func retrying[T any](ctx context.Context, fw *follower, what string, f func() (T, error)) (T, error) {
+// retrying calls f until it succeeds or ctx ends: NATS being away is
+// waited out, since the file keeps the lines meanwhile.
+func retrying[T any](ctx context.Context, logger *slog.Logger, what string, f func() (T, error)) (T, error) {
 	for attempt := 0; ; attempt++ {
 		v, err := f()
 		if err == nil || ctx.Err() != nil {
 			return v, err
 		}
-		fw.logger.Warn(what+" failed; retrying", "err", err, "attempt", attempt+1)
+		logger.Warn(what+" failed; retrying", "err", err, "attempt", attempt+1)
 		if err := retry.Sleep(ctx, retry.Delay(attempt, 100*time.Millisecond, 5*time.Second)); err != nil {
 			return v, err
 		}
