@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-		"syscall"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
