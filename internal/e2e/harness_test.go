@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -28,21 +29,42 @@ import (
 
 var (
 	buildOnce sync.Once
-	binDir    string
+	binDir    string // made by TestMain, removed when the tests end
 	buildErr  error
 )
 
-// binaries builds cmd/... once per test binary run.
+// TestMain gives binaries a directory to build into and removes it, with
+// the daemons in it (about 100 MB), when the tests end or are
+// interrupted (SIGINT, SIGTERM). Only a run that panics or times out
+// leaves it behind, as pagewatch-e2e-bin-* in the temp directory.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "pagewatch-e2e-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		os.Exit(1)
+	}
+	binDir = dir
+	interrupted := make(chan os.Signal, 1)
+	signal.Notify(interrupted, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		sig := <-interrupted
+		os.RemoveAll(dir)
+		fmt.Fprintf(os.Stderr, "e2e: %v: removed %s\n", sig, dir)
+		os.Exit(1)
+	}()
+	code := m.Run()
+	signal.Stop(interrupted)
+	if err := os.RemoveAll(dir); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+	}
+	os.Exit(code)
+}
+
+// binaries builds cmd/... once per test binary run, into binDir.
 func binaries(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "pagewatch-e2e-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binDir = dir
-		cmd := exec.Command("go", "build", "-o", dir+"/", "./cmd/...")
+		cmd := exec.Command("go", "build", "-o", binDir+"/", "./cmd/...")
 		cmd.Dir = repoRoot(t)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
