@@ -34,6 +34,9 @@ type Config struct {
 	Sweeper    sweep.Config      `yaml:"sweeper"`
 	Worker     notify.Config     `yaml:"worker"`
 	Mail       mail.Config       `yaml:"mail"`
+	// Receivers are where the worker delivers crossings; worker.routing
+	// picks among them.
+	Receivers []Receiver `yaml:"receivers"`
 	// ShutdownTimeout bounds a daemon's exit after SIGTERM.
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
 }
@@ -60,6 +63,7 @@ func Default() Config {
 		Sweeper:         sweep.DefaultConfig(),
 		Worker:          notify.DefaultConfig(),
 		Mail:            mail.DefaultConfig(),
+		Receivers:       DefaultReceivers(),
 		ShutdownTimeout: 15 * time.Second,
 	}
 }
@@ -129,7 +133,7 @@ func (p Part) Sections() []string {
 	case Sweeper:
 		return append(common, "clickhouse", "sweeper")
 	case Worker:
-		return append(common, "clickhouse", "worker", "mail")
+		return append(common, "clickhouse", "worker", "mail", "receivers")
 	}
 	return common
 }
@@ -148,7 +152,8 @@ func (c Config) Validate(part Part) error {
 	case Sweeper:
 		errs = append(errs, c.ClickHouse.Validate(), c.Sweeper.Validate())
 	case Worker:
-		errs = append(errs, c.ClickHouse.Validate(), c.Worker.Validate(), c.Mail.Validate())
+		errs = append(errs, c.ClickHouse.Validate(), c.Worker.Validate(), c.Mail.Validate(), validateReceivers(c.Receivers),
+			c.Worker.Routing.Validate("worker.routing", c.ReceiverNames()))
 		if c.Worker.DrainTimeout >= c.ShutdownTimeout {
 			// Otherwise the process is gone mid-send: the duplicate case.
 			errs = append(errs, fmt.Errorf("worker.drain_timeout: must be less than shutdown_timeout (%s), got %s", c.ShutdownTimeout, c.Worker.DrainTimeout))

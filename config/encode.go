@@ -25,6 +25,11 @@ func encodeNode(v reflect.Value) (*yaml.Node, error) {
 		v = reflect.ValueOf(out)
 	}
 	switch {
+	case v.Kind() == reflect.Pointer:
+		if v.IsNil() {
+			return scalar("null", "!!null"), nil
+		}
+		return encodeNode(v.Elem())
 	case v.Type() == durationType:
 		return scalar(formatDuration(v.Interface().(time.Duration)), "!!str"), nil
 	case v.Kind() == reflect.Struct:

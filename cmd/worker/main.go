@@ -16,7 +16,8 @@ import (
 var program = daemon.Program{
 	Name: "worker",
 	Description: `worker takes notification jobs from the JetStream work queue and sends
-one email per threshold crossing. Run as many as you like: a per-page lease
+each threshold crossing once to each receiver the routing names (email,
+signed webhooks, Slack, Teams, Discord, Telegram). Run as many as you like: a per-page lease
 in NATS KV keeps two workers off the same page (a job for a locked page is
 deferred, not failed; a dead worker's lease lapses within worker.lock_ttl),
 and a sent ledger keeps a redelivered job from mailing twice. Mail goes
@@ -52,9 +53,12 @@ func run(ctx context.Context, env *daemon.Env) error {
 	}
 	env.OnReload([]string{"mail"}, func(c config.Config) error { return settings.Set(c.Mail) })
 	env.Ready("mail", settings.Probe)
-	mailers := func() (notify.Mailer, error) { return mail.NewFollowing(settings, env.Logger) }
+	specs, err := receiverSpecs(env, settings)
+	if err != nil {
+		return err
+	}
 	w, err := notify.New(ctx, env.Config.Worker, notify.Deps{
-		Bus: b, Mailers: mailers, History: ch, Stats: ch,
+		Bus: b, Receivers: specs, History: ch, Stats: ch,
 		Logger: env.Logger, Registry: env.Registry,
 	})
 	if err != nil {

@@ -72,14 +72,17 @@ func (f *fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if f.limitN > 0 {
+		// Arrival times jitter: a sender spacing requests by exactly
+		// the limit may arrive a little early.
+		const jitter = 100 * time.Millisecond
 		in := 0
 		for _, t := range f.times {
-			if now.Sub(t) < f.limitPer {
+			if now.Sub(t) < f.limitPer-jitter {
 				in++
 			}
 		}
 		if in >= f.limitN {
-			wait := f.limitPer - now.Sub(f.times[len(f.times)-f.limitN])
+			wait := f.limitPer - jitter - now.Sub(f.times[len(f.times)-f.limitN])
 			f.throttled++
 			f.notBefore = now.Add(wait)
 			f.tooMany(w, wait)

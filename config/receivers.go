@@ -1,0 +1,147 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	netmail "net/mail"
+	"time"
+
+	"github.com/pagewatch/pagewatch/broker/ratelimit"
+	"github.com/pagewatch/pagewatch/pipeline/notify"
+	"github.com/pagewatch/pagewatch/sinks/webhook"
+)
+
+// Receiver is one entry of the `receivers:` list: a named place the
+// worker delivers crossings to (docs/receivers.md). Exactly the block of
+// its type is given (email's may be left out).
+type Receiver struct {
+	Name string `yaml:"name"` // [a-z0-9_-]: routes name it
+	Type string `yaml:"type"` // email, webhook, slack, msteams, discord, telegram
+	// RateLimit spaces this receiver's deliveries across all workers.
+	// Left out: the service's published limit (webhook.DefaultLimit).
+	// Email receivers use worker.rate_limit instead.
+	RateLimit *ratelimit.Limit `yaml:"rate_limit"`
+	// GiveUpAfter: a delivery still failing this long after its crossing
+	// was queued is dead-lettered. 0: 24h.
+	GiveUpAfter time.Duration     `yaml:"give_up_after"`
+	QuietHours  notify.QuietHours `yaml:"quiet_hours"`
+
+	Email    *EmailReceiver          `yaml:"email"`
+	Webhook  *webhook.Config         `yaml:"webhook"`
+	Slack    *webhook.SlackConfig    `yaml:"slack"`
+	MSTeams  *webhook.MSTeamsConfig  `yaml:"msteams"`
+	Discord  *webhook.DiscordConfig  `yaml:"discord"`
+	Telegram *webhook.TelegramConfig `yaml:"telegram"`
+}
+
+// EmailReceiver is an email receiver's `email:` block. Mail goes out
+// through the `mail:` section's transport.
+type EmailReceiver struct {
+	// To replaces the rule's recipients; empty: each rule's own.
+	To []string `yaml:"to"`
+}
+
+// ReceiverTypeEmail is the type of email receivers.
+const ReceiverTypeEmail = "email"
+
+// DefaultReceivers is the one receiver of a config that lists none:
+// email to each rule's recipients.
+func DefaultReceivers() []Receiver {
+	return []Receiver{{Name: notify.DefaultReceiver, Type: ReceiverTypeEmail}}
+}
+
+// Limit is the receiver's rate limit in force.
+func (r Receiver) Limit() ratelimit.Limit {
+	if r.RateLimit != nil {
+		return *r.RateLimit
+	}
+	return webhook.DefaultLimit(r.Type)
+}
+
+// ReceiverNames lists the receivers' names, in order.
+func (c Config) ReceiverNames() []string {
+	names := make([]string, len(c.Receivers))
+	for i, r := range c.Receivers {
+		names[i] = r.Name
+	}
+	return names
+}
+
+func validateReceivers(rs []Receiver) error {
+	if len(rs) == 0 {
+		return errors.New("receivers: at least one receiver must be configured")
+	}
+	var errs []error
+	seen := map[string]bool{}
+	for i, r := range rs {
+		key := fmt.Sprintf("receivers[%d]", i)
+		if !notify.NameRE.MatchString(r.Name) {
+			errs = append(errs, fmt.Errorf("%s.name: must match %s, got %q", key, notify.NameRE, r.Name))
+		} else if seen[r.Name] {
+			errs = append(errs, fmt.Errorf("%s.name: %q is given twice", key, r.Name))
+		}
+		seen[r.Name] = true
+		errs = append(errs, r.validate(key))
+	}
+	return errors.Join(errs...)
+}
+
+func (r Receiver) validate(key string) error {
+	blocks := map[string]bool{
+		ReceiverTypeEmail: r.Email != nil, webhook.TypeWebhook: r.Webhook != nil, webhook.TypeSlack: r.Slack != nil,
+		webhook.TypeMSTeams: r.MSTeams != nil, webhook.TypeDiscord: r.Discord != nil, webhook.TypeTelegram: r.Telegram != nil,
+	}
+	var errs []error
+	if _, ok := blocks[r.Type]; !ok {
+		return fmt.Errorf("%s.type: must be email, webhook, slack, msteams, discord or telegram, got %q", key, r.Type)
+	}
+	for typ, given := range blocks {
+		if given && typ != r.Type {
+			errs = append(errs, fmt.Errorf("%s.%s: given for a receiver of type %s", key, typ, r.Type))
+		}
+	}
+	if !blocks[r.Type] && r.Type != ReceiverTypeEmail {
+		errs = append(errs, fmt.Errorf("%s.%s: must be given for a receiver of type %s", key, r.Type, r.Type))
+	}
+	switch r.Type {
+	case ReceiverTypeEmail:
+		if r.RateLimit != nil {
+			errs = append(errs, fmt.Errorf("%s.rate_limit: email receivers use worker.rate_limit", key))
+		}
+		if r.Email != nil {
+			for _, a := range r.Email.To {
+				if _, err := netmail.ParseAddress(a); err != nil {
+					errs = append(errs, fmt.Errorf("%s.email.to: %q: %w", key, a, err))
+				}
+			}
+		}
+	case webhook.TypeWebhook:
+		if r.Webhook != nil {
+			errs = append(errs, r.Webhook.Validate(key+".webhook"))
+		}
+	case webhook.TypeSlack:
+		if r.Slack != nil {
+			errs = append(errs, r.Slack.Validate(key+".slack"))
+		}
+	case webhook.TypeMSTeams:
+		if r.MSTeams != nil {
+			errs = append(errs, r.MSTeams.Validate(key+".msteams"))
+		}
+	case webhook.TypeDiscord:
+		if r.Discord != nil {
+			errs = append(errs, r.Discord.Validate(key+".discord"))
+		}
+	case webhook.TypeTelegram:
+		if r.Telegram != nil {
+			errs = append(errs, r.Telegram.Validate(key+".telegram"))
+		}
+	}
+	if r.RateLimit != nil {
+		errs = append(errs, r.RateLimit.Validate(key+".rate_limit"))
+	}
+	if r.GiveUpAfter < 0 {
+		errs = append(errs, fmt.Errorf("%s.give_up_after: must not be negative, got %s", key, r.GiveUpAfter))
+	}
+	errs = append(errs, r.QuietHours.Validate(key+".quiet_hours"))
+	return errors.Join(errs...)
+}
