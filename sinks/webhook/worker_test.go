@@ -13,6 +13,7 @@ import (
 	"github.com/pagewatch/pagewatch/broker/bus"
 	"github.com/pagewatch/pagewatch/broker/ratelimit"
 	"github.com/pagewatch/pagewatch/domain/crossing"
+	"github.com/pagewatch/pagewatch/internal/testcheck"
 	"github.com/pagewatch/pagewatch/internal/testenv"
 	"github.com/pagewatch/pagewatch/pipeline/notify"
 	"github.com/pagewatch/pagewatch/sinks/webhook"
@@ -69,21 +70,18 @@ func TestDefaultLimitsKeepEveryServiceUnder429(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(40 * time.Second)
+	deliveredBy := time.Now().Add(40 * time.Second) // for all the services
 	for name, f := range fakes {
-		for {
+		testcheck.Eventually(t, time.Until(deliveredBy), fmt.Sprintf("%s to get all %d crossings", name, n), func() error {
 			accepted, throttled, _, _ := f.stats()
 			if throttled > 0 {
 				t.Fatalf("%s answered 429 %d times: the default limit %s is above the service's", name, throttled, webhook.DefaultLimit(name))
 			}
-			if accepted == n {
-				break
+			if accepted != n {
+				return fmt.Errorf("%s got %d of %d", name, accepted, n)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s got %d of %d", name, accepted, n)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			return nil
+		})
 	}
 	time.Sleep(500 * time.Millisecond)
 	for name, f := range fakes {
