@@ -18,7 +18,9 @@ type Config struct {
 	Consumer    string `yaml:"consumer"`
 	Concurrency int    `yaml:"concurrency"`
 	// Prefetch is how many jobs a worker holds, grouped by page, so the
-	// runner that locks a page also takes that page's later jobs.
+	// runner that locks a page also takes that page's later jobs, and
+	// taken site by site in turn: how deep into the queue a site's
+	// crossing is seen past another site's backlog.
 	Prefetch int `yaml:"prefetch"`
 	// LockTTL is the page lease: how long a dead worker can keep a page
 	// locked. The holder renews it every third of that.
@@ -45,7 +47,7 @@ func DefaultConfig() Config {
 		Name:         fmt.Sprintf("%s-%d", host, os.Getpid()),
 		Consumer:     "worker",
 		Concurrency:  4,
-		Prefetch:     256,
+		Prefetch:     10_000,
 		LockTTL:      15 * time.Second,
 		DeferDelay:   time.Second,
 		AckWait:      time.Minute,

@@ -22,24 +22,33 @@ type job struct {
 // arrive together (a queue after an outage) run one after another under
 // one lock instead of colliding on it. Conflicts, and so deferrals, remain
 // only between worker processes that fetched jobs of the same page.
+//
+// Ready pages are handed out site by site in turn (round robin), so a
+// site with thousands of crossings queued cannot starve another site's
+// one: that one is taken as soon as a runner is free, however far back in
+// the queue it was fetched, as long as it is within Prefetch.
 type schedule struct {
 	mu      sync.Mutex
 	cond    *sync.Cond // signalled when a page becomes ready or on close
 	pages   map[string]*pageJobs
-	ready   []string // pages with jobs and no runner, oldest first
-	held    int      // jobs held, not yet taken by a runner
+	ready   map[string][]string // site → its pages with jobs and no runner, oldest first
+	sites   []string            // sites with ready pages, in turn order
+	turn    int                 // index in sites of the next site to serve
+	nReady  int
+	held    int // jobs held, not yet taken by a runner
 	room    chan struct{}
 	closed  bool
 	maxHeld int
 }
 
 type pageJobs struct {
+	site    string
 	jobs    []job
 	running bool
 }
 
 func newSchedule(maxHeld int) *schedule {
-	s := &schedule{pages: map[string]*pageJobs{}, room: make(chan struct{}, 1), maxHeld: maxHeld}
+	s := &schedule{pages: map[string]*pageJobs{}, ready: map[string][]string{}, room: make(chan struct{}, 1), maxHeld: maxHeld}
 	s.cond = sync.NewCond(&s.mu)
 	return s
 }
@@ -50,15 +59,44 @@ func (s *schedule) add(page string, j job) {
 	defer s.mu.Unlock()
 	p := s.pages[page]
 	if p == nil {
-		p = &pageJobs{}
+		p = &pageJobs{site: j.x.Site}
 		s.pages[page] = p
 	}
 	p.jobs = append(p.jobs, j)
 	s.held++
 	if !p.running && len(p.jobs) == 1 {
-		s.ready = append(s.ready, page)
-		s.cond.Signal()
+		s.makeReady(page, p.site)
 	}
+}
+
+// makeReady queues a page behind its site's other ready pages; a site
+// new to the turn order goes last in it.
+func (s *schedule) makeReady(page, site string) {
+	if len(s.ready[site]) == 0 {
+		s.sites = append(s.sites, site)
+	}
+	s.ready[site] = append(s.ready[site], page)
+	s.nReady++
+	s.cond.Signal()
+}
+
+// takeReady takes the next site's oldest ready page.
+func (s *schedule) takeReady() string {
+	if s.turn >= len(s.sites) {
+		s.turn = 0
+	}
+	site := s.sites[s.turn]
+	q := s.ready[site]
+	page := q[0]
+	if len(q) == 1 {
+		delete(s.ready, site)
+		s.sites = append(s.sites[:s.turn], s.sites[s.turn+1:]...) // the next site moves into this turn
+	} else {
+		s.ready[site] = q[1:]
+		s.turn++
+	}
+	s.nReady--
+	return page
 }
 
 // space is how many more jobs the fetcher may take.
@@ -82,14 +120,13 @@ func (s *schedule) waitRoom(ctx context.Context) {
 func (s *schedule) nextPage() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for len(s.ready) == 0 && !s.closed {
+	for s.nReady == 0 && !s.closed {
 		s.cond.Wait()
 	}
 	if s.closed {
 		return ""
 	}
-	page := s.ready[0]
-	s.ready = s.ready[1:]
+	page := s.takeReady()
 	s.pages[page].running = true
 	return page
 }
@@ -138,8 +175,7 @@ func (s *schedule) finish(page string) {
 	p := s.pages[page]
 	p.running = false
 	if len(p.jobs) > 0 {
-		s.ready = append(s.ready, page)
-		s.cond.Signal()
+		s.makeReady(page, p.site)
 		return
 	}
 	delete(s.pages, page)

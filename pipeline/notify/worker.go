@@ -269,6 +269,9 @@ func idle(err error) bool {
 	return errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, jetstream.ErrNoMessages)
 }
 
+// maxTurn is how many of a page's jobs a runner takes in one turn.
+const maxTurn = 32
+
 // runPage is one runner's turn on a page: lock it, or hand its jobs to
 // the worker process that holds the lock, or else defer them without
 // counting them as failed; then run its jobs, including any that arrive
@@ -309,7 +312,7 @@ func (w *Worker) runPage(ctx, jobCtx context.Context, s *schedule, page string, 
 			w.logger.Warn("release lock", "page", page, "err", err)
 		}
 	}()
-	for {
+	for turn := 0; ; {
 		if ctx.Err() != nil || pctx.Err() != nil {
 			// Shutting down, or the lease was lost: hand the rest back.
 			for _, j := range s.takeAll(page) {
@@ -317,10 +320,16 @@ func (w *Worker) runPage(ctx, jobCtx context.Context, s *schedule, page string, 
 			}
 			return
 		}
+		if turn == maxTurn {
+			// Give the other sites a turn; the page is ready again
+			// behind them (finish) and is locked afresh.
+			return
+		}
 		j, ok := s.pop(page)
 		if !ok {
 			return
 		}
+		turn++
 		w.handle(pctx, j.msg, j.x, rs)
 	}
 }
