@@ -41,23 +41,72 @@ func (fw *follower) checkRotation(ctx context.Context) (bool, error) {
 		}
 		return false, fw.closeDeleted(ctx)
 	case truncated:
-		return true, fw.restartTruncated()
+		return true, fw.followTruncation(ctx)
 	}
 	// Renamed with no successor yet: the writer may still be appending
 	// and the file still exists, so keep the handle.
 	return false, nil
 }
 
-// restartTruncated reads the live file again from its start.
-func (fw *follower) restartTruncated() error {
+// followTruncation goes on after the live file was truncated. With
+// copytruncate, logrotate copied the file before truncating it, so the
+// lines the server wrote before the copy that were not read yet are in
+// the copy: it is found among the siblings by the old head, as after a
+// restart, and read from the old offset to its end on the file's
+// subject, under the old identity. Then the truncated file is read from
+// its start. Only what the server wrote between the copy and the
+// truncate is in neither file.
+func (fw *follower) followTruncation(ctx context.Context) error {
 	rd := &fw.live.rd
 	fw.env.metrics.rotations.WithLabelValues("truncate").Inc()
-	fw.logger.Info("file truncated; reading it from the beginning", "old_offset", rd.offset)
+	old, from := rd.id, rd.offset
+	found, err := fw.readCopy(ctx, old, from)
+	if err != nil {
+		return err
+	}
+	if found {
+		fw.logger.Info("file truncated; read the rest of its copy, now reading it from the beginning", "old_offset", from, "copy_end", rd.offset)
+	} else {
+		fw.logger.Warn("file truncated and no copy of it among its rotated siblings; lines written after the offset read are lost, reading it from the beginning", "old_offset", from)
+	}
 	if err := rd.use(rd.f); err != nil {
 		return err
 	}
+	fw.setCurrent()
 	rd.startAt(0)
 	return nil
+}
+
+// readCopy publishes the copy of the file old (copytruncate's) from byte
+// from to its end, when a sibling holds it. The copy is complete when it
+// is found (logrotate copies before it truncates), so it is not waited on
+// for rotate_grace: the live file may be truncated again meanwhile.
+func (fw *follower) readCopy(ctx context.Context, old identity, from int64) (bool, error) {
+	if old.fpLen == 0 {
+		return false, nil // an empty head proves nothing
+	}
+	sibs, err := fw.siblings()
+	if err != nil {
+		fw.logger.Warn("cannot look for the truncated file's copy among its siblings", "err", err)
+		return false, nil
+	}
+	i := findSibling(sibs, old)
+	if i < 0 {
+		return false, nil
+	}
+	s := sibs[i]
+	rd := &fw.live.rd
+	// The subject goes on with the file it has been publishing: the copy
+	// is that file's content under another inode.
+	rd.id = old
+	rd.startAt(from)
+	live := rd.f
+	rd.f = nil
+	defer func() { rd.f = live }()
+	if err := fw.live.copyRotated(ctx, s, false, 0, fw.env.cfg.PollInterval); err != nil {
+		return true, err
+	}
+	return true, nil
 }
 
 // unlinked reports whether an open file has no name left in any directory.
