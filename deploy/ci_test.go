@@ -1,8 +1,8 @@
 package deploy_test
 
-// Checks .ci/run's guard against package services starting during its apt
-// installs: the guard's own lines are run by bash, with apt-get replaced by
-// a stub that asks the policy-rc.d as invoke-rc.d would.
+// Checks .ci/install-test-deps's guard against package services starting
+// during its apt installs: the guard's own lines are run by bash, with
+// apt-get replaced by a stub that asks the policy-rc.d as invoke-rc.d would.
 
 import (
 	"os"
@@ -13,16 +13,22 @@ import (
 	"testing"
 )
 
-const ciRun = ".ci/run"
+const ciRun = ".ci/install-test-deps"
 
-// ciGuard is the part of .ci/run before its first step: the policy-rc.d
-// helpers and traps, with the policy-rc.d path moved to policy.
+// ciGuard is the policy-rc.d part of .ci/install-test-deps, from
+// policy_rc_d= to the end of apt_install: the helpers and traps, with the
+// policy-rc.d path moved to policy.
 func ciGuard(t *testing.T, script, policy string) string {
 	t.Helper()
 	start := strings.Index(script, "policy_rc_d=/usr/sbin/policy-rc.d\n")
-	end := strings.Index(script, "\nstep \"")
+	end := -1
+	if i := strings.Index(script, "\napt_install() {\n"); i > start {
+		if j := strings.Index(script[i:], "\n}\n"); j >= 0 {
+			end = i + j + 3
+		}
+	}
 	if start < 0 || end < start {
-		t.Fatalf("%s: want policy_rc_d=/usr/sbin/policy-rc.d, then the helpers, before the first step", ciRun)
+		t.Fatalf("%s: want policy_rc_d=/usr/sbin/policy-rc.d, then the helpers, then apt_install() { ... }", ciRun)
 	}
 	return strings.ReplaceAll(script[start:end], "/usr/sbin/policy-rc.d", policy)
 }
@@ -30,7 +36,7 @@ func ciGuard(t *testing.T, script, policy string) string {
 func TestCIRunPolicyRCD(t *testing.T) {
 	bash, err := exec.LookPath("bash")
 	if err != nil {
-		t.Fatalf("bash not found: .ci/run needs it (apt-get install bash)")
+		t.Fatalf("bash not found: .ci/install-test-deps needs it (apt-get install bash)")
 	}
 	data, err := os.ReadFile(filepath.Join(root, ciRun))
 	if err != nil {
@@ -41,12 +47,13 @@ func TestCIRunPolicyRCD(t *testing.T) {
 		t.Fatalf("bash -n %s: %v\n%s", ciRun, err, out)
 	}
 	// Every install goes through apt_install, which forbids service starts.
-	installs := regexp.MustCompile(`(?m)^[^#\n]*\bapt(-get)? +(-\S+ +)*install\b`).FindAllString(script, -1)
+	// (Commands only: the script also prints apt-get install lines as hints.)
+	installs := regexp.MustCompile(`(?m)^[ \t]*(\w+=\S* +)*(sudo +)?apt(-get)? +(-\S+ +)*install\b.*`).FindAllString(script, -1)
 	if len(installs) != 1 || !strings.Contains(ciGuard(t, script, "/x"), installs[0]) {
 		t.Errorf("%s: apt installs %q; want one, in apt_install, which puts policy-rc.d in place first", ciRun, installs)
 	}
-	if i, j := strings.LastIndex(script, "\nremove_policy_rc_d\n"), strings.Index(script, "\nmake test"); i < 0 || j < 0 || i > j {
-		t.Errorf("%s: call remove_policy_rc_d after the installs, before make test: services may start again then", ciRun)
+	if i, j := strings.LastIndex(script, "apt_install \""), strings.LastIndex(script, "  remove_policy_rc_d\n"); i < 0 || j < i {
+		t.Errorf("%s: call remove_policy_rc_d after the apt installs: services may start again then", ciRun)
 	}
 
 	for _, c := range []struct {

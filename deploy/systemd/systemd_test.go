@@ -429,7 +429,7 @@ func TestExecStart(t *testing.T) {
 // lacks; a missing tool fails in CI and skips elsewhere.
 func tool(t *testing.T, name, pkg string) string {
 	t.Helper()
-	return testcheck.RequireTool(t, name, "apt-get install "+pkg+" (.ci/run does)")
+	return testcheck.RequireTool(t, name, "apt-get install "+pkg+" (make test-deps does)")
 }
 
 // TestSystemdAnalyze runs `systemd-analyze verify` on copies of the units
