@@ -261,7 +261,7 @@ var servedBy = map[string][]string{
 	"pipeline/retention": {"ingest load"},
 	"pipeline/sweep":     {"sweeper"},
 	"pipeline/notify":    {"worker"},
-	"pipeline/ratelimit": {"worker"},
+	"broker/ratelimit":   {"worker"},
 }
 
 // TestMetricsDocMatchesCode: deploy/metrics.md lists exactly the metrics
