@@ -17,14 +17,19 @@ var program = daemon.Program{
 	Name: "worker",
 	Description: `worker takes notification jobs from the JetStream work queue and sends
 each threshold crossing once to each receiver the routing names (email,
-signed webhooks, Slack, Teams, Discord, Telegram). Run as many as you like: a per-page lease
+signed webhooks, Slack, Teams, Discord, Telegram; docs/receivers.md), except
+what a silence matches or quiet hours hold. Run as many as you like: a per-page lease
 in NATS KV keeps two workers off the same page (a job for a locked page is
 deferred, not failed; a dead worker's lease lapses within worker.lock_ttl),
-and a sent ledger keeps a redelivered job from mailing twice. Mail goes
-over SMTP (mail.transport: smtp) or into .eml files (mail.transport: file).`,
+and a ledger per (crossing, receiver) keeps a redelivered job from sending
+twice. Mail goes over SMTP (mail.transport: smtp) or into .eml files
+(mail.transport: file). The silences' JSON API is on the admin listener
+at /api/v1/silences.`,
 	Default: "run",
 	Commands: []daemon.Command{
 		{Name: "run", Part: config.Worker, Listen: func(c config.Config) string { return c.Worker.Listen }, Summary: "consume notification jobs and send mail", Run: run},
+		{Name: "silence", Args: "add|list|expire <id>", Part: config.Worker, Flags: silenceFlagSet, Run: silence,
+			Summary: "silence crossings (--site, --rule, --page glob, --label k=v; --for or --ends; --author, --comment), list (--all) or expire them"},
 	},
 }
 
@@ -57,6 +62,13 @@ func run(ctx context.Context, env *daemon.Env) error {
 	if err != nil {
 		return err
 	}
+	silences, err := notify.OpenSilences(ctx, b, env.Logger)
+	if err != nil {
+		return err
+	}
+	api := notify.SilenceAPI(silences, nil)
+	env.Handle(notify.SilenceAPIPrefix, api)
+	env.Handle(notify.SilenceAPIPrefix+"/", api)
 	w, err := notify.New(ctx, env.Config.Worker, notify.Deps{
 		Bus: b, Receivers: specs, History: ch, Stats: ch,
 		Logger: env.Logger, Registry: env.Registry,

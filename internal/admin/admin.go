@@ -44,6 +44,10 @@ func New(addr string, reg *prometheus.Registry, checks map[string]Check, logger 
 	return s
 }
 
+// Handle serves h at pattern (http.ServeMux syntax) beside the
+// operational endpoints: a daemon's own admin API.
+func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
+
 // AddCheck adds (or replaces) a dependency check of /readyz; it may be
 // called while the server runs, as dependencies are connected.
 func (s *Server) AddCheck(name string, c Check) {

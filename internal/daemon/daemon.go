@@ -43,6 +43,10 @@ type Command struct {
 	// command connects to anything, so /healthz answers while it waits.
 	Listen func(config.Config) string
 	Run    func(ctx context.Context, env *Env) error
+	// Args, when set, lets the command take arguments after its name
+	// (flags may come between them) and says which, for --help:
+	// "add|list|expire [id]". They reach Run as Env.Args.
+	Args string
 }
 
 // Env is what a command gets to run with.
@@ -53,6 +57,8 @@ type Env struct {
 	ConfigPath string
 	Logger     *slog.Logger
 	Registry   *prometheus.Registry
+	// Args are the command's arguments (Command.Args).
+	Args []string
 	// Stdout is for a command's report (sweeper check, dry-run);
 	// logs go to Stderr.
 	Stdout  io.Writer
@@ -149,17 +155,25 @@ func Main(ctx context.Context, p Program, args []string, stdout, stderr io.Write
 		return ExitUsage
 	}
 	name := p.Default
+	var cmdArgs []string
 	if rest := fs.Args(); len(rest) > 0 {
 		name = rest[0]
-		if err := fs.Parse(rest[1:]); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return ExitOK
+		c, _ := p.command(name)
+		for rest = rest[1:]; ; rest = fs.Args()[1:] {
+			if err := fs.Parse(rest); err != nil {
+				if errors.Is(err, flag.ErrHelp) {
+					return ExitOK
+				}
+				return ExitUsage
 			}
-			return ExitUsage
-		}
-		if fs.NArg() > 0 {
-			fmt.Fprintf(stderr, "%s: unexpected argument %q\n", p.Name, fs.Arg(0))
-			return ExitUsage
+			if fs.NArg() == 0 {
+				break
+			}
+			if c.Args == "" {
+				fmt.Fprintf(stderr, "%s: unexpected argument %q\n", p.Name, fs.Arg(0))
+				return ExitUsage
+			}
+			cmdArgs = append(cmdArgs, fs.Arg(0))
 		}
 	}
 	cmd, ok := p.command(name)
@@ -197,7 +211,7 @@ func Main(ctx context.Context, p Program, args []string, stdout, stderr io.Write
 	}
 
 	name = p.Name + " " + cmd.Name
-	env := &Env{Config: cfg, ConfigPath: configPath, Stdout: stdout, Stderr: stderr, name: name,
+	env := &Env{Config: cfg, ConfigPath: configPath, Args: cmdArgs, Stdout: stdout, Stderr: stderr, name: name,
 		flags: flags, level: new(slog.LevelVar), started: cfg}
 	env.Logger = newLogger(cfg.Log, env.level, stderr).With("daemon", name)
 	env.Registry = prometheus.NewRegistry()
@@ -251,7 +265,7 @@ func usage(w io.Writer, p Program, fs *flag.FlagSet) {
 		if c.Name == p.Default {
 			def = " (default)"
 		}
-		fmt.Fprintf(tw, "  %s\t%s%s\n", c.Name, c.Summary, def)
+		fmt.Fprintf(tw, "  %s\t%s%s\n", strings.TrimSpace(c.Name+" "+c.Args), c.Summary, def)
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\nFlags:\n")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync/atomic"
 	"time"
 
@@ -59,6 +60,14 @@ func (e *Env) lifecycle(context.Context) error {
 		return errors.New("shutting down")
 	}
 	return nil
+}
+
+// Handle serves h at pattern on the admin listener (nothing without
+// one). Call it before Serve.
+func (e *Env) Handle(pattern string, h http.Handler) {
+	if e.admin != nil && e.admin.srv != nil {
+		e.admin.srv.Handle(pattern, h)
+	}
 }
 
 // Ready adds a dependency to /readyz.
