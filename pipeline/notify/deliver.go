@@ -187,7 +187,7 @@ func (w *Worker) sendFailed(ctx context.Context, msg jetstream.Msg, x crossing.C
 	if meta, err := msg.Metadata(); err == nil {
 		attempt, queued = int(meta.NumDelivered), meta.Timestamp
 	}
-	if !queued.IsZero() && w.now().Sub(queued) > spec.GiveUpAfter {
+	if !queued.IsZero() && time.Since(queued) > spec.GiveUpAfter { // the server's time, not the quiet hours' clock
 		rec.Error = fmt.Sprintf("gave up after %s: %s", spec.GiveUpAfter, rec.Error)
 		return w.deadLetter(ctx, msg, x, spec.Name, rec)
 	}

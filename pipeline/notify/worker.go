@@ -189,6 +189,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	jobCtx, cancelJobs := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelJobs()
 	go s.keepAlive(jobCtx, w.cfg.AckWait/3)
+	digests := make(chan struct{})
+	go func() { defer close(digests); w.sendDigests(ctx) }()
+	defer func() { <-digests }()
 	fetched := make(chan struct{})
 	go func() {
 		defer close(fetched)

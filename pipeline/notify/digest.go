@@ -1,0 +1,166 @@
+package notify
+
+// Quiet hours' digests: crossings held for a receiver during its quiet
+// hours (deliver.go's quiet step) wait in the held bucket. Once the quiet
+// hours are over, one worker (under a lease per receiver) sends them as
+// one digest, records it in the ledger under a key made of the held
+// crossings' keys, and only then deletes them: a worker dying in between
+// leaves them for the next, whose ledger check stops a second digest.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/pagewatch/pagewatch/broker/bus"
+	"github.com/pagewatch/pagewatch/broker/lock"
+	"github.com/pagewatch/pagewatch/domain/crossing"
+)
+
+// digestEvery is how often a worker looks for held crossings whose quiet
+// hours are over.
+const digestEvery = time.Second
+
+// maxHeldDigest bounds one digest; more are sent in the next.
+const maxHeldDigest = crossing.MaxDigestItems
+
+// sendDigests runs until ctx ends.
+func (w *Worker) sendDigests(ctx context.Context) {
+	t := time.NewTicker(digestEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for _, s := range w.specs {
+			if s.Quiet.Enabled() && s.Quiet.Holds() && !s.Quiet.In(w.now()) {
+				if err := w.sendDigest(ctx, s); err != nil && ctx.Err() == nil {
+					w.logger.Warn("quiet-hours digest not sent; will retry", "receiver", s.Name, "err", err)
+				}
+			}
+		}
+	}
+}
+
+// sendDigest sends what is held for one receiver, if anything.
+func (w *Worker) sendDigest(ctx context.Context, spec ReceiverSpec) error {
+	keys, err := w.held.ListKeysFiltered(ctx, spec.Name+".*")
+	if err != nil {
+		return fmt.Errorf("list held crossings: %w", err)
+	}
+	var names []string
+	for k := range keys.Keys() {
+		names = append(names, k)
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	lctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	lease, err := lock.Acquire(lctx, w.locks, "digest."+spec.Name, w.cfg.Name, w.cfg.LockTTL, cancel)
+	if errors.Is(err, lock.ErrLocked) {
+		return nil // another worker is at it
+	}
+	if err != nil {
+		return err
+	}
+	defer func() { _ = lease.Release(context.WithoutCancel(lctx)) }()
+
+	var held []crossing.Crossing
+	var heldKeys []string
+	for _, k := range names[:min(len(names), maxHeldDigest)] {
+		e, err := w.held.Get(lctx, k)
+		if err != nil {
+			continue // deleted meanwhile
+		}
+		x, err := crossing.Unmarshal(e.Value())
+		if err != nil {
+			_ = w.held.Delete(lctx, k)
+			continue
+		}
+		held, heldKeys = append(held, x), append(heldKeys, k)
+	}
+	if len(held) == 0 {
+		return nil
+	}
+	slices.SortFunc(held, func(a, b crossing.Crossing) int { return a.CrossedAt.Compare(b.CrossedAt) })
+	ids := make([]string, len(held))
+	for i, x := range held {
+		ids[i] = x.Key
+	}
+	slices.Sort(ids)
+	key := "quiet." + spec.Name + "." + bus.Key(ids...)
+	if _, err := w.sent.Get(lctx, key); err == nil {
+		return w.dropHeld(lctx, heldKeys) // sent before a crash
+	}
+	n := digestOf(held, key)
+	if len(spec.To) > 0 {
+		n.Recipients = spec.To
+	}
+	r, err := spec.Open()
+	if err != nil {
+		return err
+	}
+	if c, ok := r.(io.Closer); ok {
+		defer c.Close()
+	}
+	x := crossing.Crossing{Key: key, Rule: n.Rule, Site: n.Site, Path: n.Path, CrossedAt: n.CrossedAt}
+	if _, ok := w.awaitSlot(lctx, x, spec, n.Recipients); !ok {
+		return errors.New("rate limit: later")
+	}
+	if err := r.Send(lctx, n); err != nil {
+		w.outcome(x, spec.Name, crossing.Record{Outcome: crossing.Failed, SMTPCode: smtpCode(err), Error: err.Error()})
+		if isPermanent(err) {
+			w.logger.Error("quiet-hours digest refused for good; its crossings stay held", "receiver", spec.Name, "err", err)
+		}
+		return err
+	}
+	if err := w.writeLedger(lctx, key, stateSent); err != nil {
+		return err
+	}
+	w.outcome(x, spec.Name, crossing.Record{Outcome: crossing.Sent})
+	w.logger.Info("quiet-hours digest sent", "receiver", spec.Name, "crossings", len(held))
+	return w.dropHeld(lctx, heldKeys)
+}
+
+func (w *Worker) dropHeld(ctx context.Context, keys []string) error {
+	for _, k := range keys {
+		if err := w.held.Delete(ctx, k); err != nil {
+			return fmt.Errorf("delete held %s: %w", k, err)
+		}
+	}
+	return nil
+}
+
+// digestOf is the notification of held crossings, latest last.
+func digestOf(held []crossing.Crossing, key string) Notification {
+	first, last := held[0], held[len(held)-1]
+	n := Notification{Key: key, Rule: first.Rule, Site: first.Site, Path: "(quiet hours)", Window: first.Window,
+		CrossedAt: last.CrossedAt, DigestTotal: len(held),
+		Subject: fmt.Sprintf("[pagewatch] %d crossings during quiet hours", len(held))}
+	var body strings.Builder
+	fmt.Fprintf(&body, "%d crossings came in during quiet hours, %s to %s UTC:", len(held),
+		first.CrossedAt.UTC().Format("2006-01-02 15:04"), last.CrossedAt.UTC().Format("2006-01-02 15:04"))
+	n.Body = body.String()
+	for _, x := range held {
+		if x.Rule != n.Rule {
+			n.Rule = "(several)"
+		}
+		if x.Site != n.Site {
+			n.Site = "(several)"
+		}
+		for _, r := range x.Recipients {
+			if !slices.Contains(n.Recipients, r) {
+				n.Recipients = append(n.Recipients, r)
+			}
+		}
+		n.Digest = append(n.Digest, DigestItem{Path: x.Site + x.Path, Count: x.Count, Threshold: x.Threshold})
+	}
+	return n
+}
