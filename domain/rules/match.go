@@ -42,10 +42,11 @@ type globSeg struct {
 	part []string // segWildcard: the literal pieces between the stars
 }
 
-// Matches reports whether the rule watches this page. It panics on a rule
+// Matches reports whether the rule watches this page (a rule without a
+// site watches every site's). It panics on a rule
 // that was not validated: silently matching nothing would hide the bug.
 func (r *Rule) Matches(site, path string) bool {
-	if site != r.Site {
+	if r.Site != "" && site != r.Site {
 		return false
 	}
 	return r.matcher.match(path)

@@ -58,6 +58,8 @@ import (
 // called before Matches or the templates are used: it compiles them.
 type Rule struct {
 	Name string `yaml:"name"`
+	// Site is the site whose pages the rule watches; empty means every
+	// site (each page still crosses on its own).
 	Site string `yaml:"site"`
 	// Match selects the pages of Site the rule watches.
 	Match Match `yaml:"match"`
@@ -69,13 +71,26 @@ type Rule struct {
 	// Thresholds is one threshold, or milestones in strictly increasing
 	// order. YAML takes a number or a list.
 	Thresholds Thresholds `yaml:"threshold"`
-	Window     Window     `yaml:"window"`
+	// Spike and NewPage make the rule judge each page against its own
+	// past instead of a threshold (spike.go); exactly one of threshold,
+	// spike and new_page is set.
+	Spike   *Spike   `yaml:"spike,omitempty"`
+	NewPage *NewPage `yaml:"new_page,omitempty"`
+	Window  Window   `yaml:"window"`
 	// Zone is the IANA time zone calendar windows are cut in ("" = UTC).
 	// Validate loads it into Window.Zone.
 	Zone       string     `yaml:"zone"`
 	Rearm      Rearm      `yaml:"rearm"`
 	Notify     Notify     `yaml:"notify"`
 	StormGuard StormGuard `yaml:"storm_guard"`
+	// Escalate lists multiples of the level an episode fired at (the
+	// threshold, or factor × baseline): one more message at each step the
+	// same episode reaches. Empty: none.
+	Escalate []float64 `yaml:"escalate,omitempty"`
+	// NotifyOn says which of an episode's messages are sent: fire,
+	// escalate, resolve ("back to normal", with the episode's peak and
+	// total). Empty means [fire, escalate].
+	NotifyOn []Event `yaml:"notify_on,omitempty"`
 
 	// Compiled by Validate. Unexported and untagged, so config decoding and
 	// printing never see them.
@@ -161,6 +176,10 @@ type Rearm struct {
 	// Cooldown, when set, re-arms the rule that long after it fired even
 	// if the count stayed high: a reminder that it still is.
 	Cooldown time.Duration `yaml:"cooldown"`
+	// Settle is how long an episode's count must stay back at the re-arm
+	// level before the episode ends (and resolves): a story that pauses
+	// for an hour and surges again is one episode, not two. Episodes only.
+	Settle time.Duration `yaml:"settle,omitempty"`
 }
 
 // Notify is who hears about a crossing and what they read.

@@ -21,6 +21,9 @@ type State struct {
 	// Episode counts the sweeps in which the rule fired. It numbers the
 	// crossings of rolling rules, which have no window to name them.
 	Episode uint64 `json:"episode,omitempty"`
+	// Open is the episode in progress of an episodic rule (spike,
+	// new_page, or a threshold rule with escalate or resolve); nil: none.
+	Open *Episode `json:"open,omitempty"`
 }
 
 // Armed reports whether threshold t may fire.
@@ -34,6 +37,16 @@ type Firing struct {
 	// the sweeper numbers them today), "<window key>.<threshold>" for
 	// calendar windows, "<threshold>" otherwise.
 	Key string
+
+	// Episodic rules only (StepEpisode): which message this is, the level
+	// the count was measured against (the threshold, or factor × baseline),
+	// how many times past it the count is, the escalate step reached, and
+	// the episode (for resolve: as it ended, with its peak).
+	Event    Event
+	Level    float64
+	Severity float64
+	Step     float64
+	Episode  Episode
 }
 
 // Crossed is the one comparison every rule uses: "passed 1,000 views"
@@ -51,9 +64,13 @@ func Crossed(count, threshold uint64) bool { return count > threshold }
 //     passed since it fired. Re-arming is checked before firing, so a
 //     cooldown that ends while the count is still high fires again now.
 //   - Milestones and all-time windows never re-arm.
+//   - Episodic rules (escalate or notify_on resolve) step as StepEpisode.
 //   - An armed threshold that is crossed fires (the rising edge) and is
 //     disarmed; every milestone crossed in the same sweep fires.
 func (r *Rule) Step(prev State, count uint64, now time.Time) (State, []Firing) {
+	if r.Episodic() {
+		return r.StepEpisode(prev, Observation{At: now, Count: count})
+	}
 	next := prev
 	next.Fired = slices.Clone(prev.Fired)
 
@@ -108,4 +125,12 @@ func (r *Rule) firingKey(s State, t uint64) string {
 		return strconv.FormatUint(s.Episode, 10)
 	}
 	return strconv.FormatUint(t, 10)
+}
+
+// String is the threshold and key, and for an episode's message its kind.
+func (f Firing) String() string {
+	if f.Event == "" {
+		return "{" + strconv.FormatUint(f.Threshold, 10) + " " + f.Key + "}"
+	}
+	return "{" + string(f.Event) + " " + f.Key + "}"
 }

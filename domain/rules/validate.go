@@ -42,9 +42,6 @@ func (r *Rule) Validate(key string) error {
 	if !ruleNameRE.MatchString(r.Name) {
 		add(".name", "must match %s, got %q", ruleNameRE, r.Name)
 	}
-	if r.Site == "" {
-		add(".site", "required")
-	}
 	if r.Path != "" {
 		if r.Match != (Match{}) && r.Match != (Match{Exact: r.Path}) {
 			add(".path", "is shorthand for match.exact; give one or the other, not both")
@@ -64,9 +61,7 @@ func (r *Rule) Validate(key string) error {
 		add(".aggregate", "must be per_page or sum, got %q", r.Aggregate)
 	}
 
-	if len(r.Thresholds) == 0 {
-		add(".threshold", "required: a number of views, or a list of milestones")
-	}
+	r.validateKinds(add)
 	for i, t := range r.Thresholds {
 		field := ".threshold"
 		if len(r.Thresholds) > 1 {
@@ -85,8 +80,9 @@ func (r *Rule) Validate(key string) error {
 		add(".window", "%v", err)
 		windowOK = false
 	}
-	if r.Zone != "" && windowOK && r.Window.Kind != Calendar {
-		add(".zone", "only calendar windows (day, week, month) have a zone; window is %s", r.Window)
+	sameTime := r.Spike != nil && r.Spike.Baseline.SameTime != nil
+	if r.Zone != "" && windowOK && r.Window.Kind != Calendar && !sameTime {
+		add(".zone", "only calendar windows (day, week, month) and same_time baselines have a zone; window is %s", r.Window)
 	} else if r.Zone != "" {
 		loc, err := time.LoadLocation(r.Zone)
 		if err != nil {
@@ -95,6 +91,8 @@ func (r *Rule) Validate(key string) error {
 			r.Window.Zone = loc
 		}
 	}
+
+	r.validateKind(add, windowOK)
 
 	h := r.Rearm.Hysteresis
 	if math.IsNaN(h) || h < 0 || h >= 1 {
@@ -105,7 +103,7 @@ func (r *Rule) Validate(key string) error {
 	}
 	// A setting that can never take effect is a misunderstanding worth
 	// reporting, not ignoring.
-	if (h != 0 || r.Rearm.Cooldown != 0) && windowOK && (r.Window.Kind != Rolling || r.Thresholds.Milestones()) {
+	if (h != 0 || r.Rearm.Cooldown != 0) && windowOK && r.Kind() == KindThreshold && (r.Window.Kind != Rolling || r.Thresholds.Milestones()) {
 		add(".rearm", "only rolling windows with a single threshold re-arm; calendar windows fire once per window, milestones and all-time windows once")
 	}
 

@@ -40,7 +40,6 @@ func TestValidateErrorsNameKeys(t *testing.T) {
 		{"everything missing", `
   - {}`, []string{
 			`sweeper.rules[1].name: must match`,
-			`sweeper.rules[1].site: required`,
 			`sweeper.rules[1].match: exactly one of exact, prefix, glob, regex must be set`,
 			`sweeper.rules[1].threshold: required`,
 			`sweeper.rules[1].window: want a duration like "1h", day, week, month or all, got ""`,
@@ -112,7 +111,7 @@ func TestValidateErrorsNameKeys(t *testing.T) {
 			`sweeper.rules[3].notify.subject: fails on a sample crossing: template: subject:1:9: executing "subject" at <.Labels.team>: map has no entry for key "team"`,
 			`sweeper.rules[4].name: "m3" is already the name of sweeper.rules[3]`,
 			`sweeper.rules[4].match.prefix: must start with /, got "x"`,
-			`sweeper.rules[4].zone: only calendar windows (day, week, month) have a zone; window is 1h`,
+			`sweeper.rules[4].zone: only calendar windows (day, week, month) and same_time baselines have a zone; window is 1h`,
 		}},
 		{"milestones do not re-arm", `
   - name: ms
