@@ -4,20 +4,15 @@ import (
 	"errors"
 	"io/fs"
 	"syscall"
-
-	"github.com/fsnotify/fsnotify"
 )
 
-// All use of fsnotify is here and in Run's loop. fsnotify v1.10 watches
-// for writes on every watched directory whatever is asked (its WithOps is
-// unexported), so each write to a log in such a directory costs an event
-// that Run drops: see BenchmarkAppendToWatchedLog. A backend on
-// golang.org/x/sys/unix with a mask of IN_CREATE, IN_MOVED_*, IN_DELETE*
-// and IN_ONLYDIR would not see them at all.
+// All use of inotify is here, in Run's loop, and in dirWatcher
+// (inotify_linux.go), which asks only for entries created, moved and
+// deleted, so the web server's writes to its logs cost discovery nothing.
 
 // startNotify sets up inotify, or logs why files are found by polling alone.
 func (w *Watcher) startNotify() {
-	fsw, err := fsnotify.NewWatcher()
+	fsw, err := newDirWatcher()
 	if err != nil {
 		w.m.watchErrors.WithLabelValues("init").Inc()
 		w.logger.Warn("inotify unavailable (sysctl fs.inotify.max_user_instances?); finding files by polling alone",

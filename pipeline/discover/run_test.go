@@ -271,7 +271,7 @@ func TestRunOverflowRescans(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	n := limit + 8192 // beyond the kernel's queue and fsnotify's read buffer
+	n := limit + 8192 // beyond the kernel's queue and the watcher's read buffer
 	names := make([]string, n)
 	for i := range names {
 		names[i] = strconv.Itoa(i) + ".log"

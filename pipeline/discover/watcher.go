@@ -38,7 +38,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/fsnotify/fsnotify"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -56,7 +55,7 @@ type Watcher struct {
 	byKey   map[fileKey]string // the path each of those files was reported under
 	warned  map[string]bool    // problems logged already this run
 	scanErr map[string]bool    // errors of the last full scan
-	fsw     *fsnotify.Watcher  // nil when polling alone
+	fsw     *dirWatcher        // nil when polling alone
 	testAdd func(dir string) error
 }
 
@@ -105,7 +104,7 @@ func (w *Watcher) Scan() ([]string, error) {
 
 // pending is what events touched since the last flush.
 type pending struct {
-	paths  map[string]fsnotify.Op
+	paths  map[string]op
 	full   bool // a full scan is needed instead
 	reason string
 }
@@ -146,9 +145,9 @@ func (w *Watcher) Run(ctx context.Context, found func(Found)) error {
 	debounce.Stop()
 	defer debounce.Stop()
 	armed := false
-	pend := &pending{paths: map[string]fsnotify.Op{}}
+	pend := &pending{paths: map[string]op{}}
 	for {
-		var events <-chan fsnotify.Event
+		var events <-chan event
 		var errs <-chan error
 		if w.fsw != nil {
 			events, errs = w.fsw.Events, w.fsw.Errors
@@ -163,11 +162,7 @@ func (w *Watcher) Run(ctx context.Context, found func(Found)) error {
 				w.stopNotify()
 				break
 			}
-			// Writes to the logs themselves are the bulk of all events
-			// (fsnotify watches for them whatever we ask): drop them first.
-			if ev.Op&(fsnotify.Create|fsnotify.Remove|fsnotify.Rename) != 0 {
-				pend.paths[ev.Name] |= ev.Op
-			}
+			pend.paths[ev.Name] |= ev.Op
 		case err, ok := <-errs:
 			if !ok {
 				w.stopNotify()
@@ -188,7 +183,7 @@ func (w *Watcher) Run(ctx context.Context, found func(Found)) error {
 }
 
 func (w *Watcher) eventError(err error, pend *pending) {
-	if errors.Is(err, fsnotify.ErrEventOverflow) {
+	if errors.Is(err, errEventOverflow) {
 		w.m.watchErrors.WithLabelValues("overflow").Inc()
 		w.logger.Warn("inotify lost events (queue overflow; sysctl fs.inotify.max_queued_events); scanning everything")
 		pend.full, pend.reason = true, "overflow"
@@ -294,11 +289,11 @@ func (w *Watcher) onRootPath(p string) bool {
 
 // settle brings what is known about path p, which an event touched, in
 // line with what is there now.
-func (w *Watcher) settle(ctx context.Context, res *scanResult, p string, op fsnotify.Op) {
+func (w *Watcher) settle(ctx context.Context, res *scanResult, p string, o op) {
 	fi, err := os.Stat(p)
 	// A directory created where one was known replaced it (mkdir after
 	// rmdir, a rename over it): walk it afresh.
-	if _, ok := w.dirs[p]; ok && (err != nil || !fi.IsDir() || op.Has(fsnotify.Create)) {
+	if _, ok := w.dirs[p]; ok && (err != nil || !fi.IsDir() || o.Has(opCreate)) {
 		w.dropDir(p)
 	}
 	if _, ok := w.known[p]; ok && (err != nil || !fi.Mode().IsRegular()) {
