@@ -195,6 +195,10 @@ func (w *Worker) sendFailed(ctx context.Context, msg jetstream.Msg, x crossing.C
 	if after, ok := retryAfter(err); ok {
 		d = max(after, 10*time.Millisecond)
 	}
+	if !queued.IsZero() {
+		// Come back no later than the give-up time, to dead-letter then.
+		d = min(d, max(spec.GiveUpAfter-time.Since(queued), 0)+100*time.Millisecond)
+	}
 	w.logger.Warn("send failed; will retry", "key", x.Key, "receiver", spec.Name, "smtp_code", rec.SMTPCode, "attempt", attempt, "retry_in", d, "err", err)
 	return d, false
 }
