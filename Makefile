@@ -36,3 +36,12 @@ fmt:
 
 clean:
 	rm -rf $(BIN) .demo
+
+# The shipped spike rules (deploy/rules/spike-default.yaml) on the Numenta
+# Anomaly Benchmark's real Twitter series, read in place from
+# ../shared/data/nab-tweets through `sweeper backtest --counts`, scored as
+# ../shared/data/README.md says: a table per series, then the total.
+.PHONY: eval
+eval:
+	$(GO) build -o $(BIN)/ ./cmd/sweeper
+	$(GO) run ./internal/nabeval/cmd/nabeval -sweeper $(BIN)/sweeper

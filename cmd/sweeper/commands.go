@@ -1,9 +1,14 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -135,17 +140,24 @@ func dryRun(ctx context.Context, env *daemon.Env) error {
 }
 
 func backtest(ctx context.Context, env *daemon.Env) error {
-	from, err := parseSince(since, time.Now())
-	if err != nil {
-		return &daemon.UsageError{Err: fmt.Errorf("--since: %w", err)}
+	if format != "text" && format != "json" {
+		return &daemon.UsageError{Err: fmt.Errorf("--format: want text or json, got %q", format)}
 	}
-	s, err := newSweeper(ctx, env)
+	var (
+		xs   []crossing.Crossing
+		from time.Time
+		err  error
+	)
+	if counts != "" {
+		xs, from, err = backtestFile(ctx, env)
+	} else {
+		xs, from, err = backtestStored(ctx, env)
+	}
 	if err != nil {
 		return err
 	}
-	xs, err := s.Backtest(ctx, from)
-	if err != nil {
-		return err
+	if format == "json" {
+		return printJSON(env.Stdout, xs)
 	}
 	printCrossings(env.Stdout, xs)
 	perRule := map[string]int{}
@@ -153,10 +165,83 @@ func backtest(ctx context.Context, env *daemon.Env) error {
 		perRule[x.Rule]++
 	}
 	fmt.Fprintf(env.Stdout, "since %s: %d crossing(s)", from.UTC().Format(time.RFC3339), len(xs))
-	for rule, n := range perRule {
-		fmt.Fprintf(env.Stdout, "; %s %d", rule, n)
+	for _, rule := range slices.Sorted(maps.Keys(perRule)) {
+		fmt.Fprintf(env.Stdout, "; %s %d", rule, perRule[rule])
 	}
 	fmt.Fprintln(env.Stdout)
+	return nil
+}
+
+func backtestStored(ctx context.Context, env *daemon.Env) ([]crossing.Crossing, time.Time, error) {
+	s := since
+	if s == "" {
+		s = "7d"
+	}
+	from, err := parseSince(s, time.Now())
+	if err != nil {
+		return nil, from, &daemon.UsageError{Err: fmt.Errorf("--since: %w", err)}
+	}
+	sw, err := newSweeper(ctx, env)
+	if err != nil {
+		return nil, from, err
+	}
+	xs, err := sw.Backtest(ctx, from)
+	return xs, from, err
+}
+
+// backtestFile replays a counts file: the history ends with its last row.
+func backtestFile(ctx context.Context, env *daemon.Env) ([]crossing.Crossing, time.Time, error) {
+	rs, err := sweep.LoadRules(env.Config.Sweeper)
+	if err != nil {
+		return nil, time.Time{}, &daemon.UsageError{Err: fmt.Errorf("invalid rules:\n%w", err)}
+	}
+	f, err := os.Open(counts)
+	if err != nil {
+		return nil, time.Time{}, &daemon.UsageError{Err: fmt.Errorf("--counts: %w", err)}
+	}
+	defer f.Close()
+	cf, err := sweep.ReadCounts(bufio.NewReaderSize(f, 1<<20), counts)
+	if err != nil {
+		return nil, time.Time{}, &daemon.UsageError{Err: fmt.Errorf("--counts: %w", err)}
+	}
+	now := cf.Last.Add(time.Minute)
+	from := cf.First
+	if since != "" {
+		if from, err = parseSince(since, now); err != nil {
+			return nil, from, &daemon.UsageError{Err: fmt.Errorf("--since: %w", err)}
+		}
+	}
+	xs, err := sweep.Backtest(ctx, cf, rs, from, now, env.Logger)
+	return xs, from, err
+}
+
+// backtestLine is one crossing of a backtest as --format json prints it.
+type backtestLine struct {
+	Rule     string    `json:"rule"`
+	Site     string    `json:"site"`
+	Path     string    `json:"path"`
+	FiredAt  time.Time `json:"fired_at"`
+	Kind     string    `json:"kind"` // fire, escalate or resolve
+	Count    uint64    `json:"count"`
+	Baseline *float64  `json:"baseline"` // null for threshold rules
+	Key      string    `json:"key"`
+}
+
+func printJSON(out io.Writer, xs []crossing.Crossing) error {
+	enc := json.NewEncoder(out)
+	for _, x := range xs {
+		l := backtestLine{Rule: x.Rule, Site: x.Site, Path: x.Path, FiredAt: x.CrossedAt.UTC(), Kind: x.Event, Count: x.Count, Key: x.Key}
+		if l.Kind == "" {
+			l.Kind = string(rules.EventFire)
+		}
+		if x.Why != nil && x.Why.Kind != string(rules.KindThreshold) {
+			b := x.Why.Baseline
+			l.Baseline = &b
+		}
+		if err := enc.Encode(l); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

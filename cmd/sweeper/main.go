@@ -14,8 +14,10 @@ import (
 )
 
 var (
-	once  bool
-	since string
+	once   bool
+	since  string
+	counts string
+	format string
 )
 
 var program = daemon.Program{
@@ -38,9 +40,11 @@ error is rejected whole and the previous rules stay in force.`,
 			Flags: func(fs *flag.FlagSet) { fs.BoolVar(&once, "once", false, "run: sweep once and exit") }},
 		{Name: "check", Part: config.Sweeper, Summary: "validate the config and every rule, list the rules, and exit (0 valid, 2 invalid)", Run: check},
 		{Name: "dry-run", Part: config.Sweeper, Summary: "print what would fire now, recording nothing", Run: dryRun},
-		{Name: "backtest", Part: config.Sweeper, Summary: "print what would have fired since a time, per rule, from the stored counts", Run: backtest,
+		{Name: "backtest", Part: config.Sweeper, Summary: "print what would have fired since a time, per rule, from the stored counts or a counts file", Run: backtest,
 			Flags: func(fs *flag.FlagSet) {
-				fs.StringVar(&since, "since", "7d", `backtest: how far back: a duration ("7d", "36h") or an RFC 3339 time`)
+				fs.StringVar(&since, "since", "", `backtest: how far back: a duration ("7d", "36h") or an RFC 3339 time; default 7d, or with --counts the file's start`)
+				fs.StringVar(&counts, "counts", "", "backtest: read counts from this CSV file (timestamp,site,path,count; RFC 3339 times) instead of ClickHouse; needs neither NATS nor ClickHouse")
+				fs.StringVar(&format, "format", "text", "backtest: text (a table and a summary) or json (one object per line)")
 			}},
 		{Name: "migrate", Part: config.Sweeper, Summary: "apply the ClickHouse schema migrations and exit", Run: migrate},
 	},

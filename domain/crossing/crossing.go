@@ -33,6 +33,12 @@ type Crossing struct {
 	// empty means the mailer's default.
 	Subject string `json:"subject,omitempty"`
 	Body    string `json:"body,omitempty"`
+	// Event is what an episodic rule's message says: fire (also empty,
+	// as threshold crossings have always been), escalate or resolve.
+	Event string `json:"event,omitempty"`
+	// Why explains the crossing (why.go); nil for crossings recorded
+	// before it existed.
+	Why *Why `json:"why,omitempty"`
 	// Digest, when set, makes this job a storm guard's summary: the
 	// crossings of one rule in one sweep beyond those mailed one by one.
 	Digest *Digest `json:"digest,omitempty"`

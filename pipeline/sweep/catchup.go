@@ -67,7 +67,7 @@ func (s *Sweeper) rollingCatchUp(ctx context.Context, set *ruleSet, last, now ti
 	for _, r := range set.rules {
 		if r.Window.Kind == rules.Rolling {
 			longest = max(longest, r.Window.Rolling)
-			sites[r.Site] = true
+			sites[siteOf(r)] = true
 		}
 	}
 	if longest == 0 {
@@ -77,9 +77,12 @@ func (s *Sweeper) rollingCatchUp(ctx context.Context, set *ruleSet, last, now ti
 	for site := range sites {
 		q.Sites = append(q.Sites, site)
 	}
+	if sites[""] {
+		q.Sites = nil // a rule over every site
+	}
 	slices.Sort(q.Sites)
 
-	all, rows, err := s.scanSeries(ctx, set, q, func(r *rules.Rule) bool { return r.Window.Kind == rules.Rolling })
+	all, rows, err := scanSeries(ctx, s.counts, set, q, func(r *rules.Rule) bool { return r.Window.Kind == rules.Rolling })
 	if err != nil {
 		return rows, err
 	}
@@ -128,12 +131,18 @@ type series struct {
 	minutes    map[time.Time]uint64
 }
 
+// MinuteSource streams per-minute counts in site, path, minute order:
+// ClickHouse, or a counts file for a backtest (CountsFile).
+type MinuteSource interface {
+	ScanMinutes(ctx context.Context, q traffic.MinuteScan, fn func(site, path string, minute time.Time, hits uint64) error) error
+}
+
 // scanSeries reads per-minute counts and gathers them per state key, for
 // the rules keep accepts. It returns the rows read.
-func (s *Sweeper) scanSeries(ctx context.Context, set *ruleSet, q traffic.MinuteScan, keep func(*rules.Rule) bool) (map[string]*series, int, error) {
+func scanSeries(ctx context.Context, src MinuteSource, set *ruleSet, q traffic.MinuteScan, keep func(*rules.Rule) bool) (map[string]*series, int, error) {
 	all := map[string]*series{}
 	rows := 0
-	err := s.counts.ScanMinutes(ctx, q, func(site, path string, minute time.Time, hits uint64) error {
+	err := src.ScanMinutes(ctx, q, func(site, path string, minute time.Time, hits uint64) error {
 		rows++
 		for _, m := range set.matching(site, path) {
 			r := set.rules[m.rule]

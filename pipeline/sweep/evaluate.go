@@ -3,6 +3,7 @@ package sweep
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -51,31 +52,44 @@ type page struct{ site, path string }
 func newRuleSet(rs []rules.Rule) *ruleSet {
 	set := &ruleSet{exact: map[page][]int{}, bySite: map[string][]int{}, matches: map[page][]match{}}
 	floor := ^uint64(0)
+	everySite := false
 	for i := range rs {
 		r := &rs[i]
 		set.rules = append(set.rules, r)
-		if !slices.Contains(set.sites, r.Site) {
+		if r.Site == "" {
+			everySite = true
+		} else if !slices.Contains(set.sites, r.Site) {
 			set.sites = append(set.sites, r.Site)
 		}
-		if r.Match.Exact != "" {
+		switch {
+		case r.Match.Exact != "" && r.Site != "":
 			p := page{r.Site, r.Match.Exact}
 			set.exact[p] = append(set.exact[p], i)
-		} else {
+		default:
+			// A rule over every site is keyed by the empty site.
 			set.bySite[r.Site] = append(set.bySite[r.Site], i)
 		}
 		if r.Aggregate == rules.Sum {
 			floor = 0 // a sum needs every page's share, however small
+		} else if q := quietBelow(r); q == 0 {
+			floor = 0
 		} else {
-			floor = min(floor, r.RearmLevel(r.Thresholds[0]))
+			floor = min(floor, q-1)
 		}
 	}
 	if len(rs) == 0 {
 		floor = 0
 	}
+	if everySite {
+		set.sites = nil // every site: queries do not filter by site
+	}
 	slices.Sort(set.sites)
 	set.floor = floor
 	return set
 }
+
+// siteOf is the site a query for a rule reads: "" for every site.
+func siteOf(r *rules.Rule) string { return r.Site }
 
 // matching returns the rules watching a page.
 func (set *ruleSet) matching(site, path string) []match {
@@ -92,6 +106,13 @@ func (set *ruleSet) matching(site, path string) []match {
 			idx = append(idx, i)
 		}
 	}
+	if site != "" {
+		for _, i := range set.bySite[""] {
+			if set.rules[i].Matches(site, path) {
+				idx = append(idx, i)
+			}
+		}
+	}
 	for _, i := range idx {
 		m = append(m, match{rule: i, key: stateKey(set.rules[i], site, path)})
 	}
@@ -102,11 +123,30 @@ func (set *ruleSet) matching(site, path string) []match {
 }
 
 // quiet reports whether a page's count for a per-page rule is too low to
-// matter: at or below the level every threshold re-arms at, it neither
-// fires nor keeps a fired threshold from re-arming, which is exactly what
-// a count of 0 does, and judge steps states without an observation with 0.
+// matter: below quietBelow, it neither fires nor keeps a fired threshold
+// from re-arming (nor an episode from ending), which is exactly what a
+// count of 0 does, and judge steps states without an observation with 0.
 func quiet(r *rules.Rule, n uint64) bool {
-	return n <= r.RearmLevel(r.Thresholds[0])
+	return n < quietBelow(r)
+}
+
+// quietBelow is the count below which a page is, for the rule, the same
+// as a page without views: a threshold rule's re-arm level plus one; for
+// spike rules looking up and new_page rules, min_count × (1 − hysteresis),
+// below which nothing fires and an episode is back; 0 (every count
+// matters) for spike rules looking down.
+func quietBelow(r *rules.Rule) uint64 {
+	h := 1 - r.Rearm.Hysteresis
+	switch r.Kind() {
+	case rules.KindSpike:
+		if r.Spike.Direction != rules.Up {
+			return 0
+		}
+		return uint64(math.Ceil(float64(r.Spike.MinCount) * h))
+	case rules.KindNewPage:
+		return uint64(math.Ceil(float64(r.NewPage.MinCount) * h))
+	}
+	return r.RearmLevel(r.Thresholds[0]) + 1
 }
 
 // stateKey names a rule's state for one page, or for the rule when it
@@ -160,6 +200,7 @@ type observation struct {
 	site, path string // for a sum rule, path is empty
 	count      uint64
 	pages      []rules.PageCount // a sum rule's shares
+	exp        rules.Expected    // spike and new_page rules: the page's normal
 }
 
 // count runs the queries for a set of points and turns the rows into
@@ -196,11 +237,14 @@ func (s *Sweeper) count(ctx context.Context, set *ruleSet, pts []point, every bo
 				starts = append(starts, p.from)
 			}
 			idx[i] = j
-			sites[set.rules[p.rule].Site] = true
+			sites[siteOf(set.rules[p.rule])] = true
 		}
 		q := traffic.WindowQuery{Starts: starts, End: end, SealedBefore: s.sealedBefore(), Floor: floor}
 		for site := range sites {
 			q.Sites = append(q.Sites, site)
+		}
+		if sites[""] {
+			q.Sites = nil // a rule over every site
 		}
 		slices.Sort(q.Sites)
 		counts, err := s.counts.WindowCounts(ctx, q)

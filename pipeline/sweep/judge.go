@@ -2,6 +2,8 @@ package sweep
 
 import (
 	"context"
+	"log/slog"
+	"math"
 	"reflect"
 	"slices"
 	"strings"
@@ -69,7 +71,7 @@ func (s *Sweeper) judge(ctx context.Context, set *ruleSet, obs map[string][]obse
 			var fire []rules.Firing
 			v.next, fire = r.Step(v.next, o.count, o.pt.at)
 			for _, f := range fire {
-				v.fired = append(v.fired, s.crossingOf(r, o, f))
+				v.fired = append(v.fired, crossingOf(s.logger, r, o, f))
 			}
 		}
 		if v.changed() || len(v.pending) > 0 {
@@ -83,7 +85,7 @@ func (s *Sweeper) judge(ctx context.Context, set *ruleSet, obs map[string][]obse
 // crossingOf builds the job for one firing, with the rule's templates
 // rendered: a template that fails here (it passed on a sample at load)
 // falls back to the mailer's default rather than losing the mail.
-func (s *Sweeper) crossingOf(r *rules.Rule, o observation, f rules.Firing) crossing.Crossing {
+func crossingOf(logger *slog.Logger, r *rules.Rule, o observation, f rules.Firing) crossing.Crossing {
 	path := o.path
 	if r.Aggregate == rules.Sum {
 		path = matchText(r)
@@ -105,7 +107,7 @@ func (s *Sweeper) crossingOf(r *rules.Rule, o observation, f rules.Firing) cross
 	}
 	subject, body, subjectOK, bodyOK, err := r.Render(data)
 	if err != nil {
-		s.logger.Warn("rule template failed; the mail uses the default text", "rule", r.Name, "key", x.Key, "err", err)
+		logger.Warn("rule template failed; the mail uses the default text", "rule", r.Name, "key", x.Key, "err", err)
 	}
 	if subjectOK {
 		x.Subject = subject
@@ -113,7 +115,42 @@ func (s *Sweeper) crossingOf(r *rules.Rule, o observation, f rules.Firing) cross
 	if bodyOK {
 		x.Body = body
 	}
+	if f.Event != "" {
+		x.Event = string(f.Event)
+		if f.Event != rules.EventFire {
+			x.Key = o.key + "." + f.Key // episode.x5, episode.resolved
+		}
+		x.Why = whyOf(r, o, f)
+	}
 	return x
+}
+
+// whyOf is what the sweep itself knows of why a page moved: the count,
+// its normal and the episode. The referrers, rank and busiest minute are
+// added by explain, which asks ClickHouse.
+func whyOf(r *rules.Rule, o observation, f rules.Firing) *crossing.Why {
+	w := &crossing.Why{Kind: string(r.Kind()), Count: o.count, Step: f.Step,
+		Since: f.Episode.Since, Peak: f.Episode.Peak, PeakAt: f.Episode.PeakAt}
+	if !f.Episode.PeakAt.IsZero() {
+		w.PeakAt = f.Episode.PeakAt.UTC()
+		w.Since = f.Episode.Since.UTC()
+	}
+	switch r.Kind() {
+	case rules.KindSpike:
+		w.Baseline, w.Factor = o.exp.Value, r.Spike.Factor
+		w.Direction = "up"
+		if f.Episode.Down {
+			w.Direction = "down"
+		}
+	case rules.KindNewPage:
+		w.Baseline = o.exp.Value
+	case rules.KindThreshold:
+		w.Baseline = float64(r.Thresholds[0])
+	}
+	if w.Baseline > 0 {
+		w.Ratio = math.Round(float64(o.count)/w.Baseline*100) / 100
+	}
+	return w
 }
 
 // matchText is a rule's match as written, which names a sum rule's "page".

@@ -1,0 +1,53 @@
+package crossing
+
+import "time"
+
+// Why says why a page moved, for the people a crossing reaches and for
+// other channels (it is the JSON form under "why" in the job): how far
+// the count is from the page's normal, where the page stands on its site,
+// which referrers drove it and when it peaked. Every field but Kind and
+// Count may be missing: a threshold rule has no baseline, raw hits older
+// than their retention have no referrers.
+type Why struct {
+	// Kind is the rule's kind: threshold, spike or new_page.
+	Kind  string `json:"kind"`
+	Count uint64 `json:"count"`
+	// Baseline is the page's normal for the window (spike: the median of
+	// the baseline windows; new_page: the views in the lookback, 0) and
+	// Factor the rule's multiple of it; Ratio is Count / Baseline (0 when
+	// the baseline is 0).
+	Baseline float64 `json:"baseline"`
+	Factor   float64 `json:"factor,omitempty"`
+	Ratio    float64 `json:"ratio,omitempty"`
+	// Direction is up or down (a page gone quiet).
+	Direction string `json:"direction,omitempty"`
+	// Step is the escalate step reached (an escalate message).
+	Step float64 `json:"step,omitempty"`
+	// Since, Peak and PeakAt describe the episode; Total is its views
+	// from the start of the window it fired in to its end (resolve).
+	Since  time.Time `json:"since,omitzero"`
+	Peak   uint64    `json:"peak,omitempty"`
+	PeakAt time.Time `json:"peak_at,omitzero"`
+	Total  uint64    `json:"total,omitempty"`
+	// Rank is the page's place on its site by views in the window (1:
+	// the busiest), among RankOf pages counted.
+	Rank   int `json:"rank,omitempty"`
+	RankOf int `json:"rank_of,omitempty"`
+	// Referrers are the referrer domains that sent the most views in the
+	// window, with their share of the window's views against their share
+	// over the baseline period; NewReferrers are those that sent the
+	// page nothing in the baseline period.
+	Referrers    []ReferrerShare `json:"referrers,omitempty"`
+	NewReferrers []string        `json:"new_referrers,omitempty"`
+	// BusiestMinute is the window's minute with the most views.
+	BusiestMinute time.Time `json:"busiest_minute,omitzero"`
+	BusiestHits   uint64    `json:"busiest_hits,omitempty"`
+}
+
+// ReferrerShare is one referrer domain's part in a window and before it.
+type ReferrerShare struct {
+	Domain        string  `json:"domain"`
+	Hits          uint64  `json:"hits"`
+	Share         float64 `json:"share"`          // of the window's views with a referrer, 0..1
+	BaselineShare float64 `json:"baseline_share"` // the same over the baseline period
+}

@@ -1,0 +1,224 @@
+// Package nabeval scores the shipped spike rules on the Numenta Anomaly
+// Benchmark's Twitter series (../shared/data/nab-tweets, read in place):
+// each series is read as one page, the counts go through `sweeper
+// backtest --counts`, and the alarms are counted the way
+// ../shared/data/README.md says, so the figures compare with the
+// published detectors' in its table:
+//
+//   - the first 15% of each series is NAB's probationary period: alarms
+//     in it are not false alarms (but, as the README's table counts, an
+//     alarm inside a window there catches it);
+//   - a window is caught if at least one alarm falls inside it;
+//   - a false alarm is an alarm episode (alarms under 1 h apart merged)
+//     that starts outside every window, counted per series and week of
+//     the scored (post-probation) span.
+//
+// An alarm is every message the rules send that is not a resolve: fire
+// and escalate.
+package nabeval
+
+import (
+	"bufio"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Site is the site every series is a page of.
+const Site = "nab.example"
+
+// Series is one NAB file: counts per 5 minutes and its labelled windows.
+type Series struct {
+	Name    string // the file name, e.g. Twitter_volume_AAPL.csv
+	Times   []time.Time
+	Values  []uint64
+	Windows [][2]time.Time
+}
+
+// Path is the page the series is read as.
+func (s Series) Path() string { return "/" + strings.TrimSuffix(s.Name, ".csv") }
+
+// ProbationEnd is the first time after NAB's probationary 15%.
+func (s Series) ProbationEnd() time.Time { return s.Times[int(0.15*float64(len(s.Times)))] }
+
+// Load reads every series named in dir's labels.json.
+func Load(dir string) ([]Series, error) {
+	data, err := os.ReadFile(filepath.Join(dir, "labels.json"))
+	if err != nil {
+		return nil, err
+	}
+	var labels map[string][][2]string
+	if err := json.Unmarshal(data, &labels); err != nil {
+		return nil, fmt.Errorf("labels.json: %w", err)
+	}
+	var out []Series
+	for _, name := range slicesSorted(labels) {
+		s := Series{Name: name}
+		for _, w := range labels[name] {
+			a, err1 := time.Parse("2006-01-02 15:04:05.000000", w[0])
+			b, err2 := time.Parse("2006-01-02 15:04:05.000000", w[1])
+			if err := errors.Join(err1, err2); err != nil {
+				return nil, fmt.Errorf("labels.json %s: %w", name, err)
+			}
+			s.Windows = append(s.Windows, [2]time.Time{a, b})
+		}
+		f, err := os.Open(filepath.Join(dir, name))
+		if err != nil {
+			return nil, err
+		}
+		rows, err := csv.NewReader(f).ReadAll()
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		for i, r := range rows {
+			if i == 0 {
+				continue // timestamp,value
+			}
+			t, err := time.Parse("2006-01-02 15:04:05", r[0])
+			if err != nil {
+				return nil, fmt.Errorf("%s:%d: %w", name, i+1, err)
+			}
+			v, err := strconv.ParseUint(r[1], 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("%s:%d: %w", name, i+1, err)
+			}
+			s.Times, s.Values = append(s.Times, t), append(s.Values, v)
+		}
+		if len(s.Times) == 0 {
+			return nil, fmt.Errorf("%s: no rows", name)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+func slicesSorted(m map[string][][2]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// WriteCounts writes every series as one page of Site in the counts-file
+// format of `sweeper backtest --counts`. Zero rows are kept: they say the
+// data covers that time.
+func WriteCounts(w io.Writer, ss []Series) error {
+	bw := bufio.NewWriter(w)
+	fmt.Fprintln(bw, "timestamp,site,path,count")
+	for _, s := range ss {
+		for i, t := range s.Times {
+			fmt.Fprintf(bw, "%s,%s,%s,%d\n", t.UTC().Format(time.RFC3339), Site, s.Path(), s.Values[i])
+		}
+	}
+	return bw.Flush()
+}
+
+// Alarm is one line of `sweeper backtest --format json`.
+type Alarm struct {
+	Rule    string    `json:"rule"`
+	Site    string    `json:"site"`
+	Path    string    `json:"path"`
+	FiredAt time.Time `json:"fired_at"`
+	Kind    string    `json:"kind"`
+}
+
+// ReadAlarms reads backtest JSON lines, keeping fire and escalate.
+func ReadAlarms(r io.Reader) ([]Alarm, error) {
+	var out []Alarm
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var a Alarm
+		if err := json.Unmarshal(sc.Bytes(), &a); err != nil {
+			return nil, fmt.Errorf("backtest output %q: %w", sc.Text(), err)
+		}
+		if a.Kind != "resolve" {
+			out = append(out, a)
+		}
+	}
+	return out, sc.Err()
+}
+
+// Score is one series' result.
+type Score struct {
+	Name              string
+	Caught, Windows   int
+	CaughtInProbation int // of Caught, windows caught by an alarm in the probationary period
+	FalseAlarms       int
+	Weeks             float64 // scored weeks: after the probationary period
+	Alarms            int
+}
+
+// ScoreSeries counts one series' alarms (those of its page).
+func ScoreSeries(s Series, alarms []Alarm) Score {
+	prob := s.ProbationEnd()
+	end := s.Times[len(s.Times)-1]
+	sc := Score{Name: s.Name, Windows: len(s.Windows), Weeks: end.Sub(prob).Hours() / (24 * 7)}
+	var times []time.Time
+	for _, a := range alarms {
+		if a.Path == s.Path() {
+			times = append(times, a.FiredAt)
+		}
+	}
+	slices.SortFunc(times, func(a, b time.Time) int { return a.Compare(b) })
+	sc.Alarms = len(times)
+	inside := func(t time.Time, w [2]time.Time) bool { return !t.Before(w[0]) && !t.After(w[1]) }
+	for _, w := range s.Windows {
+		caught, early := false, false
+		for _, t := range times {
+			if inside(t, w) {
+				caught = true
+				early = t.Before(prob)
+				if !early {
+					break
+				}
+			}
+		}
+		if caught {
+			sc.Caught++
+			if early {
+				sc.CaughtInProbation++
+			}
+		}
+	}
+	// Alarm episodes: alarms under an hour apart are one.
+	var last time.Time
+	for _, t := range times {
+		merged := !last.IsZero() && t.Sub(last) < time.Hour
+		last = t
+		if merged || t.Before(prob) {
+			continue
+		}
+		if !slices.ContainsFunc(s.Windows, func(w [2]time.Time) bool { return inside(t, w) }) {
+			sc.FalseAlarms++
+		}
+	}
+	return sc
+}
+
+// Total sums scores: caught windows, windows, false alarms per series-week.
+func Total(scores []Score) (caught, windows int, perWeek float64) {
+	var fa int
+	var weeks float64
+	for _, s := range scores {
+		caught += s.Caught
+		windows += s.Windows
+		fa += s.FalseAlarms
+		weeks += s.Weeks
+	}
+	if weeks > 0 {
+		perWeek = float64(fa) / weeks
+	}
+	return caught, windows, perWeek
+}

@@ -1,0 +1,68 @@
+package nabeval
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pagewatch/pagewatch/internal/realdata"
+)
+
+func at(s string) time.Time {
+	t, err := time.Parse(time.DateTime, s)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+// The README's counting: probation alarms are no false alarms but catch,
+// alarms under an hour apart are one episode, resolves are no alarms.
+func TestScoreCountsAsTheREADMESays(t *testing.T) {
+	s := Series{Name: "x.csv"}
+	for i := 0; i < 100; i++ {
+		s.Times = append(s.Times, at("2015-03-01 00:00:00").Add(time.Duration(i)*time.Hour))
+		s.Values = append(s.Values, 1)
+	}
+	// Probation ends at hour 15.
+	s.Windows = [][2]time.Time{{at("2015-03-01 05:00:00"), at("2015-03-01 08:00:00")}, {at("2015-03-02 12:00:00"), at("2015-03-02 20:00:00")}, {at("2015-03-04 00:00:00"), at("2015-03-04 01:00:00")}}
+	lines := []string{
+		`{"path":"/x","fired_at":"2015-03-01T02:00:00Z","kind":"fire"}`,     // probation, outside: not counted
+		`{"path":"/x","fired_at":"2015-03-01T06:00:00Z","kind":"fire"}`,     // catches window 1
+		`{"path":"/x","fired_at":"2015-03-02T02:00:00Z","kind":"fire"}`,     // false alarm
+		`{"path":"/x","fired_at":"2015-03-02T02:30:00Z","kind":"escalate"}`, // same episode
+		`{"path":"/x","fired_at":"2015-03-02T13:00:00Z","kind":"escalate"}`, // catches window 2
+		`{"path":"/x","fired_at":"2015-03-03T13:00:00Z","kind":"resolve"}`,  // no alarm
+		`{"path":"/y","fired_at":"2015-03-04T00:30:00Z","kind":"fire"}`,     // another page
+	}
+	alarms, err := ReadAlarms(strings.NewReader(strings.Join(lines, "\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := ScoreSeries(s, alarms)
+	if sc.Caught != 2 || sc.CaughtInProbation != 1 || sc.FalseAlarms != 1 || sc.Alarms != 5 {
+		t.Errorf("score %+v", sc)
+	}
+}
+
+func TestLoadsTheRealSeries(t *testing.T) {
+	ss, err := Load(realdata.Path(t, "nab-tweets"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	windows := 0
+	for _, s := range ss {
+		windows += len(s.Windows)
+	}
+	if len(ss) != 10 || windows != 33 {
+		t.Fatalf("%d series, %d windows; want 10 and 33", len(ss), windows)
+	}
+	var b bytes.Buffer
+	if err := WriteCounts(&b, ss[:1]); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(b.String(), "timestamp,site,path,count\n2015-02-26T21:42:53Z,nab.example,/Twitter_volume_AAPL,104\n") {
+		t.Errorf("counts file starts %q", b.String()[:120])
+	}
+}

@@ -1,0 +1,177 @@
+package sweep
+
+import (
+	"context"
+	"log/slog"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/pagewatch/pagewatch/domain/crossing"
+	"github.com/pagewatch/pagewatch/domain/rules"
+	"github.com/pagewatch/pagewatch/domain/traffic"
+)
+
+// replay is a backtest over src's minutes: what a sweep every minute would
+// have fired since a time, had every hit arrived on time. Counts are
+// judged at the end of every minute with a row (and, for rolling windows,
+// when such a minute leaves the window); an open episode and a rule that
+// looks down are also judged at every whole hour, when the baseline
+// moves. Spike and new_page rules read the minutes before since that
+// their baselines reach back to; a site's data begins at its first row,
+// and windows before that are unknown, as in a sweep. base holds each
+// all-time state key's count before since.
+func replay(ctx context.Context, src MinuteSource, set *ruleSet, base map[string]uint64, since, now time.Time, logger *slog.Logger) ([]crossing.Crossing, error) {
+	scanFrom := since
+	for _, r := range set.rules {
+		switch r.Window.Kind {
+		case rules.Rolling:
+			scanFrom = minTime(scanFrom, since.Add(-r.Window.Rolling))
+			for _, sp := range r.BaselineSpans(since, time.Time{}) {
+				scanFrom = minTime(scanFrom, sp.From)
+			}
+		case rules.Calendar:
+			from, _ := r.Window.Bounds(since)
+			scanFrom = minTime(scanFrom, from)
+		}
+	}
+	first := &firstRows{src: src, first: map[string]time.Time{}}
+	all, _, err := scanSeries(ctx, first, set, traffic.MinuteScan{Sites: set.sites, From: scanFrom, To: now.Truncate(time.Minute).Add(time.Minute)},
+		func(*rules.Rule) bool { return true })
+	if err != nil {
+		return nil, err
+	}
+	var out []crossing.Crossing
+	for _, k := range slices.Sorted(maps.Keys(all)) {
+		sr := all[k]
+		r := set.rules[sr.rule]
+		dataStart := first.first[sr.site]
+		if dataStart.Before(scanFrom) {
+			dataStart = scanFrom
+		}
+		out = append(out, replaySeries(k, sr, r, base[k], since, now, dataStart, logger)...)
+	}
+	slices.SortStableFunc(out, func(a, b crossing.Crossing) int { return a.CrossedAt.Compare(b.CrossedAt) })
+	return out, nil
+}
+
+// replaySeries steps one state key through its moments.
+func replaySeries(k string, sr *series, r *rules.Rule, base uint64, since, now, dataStart time.Time, logger *slog.Logger) []crossing.Crossing {
+	mins := slices.SortedFunc(maps.Keys(sr.minutes), func(a, b time.Time) int { return a.Compare(b) })
+	type moment struct {
+		t    time.Time
+		hour bool // only a whole hour: judged if an episode is open or the rule looks down
+	}
+	var moments []moment
+	for _, m := range mins {
+		if !m.Before(since) {
+			moments = append(moments, moment{t: m})
+		}
+		if r.Window.Kind == rules.Rolling && !m.Add(r.Window.Rolling).Before(since) {
+			moments = append(moments, moment{t: m.Add(r.Window.Rolling)})
+		}
+	}
+	episodic := r.Kind() != rules.KindThreshold
+	if episodic && len(mins) > 0 {
+		for h := since.Truncate(time.Hour).Add(time.Hour); !h.After(now); h = h.Add(time.Hour) {
+			moments = append(moments, moment{t: h, hour: true})
+		}
+	}
+	slices.SortFunc(moments, func(a, b moment) int {
+		if c := a.t.Compare(b.t); c != 0 {
+			return c
+		}
+		return cmpBool(a.hour, b.hour)
+	})
+	moments = slices.CompactFunc(moments, func(a, b moment) bool { return a.t.Equal(b.t) })
+	// prefix[i] is the hits of mins[:i], so any window is two lookups.
+	prefix := make([]uint64, len(mins)+1)
+	for i, m := range mins {
+		prefix[i+1] = prefix[i] + sr.minutes[m]
+	}
+	upTo := func(t time.Time) uint64 { // hits in minutes before t
+		i, _ := slices.BinarySearchFunc(mins, t, func(a, b time.Time) int { return a.Compare(b) })
+		return prefix[i]
+	}
+	// A baseline moves with the hour (and, for same_time, the half hour
+	// it rounds at), so it is computed once per half hour.
+	expected := map[time.Time]rules.Expected{}
+	expect := func(to time.Time) rules.Expected {
+		key := to.Truncate(30 * time.Minute)
+		if e, ok := expected[key]; ok {
+			return e
+		}
+		spans := r.BaselineSpans(to, dataStart)
+		counts := make([]uint64, len(spans))
+		for i, sp := range spans {
+			counts[i] = upTo(sp.To) - upTo(sp.From)
+		}
+		e := r.Expect(counts)
+		expected[key] = e
+		return e
+	}
+	lookDown := r.Spike != nil && r.Spike.Direction != rules.Up
+	var (
+		st  rules.State
+		out []crossing.Crossing
+	)
+	for _, m := range moments {
+		at := m.t.Add(time.Minute - time.Second)
+		if at.After(now) {
+			break
+		}
+		if m.hour && st.Open == nil && !lookDown {
+			continue
+		}
+		pt := pointAt(sr.rule, r, at, now)
+		lo := pt.from
+		if r.Window.Kind == rules.AllTime {
+			lo = since // the base holds what came before
+		}
+		o := observation{key: k, pt: pt, site: sr.site, path: sr.path, count: base + upTo(pt.to) - upTo(lo)}
+		var fire []rules.Firing
+		if episodic {
+			o.exp = expect(pt.to)
+			st, fire = r.StepEpisode(st, rules.Observation{At: at, Count: o.count, Expected: o.exp})
+		} else {
+			st, fire = r.Step(st, o.count, at)
+		}
+		for _, f := range fire {
+			out = append(out, crossingOf(logger, r, o, f))
+		}
+	}
+	return out
+}
+
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
+}
+
+// firstRows notes each site's first row as a scan passes it on: where the
+// site's data begins, for baselines.
+type firstRows struct {
+	src   MinuteSource
+	first map[string]time.Time
+}
+
+func (f *firstRows) ScanMinutes(ctx context.Context, q traffic.MinuteScan, fn func(site, path string, minute time.Time, hits uint64) error) error {
+	return f.src.ScanMinutes(ctx, q, func(site, path string, minute time.Time, hits uint64) error {
+		if t, ok := f.first[site]; !ok || minute.Before(t) {
+			f.first[site] = minute
+		}
+		return fn(site, path, minute, hits)
+	})
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
