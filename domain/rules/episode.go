@@ -29,6 +29,11 @@ type Episode struct {
 	// Back is when the count came back to the re-arm level and stayed;
 	// the episode resolves rearm.settle after it. Zero: not back.
 	Back time.Time `json:"back,omitzero"`
+	// Site and Path name the page, set by the sweeper: once its count
+	// drops to nothing no query returns it, and its resolve still needs
+	// a name.
+	Site string `json:"site,omitempty"`
+	Path string `json:"path,omitempty"`
 }
 
 // judgement is one observation weighed for a rule.
@@ -56,6 +61,10 @@ func (r *Rule) weigh(o Observation, open bool, down bool) judgement {
 	}
 	s := r.Spike
 	e := o.Expected
+	if open && !down && c < float64(s.MinCount)*(1-r.Rearm.Hysteresis) {
+		// Back whatever the normal: below min_count nothing is a spike.
+		return judgement{known: true, level: float64(s.MinCount)}
+	}
 	if !e.OK {
 		return judgement{}
 	}
@@ -110,8 +119,16 @@ func (r *Rule) back(j judgement, o Observation, ep *Episode) bool {
 // of these are sent is notify_on's choice; the state moves the same. A
 // page whose normal is unknown holds its state. Keys: the episode number
 // for fire, "<episode>.x<step>" for escalate, "<episode>.resolved".
-func (r *Rule) StepEpisode(prev State, o Observation) (State, []Firing) {
-	next := prev
+func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing) {
+	if !prev.Seen.IsZero() && !o.At.After(prev.Seen) {
+		return prev, nil
+	}
+	defer func() {
+		if len(fire) > 0 || !sameEpisode(prev.Open, next.Open) {
+			next.Seen = o.At
+		}
+	}()
+	next = prev
 	if prev.Open != nil {
 		ep := *prev.Open
 		next.Open = &ep
@@ -158,6 +175,13 @@ func (r *Rule) StepEpisode(prev State, o Observation) (State, []Firing) {
 	}
 	ep.Steps = step
 	return next, r.firings(next, Firing{Event: EventEscalate, Level: j.level, Severity: j.severity, Step: r.Escalate[step-1]})
+}
+
+func sameEpisode(a, b *Episode) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
 }
 
 // firings names f within its episode and returns it if the rule sends

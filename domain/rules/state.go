@@ -24,6 +24,11 @@ type State struct {
 	// Open is the episode in progress of an episodic rule (spike,
 	// new_page, or a threshold rule with escalate or resolve); nil: none.
 	Open *Episode `json:"open,omitempty"`
+	// Seen is when an episodic rule's state last changed. Observations
+	// at or before it are not stepped again: a sweeper catching up from
+	// an older progress than the state's must not replay what another
+	// sweeper already judged (and fire a second episode over it).
+	Seen time.Time `json:"seen,omitzero"`
 }
 
 // Armed reports whether threshold t may fire.

@@ -50,3 +50,15 @@ type Referrer struct {
 	Referer string // as logged: written by strangers, may contain anything
 	Hits    uint64
 }
+
+// HourQuery asks for some pages' hits per whole UTC hour over some spans,
+// for the baselines of spike and new_page rules: the pages of Sites whose
+// path is one of Paths (callers drop the combinations they did not ask
+// for), in the hours starting in any of Spans.
+type HourQuery struct {
+	Sites, Paths []string
+	Spans        []Span
+}
+
+// Span is [From, To) in whole hours.
+type Span struct{ From, To time.Time }

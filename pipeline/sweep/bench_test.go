@@ -55,7 +55,27 @@ func benchRules(sites int) []rules.Rule {
 // the 100M with PAGEWATCH_BENCH_FULL=1. The history is sealed
 // first and the first sweep fires what the data crosses; the timed ones
 // are the steady state, one every 10 s of clock.
-func BenchmarkSweep(b *testing.B) {
+func BenchmarkSweep(b *testing.B) { benchmarkSweep(b, benchRules(10)) }
+
+// BenchmarkSweepSpike is BenchmarkSweep with every third rule a spike
+// rule (same_time over 7 days, as deploy/rules/spike-default.yaml), each
+// over the pages of its site (prefix /page/).
+func BenchmarkSweepSpike(b *testing.B) {
+	rs := benchRules(10)
+	for i := range rs {
+		if i%3 != 0 {
+			continue
+		}
+		r := &rs[i]
+		*r = rules.Rule{Name: r.Name, Site: r.Site, Match: rules.Match{Prefix: "/page/"}, Window: rules.ParseWindow("1h"),
+			Spike:  &rules.Spike{Factor: 4, MinCount: 60, Baseline: rules.Baseline{SameTime: &rules.SameTime{Days: 7}}},
+			Rearm:  rules.Rearm{Hysteresis: 0.5, Settle: 24 * time.Hour},
+			Notify: r.Notify}
+	}
+	benchmarkSweep(b, rs)
+}
+
+func benchmarkSweep(b *testing.B, rs []rules.Rule) {
 	hits := 5_000_000
 	if os.Getenv("PAGEWATCH_BENCH_FULL") == "1" {
 		hits = 100_000_000
@@ -83,7 +103,7 @@ func BenchmarkSweep(b *testing.B) {
 	sealing := time.Since(began)
 
 	cfg := DefaultConfig()
-	cfg.Rules = benchRules(10)
+	cfg.Rules = rs
 	rs, err := LoadRules(cfg)
 	if err != nil {
 		b.Fatal(err)

@@ -19,6 +19,9 @@ type Counter interface {
 	WindowCounts(ctx context.Context, q traffic.WindowQuery) ([]traffic.PageCount, error)
 	SealDays(ctx context.Context, before time.Time) (int, error)
 	ScanMinutes(ctx context.Context, q traffic.MinuteScan, fn func(site, path string, minute time.Time, hits uint64) error) error
+	// For the baselines of spike and new_page rules (baseline.go).
+	HourCounts(ctx context.Context, q traffic.HourQuery, fn func(site, path string, hour time.Time, hits uint64)) error
+	DataStarts(ctx context.Context) (map[string]time.Time, error)
 }
 
 // ruleSet is the rules in force, with what a sweep derives from them once:
@@ -35,6 +38,9 @@ type ruleSet struct {
 	// floor: a page whose every count is at most this cannot fire nor
 	// stay disarmed, so ClickHouse need not return it.
 	floor uint64
+	// episodic: some rule is a spike or new_page rule, whose normals
+	// judge reads (baseline.go).
+	episodic bool
 
 	mu      sync.Mutex
 	matches map[page][]match
@@ -68,6 +74,9 @@ func newRuleSet(rs []rules.Rule) *ruleSet {
 		default:
 			// A rule over every site is keyed by the empty site.
 			set.bySite[r.Site] = append(set.bySite[r.Site], i)
+		}
+		if r.Kind() != rules.KindThreshold {
+			set.episodic = true
 		}
 		if r.Aggregate == rules.Sum {
 			floor = 0 // a sum needs every page's share, however small

@@ -55,8 +55,21 @@ func (s *Sweeper) judge(ctx context.Context, set *ruleSet, obs map[string][]obse
 		name, _, _ := strings.Cut(k, ".")
 		if i, ok := byName[name]; ok {
 			if _, seen := obs[k]; !seen {
-				obs[k] = []observation{{key: k, pt: current[i]}}
+				o := observation{key: k, pt: current[i]}
+				if st, _, err := s.state.get(ctx, k); err == nil && st.Open != nil {
+					o.site, o.path = st.Open.Site, st.Open.Path
+				}
+				obs[k] = []observation{o}
 			}
+		}
+	}
+	if set.episodic {
+		open := func(key string) bool {
+			st, _, err := s.state.get(ctx, key)
+			return err == nil && st.Open != nil
+		}
+		if err := s.expect(ctx, set, obs, open, s.now()); err != nil {
+			return nil, err
 		}
 	}
 	for key, list := range obs {
@@ -69,7 +82,14 @@ func (s *Sweeper) judge(ctx context.Context, set *ruleSet, obs map[string][]obse
 		v := &verdict{key: key, rule: r, prev: st, rev: rev, next: st.State, pending: st.Pending}
 		for _, o := range list {
 			var fire []rules.Firing
-			v.next, fire = r.Step(v.next, o.count, o.pt.at)
+			if r.Kind() == rules.KindThreshold {
+				v.next, fire = r.Step(v.next, o.count, o.pt.at)
+			} else {
+				v.next, fire = r.StepEpisode(v.next, rules.Observation{At: o.pt.at, Count: o.count, Expected: o.exp})
+				if v.next.Open != nil && v.next.Open.Path == "" {
+					v.next.Open.Site, v.next.Open.Path = o.site, o.path
+				}
+			}
 			for _, f := range fire {
 				v.fired = append(v.fired, crossingOf(s.logger, r, o, f))
 			}

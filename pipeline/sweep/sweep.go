@@ -91,6 +91,8 @@ type Sweeper struct {
 
 	sealMu sync.Mutex
 	sealed time.Time
+
+	baselines *baselines
 }
 
 // New returns a Sweeper over the given rules (validated, as LoadRules
@@ -113,7 +115,8 @@ func New(ctx context.Context, cfg Config, rs []rules.Rule, deps Deps) (*Sweeper,
 	}
 	s := &Sweeper{cfg: cfg, counts: deps.Counts, history: deps.History, state: newStateStore(state),
 		leader: newLeadership(leases, cfg.LeaderTTL), bus: b, logger: deps.Logger,
-		metrics: newMetrics(deps.Registry), now: time.Now, reloader: deps.Rules, reload: make(chan struct{}, 1)}
+		metrics: newMetrics(deps.Registry), now: time.Now, reloader: deps.Rules, reload: make(chan struct{}, 1),
+		baselines: &baselines{}}
 	s.setRules(rs)
 	return s, nil
 }

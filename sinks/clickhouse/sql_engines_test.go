@@ -50,6 +50,9 @@ var sampleRuns = map[string]string{
 		SealedBefore: time.Unix(1700006400, 0),
 		Floor:        1,
 	}),
+	"queryHourCounts": bindHourCounts(traffic.HourQuery{Sites: []string{"example.com"}, Paths: []string{"/p", "o'ther"},
+		Spans: []traffic.Span{{From: time.Unix(1699995600, 0), To: time.Unix(1699999200, 0)}, {From: time.Unix(1699999200, 0), To: time.Unix(1700002800, 0)}}}),
+	"queryDataStarts":  queryDataStarts,
 	"queryScanMinutes": bind(queryScanMinutes, true, ch.GroupSet{Value: []any{""}}, int64(1699990000), int64(1700010000)),
 }
 
@@ -59,6 +62,12 @@ func bindWindowCounts(q traffic.WindowQuery) string {
 	if err != nil {
 		panic(err)
 	}
+	return bind(sql, args...)
+}
+
+// bindHourCounts renders queryHourCounts as HourCounts would.
+func bindHourCounts(q traffic.HourQuery) string {
+	sql, args := hourCountsSQL(q)
 	return bind(sql, args...)
 }
 

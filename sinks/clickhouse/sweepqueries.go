@@ -81,6 +81,20 @@ const (
 )
 WHERE arrayExists(c -> c > ?, counts)`
 
+	// queryHourCounts is a format: hourCountsSQL fills in the hour ranges
+	// (%s, each "minute >= toDateTime(?) AND minute < toDateTime(?)").
+	// Some pages' hits per whole UTC hour, for spike baselines; the hour
+	// is computed on Unix seconds, so no server time zone is involved.
+	// The ? bind the sites, the paths and the ranges.
+	queryHourCounts = `SELECT site, path, toUInt32(intDiv(toUInt32(minute), 3600) * 3600) AS hour, sum(hits) AS n
+FROM page_minutes FINAL
+WHERE site IN ? AND path IN ? AND (%s)
+GROUP BY site, path, hour`
+
+	// queryDataStarts is each site's first minute with hits: baselines do
+	// not reach before it, where views are unknown rather than zero.
+	queryDataStarts = `SELECT site, min(minute) FROM page_minutes GROUP BY site`
+
 	// queryScanMinutes returns per-minute counts of the pages of some
 	// sites (the first ? true: every site) in [from, to), in key order.
 	queryScanMinutes = `SELECT site, path, minute, sum(hits) AS n
