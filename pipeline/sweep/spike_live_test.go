@@ -35,7 +35,7 @@ func TestSpikeEpisodeOnceEachWithRacingSweepers(t *testing.T) {
 	b.cfg.Rules = []rules.Rule{{Name: "spike", Match: rules.Match{Prefix: "/"}, Window: rules.ParseWindow("1h"),
 		Spike:    &rules.Spike{Factor: 4, MinCount: 50, Baseline: rules.Baseline{SameTime: &rules.SameTime{Days: 3}}},
 		Escalate: []float64{3}, NotifyOn: []rules.Event{rules.EventFire, rules.EventEscalate, rules.EventResolve},
-		Rearm:    rules.Rearm{Hysteresis: 0.5}, Notify: rules.Notify{Recipients: []string{"ops@example.com"}}}}
+		Rearm: rules.Rearm{Hysteresis: 0.5}, Notify: rules.Notify{Recipients: []string{"ops@example.com"}}}}
 	now := time.Now().UTC().Truncate(time.Hour).Add(-time.Hour + 10*time.Minute)
 	b.addHits(t, "/post", 1, now.Add(-5*24*time.Hour)) // the data begins
 	for k := 1; k <= 3; k++ {
