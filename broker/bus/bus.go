@@ -148,6 +148,12 @@ const (
 	// where the last holder stopped. Its TTL is nats.hits_max_age: a
 	// record lives as long as the positions it points to.
 	BucketTailFiles = "tail_files"
+	// BucketUnsubscribes holds one key per (rule, recipient) that used
+	// an email's unsubscribe link.
+	BucketUnsubscribes = "unsubscribes"
+	// BucketReports holds one key per scheduled report and period, claimed
+	// by the replica that sends it.
+	BucketReports = "reports"
 )
 
 // KV creates or opens the named bucket. ttl > 0 makes entries lapse unless

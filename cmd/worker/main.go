@@ -24,7 +24,8 @@ deferred, not failed; a dead worker's lease lapses within worker.lock_ttl),
 and a ledger per (crossing, receiver) keeps a redelivered job from sending
 twice. Mail goes over SMTP (mail.transport: smtp) or into .eml files
 (mail.transport: file). The silences' JSON API is on the admin listener
-at /api/v1/silences.`,
+at /api/v1/silences; with worker.links set, mails carry unsubscribe and
+snooze links, served there under /links/.`,
 	Default: "run",
 	Commands: []daemon.Command{
 		{Name: "run", Part: config.Worker, Listen: func(c config.Config) string { return c.Worker.Listen }, Summary: "consume notification jobs and send mail", Run: run},
@@ -69,6 +70,14 @@ func run(ctx context.Context, env *daemon.Env) error {
 	api := notify.SilenceAPI(silences, nil)
 	env.Handle(notify.SilenceAPIPrefix, api)
 	env.Handle(notify.SilenceAPIPrefix+"/", api)
+	if signer := notify.NewSigner(env.Config.Worker.Links); signer != nil {
+		unsubs, err := notify.OpenUnsubscribes(ctx, b)
+		if err != nil {
+			return err
+		}
+		links := &notify.LinksAPI{Signer: signer, Unsubscribes: unsubs, Silences: silences, Logger: env.Logger}
+		env.Handle(notify.LinksPrefix, links.Handler())
+	}
 	w, err := notify.New(ctx, env.Config.Worker, notify.Deps{
 		Bus: b, Receivers: specs, History: ch, Stats: ch,
 		Logger: env.Logger, Registry: env.Registry,

@@ -37,6 +37,8 @@ type Config struct {
 	DrainTimeout time.Duration `yaml:"drain_timeout"`
 	// Routing picks each crossing's receivers (see Routing).
 	Routing Routing `yaml:"routing"`
+	// Links are the unsubscribe and snooze links in emails (links.go).
+	Links LinksConfig `yaml:"links"`
 }
 
 // DefaultConfig returns the defaults documented in deploy/pagewatch.example.yaml.
@@ -54,6 +56,7 @@ func DefaultConfig() Config {
 		DrainTimeout: 10 * time.Second,
 		RateLimit:    ratelimit.DefaultConfig(),
 		Routing:      DefaultRouting(),
+		Links:        DefaultLinksConfig(),
 	}
 }
 
@@ -85,6 +88,6 @@ func (c Config) Validate() error {
 	if c.DrainTimeout <= 0 {
 		add("worker.drain_timeout: must be positive, got %s", c.DrainTimeout)
 	}
-	errs = append(errs, c.RateLimit.Validate("worker.rate_limit"))
+	errs = append(errs, c.RateLimit.Validate("worker.rate_limit"), c.Links.Validate("worker.links"))
 	return errors.Join(errs...)
 }

@@ -33,6 +33,8 @@ const (
 	stateDead  = "dead_lettered"
 	stateHeld  = "held"
 	stateQuiet = "quiet"
+	// stateUnsubscribed: every recipient had unsubscribed from the rule.
+	stateUnsubscribed = "unsubscribed"
 )
 
 type ledgerEntry struct {
@@ -150,6 +152,12 @@ func (w *Worker) deliver(ctx context.Context, msg jetstream.Msg, x crossing.Cros
 	nn := **n
 	if len(spec.To) > 0 {
 		nn.Recipients = spec.To
+	}
+	if spec.Kind == KindEmail {
+		// Step: leave out who unsubscribed from the rule; add links.
+		if wait, done, ok := w.unsubscribed(ctx, x, name, &nn); !ok {
+			return wait, done
+		}
 	}
 	if wait, ok := w.awaitSlot(ctx, x, spec, nn.Recipients); !ok {
 		return wait, false

@@ -18,6 +18,10 @@ type Notification struct {
 	Recipients []string
 	// Labels are the rule's notify.labels.
 	Labels map[string]string
+	// Links, by recipient, are the unsubscribe and snooze links (an
+	// email sink then sends each recipient a copy with theirs); nil
+	// without worker.links.
+	Links map[string]RecipientLinks
 
 	// Optional context. Left empty, the message has no chart and no
 	// referrer list, and nothing in it hints at them.

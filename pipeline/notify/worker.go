@@ -69,6 +69,8 @@ type Worker struct {
 	limiter  *ratelimit.Limiter
 	held     jetstream.KeyValue
 	silences *Silences
+	unsubs   *Unsubscribes
+	signer   *Signer // nil: no links in mails
 	bus      *bus.Bus
 	specs    []ReceiverSpec
 	spec     map[string]ReceiverSpec
@@ -124,6 +126,10 @@ func New(ctx context.Context, cfg Config, deps Deps) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
+	unsubs, err := OpenUnsubscribes(ctx, b)
+	if err != nil {
+		return nil, err
+	}
 	specs := deps.Receivers
 	if len(specs) == 0 {
 		mailers := deps.Mailers
@@ -149,7 +155,7 @@ func New(ctx context.Context, cfg Config, deps Deps) (*Worker, error) {
 	if now == nil {
 		now = time.Now
 	}
-	return &Worker{cfg: cfg, cons: cons, locks: locks, sent: sent, held: held, silences: silences, bus: b, specs: specs, spec: spec, now: now,
+	return &Worker{cfg: cfg, cons: cons, locks: locks, sent: sent, held: held, silences: silences, unsubs: unsubs, signer: NewSigner(cfg.Links), bus: b, specs: specs, spec: spec, now: now,
 		stats: deps.Stats, hist: newHistory(deps.History, logger),
 		limiter: ratelimit.New(limits, logger, reg, nil), logger: logger, metrics: newMetrics(reg, names)}, nil
 }

@@ -69,6 +69,9 @@ type view struct {
 	ChartStep      string // "minute", "5 minutes"
 	ChartW, ChartH int
 	Peak           string // "04:42 UTC, 87 views"
+
+	// The recipient's links (links.go), or empty.
+	Unsubscribe, Snooze string
 }
 
 type digestView struct {
@@ -217,6 +220,12 @@ Top referrers{{if .WindowText}}, {{.WindowText}}{{end}}:
 
 -- 
 Sent by pagewatch for crossing {{.Key}}.
+{{- if .Snooze}}
+Snooze this page for a while: {{.Snooze}}
+{{- end}}
+{{- if .Unsubscribe}}
+Unsubscribe from rule {{.Rule}}: {{.Unsubscribe}}
+{{- end}}
 `
 
 const htmlBody = `<!DOCTYPE html>
@@ -263,7 +272,9 @@ const htmlBody = `<!DOCTYPE html>
 {{- end}}
 </table>
 {{- end}}
-<p style="color: #888">Sent by pagewatch for crossing {{.Key}}.</p>
+<p style="color: #888">Sent by pagewatch for crossing {{.Key}}.
+{{- if .Snooze}} <a href="{{.Snooze}}">Snooze this page</a>.{{end}}
+{{- if .Unsubscribe}} <a href="{{.Unsubscribe}}">Unsubscribe from rule {{.Rule}}</a>.{{end}}</p>
 </body>
 </html>
 `
@@ -296,6 +307,8 @@ func (r *renderer) message(n notify.Notification) (*gomail.Msg, error) {
 		return nil, permanent(errors.New("no recipients"))
 	}
 	v := newView(n)
+	links := recipientLinks(n)
+	v.Unsubscribe, v.Snooze = links.Unsubscribe, links.Snooze
 	var chartPNG []byte
 	cid := "chart." + crossing.MessageID(n.Key) // unique per crossing, like the Message-ID
 	if c := newChart(n.Series, n.WindowStart, n.WindowEnd, n.CrossedAt); c != nil {
@@ -327,6 +340,7 @@ func (r *renderer) message(n notify.Notification) (*gomail.Msg, error) {
 	m.SetDate()
 	// RFC 3834: stops vacation responders from replying to a robot.
 	m.SetGenHeader(gomail.Header("Auto-Submitted"), "auto-generated")
+	setListUnsubscribe(m, links)
 	m.SetBodyString(gomail.TypeTextPlain, text.String())
 	m.AddAlternativeString(gomail.TypeTextHTML, html.String())
 	if chartPNG != nil {

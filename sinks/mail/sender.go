@@ -71,6 +71,9 @@ func (s *Sender) send(ctx context.Context, n notify.Notification) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if len(n.Links) > 0 && len(n.Recipients) > 1 {
+		return s.sendEach(ctx, n) // links.go: a copy per recipient
+	}
 	m, err := s.render.message(n)
 	if err != nil {
 		return err

@@ -1,0 +1,229 @@
+package notify
+
+// Links: emails carry an unsubscribe link (List-Unsubscribe, RFC 8058
+// one-click) and a "snooze this page" link. Each is a signed token in a
+// URL under worker.links.base_url: HMAC-SHA256 over the claims (action,
+// recipient, rule, site and path for a snooze, expiry) with
+// worker.links.secret. The worker serves the links on its admin listener
+// (LinksAPI); what a token says is all the endpoint trusts.
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/pagewatch/pagewatch/config/secret"
+	"github.com/pagewatch/pagewatch/domain/crossing"
+)
+
+// LinksConfig is `worker.links`. Without base_url and secret, mails carry
+// no links and no List-Unsubscribe header.
+type LinksConfig struct {
+	// BaseURL is the public URL at which the worker's LinksPrefix is
+	// reached (through a proxy in front of worker.listen), e.g.
+	// https://pagewatch.example.com: links are BaseURL + /links/….
+	BaseURL string `yaml:"base_url"`
+	// Secret signs the tokens: at least 32 bytes. Changing it voids every
+	// link already mailed.
+	Secret secret.Value `yaml:"secret"`
+	// TTL is how long a link works after the mail is sent.
+	TTL time.Duration `yaml:"ttl"`
+	// SnoozeFor is how long a snooze silences the page.
+	SnoozeFor time.Duration `yaml:"snooze_for"`
+}
+
+// DefaultLinksConfig: no links; when set up, links work 30 days and a
+// snooze lasts 24 h.
+func DefaultLinksConfig() LinksConfig {
+	return LinksConfig{TTL: 30 * 24 * time.Hour, SnoozeFor: 24 * time.Hour}
+}
+
+// Enabled reports whether mails carry links.
+func (c LinksConfig) Enabled() bool { return c.BaseURL != "" && c.Secret.IsSet() }
+
+// Validate reports every problem, naming its key under prefix.
+func (c LinksConfig) Validate(prefix string) error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(prefix+"."+format, args...)) }
+	if err := c.Secret.Err(); err != nil {
+		add("secret: %v", err)
+	}
+	switch {
+	case c.BaseURL == "" && c.Secret.IsSet():
+		add("base_url: must be set with secret")
+	case c.BaseURL != "" && !c.Secret.IsSet() && c.Secret.Err() == nil:
+		add("secret: must be set with base_url")
+	case c.Secret.IsSet() && len(c.Secret.Reveal()) < 32:
+		add("secret: at least 32 bytes, got %d", len(c.Secret.Reveal()))
+	}
+	if c.BaseURL != "" {
+		u, err := url.Parse(c.BaseURL)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+			add("base_url: want an absolute http(s) URL without query or fragment, got %q", c.BaseURL)
+		}
+	}
+	if c.TTL < time.Hour {
+		add("ttl: must be at least 1h, got %s", c.TTL)
+	}
+	if c.SnoozeFor <= 0 || c.SnoozeFor > 30*24*time.Hour {
+		add("snooze_for: must be positive and at most 720h, got %s", c.SnoozeFor)
+	}
+	return errors.Join(errs...)
+}
+
+// Link actions: the last element of a link's path.
+const (
+	ActionUnsubscribe = "unsubscribe"
+	ActionSnooze      = "snooze"
+)
+
+// LinksPrefix is where LinksAPI serves: LinksPrefix + action + "?t=" + token.
+const LinksPrefix = "/links/"
+
+// RecipientLinks are one recipient's links in one mail; a field is empty
+// when there is no such link.
+type RecipientLinks struct {
+	Unsubscribe string // the unsubscribe page, also the List-Unsubscribe URL
+	Snooze      string
+}
+
+// Claims are what a token says.
+type Claims struct {
+	Action    string `json:"a"`
+	Recipient string `json:"r"`
+	Rule      string `json:"u"`
+	Site      string `json:"s,omitempty"` // snooze only
+	Path      string `json:"p,omitempty"` // snooze only
+	Expires   int64  `json:"e"`           // Unix seconds
+}
+
+// Token errors.
+var (
+	ErrTokenInvalid = errors.New("the link is not valid")
+	ErrTokenExpired = errors.New("the link has expired")
+)
+
+// maxSnoozePath bounds the paths a snooze link is made for: the URL must
+// stay short enough for mail clients.
+const maxSnoozePath = 512
+
+// Signer makes and checks links.
+type Signer struct {
+	cfg LinksConfig
+	key []byte
+}
+
+// NewSigner returns nil when cfg has no links.
+func NewSigner(cfg LinksConfig) *Signer {
+	if !cfg.Enabled() {
+		return nil
+	}
+	return &Signer{cfg: cfg, key: []byte(cfg.Secret.Reveal())}
+}
+
+func (s *Signer) mac(payload string) []byte {
+	m := hmac.New(sha256.New, s.key)
+	m.Write([]byte("pagewatch-link-v1."))
+	m.Write([]byte(payload))
+	return m.Sum(nil)
+}
+
+// Sign makes c's token.
+func (s *Signer) Sign(c Claims) string {
+	body, _ := json.Marshal(c)
+	payload := base64.RawURLEncoding.EncodeToString(body)
+	return payload + "." + base64.RawURLEncoding.EncodeToString(s.mac(payload))
+}
+
+// Verify checks a token for action at now and returns its claims.
+func (s *Signer) Verify(token, action string, now time.Time) (Claims, error) {
+	payload, sig, ok := strings.Cut(token, ".")
+	if !ok || len(token) > 4096 {
+		return Claims{}, ErrTokenInvalid
+	}
+	got, err := base64.RawURLEncoding.DecodeString(sig)
+	if err != nil || !hmac.Equal(got, s.mac(payload)) {
+		return Claims{}, ErrTokenInvalid
+	}
+	body, err := base64.RawURLEncoding.DecodeString(payload)
+	if err != nil {
+		return Claims{}, ErrTokenInvalid
+	}
+	var c Claims
+	if err := json.Unmarshal(body, &c); err != nil || c.Action != action || c.Recipient == "" || c.Rule == "" {
+		return Claims{}, ErrTokenInvalid
+	}
+	if c.Action == ActionSnooze && (c.Site == "" || c.Path == "") {
+		return Claims{}, ErrTokenInvalid
+	}
+	if !now.Before(time.Unix(c.Expires, 0)) {
+		return c, ErrTokenExpired
+	}
+	return c, nil
+}
+
+// URL is the link for c.
+func (s *Signer) URL(c Claims) string {
+	return strings.TrimRight(s.cfg.BaseURL, "/") + LinksPrefix + c.Action + "?t=" + s.Sign(c)
+}
+
+// For makes each recipient's links for a mail about x, sent at now. A
+// digest (many pages) gets no snooze link, nor does a path too long for
+// one or one a silence cannot name.
+func (s *Signer) For(x crossing.Crossing, recipients []string, now time.Time) map[string]RecipientLinks {
+	if s == nil || x.Rule == "" {
+		return nil
+	}
+	exp := now.Add(s.cfg.TTL).Unix()
+	snooze := x.Digest == nil && x.Site != "" && strings.HasPrefix(x.Path, "/") && len(x.Path) <= maxSnoozePath
+	out := make(map[string]RecipientLinks, len(recipients))
+	for _, r := range recipients {
+		l := RecipientLinks{Unsubscribe: s.URL(Claims{Action: ActionUnsubscribe, Recipient: r, Rule: x.Rule, Expires: exp})}
+		if snooze {
+			l.Snooze = s.URL(Claims{Action: ActionSnooze, Recipient: r, Rule: x.Rule, Site: x.Site, Path: x.Path, Expires: exp})
+		}
+		out[r] = l
+	}
+	return out
+}
+
+// SnoozeFor is how long a snooze lasts.
+func (s *Signer) SnoozeFor() time.Duration { return s.cfg.SnoozeFor }
+
+// PageGlob is a silence page glob matching path: a glob has no escapes,
+// so * and ? in the path become ?, which matches them (and, loosely, any
+// other character but / in their place).
+func PageGlob(path string) string {
+	return strings.NewReplacer("*", "?").Replace(path)
+}
+
+// unsubscribed is the email step that leaves out the recipients who
+// unsubscribed from x's rule (recorded, not sent) and gives the rest
+// their links. ok false: stop here, with wait and done as deliver
+// returns them.
+func (w *Worker) unsubscribed(ctx context.Context, x crossing.Crossing, receiver string, n *Notification) (wait time.Duration, done, ok bool) {
+	kept, gone, err := w.unsubs.Filter(ctx, x.Rule, n.Recipients)
+	if err != nil {
+		w.logger.Warn("read unsubscribes failed; job will be redelivered", "key", x.Key, "receiver", receiver, "err", err)
+		return w.cfg.DeferDelay, false, false
+	}
+	if len(gone) > 0 {
+		w.outcome(x, receiver, crossing.Record{Outcome: crossing.Unsubscribed, Error: "unsubscribed from rule " + x.Rule + ": " + strings.Join(gone, ", ")})
+	}
+	if len(kept) == 0 {
+		if err := w.writeLedger(ctx, LedgerKey(x.Key, receiver), stateUnsubscribed); err != nil {
+			return w.cfg.DeferDelay, false, false
+		}
+		return 0, true, false
+	}
+	n.Recipients = kept
+	n.Links = w.signer.For(x, kept, w.now())
+	return 0, false, true
+}

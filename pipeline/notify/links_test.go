@@ -1,0 +1,260 @@
+package notify_test
+
+import (
+	"bytes"
+	"io"
+	"mime"
+	"mime/multipart"
+	"net/http"
+	"net/http/httptest"
+	"net/mail"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pagewatch/pagewatch/config/secret"
+	"github.com/pagewatch/pagewatch/domain/crossing"
+	"github.com/pagewatch/pagewatch/internal/testcheck"
+	"github.com/pagewatch/pagewatch/pipeline/notify"
+)
+
+// mailParts returns a message's headers and its decoded text and HTML
+// bodies.
+func mailParts(t *testing.T, data []byte) (mail.Header, string, string) {
+	t.Helper()
+	m, err := mail.ReadMessage(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text, html string
+	var walk func(ct string, body io.Reader)
+	walk = func(ct string, body io.Reader) {
+		mt, params, _ := mime.ParseMediaType(ct)
+		if strings.HasPrefix(mt, "multipart/") {
+			r := multipart.NewReader(body, params["boundary"])
+			for {
+				p, err := r.NextPart() // decodes quoted-printable
+				if err != nil {
+					return
+				}
+				walk(p.Header.Get("Content-Type"), p)
+			}
+		}
+		b, _ := io.ReadAll(body)
+		switch mt {
+		case "text/plain":
+			text = string(b)
+		case "text/html":
+			html = string(b)
+		}
+	}
+	walk(m.Header.Get("Content-Type"), m.Body)
+	return m.Header, text, html
+}
+
+func post(t *testing.T, u, body string) (int, string) {
+	t.Helper()
+	resp, err := http.Post(u, "application/x-www-form-urlencoded", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func linkSetup(t *testing.T) (*bundle, *notify.Signer, *notify.Unsubscribes, *notify.Silences) {
+	b := setup(t)
+	mux := http.NewServeMux()
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	b.cfg.Links.BaseURL = srv.URL + "/pw"
+	b.cfg.Links.Secret = secret.New("0123456789abcdef0123456789abcdef")
+	signer := notify.NewSigner(b.cfg.Links)
+	unsubs, err := notify.OpenUnsubscribes(t.Context(), b.bus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	silences, err := notify.OpenSilences(t.Context(), b.bus, b.logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := &notify.LinksAPI{Signer: signer, Unsubscribes: unsubs, Silences: silences, Logger: b.logger}
+	mux.Handle("/pw/", http.StripPrefix("/pw", api.Handler()))
+	return b, signer, unsubs, silences
+}
+
+// Each recipient gets a copy with their own List-Unsubscribe; the
+// one-click POST alone (List-Unsubscribe=One-Click, nothing else)
+// unsubscribes them from the rule, and the next crossing of that rule is
+// mailed to the others only, the skipped recipient recorded.
+func TestOneClickUnsubscribe(t *testing.T) {
+	b, _, unsubs, _ := linkSetup(t)
+	b.start(t, 1)
+	x := job(0)
+	x.Recipients = []string{"ann@example.com", "bob@example.com"}
+	b.publish(t, x, x.Key)
+	msgs := b.smtp.WaitForMessages(t, 2, 15*time.Second)
+	var annLink string
+	for _, m := range msgs {
+		if len(m.To) != 1 {
+			t.Fatalf("a copy to %v: want one recipient per copy", m.To)
+		}
+		h, text, html := mailParts(t, m.Data)
+		lu := h.Get("List-Unsubscribe")
+		if !strings.HasPrefix(lu, "<http") || !strings.HasSuffix(lu, ">") {
+			t.Fatalf("List-Unsubscribe: %q", lu)
+		}
+		if got := h.Get("List-Unsubscribe-Post"); got != "List-Unsubscribe=One-Click" {
+			t.Fatalf("List-Unsubscribe-Post: %q", got)
+		}
+		link := strings.Trim(lu, "<>")
+		if !strings.Contains(text, link) || !strings.Contains(html, strings.ReplaceAll(link, "&", "&amp;")) {
+			t.Errorf("bodies lack the unsubscribe link %s:\n%s", link, text)
+		}
+		if !strings.Contains(text, "/pw/links/snooze?t=") || !strings.Contains(html, "/pw/links/snooze?t=") {
+			t.Errorf("bodies lack a snooze link:\n%s", text)
+		}
+		if m.To[0] == "ann@example.com" {
+			annLink = link
+		}
+	}
+	// A GET (a mail scanner) shows the form and changes nothing.
+	resp, err := http.Get(annLink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(page), `<form method="post"`) {
+		t.Fatalf("GET: %d %s", resp.StatusCode, page)
+	}
+	if has, _ := unsubs.Has(t.Context(), "rule", "ann@example.com"); has {
+		t.Fatal("a GET unsubscribed")
+	}
+	if code, body := post(t, annLink, "List-Unsubscribe=One-Click"); code != 200 {
+		t.Fatalf("one-click POST: %d %s", code, body)
+	}
+	if has, _ := unsubs.Has(t.Context(), "rule", "ANN@example.com"); !has {
+		t.Fatal("not unsubscribed after the POST")
+	}
+
+	y := job(1)
+	y.Recipients = x.Recipients
+	b.publish(t, y, y.Key)
+	msgs = b.smtp.WaitForMessages(t, 3, 15*time.Second)
+	if to := msgs[2].To; len(to) != 1 || to[0] != "bob@example.com" {
+		t.Fatalf("third mail went to %v, want bob only", to)
+	}
+	testcheck.Eventually(t, 10*time.Second, "the skip in the history", func() bool {
+		return strings.Contains(b.outcomes(t), "unsubscribed\t1")
+	})
+	// A crossing of that rule for ann alone is not sent at all.
+	z := job(2)
+	z.Recipients = []string{"ann@example.com"}
+	b.publish(t, z, z.Key)
+	testcheck.Eventually(t, 10*time.Second, "the second skip in the history", func() bool {
+		return strings.Contains(b.outcomes(t), "unsubscribed\t2")
+	})
+	if n := len(b.smtp.Messages()); n != 3 {
+		t.Fatalf("%d mails, want 3", n)
+	}
+}
+
+// An expired token is refused (410), a forged one too (403), and neither
+// unsubscribes.
+func TestExpiredOrForgedLinkRefused(t *testing.T) {
+	b, signer, unsubs, _ := linkSetup(t)
+	base := strings.TrimSuffix(b.cfg.Links.BaseURL, "/")
+	expired := signer.Sign(notify.Claims{Action: notify.ActionUnsubscribe, Recipient: "ann@example.com", Rule: "rule", Expires: time.Now().Add(-time.Minute).Unix()})
+	if code, body := post(t, base+"/links/unsubscribe?t="+expired, "List-Unsubscribe=One-Click"); code != http.StatusGone {
+		t.Fatalf("expired: %d %s", code, body)
+	}
+	good := signer.Sign(notify.Claims{Action: notify.ActionUnsubscribe, Recipient: "ann@example.com", Rule: "rule", Expires: time.Now().Add(time.Hour).Unix()})
+	payload, sig, _ := strings.Cut(good, ".")
+	// Another recipient under the same signature.
+	other := signer.Sign(notify.Claims{Action: notify.ActionUnsubscribe, Recipient: "bob@example.com", Rule: "rule", Expires: time.Now().Add(time.Hour).Unix()})
+	otherPayload, _, _ := strings.Cut(other, ".")
+	wrongKey := notify.NewSigner(notify.LinksConfig{BaseURL: base, Secret: secret.New(strings.Repeat("x", 32)), TTL: time.Hour, SnoozeFor: time.Hour})
+	for name, tok := range map[string]string{
+		"swapped payload": otherPayload + "." + sig,
+		"cut signature":   payload + "." + sig[:10],
+		"no signature":    payload,
+		"other key":       wrongKey.Sign(notify.Claims{Action: notify.ActionUnsubscribe, Recipient: "ann@example.com", Rule: "rule", Expires: time.Now().Add(time.Hour).Unix()}),
+		"snooze as unsub": signer.Sign(notify.Claims{Action: notify.ActionSnooze, Recipient: "ann@example.com", Rule: "rule", Site: "s", Path: "/p", Expires: time.Now().Add(time.Hour).Unix()}),
+		"empty":           "",
+	} {
+		if code, body := post(t, base+"/links/unsubscribe?t="+url.QueryEscape(tok), "List-Unsubscribe=One-Click"); code != http.StatusForbidden {
+			t.Errorf("%s: %d %s", name, code, body)
+		}
+	}
+	for _, r := range []string{"ann@example.com", "bob@example.com"} {
+		if has, _ := unsubs.Has(t.Context(), "rule", r); has {
+			t.Fatalf("%s unsubscribed by a refused link", r)
+		}
+	}
+}
+
+// The snooze link silences the page (only it) for snooze_for; its
+// confirmation page escapes the hostile path.
+func TestSnoozeLinkSilencesThePage(t *testing.T) {
+	b, signer, _, silences := linkSetup(t)
+	now := time.Now()
+	x := job(0)
+	x.Path = "/a*<script>alert(1)</script>"
+	links := signer.For(x, []string{"ann@example.com"}, now)
+	snooze := links["ann@example.com"].Snooze
+	resp, err := http.Get(snooze)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || strings.Contains(string(page), "<script>") || !strings.Contains(string(page), "&lt;script&gt;") {
+		t.Fatalf("GET: %d %s", resp.StatusCode, page)
+	}
+	if code, body := post(t, snooze, ""); code != 200 {
+		t.Fatalf("POST: %d %s", code, body)
+	}
+	ss, err := silences.List(t.Context())
+	if err != nil || len(ss) != 1 {
+		t.Fatalf("silences: %v %v", ss, err)
+	}
+	s := ss[0]
+	if d := s.EndsAt.Sub(s.StartsAt); d != 24*time.Hour || s.Author != "ann@example.com" || s.Match.Site != x.Site {
+		t.Fatalf("silence %+v", s)
+	}
+	other := x
+	other.Path = "/a*<script>alert(2)</script>"
+	if !s.Match.Matches(x) || s.Match.Matches(other) || s.Match.Matches(job(1)) {
+		t.Fatalf("silence %+v matches the wrong pages", s.Match)
+	}
+	// The worker honours it.
+	b.start(t, 1)
+	b.publish(t, x, x.Key)
+	testcheck.Eventually(t, 10*time.Second, "the silenced crossing in the history", func() bool {
+		return strings.Contains(b.outcomes(t), string(crossing.Silenced)+"\t1")
+	})
+}
+
+func TestLinksConfigNamesItsKeys(t *testing.T) {
+	c := notify.DefaultLinksConfig()
+	if err := c.Validate("worker.links"); err != nil || c.Enabled() {
+		t.Fatalf("defaults: %v, enabled %t", err, c.Enabled())
+	}
+	c.BaseURL = "ftp://x"
+	c.Secret = secret.New("short")
+	c.TTL = 0
+	err := c.Validate("worker.links")
+	for _, want := range []string{"worker.links.base_url", "worker.links.secret: at least 32", "worker.links.ttl"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("got %v, want it to name %s", err, want)
+		}
+	}
+	c = notify.DefaultLinksConfig()
+	c.BaseURL = "https://pw.example"
+	if err := c.Validate("worker.links"); err == nil || !strings.Contains(err.Error(), "worker.links.secret: must be set") {
+		t.Errorf("base_url alone: %v", err)
+	}
+}

@@ -1,0 +1,89 @@
+package notify
+
+// Unsubscribes: a recipient who used an email's unsubscribe link gets
+// nothing more from that rule. Each is one key in NATS KV, (rule,
+// recipient) hashed; the worker reads them before each email delivery.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pagewatch/pagewatch/broker/bus"
+)
+
+// Unsubscribe is one stored unsubscribe.
+type Unsubscribe struct {
+	Rule      string    `json:"rule"`
+	Recipient string    `json:"recipient"`
+	At        time.Time `json:"at"`
+}
+
+// Unsubscribes is the unsubscribe store.
+type Unsubscribes struct{ kv jetstream.KeyValue }
+
+// OpenUnsubscribes opens (creating if need be) the unsubscribes bucket.
+func OpenUnsubscribes(ctx context.Context, b *bus.Bus) (*Unsubscribes, error) {
+	kv, err := b.KV(ctx, bus.BucketUnsubscribes, 0)
+	if err != nil {
+		return nil, err
+	}
+	return &Unsubscribes{kv: kv}, nil
+}
+
+func unsubKey(rule, recipient string) string {
+	return bus.Key(rule, strings.ToLower(strings.TrimSpace(recipient)))
+}
+
+// Add records that recipient wants nothing more from rule. Doing it twice
+// keeps the first.
+func (u *Unsubscribes) Add(ctx context.Context, rule, recipient string, now time.Time) error {
+	body, _ := json.Marshal(Unsubscribe{Rule: rule, Recipient: recipient, At: now.UTC()})
+	_, err := u.kv.Create(ctx, unsubKey(rule, recipient), body)
+	if err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+		return fmt.Errorf("store unsubscribe: %w", err)
+	}
+	return nil
+}
+
+// Remove undoes an unsubscribe (an operator's resubscribe).
+func (u *Unsubscribes) Remove(ctx context.Context, rule, recipient string) error {
+	if err := u.kv.Delete(ctx, unsubKey(rule, recipient)); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+		return fmt.Errorf("delete unsubscribe: %w", err)
+	}
+	return nil
+}
+
+// Has reports whether recipient unsubscribed from rule.
+func (u *Unsubscribes) Has(ctx context.Context, rule, recipient string) (bool, error) {
+	_, err := u.kv.Get(ctx, unsubKey(rule, recipient))
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		return false, nil
+	}
+	return false, fmt.Errorf("read unsubscribe: %w", err)
+}
+
+// Filter splits recipients into those still subscribed to rule and those
+// who unsubscribed.
+func (u *Unsubscribes) Filter(ctx context.Context, rule string, recipients []string) (kept, gone []string, err error) {
+	for _, r := range recipients {
+		has, err := u.Has(ctx, rule, r)
+		if err != nil {
+			return nil, nil, err
+		}
+		if has {
+			gone = append(gone, r)
+		} else {
+			kept = append(kept, r)
+		}
+	}
+	return kept, gone, nil
+}

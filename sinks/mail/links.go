@@ -1,0 +1,53 @@
+package mail
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/pagewatch/pagewatch/pipeline/notify"
+	gomail "github.com/wneessen/go-mail"
+)
+
+// recipientLinks are the links of a message to one recipient; none for a
+// message to several (sendEach splits those first).
+func recipientLinks(n notify.Notification) notify.RecipientLinks {
+	if len(n.Recipients) != 1 {
+		return notify.RecipientLinks{}
+	}
+	return n.Links[n.Recipients[0]]
+}
+
+// setListUnsubscribe adds RFC 2369's List-Unsubscribe and RFC 8058's
+// List-Unsubscribe-Post: a mail client's "unsubscribe" button POSTs
+// List-Unsubscribe=One-Click to the URL, which needs nothing else.
+func setListUnsubscribe(m *gomail.Msg, l notify.RecipientLinks) {
+	if l.Unsubscribe == "" {
+		return
+	}
+	m.SetGenHeader(gomail.Header("List-Unsubscribe"), "<"+l.Unsubscribe+">")
+	m.SetGenHeader(gomail.Header("List-Unsubscribe-Post"), "List-Unsubscribe=One-Click")
+}
+
+// sendEach sends each recipient a copy of n carrying their own links.
+// Every copy has the crossing's Message-ID. A failure stops at that
+// recipient: a retry sends all copies again (the Message-ID shows them
+// as repeats). The file transport writes the first copy to the
+// crossing's file and the others beside it (key.1, key.2, …).
+func (s *Sender) sendEach(ctx context.Context, n notify.Notification) error {
+	for i, r := range n.Recipients {
+		one := n
+		one.Recipients = []string{r}
+		m, err := s.render.message(one)
+		if err != nil {
+			return err
+		}
+		key := n.Key
+		if i > 0 {
+			key = fmt.Sprintf("%s.%d", n.Key, i)
+		}
+		if err := s.transport.send(ctx, key, m); err != nil {
+			return fmt.Errorf("recipient %d of %d: %w", i+1, len(n.Recipients), err)
+		}
+	}
+	return nil
+}
