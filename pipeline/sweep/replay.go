@@ -17,7 +17,8 @@ import (
 // judged at the end of every minute with a row (and, for rolling windows,
 // when such a minute leaves the window); an open episode and a rule that
 // looks down are also judged at every whole hour, when the baseline
-// moves. Spike and new_page rules read the minutes before since that
+// moves. All-time windows start from base, or with a nil base (a counts
+// file) from the first minute of src. Spike and new_page rules read the minutes before since that
 // their baselines reach back to; a site's data begins at its first row,
 // and windows before that are unknown, as in a sweep. base holds each
 // all-time state key's count before since.
@@ -33,6 +34,10 @@ func replay(ctx context.Context, src MinuteSource, set *ruleSet, base map[string
 		case rules.Calendar:
 			from, _ := r.Window.Bounds(since)
 			scanFrom = minTime(scanFrom, from)
+		case rules.AllTime:
+			if base == nil {
+				scanFrom = time.Time{}
+			}
 		}
 	}
 	first := &firstRows{src: src, first: map[string]time.Time{}}
@@ -49,14 +54,18 @@ func replay(ctx context.Context, src MinuteSource, set *ruleSet, base map[string
 		if dataStart.Before(scanFrom) {
 			dataStart = scanFrom
 		}
-		out = append(out, replaySeries(k, sr, r, base[k], since, now, dataStart, logger)...)
+		allFrom := since // the base holds what came before
+		if base == nil {
+			allFrom = time.Time{}
+		}
+		out = append(out, replaySeries(k, sr, r, base[k], since, allFrom, now, dataStart, logger)...)
 	}
 	slices.SortStableFunc(out, func(a, b crossing.Crossing) int { return a.CrossedAt.Compare(b.CrossedAt) })
 	return out, nil
 }
 
 // replaySeries steps one state key through its moments.
-func replaySeries(k string, sr *series, r *rules.Rule, base uint64, since, now, dataStart time.Time, logger *slog.Logger) []crossing.Crossing {
+func replaySeries(k string, sr *series, r *rules.Rule, base uint64, since, allFrom, now, dataStart time.Time, logger *slog.Logger) []crossing.Crossing {
 	mins := slices.SortedFunc(maps.Keys(sr.minutes), func(a, b time.Time) int { return a.Compare(b) })
 	type moment struct {
 		t    time.Time
@@ -126,7 +135,7 @@ func replaySeries(k string, sr *series, r *rules.Rule, base uint64, since, now, 
 		pt := pointAt(sr.rule, r, at, now)
 		lo := pt.from
 		if r.Window.Kind == rules.AllTime {
-			lo = since // the base holds what came before
+			lo = allFrom
 		}
 		o := observation{key: k, pt: pt, site: sr.site, path: sr.path, count: base + upTo(pt.to) - upTo(lo)}
 		var fire []rules.Firing

@@ -2,6 +2,9 @@ package sweep
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -69,5 +72,72 @@ func TestSpikeEpisodeOnceEachWithRacingSweepers(t *testing.T) {
 	}
 	if res.Why == nil || res.Why.Peak != 300 || res.Path != "/post" || res.Key != fire.Key+".resolved" {
 		t.Errorf("resolve: %+v why %+v", res, res.Why)
+	}
+}
+
+// A backtest reads the same counts the same way from ClickHouse and from
+// a counts file.
+func TestBacktestFromFileEqualsFromClickHouse(t *testing.T) {
+	b := setup(t)
+	b.cfg.Rules = append(b.cfg.Rules, rules.Rule{Name: "spike", Match: rules.Match{Prefix: "/"}, Window: rules.ParseWindow("1h"),
+		Spike:    &rules.Spike{Factor: 3, MinCount: 30, Baseline: rules.Baseline{SameTime: &rules.SameTime{Days: 2}}},
+		NotifyOn: []rules.Event{rules.EventFire, rules.EventEscalate, rules.EventResolve}, Escalate: []float64{2},
+		Notify: rules.Notify{Recipients: []string{"ops@example.com"}}})
+	end := time.Now().UTC().Truncate(time.Minute)
+	start := end.Add(-4 * 24 * time.Hour)
+	var csv strings.Builder
+	for i := 0; i < 4*24; i++ {
+		at := start.Add(time.Duration(i)*time.Hour + 17*time.Minute)
+		n := 10 + (i%24)*2
+		switch i {
+		case 80:
+			n = 400 // a spike: fires, escalates, resolves
+		case 81:
+			n = 700
+		}
+		for _, path := range []string{"/pricing", "/post"} {
+			b.addHits(t, path, n, at)
+			fmt.Fprintf(&csv, "%s,example.com,%s,%d\n", at.Format(time.RFC3339), path, n)
+		}
+	}
+	c := &clock{t: end}
+	since := start.Add(2 * 24 * time.Hour)
+	fromCH, err := b.sweeper(t, c).Backtest(context.Background(), since)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := LoadRules(b.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf, err := ReadCounts(strings.NewReader(csv.String()), "counts.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromFile, err := Backtest(context.Background(), cf, rs, since, end, b.logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := func(xs []crossing.Crossing) []string {
+		var out []string
+		for _, x := range xs {
+			l := fmt.Sprintf("%s %s %s %d %s", x.CrossedAt.Format(time.RFC3339), x.Key, x.Event, x.Count, x.Path)
+			if x.Why != nil {
+				l += fmt.Sprintf(" base %.1f", x.Why.Baseline)
+			}
+			out = append(out, l)
+		}
+		slices.Sort(out)
+		return out
+	}
+	got, want := line(fromFile), line(fromCH)
+	if !slices.Equal(got, want) {
+		t.Errorf("from the file:\n%s\nfrom ClickHouse:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	events := strings.Join(got, "\n")
+	for _, e := range []string{" fire ", " escalate ", " resolve "} {
+		if !strings.Contains(events, e) {
+			t.Errorf("no%sin:\n%s", e, events)
+		}
 	}
 }
