@@ -19,6 +19,7 @@ import (
 	"github.com/pagewatch/pagewatch/config/strict"
 	"github.com/pagewatch/pagewatch/pipeline/load"
 	"github.com/pagewatch/pagewatch/pipeline/notify"
+	"github.com/pagewatch/pagewatch/pipeline/report"
 	"github.com/pagewatch/pagewatch/pipeline/sweep"
 	"github.com/pagewatch/pagewatch/pipeline/tail"
 	"github.com/pagewatch/pagewatch/sinks/clickhouse"
@@ -37,6 +38,9 @@ type Config struct {
 	// Receivers are where the worker delivers crossings; worker.routing
 	// picks among them.
 	Receivers []Receiver `yaml:"receivers"`
+	// Reports are the scheduled reports the worker sends
+	// (docs/reports.md).
+	Reports []report.Spec `yaml:"reports"`
 	// ShutdownTimeout bounds a daemon's exit after SIGTERM.
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
 }
@@ -133,7 +137,7 @@ func (p Part) Sections() []string {
 	case Sweeper:
 		return append(common, "clickhouse", "sweeper")
 	case Worker:
-		return append(common, "clickhouse", "worker", "mail", "receivers")
+		return append(common, "clickhouse", "worker", "mail", "receivers", "reports")
 	}
 	return common
 }
@@ -153,7 +157,7 @@ func (c Config) Validate(part Part) error {
 		errs = append(errs, c.ClickHouse.Validate(), c.Sweeper.Validate())
 	case Worker:
 		errs = append(errs, c.ClickHouse.Validate(), c.Worker.Validate(), c.Mail.Validate(), validateReceivers(c.Receivers),
-			c.Worker.Routing.Validate("worker.routing", c.ReceiverNames()))
+			c.Worker.Routing.Validate("worker.routing", c.ReceiverNames()), report.Validate(c.Reports, c.ReceiverNames()))
 		if c.Worker.DrainTimeout >= c.ShutdownTimeout {
 			// Otherwise the process is gone mid-send: the duplicate case.
 			errs = append(errs, fmt.Errorf("worker.drain_timeout: must be less than shutdown_timeout (%s), got %s", c.ShutdownTimeout, c.Worker.DrainTimeout))

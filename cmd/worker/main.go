@@ -25,7 +25,8 @@ and a ledger per (crossing, receiver) keeps a redelivered job from sending
 twice. Mail goes over SMTP (mail.transport: smtp) or into .eml files
 (mail.transport: file). The silences' JSON API is on the admin listener
 at /api/v1/silences; with worker.links set, mails carry unsubscribe and
-snooze links, served there under /links/.`,
+snooze links, served there under /links/. It also sends the scheduled
+reports (reports:, docs/reports.md).`,
 	Default: "run",
 	Commands: []daemon.Command{
 		{Name: "run", Part: config.Worker, Listen: func(c config.Config) string { return c.Worker.Listen }, Summary: "consume notification jobs and send mail", Run: run},
@@ -85,5 +86,11 @@ func run(ctx context.Context, env *daemon.Env) error {
 	if err != nil {
 		return err
 	}
-	return env.Serve(ctx, w)
+	// Reports run in the worker, not the sweeper: the worker has the
+	// receivers (the mail settings, webhooks, chats) they go to.
+	reports, err := reportStage(ctx, env, b, ch, settings, specs)
+	if err != nil {
+		return err
+	}
+	return env.Serve(ctx, daemon.Together(w, reports))
 }

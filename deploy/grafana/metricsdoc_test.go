@@ -261,6 +261,7 @@ var servedBy = map[string][]string{
 	"pipeline/retention": {"ingest load"},
 	"pipeline/sweep":     {"sweeper"},
 	"pipeline/notify":    {"worker"},
+	"pipeline/report":    {"worker"},
 	"broker/ratelimit":   {"worker"},
 }
 

@@ -19,7 +19,7 @@ func newMetrics(reg prometheus.Registerer, receivers []string) *metrics {
 	m := &metrics{
 		jobs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pagewatch_worker_jobs_total",
-			Help: "Notification outcomes, by outcome: of a job (deferred, handed_off, silenced, invalid) or of one of its deliveries (sent, duplicate, rate_limited, failed, dead_lettered, held, quiet).",
+			Help: "Notification outcomes, by outcome: of a job (deferred, handed_off, silenced, invalid) or of one of its deliveries (sent, duplicate, rate_limited, failed, dead_lettered, held, quiet, unsubscribed).",
 		}, []string{"outcome"}),
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pagewatch_worker_deliveries_total",
@@ -36,7 +36,7 @@ func newMetrics(reg prometheus.Registerer, receivers []string) *metrics {
 		}),
 	}
 	reg.MustRegister(m.jobs, m.deliveries, m.lockConflicts, m.sendSeconds)
-	for _, o := range []crossing.Outcome{crossing.Sent, crossing.Duplicate, crossing.Deferred, crossing.HandedOff, crossing.RateLimited, crossing.Failed, crossing.DeadLettered, crossing.Silenced, crossing.Held, crossing.Quiet, "invalid"} {
+	for _, o := range []crossing.Outcome{crossing.Sent, crossing.Duplicate, crossing.Deferred, crossing.HandedOff, crossing.RateLimited, crossing.Failed, crossing.DeadLettered, crossing.Silenced, crossing.Held, crossing.Quiet, crossing.Unsubscribed, "invalid"} {
 		m.jobs.WithLabelValues(string(o))
 	}
 	for _, r := range receivers {
