@@ -303,7 +303,7 @@ func (fw *follower) copySiblings(ctx context.Context, tasks []siblingTask) error
 			p.pos.lastSeq, p.rd.id = t.lastSeq, t.s.identity()
 			p.rd.startAt(t.start)
 			fw.logger.Log(ctx, fw.logLevel(), "backfilling rotated file", "rotated", t.s.path, "offset", t.start)
-			err := p.copyRotated(ctx, t.s, true, fw.env.cfg.RotateGrace, fw.env.cfg.PollInterval)
+			err := p.copyRotated(ctx, t.s, fw.openSibling, true, fw.env.cfg.RotateGrace, fw.env.cfg.PollInterval)
 			if !errors.Is(err, errResync) {
 				if err != nil {
 					return err

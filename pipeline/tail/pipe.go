@@ -112,8 +112,11 @@ func (p *pipe) finish(ctx context.Context, src io.ReaderAt) error {
 // that has not reopened its logs: it is read until quiet that long. eof
 // marks the last message as the file's end, so a later backfill skips it
 // without opening it.
-func (p *pipe) copyRotated(ctx context.Context, s *sibling, eof bool, grace, poll time.Duration) error {
-	c, err := s.open()
+//
+// s is opened through open, which finds it again if logrotate renamed it
+// since it was listed (follower.openSibling).
+func (p *pipe) copyRotated(ctx context.Context, s *sibling, open func(*sibling) (*content, error), eof bool, grace, poll time.Duration) error {
+	c, err := open(s)
 	if err != nil {
 		return err
 	}

@@ -35,7 +35,7 @@ func (fw *follower) recoverRotated(ctx context.Context, pos *savedPosition) (fou
 	fw.live.rd.id = id
 	fw.live.rd.startAt(pos.end)
 	fw.live.meter.addTotal(s.toRead(pos.end))
-	if err := fw.live.copyRotated(ctx, s, false, fw.env.cfg.RotateGrace, fw.env.cfg.PollInterval); err != nil {
+	if err := fw.live.copyRotated(ctx, s, fw.openSibling, false, fw.env.cfg.RotateGrace, fw.env.cfg.PollInterval); err != nil {
 		return true, err
 	}
 	tasks, err := fw.planSiblings(ctx, sibs[i+1:], s)

@@ -48,6 +48,29 @@ func (fw *follower) checkRotation(ctx context.Context) (bool, error) {
 	return false, nil
 }
 
+// copyBetween publishes the files rotated after the one just finished
+// (done) and before the one now at the path: with rotations more often
+// than rotate_grace, several generations come and go while done is
+// drained, and none of them was ever at the path when it was looked at.
+// Each goes on a subject of its own, as a backfill's would, so a restart
+// halfway through resumes each where it stopped.
+func (fw *follower) copyBetween(ctx context.Context, done identity) error {
+	sibs, err := fw.siblings()
+	if err != nil {
+		fw.logger.Warn("cannot list the rotated files; files rotated while the previous one was drained are not read", "err", err)
+		return nil
+	}
+	i := findSibling(sibs, done)
+	if i < 0 || i == len(sibs)-1 {
+		return nil
+	}
+	tasks, err := fw.planSiblings(ctx, sibs[i+1:], sibs[i])
+	if err != nil {
+		return err
+	}
+	return fw.copySiblings(ctx, tasks)
+}
+
 // followTruncation goes on after the live file was truncated. With
 // copytruncate, logrotate copied the file before truncating it, so the
 // lines the server wrote before the copy that were not read yet are in
@@ -103,7 +126,7 @@ func (fw *follower) readCopy(ctx context.Context, old identity, from int64) (boo
 	live := rd.f
 	rd.f = nil
 	defer func() { rd.f = live }()
-	if err := fw.live.copyRotated(ctx, s, false, 0, fw.env.cfg.PollInterval); err != nil {
+	if err := fw.live.copyRotated(ctx, s, fw.openSibling, false, 0, fw.env.cfg.PollInterval); err != nil {
 		return true, err
 	}
 	return true, nil
@@ -144,6 +167,9 @@ func (fw *follower) switchFile(ctx context.Context) error {
 		if err := fw.live.publish(ctx); err != nil {
 			return err
 		}
+	}
+	if err := fw.copyBetween(ctx, rd.id); err != nil {
+		return err
 	}
 	next, err := os.Open(fw.in.Path)
 	if err != nil {

@@ -77,11 +77,17 @@ func (fw *follower) siblings() ([]*sibling, error) {
 			fw.logger.Debug("rotated file compressed in a format not read; skipped", "rotated", path)
 			continue
 		}
-		st, err := os.Stat(path)
+		// Stat and head from one descriptor: logrotate may give the name
+		// to another file between two looks at it.
+		c, st, err := s.openAny()
 		if err != nil {
+			if !errors.Is(err, os.ErrNotExist) {
+				fw.logger.Warn("cannot read rotated file; skipped", "rotated", path, "err", err)
+			}
 			continue // removed since the listing: logrotate at work
 		}
 		if liveSt != nil && os.SameFile(st, liveSt) {
+			c.Close()
 			continue
 		}
 		s.size, s.mtime = st.Size(), st.ModTime()
@@ -89,7 +95,9 @@ func (fw *follower) siblings() ([]*sibling, error) {
 			s.dev, s.ino = uint64(sys.Dev), sys.Ino
 		}
 		s.order = parseOrder(strings.TrimSuffix(name[len(base)+1:], ".gz"))
-		if s.head, err = s.readHead(); err != nil {
+		s.head, err = readHead(c)
+		c.Close()
+		if err != nil {
 			fw.logger.Warn("cannot read rotated file; skipped", "rotated", path, "err", err)
 			continue
 		}
@@ -171,12 +179,7 @@ func olderFirst(a, b *sibling) bool {
 }
 
 // readHead reads the first fingerprintLen bytes of the content.
-func (s *sibling) readHead() ([]byte, error) {
-	c, err := s.open()
-	if err != nil {
-		return nil, err
-	}
-	defer c.Close()
+func readHead(c *content) ([]byte, error) {
 	head := make([]byte, fingerprintLen)
 	n, err := c.ReadAt(head, 0)
 	if err != nil && err != io.EOF && !errors.Is(err, io.ErrUnexpectedEOF) {
@@ -256,14 +259,76 @@ func (c *content) diskBytes(readPos int64) int64 {
 
 func (c *content) Close() error { return c.f.Close() }
 
-// open opens the content from its start: the file itself, or a gzip
-// stream over it, decompressed as it is read so memory stays bounded
-// whatever the file's size.
+// errMoved means a sibling's name now holds another file: logrotate
+// shifted the names (.1 → .2) since the sibling was listed.
+var errMoved = errors.New("rotated file renamed since listed")
+
+// open opens the content from its start, failing with errMoved when the
+// name holds another file than the one listed.
 func (s *sibling) open() (*content, error) {
+	c, st, err := s.openAny()
+	if err != nil {
+		return nil, err
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if ok && (uint64(sys.Dev) != s.dev || sys.Ino != s.ino) {
+		c.Close()
+		return nil, fmt.Errorf("%s: %w", s.path, errMoved)
+	}
+	return c, nil
+}
+
+// openSibling opens s, finding it again when logrotate renamed it (or
+// compressed it) since it was listed: by its inode, else by its content
+// among the siblings now, a plain copy first. Reading a name without
+// that check reads whatever file has the name now, which after a shift
+// is the next rotation, published under this one's identity.
+func (fw *follower) openSibling(s *sibling) (*content, error) {
+	c, err := s.open()
+	if err == nil || !errors.Is(err, errMoved) && !errors.Is(err, os.ErrNotExist) {
+		return c, err
+	}
+	sibs, lerr := fw.siblings()
+	if lerr != nil {
+		return nil, err
+	}
+	found := -1
+	for i, o := range sibs {
+		if o.dev == s.dev && o.ino == s.ino {
+			found = i
+			break
+		}
+	}
+	if found < 0 {
+		found = findSibling(sibs, s.identity())
+	}
+	if found < 0 {
+		return nil, err
+	}
+	fw.logger.Debug("rotated file renamed since listed; found it again", "listed_as", s.path, "now", sibs[found].path)
+	*s = *sibs[found]
+	return s.open()
+}
+
+// openAny opens whatever file is at the sibling's name now, and stats it.
+func (s *sibling) openAny() (*content, os.FileInfo, error) {
 	f, err := os.Open(s.path)
 	if err != nil {
-		return nil, fmt.Errorf("open rotated file: %w", err)
+		return nil, nil, fmt.Errorf("open rotated file: %w", err)
 	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("stat rotated file: %w", err)
+	}
+	c, err := s.contentOf(f)
+	return c, st, err
+}
+
+// contentOf reads f from its start: the file itself, or a gzip stream
+// over it, decompressed as it is read so memory stays bounded whatever
+// the file's size.
+func (s *sibling) contentOf(f *os.File) (*content, error) {
 	if !s.gz {
 		return &content{ReaderAt: f, f: f}, nil
 	}
