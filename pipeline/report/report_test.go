@@ -6,6 +6,7 @@ import (
 	"mime"
 	netmail "net/mail"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/pagewatch/pagewatch/broker/bus"
 	"github.com/pagewatch/pagewatch/domain/hit"
+	"github.com/pagewatch/pagewatch/internal/testcheck"
 	"github.com/pagewatch/pagewatch/internal/testenv"
 	"github.com/pagewatch/pagewatch/internal/testserver/smtptest"
 	"github.com/pagewatch/pagewatch/pipeline/report"
@@ -198,4 +200,67 @@ func equal(a, b []uint64) bool {
 func decodeQP(s string) string {
 	s = strings.ReplaceAll(s, "=\r\n", "")
 	return strings.ReplaceAll(s, "=3D", "=")
+}
+
+// counter counts deliveries per receiver.
+type counter struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *counter) DeliverReport(_ context.Context, receiver string, _ []string, r report.Report) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n[receiver+" "+r.Key]++
+	return nil
+}
+
+// get is how many receiver got, and the most it got of one period's.
+func (c *counter) get(receiver string) (all, most int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, n := range c.n {
+		if strings.HasPrefix(k, receiver+" ") {
+			all, most = all+n, max(most, n)
+		}
+	}
+	return all, most
+}
+
+// Two workers run a schedule that fires every second: each receiver gets
+// the day's report once.
+func TestScheduleSendsOncePerPeriod(t *testing.T) {
+	logger := testenv.Logger(t)
+	b, _ := testenv.NATS(t, logger)
+	ch, _ := testenv.ClickHouse(t, logger)
+	claims, err := b.KV(t.Context(), bus.BucketReports, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := report.Spec{Name: "daily", Site: "example.com", Schedule: "* * * * * *", Period: report.PeriodDay, Receivers: []string{"email", "slack"}}
+	c := &counter{n: map[string]int{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for _, name := range []string{"w1", "w2"} {
+		s, err := report.New([]report.Spec{spec}, report.Deps{Counts: ch, Deliver: c, Claims: claims, Name: name, Logger: logger, Registry: prometheus.NewRegistry()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = s.Run(ctx) }()
+	}
+	testcheck.Eventually(t, 15*time.Second, "both receivers' report", func() bool {
+		e, _ := c.get("email")
+		s, _ := c.get("slack")
+		return e > 0 && s > 0
+	})
+	time.Sleep(2500 * time.Millisecond) // two more firings of each schedule
+	cancel()
+	wg.Wait()
+	// Once per period: twice only if the test ran across a UTC midnight.
+	for _, r := range []string{"email", "slack"} {
+		if all, most := c.get(r); most != 1 || all > 2 {
+			t.Fatalf("%s got %d reports, up to %d of one period; want one per period", r, all, most)
+		}
+	}
 }
