@@ -153,9 +153,14 @@ func (w *Worker) deliver(ctx context.Context, msg jetstream.Msg, x crossing.Cros
 	if len(spec.To) > 0 {
 		nn.Recipients = spec.To
 	}
+	var gone []string // recorded once sent
 	if spec.Kind == KindEmail {
 		// Step: leave out who unsubscribed from the rule; add links.
-		if wait, done, ok := w.unsubscribed(ctx, x, name, &nn); !ok {
+		var (
+			wait     time.Duration
+			done, ok bool
+		)
+		if gone, wait, done, ok = w.unsubscribed(ctx, x, name, &nn); !ok {
 			return wait, done
 		}
 	}
@@ -180,6 +185,7 @@ func (w *Worker) deliver(ctx context.Context, msg jetstream.Msg, x crossing.Cros
 		return w.cfg.DeferDelay, false
 	}
 	w.outcome(x, name, crossing.Record{Outcome: crossing.Sent})
+	w.recordUnsubscribed(x, name, gone)
 	log.Info("notification sent", "rule", x.Rule, "recipients", len(nn.Recipients))
 	return 0, true
 }

@@ -205,25 +205,32 @@ func PageGlob(path string) string {
 }
 
 // unsubscribed is the email step that leaves out the recipients who
-// unsubscribed from x's rule (recorded, not sent) and gives the rest
-// their links. ok false: stop here, with wait and done as deliver
+// unsubscribed from x's rule and gives the rest their links. gone are
+// those left out, for the caller to record once the delivery is done;
+// when no one is left the delivery is done here (recorded, ledger
+// written, not sent). ok false: stop here, with wait and done as deliver
 // returns them.
-func (w *Worker) unsubscribed(ctx context.Context, x crossing.Crossing, receiver string, n *Notification) (wait time.Duration, done, ok bool) {
+func (w *Worker) unsubscribed(ctx context.Context, x crossing.Crossing, receiver string, n *Notification) (gone []string, wait time.Duration, done, ok bool) {
 	kept, gone, err := w.unsubs.Filter(ctx, x.Rule, n.Recipients)
 	if err != nil {
 		w.logger.Warn("read unsubscribes failed; job will be redelivered", "key", x.Key, "receiver", receiver, "err", err)
-		return w.cfg.DeferDelay, false, false
-	}
-	if len(gone) > 0 {
-		w.outcome(x, receiver, crossing.Record{Outcome: crossing.Unsubscribed, Error: "unsubscribed from rule " + x.Rule + ": " + strings.Join(gone, ", ")})
+		return nil, w.cfg.DeferDelay, false, false
 	}
 	if len(kept) == 0 {
 		if err := w.writeLedger(ctx, LedgerKey(x.Key, receiver), stateUnsubscribed); err != nil {
-			return w.cfg.DeferDelay, false, false
+			return nil, w.cfg.DeferDelay, false, false
 		}
-		return 0, true, false
+		w.recordUnsubscribed(x, receiver, gone)
+		return nil, 0, true, false
 	}
 	n.Recipients = kept
 	n.Links = w.signer.For(x, kept, w.now())
-	return 0, false, true
+	return gone, 0, false, true
+}
+
+// recordUnsubscribed records the recipients an email delivery left out.
+func (w *Worker) recordUnsubscribed(x crossing.Crossing, receiver string, gone []string) {
+	if len(gone) > 0 {
+		w.outcome(x, receiver, crossing.Record{Outcome: crossing.Unsubscribed, Error: "unsubscribed from rule " + x.Rule + ": " + strings.Join(gone, ", ")})
+	}
 }
