@@ -32,6 +32,7 @@ var notMovedHere = map[string]string{
 	"pagewatch_worker_lock_conflicts_total":          "not deterministic with two workers: TestWorkersNeverSendOnePageTwiceAtOnce",
 	"pagewatch_ratelimit_cas_conflicts_total":        "not deterministic with two workers: pipeline/ratelimit tests",
 	"pagewatch_ratelimit_errors_total":               "NATS failing mid-reservation: pipeline/ratelimit tests",
+	"pagewatch_worker_reports_total":                 "no report is configured here: pipeline/report tests",
 }
 
 const productionRules = `    - {name: home-milestone, site: example.com, path: /, threshold: 150, window: all, notify: {recipients: [ops@example.com]}}

@@ -80,6 +80,9 @@ func New(specs []Spec, deps Deps) (*Stage, error) {
 		Name: "pagewatch_worker_reports_total",
 		Help: "Scheduled report deliveries, by outcome: sent; elsewhere (another worker claimed it); failed (an attempt failed; retried); given_up.",
 	}, []string{"outcome"})
+	for _, o := range []string{"sent", "elsewhere", "failed", "given_up"} {
+		s.sent.WithLabelValues(o)
+	}
 	if deps.Registry != nil {
 		deps.Registry.MustRegister(s.sent)
 	}
