@@ -111,15 +111,24 @@ func (w *Worker) sendDigest(ctx context.Context, spec ReceiverSpec) error {
 		defer c.Close()
 	}
 	x := crossing.Crossing{Key: key, Rule: n.Rule, Site: n.Site, Path: n.Path, CrossedAt: n.CrossedAt}
-	if _, ok := w.awaitSlot(lctx, x, spec, n.Recipients); !ok {
-		return errors.New("rate limit: later")
-	}
-	if err := r.Send(lctx, n); err != nil {
-		w.outcome(x, spec.Name, crossing.Record{Outcome: crossing.Failed, SMTPCode: smtpCode(err), Error: err.Error()})
-		if isPermanent(err) {
-			w.logger.Error("quiet-hours digest refused for good; its crossings stay held", "receiver", spec.Name, "err", err)
+	sends := []Notification{n}
+	if spec.Kind == KindEmail {
+		// Each address gets only the rules it is subscribed to (links.go).
+		if sends, err = w.digestBySubscription(lctx, held, n); err != nil {
+			return err
 		}
-		return err
+	}
+	for _, n := range sends {
+		if _, ok := w.awaitSlot(lctx, x, spec, n.Recipients); !ok {
+			return errors.New("rate limit: later")
+		}
+		if err := r.Send(lctx, n); err != nil {
+			w.outcome(x, spec.Name, crossing.Record{Outcome: crossing.Failed, SMTPCode: smtpCode(err), Error: err.Error()})
+			if isPermanent(err) {
+				w.logger.Error("quiet-hours digest refused for good; its crossings stay held", "receiver", spec.Name, "err", err)
+			}
+			return err
+		}
 	}
 	if err := w.writeLedger(lctx, key, stateSent); err != nil {
 		return err

@@ -10,6 +10,7 @@ import (
 	"net/mail"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -256,5 +257,57 @@ func TestLinksConfigNamesItsKeys(t *testing.T) {
 	c.BaseURL = "https://pw.example"
 	if err := c.Validate("worker.links"); err == nil || !strings.Contains(err.Error(), "worker.links.secret: must be set") {
 		t.Errorf("base_url alone: %v", err)
+	}
+}
+
+// A quiet-hours digest honours unsubscribes too: the address that left a
+// rule gets a digest without that rule's crossings; the other gets all.
+func TestQuietDigestLeavesOutUnsubscribedRules(t *testing.T) {
+	b := setup(t)
+	unsubs, err := notify.OpenUnsubscribes(t.Context(), b.bus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unsubs.Add(t.Context(), "rule", "ann@example.com", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	var now atomic.Int64
+	now.Store(time.Date(2026, 6, 1, 2, 0, 0, 0, time.UTC).UnixNano()) // inside 01:00–04:00 UTC
+	clock := func() time.Time { return time.Unix(0, now.Load()) }
+	night := &captureReceiver{}
+	specs := []notify.ReceiverSpec{{Name: "night", Kind: notify.KindEmail,
+		Open:  func() (notify.Receiver, error) { return night, nil },
+		Quiet: notify.QuietHours{Start: "01:00", End: "04:00", TimeZone: "UTC"}}}
+	cfg := b.cfg
+	cfg.Routing = notify.Routing{Receivers: []string{"night"}}
+	for i, rule := range []string{"rule", "other", "other"} {
+		x := job(i)
+		x.Rule, x.Recipients = rule, []string{"ann@example.com", "bob@example.com"}
+		b.publish(t, x, x.Key)
+	}
+	b.runWorker(t, cfg, specs, clock)
+	testcheck.Eventually(t, 10*time.Second, "three held crossings", func() bool {
+		return b.chSrv.Query(t, "SELECT count() FROM pagewatch.notifications WHERE outcome = 'held'") == "3\n"
+	})
+	now.Store(time.Date(2026, 6, 1, 4, 0, 0, 0, time.UTC).UnixNano())
+	testcheck.Eventually(t, 10*time.Second, "two digests", func() bool { return len(night.all()) == 2 })
+	time.Sleep(1500 * time.Millisecond) // a third?
+	got := night.all()
+	if len(got) != 2 {
+		t.Fatalf("%d digests", len(got))
+	}
+	for _, d := range got {
+		switch strings.Join(d.Recipients, ",") {
+		case "bob@example.com":
+			if len(d.Digest) != 3 {
+				t.Errorf("bob's digest has %d crossings, want 3", len(d.Digest))
+			}
+		case "ann@example.com":
+			if len(d.Digest) != 2 || d.Rule != "other" || d.Key == got[0].Key && d.Key == got[1].Key {
+				t.Errorf("ann's digest: %d crossings of %s, key %s", len(d.Digest), d.Rule, d.Key)
+			}
+		default:
+			t.Errorf("a digest to %v", d.Recipients)
+		}
 	}
 }

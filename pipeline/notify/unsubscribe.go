@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pagewatch/pagewatch/broker/bus"
+	"github.com/pagewatch/pagewatch/domain/crossing"
 )
 
 // Unsubscribe is one stored unsubscribe.
@@ -86,4 +87,47 @@ func (u *Unsubscribes) Filter(ctx context.Context, rule string, recipients []str
 		}
 	}
 	return kept, gone, nil
+}
+
+// digestBySubscription splits a quiet-hours digest n of held by what each
+// of its addresses is subscribed to: the addresses subscribed to every
+// rule in it share n; one that left some of its rules gets a digest of
+// the rest to itself; one that left them all gets none.
+func (w *Worker) digestBySubscription(ctx context.Context, held []crossing.Crossing, n Notification) ([]Notification, error) {
+	var full []string
+	var out []Notification
+	for _, r := range n.Recipients {
+		gone := map[string]bool{}
+		for _, x := range held {
+			if _, seen := gone[x.Rule]; seen {
+				continue
+			}
+			has, err := w.unsubs.Has(ctx, x.Rule, r)
+			if err != nil {
+				return nil, err
+			}
+			gone[x.Rule] = has
+		}
+		var keep []crossing.Crossing
+		for _, x := range held {
+			if !gone[x.Rule] {
+				keep = append(keep, x)
+			}
+		}
+		switch {
+		case len(keep) == len(held):
+			full = append(full, r)
+		case len(keep) > 0:
+			// A key of its own: its own Message-ID, and its own file
+			// with the file transport.
+			d := digestOf(keep, fmt.Sprintf("%s.%d", n.Key, len(out)+1))
+			d.Recipients = []string{r}
+			out = append(out, d)
+		}
+	}
+	if len(full) > 0 {
+		n.Recipients = full
+		out = append([]Notification{n}, out...)
+	}
+	return out, nil
 }
