@@ -32,6 +32,10 @@ reports (reports:, docs/reports.md).`,
 		{Name: "run", Part: config.Worker, Listen: func(c config.Config) string { return c.Worker.Listen }, Summary: "consume notification jobs and send mail", Run: run},
 		{Name: "silence", Args: "add|list|expire <id>", Part: config.Worker, Flags: silenceFlagSet, Run: silence,
 			Summary: "silence crossings (--site, --rule, --page glob, --label k=v; --for or --ends; --author, --comment), list (--all) or expire them"},
+		{Name: "report", Args: "<name>", Part: config.Worker, Flags: reportFlagSet, Run: reportCmd,
+			Summary: "print a scheduled report for the last whole period (--at a time; default now), and with --send deliver it"},
+		{Name: "unsubscribes", Args: "list|remove <rule> <address>", Part: config.Worker, Run: unsubscribes,
+			Summary: "list the addresses unsubscribed from rules through email links, or take one back"},
 	},
 }
 

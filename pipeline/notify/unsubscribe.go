@@ -5,10 +5,12 @@ package notify
 // recipient) hashed; the worker reads them before each email delivery.
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -129,5 +131,31 @@ func (w *Worker) digestBySubscription(ctx context.Context, held []crossing.Cross
 		n.Recipients = full
 		out = append([]Notification{n}, out...)
 	}
+	return out, nil
+}
+
+// List returns every stored unsubscribe, by rule and address.
+func (u *Unsubscribes) List(ctx context.Context) ([]Unsubscribe, error) {
+	keys, err := u.kv.ListKeys(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list unsubscribes: %w", err)
+	}
+	var out []Unsubscribe
+	for k := range keys.Keys() {
+		e, err := u.kv.Get(ctx, k)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read unsubscribe %s: %w", k, err)
+		}
+		var un Unsubscribe
+		if json.Unmarshal(e.Value(), &un) == nil {
+			out = append(out, un)
+		}
+	}
+	slices.SortFunc(out, func(a, b Unsubscribe) int {
+		return cmp.Or(cmp.Compare(a.Rule, b.Rule), cmp.Compare(strings.ToLower(a.Recipient), strings.ToLower(b.Recipient)))
+	})
 	return out, nil
 }
