@@ -2,6 +2,7 @@ package notify_test
 
 import (
 	"bytes"
+	"html"
 	"io"
 	"mime"
 	"mime/multipart"
@@ -128,7 +129,7 @@ func TestOneClickUnsubscribe(t *testing.T) {
 	}
 	page, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != 200 || !strings.Contains(string(page), `<form method="post"`) {
+	if resp.StatusCode != 200 || !strings.Contains(string(page), `<form method="post" action="unsubscribe?t=`) {
 		t.Fatalf("GET: %d %s", resp.StatusCode, page)
 	}
 	if has, _ := unsubs.Has(t.Context(), "rule", "ann@example.com"); has {
@@ -215,8 +216,16 @@ func TestSnoozeLinkSilencesThePage(t *testing.T) {
 	if resp.StatusCode != 200 || strings.Contains(string(page), "<script>") || !strings.Contains(string(page), "&lt;script&gt;") {
 		t.Fatalf("GET: %d %s", resp.StatusCode, page)
 	}
-	if code, body := post(t, snooze, ""); code != 200 {
-		t.Fatalf("POST: %d %s", code, body)
+	// Submit the page's form, as a browser would.
+	_, rest, _ := strings.Cut(string(page), `<form method="post" action="`)
+	action, _, _ := strings.Cut(rest, `"`)
+	base, _ := url.Parse(snooze)
+	ref, err := url.Parse(html.UnescapeString(action))
+	if err != nil || action == "" {
+		t.Fatalf("form action %q: %v", action, err)
+	}
+	if code, body := post(t, base.ResolveReference(ref).String(), ""); code != 200 {
+		t.Fatalf("POST to the form's action %s: %d %s", action, code, body)
 	}
 	ss, err := silences.List(t.Context())
 	if err != nil || len(ss) != 1 {

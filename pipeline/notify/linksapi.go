@@ -78,7 +78,9 @@ func (a *LinksAPI) serve(w http.ResponseWriter, r *http.Request, action string, 
 		return
 	}
 	if !post {
-		p := linkPage{Action: LinksPrefix + action + "?t=" + token}
+		// Relative, so it works behind a proxy that serves the links
+		// under a path of its own (base_url with a path).
+		p := linkPage{Action: action + "?t=" + token}
 		if action == ActionUnsubscribe {
 			p.Title, p.Button, p.OneClick = "Unsubscribe", "Unsubscribe", true
 			p.Text = c.Recipient + " will get no more emails from pagewatch rule " + c.Rule + "."
