@@ -5,6 +5,7 @@ import (
 	"errors"
 	"mime"
 	netmail "net/mail"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -106,9 +107,25 @@ func TestWeeklyReportHasTheExactMovers(t *testing.T) {
 		return s
 	}
 	at := utc("2026-11-23 07:00") // Monday 08:00 in Berlin
+	fromMinutes, err := newStage("w1").Build(t.Context(), "weekly", at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Once the days are sealed, old days are read from page_days: the
+	// same report.
+	if n, err := ch.SealDays(t.Context(), utc("2026-11-21 00:00")); err != nil || n == 0 {
+		t.Fatalf("sealed %d days: %v", n, err)
+	}
+	// 2026-11-21 had no hits: complete as it is; 2026-11-22 is not sealed.
+	if sb, err := ch.SealedBefore(t.Context(), at); err != nil || !sb.Equal(utc("2026-11-22 00:00")) {
+		t.Fatalf("sealed before %s (%v), want 2026-11-22", sb, err)
+	}
 	r, err := newStage("w1").Build(t.Context(), "weekly", at)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(r, fromMinutes) {
+		t.Errorf("from page_days:\n%+v\nfrom page_minutes:\n%+v", r, fromMinutes)
 	}
 	paths := func(ps []report.Page) string {
 		var out []string

@@ -21,6 +21,13 @@ type Counts interface {
 	WindowCounts(ctx context.Context, q traffic.WindowQuery) ([]traffic.PageCount, error)
 }
 
+// Sealed is optionally implemented by Counts (sinks/clickhouse): the
+// day boundary before which daily totals are complete, so reports read
+// old days from them instead of from every minute.
+type Sealed interface {
+	SealedBefore(ctx context.Context, before time.Time) (time.Time, error)
+}
+
 // Deliverer sends a report to one receiver; to are the spec's addresses
 // for an email receiver (empty: the receiver's own).
 type Deliverer interface {
@@ -124,7 +131,14 @@ func (s *Stage) Build(ctx context.Context, name string, at time.Time) (Report, e
 	cur, prev := periodsAt(sp.Period, at, loc)
 	bs := buckets(sp.Period, cur, loc)
 	starts := append([]time.Time{prev.From}, bs...)
-	periods, err := s.deps.Counts.WindowCounts(ctx, traffic.WindowQuery{Sites: []string{sp.Site}, Starts: starts, End: cur.To})
+	var sealed time.Time
+	if sl, ok := s.deps.Counts.(Sealed); ok {
+		var err error
+		if sealed, err = sl.SealedBefore(ctx, cur.To); err != nil {
+			return Report{}, fmt.Errorf("report %s: sealed days: %w", name, err)
+		}
+	}
+	periods, err := s.deps.Counts.WindowCounts(ctx, traffic.WindowQuery{Sites: []string{sp.Site}, Starts: starts, End: cur.To, SealedBefore: sealed})
 	if err != nil {
 		return Report{}, fmt.Errorf("report %s: counts: %w", name, err)
 	}
@@ -134,7 +148,7 @@ func (s *Stage) Build(ctx context.Context, name string, at time.Time) (Report, e
 		for _, m := range sp.Milestones {
 			floor = min(floor, m)
 		}
-		alltime, err = s.deps.Counts.WindowCounts(ctx, traffic.WindowQuery{Sites: []string{sp.Site}, Starts: []time.Time{{}, cur.From}, End: cur.To, Floor: floor - 1})
+		alltime, err = s.deps.Counts.WindowCounts(ctx, traffic.WindowQuery{Sites: []string{sp.Site}, Starts: []time.Time{{}, cur.From}, End: cur.To, SealedBefore: sealed, Floor: floor - 1})
 		if err != nil {
 			return Report{}, fmt.Errorf("report %s: all-time counts: %w", name, err)
 		}
