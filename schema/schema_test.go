@@ -119,6 +119,7 @@ func TestClusterDDLShape(t *testing.T) {
 		"loaded_days":   "cityHash64(day)",
 		"page_days":     "cityHash64(site, path)",
 		"sealed_days":   "cityHash64(day)",
+		"crossing_whys": "cityHash64(crossing_key)",
 	}
 	wantEngines := map[string]string{
 		"hits":          "ReplicatedReplacingMergeTree",
@@ -128,6 +129,7 @@ func TestClusterDDLShape(t *testing.T) {
 		"loaded_days":   "ReplicatedReplacingMergeTree",
 		"page_days":     "ReplicatedReplacingMergeTree",
 		"sealed_days":   "ReplicatedReplacingMergeTree",
+		"crossing_whys": "ReplicatedReplacingMergeTree",
 	}
 	// The version column a ReplacingMergeTree keeps the highest of.
 	wantVersions := map[string]string{"page_days": "version", "sealed_days": "batches"}

@@ -3,6 +3,7 @@ package notify
 import (
 	"time"
 
+	"github.com/pagewatch/pagewatch/domain/crossing"
 	"github.com/pagewatch/pagewatch/domain/traffic"
 )
 
@@ -36,6 +37,12 @@ type Notification struct {
 	// Referrers are the page's top referrers in the window. The ten with
 	// the most hits are shown, as text: they are written by strangers.
 	Referrers []traffic.Referrer
+
+	// Why says why the page moved (the crossing's why, computed by the
+	// sweeper): its normal, rank, referrer domains and busiest minute.
+	// Nil for digests and for crossings queued before it existed. The
+	// referrer domains are written by strangers.
+	Why *crossing.Why
 
 	// Subject and Body are the rule's own texts (already rendered), used
 	// in place of the default subject and first sentence. They are

@@ -30,7 +30,7 @@ func (w *Worker) describe(ctx context.Context, x crossing.Crossing) Notification
 	n := Notification{
 		Key: x.Key, Rule: x.Rule, Site: x.Site, Path: x.Path, Count: x.Count, Threshold: x.Threshold,
 		Window: x.Window, CrossedAt: x.CrossedAt, Recipients: x.Recipients,
-		Subject: x.Subject, Body: x.Body, Labels: x.Labels,
+		Subject: x.Subject, Body: x.Body, Labels: x.Labels, Why: x.Why,
 	}
 	if x.Digest != nil {
 		// A digest is a list of pages: no one page's chart to draw.

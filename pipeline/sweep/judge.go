@@ -140,14 +140,17 @@ func crossingOf(logger *slog.Logger, r *rules.Rule, o observation, f rules.Firin
 		if f.Event != rules.EventFire {
 			x.Key = o.key + "." + f.Key // episode.x5, episode.resolved
 		}
+	}
+	if r.Aggregate != rules.Sum {
+		// A sum's "page" is the rule's match: no one page to explain.
 		x.Why = whyOf(r, o, f)
 	}
 	return x
 }
 
 // whyOf is what the sweep itself knows of why a page moved: the count,
-// its normal and the episode. The referrers, rank and busiest minute are
-// added by explain, which asks ClickHouse.
+// its normal (a threshold rule's: the level crossed) and the episode. The
+// referrers, rank and busiest minute are added by explain (explain.go).
 func whyOf(r *rules.Rule, o observation, f rules.Firing) *crossing.Why {
 	w := &crossing.Why{Kind: string(r.Kind()), Count: o.count, Step: f.Step,
 		Since: f.Episode.Since, Peak: f.Episode.Peak, PeakAt: f.Episode.PeakAt}
@@ -165,7 +168,7 @@ func whyOf(r *rules.Rule, o observation, f rules.Firing) *crossing.Why {
 	case rules.KindNewPage:
 		w.Baseline = o.exp.Value
 	case rules.KindThreshold:
-		w.Baseline = float64(r.Thresholds[0])
+		w.Baseline = float64(f.Threshold) // the level crossed
 	}
 	if w.Baseline > 0 {
 		w.Ratio = math.Round(float64(o.count)/w.Baseline*100) / 100

@@ -62,6 +62,9 @@ type Deps struct {
 	Bus     *bus.Bus // the jobs stream, the state and lease buckets
 	Counts  Counter  // the per-minute and per-day counts (ClickHouse)
 	History Recorder // the crossings history (ClickHouse)
+	// Explain adds the rank, referrers and busiest minute to each
+	// crossing's why (explain.go). Nil: the why has the sweep's part only.
+	Explain Explainer
 	// Rules reads the rules again on TriggerReload and when one of its
 	// files changes. Nil: the rules given to New stay.
 	Rules    Reloader
@@ -71,15 +74,16 @@ type Deps struct {
 
 // Sweeper evaluates the rules.
 type Sweeper struct {
-	cfg     Config
-	counts  Counter
-	history Recorder
-	state   *stateStore
-	leader  *leadership
-	bus     *bus.Bus
-	logger  *slog.Logger
-	metrics *metrics
-	now     func() time.Time
+	cfg       Config
+	counts    Counter
+	history   Recorder
+	explainer Explainer
+	state     *stateStore
+	leader    *leadership
+	bus       *bus.Bus
+	logger    *slog.Logger
+	metrics   *metrics
+	now       func() time.Time
 
 	reloader Reloader
 	reload   chan struct{} // TriggerReload's requests, for Run
@@ -113,7 +117,7 @@ func New(ctx context.Context, cfg Config, rs []rules.Rule, deps Deps) (*Sweeper,
 	if err != nil {
 		return nil, err
 	}
-	s := &Sweeper{cfg: cfg, counts: deps.Counts, history: deps.History, state: newStateStore(state),
+	s := &Sweeper{cfg: cfg, counts: deps.Counts, history: deps.History, explainer: deps.Explain, state: newStateStore(state),
 		leader: newLeadership(leases, cfg.LeaderTTL), bus: b, logger: deps.Logger,
 		metrics: newMetrics(deps.Registry), now: time.Now, reloader: deps.Rules, reload: make(chan struct{}, 1),
 		baselines: &baselines{}}
@@ -260,6 +264,7 @@ func (s *Sweeper) sweep(ctx context.Context, now time.Time) error {
 	}
 	claimed := s.claim(ctx, verdicts)
 	jobs, all := s.guard(claimed)
+	s.explain(ctx, jobs)
 	if err := s.handOn(ctx, jobs, all); err != nil {
 		return err
 	}

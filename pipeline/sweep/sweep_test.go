@@ -66,7 +66,7 @@ func (b *bundle) sweeper(t *testing.T, c *clock) *Sweeper {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel) // stops the state watcher
-	s, err := New(ctx, b.cfg, rs, Deps{Bus: b.bus, Counts: b.ch, History: b.ch, Logger: b.logger, Registry: prometheus.NewRegistry()})
+	s, err := New(ctx, b.cfg, rs, Deps{Bus: b.bus, Counts: b.ch, History: b.ch, Explain: b.ch, Logger: b.logger, Registry: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}

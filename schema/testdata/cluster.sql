@@ -112,3 +112,16 @@ ORDER BY day;
 CREATE TABLE IF NOT EXISTS pagewatch.sealed_days ON CLUSTER `pw` AS pagewatch.sealed_days_local
 ENGINE = Distributed('pw', 'pagewatch', 'sealed_days_local', cityHash64(day));
 
+-- 0003_crossing_whys.sql
+CREATE TABLE IF NOT EXISTS pagewatch.crossing_whys_local ON CLUSTER `pw` (
+    crossing_key String,
+    crossed_at DateTime,
+    why String
+) ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/pagewatch/crossing_whys_local', '{replica}')
+PARTITION BY toYYYYMM(crossed_at)
+ORDER BY crossing_key;
+
+-- 0003_crossing_whys.sql
+CREATE TABLE IF NOT EXISTS pagewatch.crossing_whys ON CLUSTER `pw` AS pagewatch.crossing_whys_local
+ENGINE = Distributed('pw', 'pagewatch', 'crossing_whys_local', cityHash64(crossing_key));
+

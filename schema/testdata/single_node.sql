@@ -84,3 +84,12 @@ CREATE TABLE IF NOT EXISTS sealed_days (
 ) ENGINE = ReplacingMergeTree(batches)
 ORDER BY day;
 
+-- 0003_crossing_whys.sql
+CREATE TABLE IF NOT EXISTS crossing_whys (
+    crossing_key String,
+    crossed_at DateTime,
+    why String
+) ENGINE = ReplacingMergeTree()
+PARTITION BY toYYYYMM(crossed_at)
+ORDER BY crossing_key;
+

@@ -2,6 +2,7 @@ package clickhouse_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/pagewatch/pagewatch/domain/crossing"
 	"github.com/pagewatch/pagewatch/domain/hit"
 	"github.com/pagewatch/pagewatch/internal/testserver/clickhousetest"
+	"github.com/pagewatch/pagewatch/schema"
 	"github.com/pagewatch/pagewatch/sinks/clickhouse"
 )
 
@@ -41,8 +43,12 @@ func TestMigrateIsIdempotent(t *testing.T) {
 	if err != nil || n != 0 {
 		t.Fatalf("second migrate applied %d, err %v", n, err)
 	}
+	ms, err := schema.Migrations(schema.Layout{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	got := b.server.Query(t, "SELECT count() FROM pw_test.schema_migrations FINAL")
-	if got != "2\n" {
+	if got != fmt.Sprintf("%d\n", len(ms)) {
 		t.Fatalf("schema_migrations rows: %q", got)
 	}
 }
@@ -110,6 +116,19 @@ func TestHistory(t *testing.T) {
 	}
 	if got := b.server.Query(t, "SELECT outcome, worker FROM pw_test.notifications"); got != "sent\tw1\n" {
 		t.Fatalf("notifications: %q", got)
+	}
+
+	// A crossing with a why has it next to it, as JSON; one without has none.
+	y := x
+	y.Key = "r.abc.2"
+	y.Why = &crossing.Why{Kind: "spike", Count: 11, Baseline: 2, Rank: 3, RankOf: 40,
+		Referrers: []crossing.ReferrerShare{{Domain: "news.example", Hits: 7, Share: 0.7}}}
+	if err := b.client.RecordCrossings(ctx, []crossing.Crossing{x, y}); err != nil {
+		t.Fatal(err)
+	}
+	got := b.server.Query(t, "SELECT crossing_key, visitParamExtractString(why, 'kind'), visitParamExtractUInt(why, 'rank') FROM pw_test.crossing_whys FINAL ORDER BY crossing_key")
+	if got != "r.abc.2\tspike\t3\n" {
+		t.Fatalf("crossing_whys: %q", got)
 	}
 }
 

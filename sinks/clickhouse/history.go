@@ -2,6 +2,7 @@ package clickhouse
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -35,6 +36,37 @@ func (c *Client) RecordCrossings(ctx context.Context, xs []crossing.Crossing) er
 		if err := c.sendColumns(ctx, insertCrossing, key, rule, site, path, window, threshold, count, at); err != nil {
 			return fmt.Errorf("record %d crossings: %w", n, err)
 		}
+		if err := c.recordWhys(ctx, part); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// recordWhys writes the whys of crossings of one month, as JSON, to
+// crossing_whys. After the crossings: a why without its crossing would be
+// an orphan, a crossing without its why (a failure in between) is still
+// the history, and the sweep's retry writes both again.
+func (c *Client) recordWhys(ctx context.Context, part []crossing.Crossing) error {
+	var (
+		key, why []string
+		at       []time.Time
+	)
+	for _, x := range part {
+		if x.Why == nil {
+			continue
+		}
+		b, err := json.Marshal(x.Why)
+		if err != nil {
+			return fmt.Errorf("encode why of crossing %s: %w", x.Key, err)
+		}
+		key, why, at = append(key, x.Key), append(why, string(b)), append(at, x.CrossedAt.UTC())
+	}
+	if len(key) == 0 {
+		return nil
+	}
+	if err := c.sendColumns(ctx, insertCrossingWhy, key, at, why); err != nil {
+		return fmt.Errorf("record the whys of %d crossings: %w", len(key), err)
 	}
 	return nil
 }

@@ -27,6 +27,9 @@ const (
 
 	insertCrossing = `INSERT INTO crossings (crossing_key, rule, site, path, window_text, threshold, hits, crossed_at)`
 
+	// insertCrossingWhy records a crossing's why, as JSON, next to it.
+	insertCrossingWhy = `INSERT INTO crossing_whys (crossing_key, crossed_at, why)`
+
 	insertNotification = `INSERT INTO notifications (at, crossing_key, rule, site, path, outcome, smtp_code, error, worker)`
 
 	// queryHitsPartitionsBefore lists the days of raw hits older than the

@@ -28,6 +28,7 @@ var sampleRuns = map[string]string{
 	"queryPageCount":         bind(queryPageCount, "example.com", "/p", int64(1699990000)),
 	"queryHitCount":          queryHitCount,
 	"insertCrossing":         insertCrossing + " VALUES ('r.k.1', 'r', 'example.com', '/p', '1h', 10, 11, toDateTime(1700000000))",
+	"insertCrossingWhy":      insertCrossingWhy + ` VALUES ('r.k.1', toDateTime(1700000000), '{"kind":"spike","count":11}')`,
 	"insertNotification":     insertNotification + " VALUES (toDateTime(1700000000), 'r.k.1', 'r', 'example.com', '/p', 'sent', 0, '', 'w1')",
 	// The hit inserted above is in partition 20231114, which these find
 	// and drop.
@@ -54,6 +55,12 @@ var sampleRuns = map[string]string{
 		Spans: []traffic.Span{{From: time.Unix(1699995600, 0), To: time.Unix(1699999200, 0)}, {From: time.Unix(1699999200, 0), To: time.Unix(1700002800, 0)}}}),
 	"queryDataStarts":  queryDataStarts,
 	"queryScanMinutes": bind(queryScanMinutes, true, ch.GroupSet{Value: []any{""}}, int64(1699990000), int64(1700010000)),
+
+	// A crossing's why (explainqueries.go), over the rows inserted above.
+	"queryExplainRank":     bind(queryExplainRank, uint64(3), "example.com", int64(1699990000), int64(1700010000)),
+	"queryExplainBusiest":  bind(queryExplainBusiest, "example.com", "/p", int64(1699990000), int64(1700010000)),
+	"queryExplainDomains":  bind(queryExplainDomains, int64(1700000000), "example.com", "/p", int64(1699390000), int64(1700010000), 10),
+	"queryExplainReferred": bind(queryExplainReferred, int64(1700000000), "example.com", "/p", int64(1699390000), int64(1700010000)),
 }
 
 // bindWindowCounts renders queryWindowCounts as WindowCounts would.
@@ -135,7 +142,7 @@ func statements(t *testing.T) []sqlcheck.Statement {
 // statement cannot skip the check.
 func queryConstNames(t *testing.T) []string {
 	var names []string
-	for _, file := range []string{"queries.go", "sweepqueries.go"} {
+	for _, file := range []string{"queries.go", "sweepqueries.go", "explainqueries.go"} {
 		names = append(names, constNames(t, file)...)
 	}
 	return names

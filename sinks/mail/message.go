@@ -55,6 +55,7 @@ type view struct {
 
 	WindowText string // "2025-03-04 04:06 – 05:06 UTC", or empty
 	Referrers  []referrerView
+	Why        *whyView // why.go; nil: no section
 
 	Intro      []string // the rule's own body, line by line; empty: the default sentence
 	Digest     []digestView
@@ -210,6 +211,7 @@ in the HTML version of this message (inline image ` + chartFile + `).
 {{- if .Peak}}
 Busiest minute: {{.Peak}}.{{end}}
 {{- end}}
+{{- template "why" .}}
 {{- if .Referrers}}
 
 Top referrers{{if .WindowText}}, {{.WindowText}}{{end}}:
@@ -263,6 +265,7 @@ const htmlBody = `<!DOCTYPE html>
 <p><strong>Views per {{.ChartStep}}</strong>{{if .WindowText}}, {{.WindowText}}{{end}}{{if .Peak}}; busiest minute {{.Peak}}{{end}}</p>
 <p><img src="{{.ChartCID}}" width="{{.ChartW}}" height="{{.ChartH}}" alt="Bar chart of views per {{.ChartStep}}" style="max-width: 100%; height: auto"></p>
 {{- end}}
+{{- template "why" .}}
 {{- if .Referrers}}
 <p><strong>Top referrers</strong>{{if .WindowText}}, {{.WindowText}}{{end}}</p>
 <table cellpadding="4">
@@ -292,9 +295,15 @@ func newRenderer(from string) (*renderer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parse text template: %w", err)
 	}
+	if _, err := text.Parse(textWhy); err != nil {
+		return nil, fmt.Errorf("parse text template's why: %w", err)
+	}
 	html, err := htmltemplate.New("html").Option("missingkey=error").Parse(htmlBody)
 	if err != nil {
 		return nil, fmt.Errorf("parse html template: %w", err)
+	}
+	if _, err := html.Parse(htmlWhy); err != nil {
+		return nil, fmt.Errorf("parse html template's why: %w", err)
 	}
 	return &renderer{from: from, text: text, html: html}, nil
 }
@@ -317,6 +326,9 @@ func (r *renderer) message(n notify.Notification) (*gomail.Msg, error) {
 			return nil, err
 		}
 		v.withChart(c, cid)
+	}
+	if n.Digest == nil && n.DigestTotal == 0 {
+		v.Why = newWhyView(n.Why, v.Peak) // after the chart: its caption may say the busiest minute
 	}
 	var text, html bytes.Buffer
 	if err := r.text.Execute(&text, v); err != nil {

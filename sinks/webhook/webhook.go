@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pagewatch/pagewatch/config/secret"
+	"github.com/pagewatch/pagewatch/domain/crossing"
 	"github.com/pagewatch/pagewatch/pipeline/notify"
 )
 
@@ -88,6 +89,9 @@ type CrossingV1 struct {
 	// Digest lists the crossings of a storm guard's or quiet hours'
 	// digest; Total counts them all, listed or not.
 	Digest *DigestV1 `json:"digest,omitempty"`
+	// Why says why the page moved (docs/receivers.md): the crossing's
+	// why as the sweeper wrote it in the job, absent for digests.
+	Why *crossing.Why `json:"why,omitempty"`
 }
 
 // DigestV1 is a digest in a v1 payload.
@@ -108,6 +112,7 @@ func NewPayload(receiver string, n notify.Notification) Payload {
 	p := Payload{Schema: Schema, ID: notify.LedgerKey(n.Key, receiver), Receiver: receiver, Crossing: CrossingV1{
 		Key: n.Key, Rule: n.Rule, Site: n.Site, Path: n.Path, Count: n.Count, Threshold: n.Threshold,
 		Window: n.Window, CrossedAt: n.CrossedAt.UTC(), Labels: n.Labels, Subject: n.Subject, Body: n.Body,
+		Why: n.Why,
 	}}
 	if n.Digest != nil || n.DigestTotal > 0 {
 		d := &DigestV1{Total: max(n.DigestTotal, len(n.Digest)), Items: []DigestItemV1{}}

@@ -1,0 +1,51 @@
+package traffic
+
+import "time"
+
+// ExplainQuery asks what a crossing's why needs of one page, beyond what
+// a sweep counted: its rank on its site, its referrer domains against
+// an earlier period, and its busiest minute. Every part reads one page,
+// or one site over one window, so it is bounded by the window.
+type ExplainQuery struct {
+	Site, Path string
+	// From and To bound the window, [From, To).
+	From, To time.Time
+	// Count is the page's views in the window: its rank is one more than
+	// the pages of its site with more.
+	Count uint64
+	// Rank asks for the rank; callers leave it off for windows too long
+	// to scan a site's minutes over.
+	Rank bool
+	// BaselineFrom starts the period the referrer domains are compared
+	// with, [BaselineFrom, From); zero asks for no referrers.
+	BaselineFrom time.Time
+	// Domains bounds the referrer domains returned, most hits in the
+	// window first.
+	Domains int
+}
+
+// Explanation answers an ExplainQuery. Parts not asked for, or without
+// data (raw hits past their retention), are zero.
+type Explanation struct {
+	// Rank is the page's place on its site by views in the window (1:
+	// the busiest) among RankOf pages with views in it.
+	Rank, RankOf int
+	// Domains are the referrer domains with hits in the window, most
+	// first; WindowHits and BaselineHits count the hits with a referrer
+	// domain in the window and in the baseline period, the shares'
+	// denominators.
+	Domains                  []DomainHits
+	WindowHits, BaselineHits uint64
+	// BusiestMinute is the window's minute with the most views (the
+	// earliest of equals); zero when the window had none.
+	BusiestMinute time.Time
+	BusiestHits   uint64
+}
+
+// DomainHits is one referrer domain's hits in a window and in the
+// baseline period before it. The domain is taken from referers written
+// by strangers: it may contain anything.
+type DomainHits struct {
+	Domain           string
+	Window, Baseline uint64
+}

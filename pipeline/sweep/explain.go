@@ -1,0 +1,125 @@
+package sweep
+
+import (
+	"context"
+	"time"
+
+	"github.com/pagewatch/pagewatch/domain/crossing"
+	"github.com/pagewatch/pagewatch/domain/traffic"
+)
+
+// Explainer answers what a crossing's why needs beyond the sweep's
+// counts: the page's rank on its site, its referrer domains against an
+// earlier period and its busiest minute (sinks/clickhouse).
+type Explainer interface {
+	Explain(ctx context.Context, q traffic.ExplainQuery) (traffic.Explanation, error)
+}
+
+// The sweeper, not the worker, explains a crossing: the why then goes
+// once into the job, so the email, the webhook and the crossings history
+// (written here) carry the same one, and a job redelivered hours later
+// does not show referrers of a later hour. What bounds the cost a sweep
+// pays for it:
+const (
+	// maxExplained crossings are explained per sweep, the first handed
+	// on; the rest (a storm) go with the sweep's part of the why only.
+	// Digests are never explained: their pages are listed, not told.
+	maxExplained = 50
+	// explainers run at once, and all of them within explainTimeout.
+	explainers     = 4
+	explainTimeout = 5 * time.Second
+	// referrerPeriod is the period before the window that referrer
+	// shares are compared with, and that a referrer is "new" against.
+	referrerPeriod = 7 * 24 * time.Hour
+	// maxRankWindow: longer windows are not ranked (the rank scans the
+	// site's minutes over the window).
+	maxRankWindow = 24 * time.Hour
+	// maxExplainWindow: of a longer window (a month, all time), the last
+	// week is searched for the busiest minute and the referrers, as the
+	// email's chart does.
+	maxExplainWindow = 7 * 24 * time.Hour
+	// topDomains are shown; up to askDomains are read to find the new ones.
+	topDomains      = 5
+	askDomains      = 100
+	maxNewReferrers = 10
+)
+
+// explain adds the rank, referrers and busiest minute to the whys of the
+// jobs to publish. The Why is shared by pointer with the crossing in all,
+// so the history gets it too. Failures are logged: the mail goes out with
+// what the sweep knows.
+func (s *Sweeper) explain(ctx context.Context, jobs []job) {
+	if s.explainer == nil {
+		return
+	}
+	var todo []crossing.Crossing
+	for _, j := range jobs {
+		if j.x.Digest == nil && j.x.Why != nil && len(todo) < maxExplained {
+			todo = append(todo, j.x)
+		}
+	}
+	if len(todo) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, explainTimeout)
+	defer cancel()
+	sem := make(chan struct{}, explainers)
+	errs := s.parallel(len(todo), func(i int) error {
+		sem <- struct{}{}
+		defer func() { <-sem }()
+		x := todo[i]
+		e, err := s.explainer.Explain(ctx, explainQuery(x))
+		if err != nil {
+			return err
+		}
+		addExplanation(x.Why, e)
+		return nil
+	})
+	if len(errs) > 0 {
+		s.logger.Warn("some crossings go without rank, referrers or busiest minute", "failed", len(errs), "of", len(todo), "first", errs[0])
+	}
+}
+
+// explainQuery is what to ask for a crossing: its window (the last day
+// for all-time rules), ranked when it is short.
+func explainQuery(x crossing.Crossing) traffic.ExplainQuery {
+	from, to := x.WindowFrom, x.WindowTo
+	if to.IsZero() {
+		to = x.CrossedAt.Truncate(time.Minute).Add(time.Minute)
+	}
+	rank := !from.IsZero() && to.Sub(from) <= maxRankWindow
+	if from.IsZero() {
+		from = to.Add(-24 * time.Hour)
+	}
+	if to.Sub(from) > maxExplainWindow {
+		from = to.Add(-maxExplainWindow)
+	}
+	return traffic.ExplainQuery{Site: x.Site, Path: x.Path, From: from, To: to, Count: x.Count, Rank: rank,
+		BaselineFrom: from.Add(-referrerPeriod), Domains: askDomains}
+}
+
+// addExplanation fills in w from e: the top domains with their shares in
+// the window and in the period before, and those the page had no hit
+// from before.
+func addExplanation(w *crossing.Why, e traffic.Explanation) {
+	w.Rank, w.RankOf = e.Rank, e.RankOf
+	if !e.BusiestMinute.IsZero() {
+		w.BusiestMinute, w.BusiestHits = e.BusiestMinute.UTC(), e.BusiestHits
+	}
+	share := func(n, of uint64) float64 {
+		if of == 0 {
+			return 0
+		}
+		return float64(int(float64(n)/float64(of)*1000+0.5)) / 1000
+	}
+	w.Referrers, w.NewReferrers = nil, nil
+	for _, d := range e.Domains {
+		if len(w.Referrers) < topDomains {
+			w.Referrers = append(w.Referrers, crossing.ReferrerShare{Domain: d.Domain, Hits: d.Window,
+				Share: share(d.Window, e.WindowHits), BaselineShare: share(d.Baseline, e.BaselineHits)})
+		}
+		if d.Baseline == 0 && len(w.NewReferrers) < maxNewReferrers {
+			w.NewReferrers = append(w.NewReferrers, d.Domain)
+		}
+	}
+}

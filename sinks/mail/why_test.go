@@ -1,0 +1,85 @@
+package mail_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/pagewatch/pagewatch/domain/crossing"
+)
+
+// A spike's why is in both parts: the normal and ratio, the rank, the
+// referrer domains with their shares then and before, the new ones, and
+// the busiest minute (the chart's caption says it when there is a chart).
+func TestMessageShowsWhy(t *testing.T) {
+	n := testNotification()
+	at := time.Date(2025, 3, 4, 10, 42, 0, 0, time.UTC)
+	n.Why = &crossing.Why{Kind: "spike", Count: 400, Baseline: 20, Factor: 4, Ratio: 20, Direction: "up",
+		Since: at.Add(-time.Hour), Rank: 2, RankOf: 1234, BusiestMinute: at, BusiestHits: 70,
+		Referrers: []crossing.ReferrerShare{
+			{Domain: "news.example", Hits: 300, Share: 0.75, BaselineShare: 0},
+			{Domain: "search.example", Hits: 100, Share: 0.25, BaselineShare: 0.9},
+		},
+		NewReferrers: []string{"news.example"}}
+	p := sendToFile(t, n)
+	for name, body := range map[string]string{"text": p.Text, "html": p.HTML} {
+		for _, want := range []string{"20 views in a normal window", "20.0 × normal", "fires at 4 × normal",
+			"2nd of 1,234 pages", "2025-03-04 10:42 UTC, 70 views", "news.example", "75%", "90%", "(new)"} {
+			if !strings.Contains(body, want) {
+				t.Errorf("%s part lacks %q:\n%s", name, want, body)
+			}
+		}
+	}
+}
+
+// Referrer domains are hostile input: markup is escaped in the HTML part,
+// CR/LF and control characters never start a line or a header, and a
+// domain of 100 KB is cut.
+func TestWhyWithHostileReferrerDomains(t *testing.T) {
+	n := testNotification()
+	hostile := []string{
+		"<script>alert(1)</script>",
+		"x.example\r\nBcc: evil@example.com\r\nX-Injected: yes",
+		`"><a href="https://phish.example/">login</a>`,
+		strings.Repeat("A", 100000),
+		"bad\xff\x00\x1b[31m\u202eevil\u2028",
+	}
+	n.Why = &crossing.Why{Kind: "threshold", Count: 101, Baseline: 100, NewReferrers: hostile}
+	for _, d := range hostile {
+		n.Why.Referrers = append(n.Why.Referrers, crossing.ReferrerShare{Domain: d, Hits: 10, Share: 0.2})
+	}
+	p := sendToFile(t, n)
+	for _, line := range strings.Split(p.HeaderBlock, "\r\n") {
+		name, _, _ := strings.Cut(line, ":")
+		if strings.EqualFold(name, "Bcc") || strings.EqualFold(name, "X-Injected") {
+			t.Errorf("injected header line %q", line)
+		}
+	}
+	if len(p.Header["Bcc"]) != 0 || len(p.Header["X-Injected"]) != 0 {
+		t.Errorf("injected headers parsed: %v", p.Header)
+	}
+	html := strings.ToLower(p.HTML)
+	for _, bad := range []string{"<script", "<a ", `href="https://phish`} {
+		if strings.Contains(html, bad) {
+			t.Errorf("HTML part contains %q", bad)
+		}
+	}
+	if !strings.Contains(p.HTML, "&lt;script&gt;") {
+		t.Error("escaped <script> missing from the HTML part")
+	}
+	for name, body := range map[string]string{"text": p.Text, "html": p.HTML} {
+		if !utf8.ValidString(body) || strings.ContainsAny(body, "\x00\x1b\u202e\u2028") {
+			t.Errorf("%s part carries invalid UTF-8 or control characters", name)
+		}
+		if strings.Contains(body, "\nBcc:") || strings.Contains(body, "\nX-Injected") {
+			t.Errorf("%s part has input-forged lines", name)
+		}
+		if len(body) > 30000 {
+			t.Errorf("%s part is %d bytes; the long domain was not cut", name, len(body))
+		}
+		if !strings.Contains(body, "Bcc: evil@example.com") {
+			t.Errorf("%s part does not show the CRLF domain on one line", name)
+		}
+	}
+}
