@@ -14,6 +14,7 @@ import (
 	"github.com/pagewatch/pagewatch/broker/bus"
 	"github.com/pagewatch/pagewatch/broker/ratelimit"
 	"github.com/pagewatch/pagewatch/domain/crossing"
+	"github.com/pagewatch/pagewatch/internal/testcheck"
 	"github.com/pagewatch/pagewatch/pipeline/notify"
 )
 
@@ -63,7 +64,7 @@ func TestOneSitesStormDoesNotStarveAnother(t *testing.T) {
 	b.runWorker(t, cfg, []notify.ReceiverSpec{b.emailSpec()}, nil)
 	var bAt time.Time
 	var bIndex int
-	waitFor(t, 60*time.Second, "site B's mail", func() error {
+	testcheck.Eventually(t, 60*time.Second, "site B's mail", func() error {
 		msgs := b.smtp.Messages()
 		sort.Slice(msgs, func(i, j int) bool { return msgs[i].Began.Before(msgs[j].Began) })
 		for i, m := range msgs {

@@ -3,12 +3,14 @@ package notify
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/pagewatch/pagewatch/internal/testcheck"
 	"github.com/pagewatch/pagewatch/internal/testenv"
 )
 
@@ -150,13 +152,12 @@ func TestFwdMsgAcksFromAnotherConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	other.Flush()
-	deadline := time.Now().Add(2 * time.Second)
-	for pending() != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d deliveries still pending after ack, term and double ack", pending())
+	testcheck.Eventually(t, 2*time.Second, "no delivery pending after ack, term and double ack", func() error {
+		if n := pending(); n != 0 {
+			return fmt.Errorf("%d still pending", n)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	if m := fetch(200 * time.Millisecond); m != nil {
 		t.Fatalf("%s delivered again after it was acked or terminated", m.Subject())
 	}

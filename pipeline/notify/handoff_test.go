@@ -14,6 +14,7 @@ import (
 	"github.com/pagewatch/pagewatch/broker/bus"
 	"github.com/pagewatch/pagewatch/broker/ratelimit"
 	"github.com/pagewatch/pagewatch/domain/crossing"
+	"github.com/pagewatch/pagewatch/internal/testcheck"
 	"github.com/pagewatch/pagewatch/internal/testenv"
 	"github.com/pagewatch/pagewatch/internal/testserver/smtptest"
 	"github.com/pagewatch/pagewatch/pipeline/notify"
@@ -76,17 +77,13 @@ func TestLockedPageIsHandedToTheHolder(t *testing.T) {
 	msgs := sm.WaitForMessages(t, n, 30*time.Second)
 	// Every job acked, the handed ones too (by the process they were
 	// handed to, on the reply subject of the other's delivery).
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testcheck.Eventually(t, 10*time.Second, "every job acked", func() error {
 		info, err := stream.Info(ctx)
 		if err == nil && info.State.Msgs == 0 {
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("jobs stream still holds messages (%v, %v); outcomes %v", info, err, hist.snapshot())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return fmt.Errorf("jobs stream still holds messages (%v, %v); outcomes %v", info, err, hist.snapshot())
+	})
 	time.Sleep(500 * time.Millisecond) // would another mail arrive?
 	msgs = sm.Messages()
 	mailed := map[string]int{}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pagewatch/pagewatch/internal/testcheck"
 	"github.com/pagewatch/pagewatch/pipeline/notify"
 )
 
@@ -113,7 +114,7 @@ func TestQuietHoursHoldThenDigestAcrossDST(t *testing.T) {
 	}
 	b.runWorker(t, cfg, specs, clock)
 	b.smtp.WaitForMessages(t, 3, 15*time.Second)
-	waitFor(t, 10*time.Second, "three held crossings in the history", func() error {
+	testcheck.Eventually(t, 10*time.Second, "three held crossings in the history", func() error {
 		got := b.chSrv.Query(t, "SELECT count() FROM pagewatch.notifications WHERE outcome = 'held'")
 		if got != "3\n" {
 			return fmt.Errorf("%q", got)
@@ -126,7 +127,7 @@ func TestQuietHoursHoldThenDigestAcrossDST(t *testing.T) {
 		t.Fatalf("%d sent before the quiet hours ended", n)
 	}
 	set("2h") // 04:00 CEST
-	waitFor(t, 10*time.Second, "the digest", func() error {
+	testcheck.Eventually(t, 10*time.Second, "the digest", func() error {
 		if n := len(quiet.all()); n != 1 {
 			return fmt.Errorf("%d sent", n)
 		}
@@ -138,7 +139,7 @@ func TestQuietHoursHoldThenDigestAcrossDST(t *testing.T) {
 	}
 	x := job(3)
 	b.publish(t, x, x.Key)
-	waitFor(t, 10*time.Second, "the crossing after the quiet hours", func() error {
+	testcheck.Eventually(t, 10*time.Second, "the crossing after the quiet hours", func() error {
 		if all := quiet.all(); len(all) != 2 || all[1].Key != x.Key {
 			return fmt.Errorf("%d sent", len(all))
 		}

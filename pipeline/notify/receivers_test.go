@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pagewatch/pagewatch/broker/bus"
+	"github.com/pagewatch/pagewatch/internal/testcheck"
 	"github.com/pagewatch/pagewatch/pipeline/notify"
 	"github.com/pagewatch/pagewatch/sinks/mail"
 )
@@ -79,21 +80,6 @@ func (b *bundle) emailSpec() notify.ReceiverSpec {
 		Open: func() (notify.Receiver, error) { return mail.New(b.mail, b.logger) }}
 }
 
-func waitFor(t *testing.T, within time.Duration, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s, still waiting for %s: %v", within, what, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // deadLetters returns the dead letters of notification jobs: receiver → reasons.
 func (b *bundle) deadLetters(t *testing.T) map[string][]string {
 	t.Helper()
@@ -150,13 +136,13 @@ func TestFailingReceiverNeitherBlocksNorRepeatsTheOthers(t *testing.T) {
 	b.runWorker(t, cfg, specs, nil)
 
 	b.smtp.WaitForMessages(t, n, 20*time.Second)
-	waitFor(t, 20*time.Second, "flaky to get every crossing", func() error {
+	testcheck.Eventually(t, 20*time.Second, "flaky to get every crossing", func() error {
 		if sent, _ := flaky.counts(); len(sent) != n {
 			return fmt.Errorf("%d of %d", len(sent), n)
 		}
 		return nil
 	})
-	waitFor(t, 30*time.Second, "the dead letters of down and refuses", func() error {
+	testcheck.Eventually(t, 30*time.Second, "the dead letters of down and refuses", func() error {
 		dl := b.deadLetters(t)
 		if len(dl["down"]) != n || len(dl["refuses"]) != n {
 			return fmt.Errorf("%d for down, %d for refuses", len(dl["down"]), len(dl["refuses"]))
@@ -192,7 +178,7 @@ func TestFailingReceiverNeitherBlocksNorRepeatsTheOthers(t *testing.T) {
 	if len(dl) != 2 {
 		t.Errorf("dead letters for %d receivers, want 2: %v", len(dl), dl)
 	}
-	waitFor(t, 10*time.Second, "the history", func() error {
+	testcheck.Eventually(t, 10*time.Second, "the history", func() error {
 		got := b.chSrv.Query(t, "SELECT outcome, count() FROM pagewatch.notifications GROUP BY outcome ORDER BY outcome")
 		if !strings.Contains(got, "dead_lettered\t10") || !strings.Contains(got, "sent\t10") {
 			return fmt.Errorf("%q", got)

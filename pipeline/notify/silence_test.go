@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pagewatch/pagewatch/internal/testcheck"
 	"github.com/pagewatch/pagewatch/pipeline/notify"
 )
 
@@ -82,7 +83,7 @@ func TestSilenceStopsExactlyTheMatchingCrossings(t *testing.T) {
 	}
 	b.runWorker(t, b.cfg, []notify.ReceiverSpec{b.emailSpec()}, nil)
 	msgs := b.smtp.WaitForMessages(t, 9-len(silenced), 20*time.Second)
-	waitFor(t, 10*time.Second, "the silenced outcomes", func() error {
+	testcheck.Eventually(t, 10*time.Second, "the silenced outcomes", func() error {
 		got := b.chSrv.Query(t, "SELECT crossing_key FROM pagewatch.notifications WHERE outcome = 'silenced' ORDER BY crossing_key")
 		if n := strings.Count(got, "\n"); n != len(silenced) {
 			return fmt.Errorf("%d recorded: %q", n, got)
@@ -116,7 +117,7 @@ func TestSilenceStopsExactlyTheMatchingCrossings(t *testing.T) {
 		t.Errorf("%d listed, %d with ended ones; want 2 and 3", len(active), len(all))
 	}
 	x := job(10) // page 1
-	waitFor(t, 5*time.Second, "the worker to see the expiry", func() error {
+	testcheck.Eventually(t, 5*time.Second, "the worker to see the expiry", func() error {
 		if _, ok := store.Match(x, time.Now()); ok {
 			return fmt.Errorf("still silenced in the API's store")
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/pagewatch/pagewatch/broker/ratelimit"
 	"github.com/pagewatch/pagewatch/domain/crossing"
 	"github.com/pagewatch/pagewatch/domain/hit"
+	"github.com/pagewatch/pagewatch/internal/testcheck"
 	"github.com/pagewatch/pagewatch/internal/testenv"
 	"github.com/pagewatch/pagewatch/internal/testserver/clickhousetest"
 	"github.com/pagewatch/pagewatch/internal/testserver/smtptest"
@@ -123,13 +124,12 @@ func TestEachCrossingMailedOnce(t *testing.T) {
 	if len(ids) != 30 {
 		t.Fatalf("want 30 distinct Message-IDs, got %d", len(ids))
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(b.outcomes(t), "duplicate\t30") {
-		if time.Now().After(deadline) {
-			t.Fatalf("history: %q", b.outcomes(t))
+	testcheck.Eventually(t, 10*time.Second, "30 duplicates in the history", func() error {
+		if h := b.outcomes(t); !strings.Contains(h, "duplicate\t30") {
+			return fmt.Errorf("history: %q", h)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func TestLockedPageIsDeferredThenSent(t *testing.T) {
@@ -184,13 +184,12 @@ func TestPermanentFailureIsTerminatedAndRecorded(t *testing.T) {
 	b := setup(t, smtptest.WithFailures(550, 1))
 	b.start(t, 1)
 	b.publish(t, job(3), "")
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(b.outcomes(t), "failed\t1") {
-		if time.Now().After(deadline) {
-			t.Fatalf("history: %q", b.outcomes(t))
+	testcheck.Eventually(t, 10*time.Second, "the failure in the history", func() error {
+		if h := b.outcomes(t); !strings.Contains(h, "failed\t1") {
+			return fmt.Errorf("history: %q", h)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 	if got := b.chSrv.Query(t, "SELECT smtp_code FROM pagewatch.notifications WHERE outcome = 'failed'"); got != "550\n" {
 		t.Fatalf("smtp_code: %q", got)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/pagewatch/pagewatch/domain/hit"
 	"github.com/pagewatch/pagewatch/domain/rules"
+	"github.com/pagewatch/pagewatch/internal/testcheck"
 )
 
 func TestCalendarDayInBerlinAcrossDST(t *testing.T) {
@@ -145,14 +146,10 @@ func TestLeaderLease(t *testing.T) {
 	a.leader.mu.Lock()
 	a.leader.lease.Abandon()
 	a.leader.mu.Unlock()
-	deadline := time.Now().Add(10 * time.Second)
-	for testMetric(t, other.metrics.sweeps) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("no takeover within 10s of a 2s lease lapsing")
-		}
-		time.Sleep(200 * time.Millisecond)
+	testcheck.Eventually(t, 10*time.Second, "the second sweeper to take over a 2s lease that lapsed", func() bool {
 		b.sweep(t, other)
-	}
+		return testMetric(t, other.metrics.sweeps) > 0
+	})
 	if jobs := b.jobs(t); len(jobs) != 2 {
 		t.Fatalf("want each crossing once across the takeover, got %v", fired(jobs))
 	}
