@@ -281,3 +281,39 @@ func TestScheduleSendsOncePerPeriod(t *testing.T) {
 		}
 	}
 }
+
+// A worker starting after a report's firing, with no worker running then,
+// sends it if the firing was under 6 hours ago.
+func TestCatchUpAtStart(t *testing.T) {
+	logger := testenv.Logger(t)
+	b, _ := testenv.NATS(t, logger)
+	ch, _ := testenv.ClickHouse(t, logger)
+	claims, err := b.KV(t.Context(), bus.BucketReports, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := report.Spec{Name: "daily", Site: "example.com", Schedule: "0 8 * * *", Period: report.PeriodDay, Receivers: []string{"email"}}
+	for _, c := range []struct {
+		start string
+		want  int
+	}{
+		{"2026-11-24 07:59", 0}, // before the firing
+		{"2026-11-24 09:00", 1}, // an hour late: sent
+		{"2026-11-24 10:00", 0}, // again: the claim holds
+		{"2026-11-25 15:00", 0}, // seven hours late: left
+	} {
+		at := utc(c.start)
+		cnt := &counter{n: map[string]int{}}
+		s, err := report.New([]report.Spec{spec}, report.Deps{Counts: ch, Deliver: cnt, Claims: claims, Name: "w", Logger: logger,
+			Registry: prometheus.NewRegistry(), Clock: func() time.Time { return at }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+		_ = s.Run(ctx)
+		cancel()
+		if all, _ := cnt.get("email"); all != c.want {
+			t.Errorf("started at %s: %d sent, want %d", c.start, all, c.want)
+		}
+	}
+}

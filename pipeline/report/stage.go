@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -115,9 +116,41 @@ func (s *Stage) Run(ctx context.Context) error {
 		}))
 	}
 	c.Start()
+	var wg sync.WaitGroup
+	s.catchUp(ctx, &wg)
 	<-ctx.Done()
 	<-c.Stop().Done()
+	wg.Wait()
 	return nil
+}
+
+// catchUpWithin is how late a report whose firing no worker was running
+// for is still sent when a worker starts.
+const catchUpWithin = 6 * time.Hour
+
+// catchUp sends, at start, each report whose last period's firing was
+// missed (no worker ran then) if it was less than catchUpWithin ago; the
+// claims keep one already sent from going again.
+func (s *Stage) catchUp(ctx context.Context, wg *sync.WaitGroup) {
+	now := s.now()
+	for _, sp := range s.specs {
+		sched, err := sp.schedule(s.locs[sp.Name])
+		if err != nil {
+			continue
+		}
+		cur, _ := periodsAt(sp.Period, now, s.locs[sp.Name])
+		fired := sched.Next(cur.To.Add(-time.Second))
+		if fired.After(now) || now.Sub(fired) > catchUpWithin {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := s.Send(ctx, sp.Name, now); err != nil && ctx.Err() == nil {
+				s.deps.Logger.Error("report not sent", "report", sp.Name, "err", err)
+			}
+		}()
+	}
 }
 
 // Build reads the counts and builds the report named name for the last
