@@ -92,6 +92,7 @@ const LinksPrefix = "/links/"
 type RecipientLinks struct {
 	Unsubscribe string // the unsubscribe page, also the List-Unsubscribe URL
 	Snooze      string
+	SnoozeFor   time.Duration // how long the snooze lasts
 }
 
 // Claims are what a token says.
@@ -188,6 +189,7 @@ func (s *Signer) For(x crossing.Crossing, recipients []string, now time.Time) ma
 		l := RecipientLinks{Unsubscribe: s.URL(Claims{Action: ActionUnsubscribe, Recipient: r, Rule: x.Rule, Expires: exp})}
 		if snooze {
 			l.Snooze = s.URL(Claims{Action: ActionSnooze, Recipient: r, Rule: x.Rule, Site: x.Site, Path: x.Path, Expires: exp})
+			l.SnoozeFor = s.cfg.SnoozeFor
 		}
 		out[r] = l
 	}

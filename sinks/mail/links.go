@@ -3,6 +3,7 @@ package mail
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/pagewatch/pagewatch/pipeline/notify"
 	gomail "github.com/wneessen/go-mail"
@@ -15,6 +16,19 @@ func recipientLinks(n notify.Notification) notify.RecipientLinks {
 		return notify.RecipientLinks{}
 	}
 	return n.Links[n.Recipients[0]]
+}
+
+// snoozeText names a snooze's length: "24 h", "90 min".
+func snoozeText(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "a while"
+	case d%time.Hour == 0:
+		return fmt.Sprintf("%d h", d/time.Hour)
+	case d%time.Minute == 0:
+		return fmt.Sprintf("%d min", d/time.Minute)
+	}
+	return d.String()
 }
 
 // setListUnsubscribe adds RFC 2369's List-Unsubscribe and RFC 8058's

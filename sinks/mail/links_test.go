@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pagewatch/pagewatch/pipeline/notify"
 	"github.com/pagewatch/pagewatch/sinks/mail"
@@ -18,7 +19,7 @@ func TestLinksPerRecipient(t *testing.T) {
 	n := testNotification()
 	n.Recipients = []string{"ann@example.com", "bob@example.com"}
 	n.Links = map[string]notify.RecipientLinks{
-		"ann@example.com": {Unsubscribe: "https://pw.example/links/unsubscribe?t=ANN", Snooze: "https://pw.example/links/snooze?t=ANN"},
+		"ann@example.com": {Unsubscribe: "https://pw.example/links/unsubscribe?t=ANN", Snooze: "https://pw.example/links/snooze?t=ANN", SnoozeFor: 24 * time.Hour},
 		"bob@example.com": {Unsubscribe: "https://pw.example/links/unsubscribe?t=BOB"},
 	}
 	if err := s.Send(t.Context(), n); err != nil {
@@ -47,7 +48,7 @@ func TestLinksPerRecipient(t *testing.T) {
 			if !strings.Contains(body, "links/unsubscribe?t="+who) {
 				t.Errorf("body lacks the unsubscribe link:\n%s", body)
 			}
-			if snooze := strings.Contains(body, "links/snooze?t="); snooze != (who == "ANN") {
+			if snooze := strings.Contains(body, "links/snooze?t=") && strings.Contains(body, "Snooze this page for 24 h"); snooze != (who == "ANN") {
 				t.Errorf("snooze link shown: %t, want %t", snooze, who == "ANN")
 			}
 		}

@@ -72,7 +72,7 @@ type view struct {
 	Peak           string // "04:42 UTC, 87 views"
 
 	// The recipient's links (links.go), or empty.
-	Unsubscribe, Snooze string
+	Unsubscribe, Snooze, SnoozeFor string
 }
 
 type digestView struct {
@@ -223,7 +223,7 @@ Top referrers{{if .WindowText}}, {{.WindowText}}{{end}}:
 -- 
 Sent by pagewatch for crossing {{.Key}}.
 {{- if .Snooze}}
-Snooze this page for a while: {{.Snooze}}
+Snooze this page for {{.SnoozeFor}}: {{.Snooze}}
 {{- end}}
 {{- if .Unsubscribe}}
 Unsubscribe from rule {{.Rule}}: {{.Unsubscribe}}
@@ -276,7 +276,7 @@ const htmlBody = `<!DOCTYPE html>
 </table>
 {{- end}}
 <p style="color: #888">Sent by pagewatch for crossing {{.Key}}.
-{{- if .Snooze}} <a href="{{.Snooze}}">Snooze this page</a>.{{end}}
+{{- if .Snooze}} <a href="{{.Snooze}}">Snooze this page for {{.SnoozeFor}}</a>.{{end}}
 {{- if .Unsubscribe}} <a href="{{.Unsubscribe}}">Unsubscribe from rule {{.Rule}}</a>.{{end}}</p>
 </body>
 </html>
@@ -317,7 +317,7 @@ func (r *renderer) message(n notify.Notification) (*gomail.Msg, error) {
 	}
 	v := newView(n)
 	links := recipientLinks(n)
-	v.Unsubscribe, v.Snooze = links.Unsubscribe, links.Snooze
+	v.Unsubscribe, v.Snooze, v.SnoozeFor = links.Unsubscribe, links.Snooze, snoozeText(links.SnoozeFor)
 	var chartPNG []byte
 	cid := "chart." + crossing.MessageID(n.Key) // unique per crossing, like the Message-ID
 	if c := newChart(n.Series, n.WindowStart, n.WindowEnd, n.CrossedAt); c != nil {
