@@ -22,9 +22,9 @@ type Hit struct {
 	Bytes     uint64
 	Referer   string
 	UserAgent string
-	// Offset is the byte offset of the line in its file. Together with the
-	// JetStream sequence of the batch it identifies the line for good,
-	// which is what makes re-loading a batch idempotent.
+	// Offset is the byte offset of the line in its file (or stream).
+	// Together with its batch's HitKey it identifies the line for good,
+	// which is what makes loading it again idempotent.
 	Offset uint64
 }
 
@@ -275,9 +275,33 @@ func (d *decoder) literal(n uint64) string {
 	return s
 }
 
-// Batch is the hits of one JetStream message, with the message's stream
-// sequence: the identity that makes loading it twice harmless.
+// Batch is the hits of one JetStream message, with the keys that make
+// loading it twice, or loading the same lines in another message,
+// harmless (keys.go).
 type Batch struct {
-	Seq  uint64
-	Hits []Hit
+	// Seq is the message's stream sequence: two deliveries of one
+	// message share it.
+	Seq uint64
+	// Key names the message by what it holds (its source and byte
+	// range), LineKey the source its hits' offsets count in; both 0
+	// means Seq names both, as before deterministic keys (Keys).
+	Key, LineKey uint64
+	Hits         []Hit
+}
+
+// MsgKey is the key of the batch's per-minute counts.
+func (b *Batch) MsgKey() uint64 {
+	if b.Key != 0 {
+		return b.Key
+	}
+	return b.Seq
+}
+
+// HitKey is the key each hit's Offset counts in: with it, the hit's
+// event id.
+func (b *Batch) HitKey() uint64 {
+	if b.LineKey != 0 {
+		return b.LineKey
+	}
+	return b.Seq
 }
