@@ -333,6 +333,7 @@ func (fw *follower) siblingPipe(subject string) *pipe {
 	batch := newHitBatch(fw.live.rd.batch.parser, fw.in.Site, fw.env.pages, fw.env.metrics, fw.logger)
 	p := newPipe(fw.env, fw.in, subject, batch, fw.logger)
 	p.meter = fw.live.meter
+	p.pos.source = fw.live.pos.source
 	return p
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pagewatch/pagewatch/broker/bus"
+	"github.com/pagewatch/pagewatch/domain/hit"
 	"github.com/pagewatch/pagewatch/pipeline/logformat"
 )
 
@@ -21,6 +22,10 @@ const (
 	// HeaderEOF marks the last message of a file known to be complete: a
 	// deleted file once read, a rotated sibling read to its end.
 	HeaderEOF = "Pagewatch-Eof"
+	// HeaderSource is the host and real path of the input a file message
+	// comes from (the file's lease key): with the file's head hash and a
+	// line's offset, the line's event id (hit.Keys).
+	HeaderSource = hit.HeaderSource
 )
 
 // errResync means the stream holds a position other than ours: the
@@ -89,6 +94,7 @@ func (t *Tailer) makeFollower(in Input, p logformat.Parser, state *fileState, gl
 		keepalive: keepalive,
 	}
 	fw.live.pos.stored = fw.lease.refreshRecord
+	fw.live.pos.source = fileLeaseKey(t.files.self.host, in.Path)
 	return fw
 }
 

@@ -38,6 +38,7 @@ type position struct {
 	logger  *slog.Logger
 	timeout time.Duration // each publish attempt's
 	path    string        // Pagewatch-Path of the messages
+	source  string        // Pagewatch-Source of the messages
 	subject string
 
 	lastSeq     uint64 // stream sequence of the last message on subject
@@ -134,6 +135,9 @@ func (p *position) launch(ctx context.Context, b *hitBatch, id identity, start, 
 	msg := &nats.Msg{Subject: p.subject, Data: b.enc.Bytes(), Header: nats.Header{}}
 	msg.Header.Set(HeaderFile, id.String())
 	msg.Header.Set(HeaderPath, p.path)
+	if p.source != "" {
+		msg.Header.Set(HeaderSource, p.source)
+	}
 	msg.Header.Set(HeaderStart, strconv.FormatInt(start, 10))
 	msg.Header.Set(HeaderEnd, strconv.FormatInt(end, 10))
 	msg.Header.Set(HeaderLines, strconv.Itoa(b.lines))
