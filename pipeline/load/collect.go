@@ -109,14 +109,15 @@ func (l *Loader) collect(ctx context.Context) (*batch, error) {
 			if !ok {
 				continue
 			}
-			if seen[hb.Seq] {
-				// Redelivered while we were still collecting: one copy per
+			if seen[hb.MsgKey()] {
+				// Redelivered while we were still collecting, or the same
+				// lines published again in another message: one copy per
 				// insert, or its per-minute counts would add up twice. Not
 				// acked: acking any delivery acks the message, and ours is
-				// not inserted yet.
+				// not inserted yet; a later batch loads it, changing nothing.
 				continue
 			}
-			seen[hb.Seq] = true
+			seen[hb.MsgKey()] = true
 			b.msgs = append(b.msgs, m)
 			b.hits = append(b.hits, hb)
 			b.rows += len(hb.Hits)
@@ -175,7 +176,9 @@ func (l *Loader) decode(ctx context.Context, m jetstream.Msg) (hit.Batch, bool) 
 		l.deadLetter(ctx, m, meta.Sequence.Stream, err.Error())
 		return hit.Batch{}, false
 	}
-	return hit.Batch{Seq: meta.Sequence.Stream, Hits: hits}, true
+	hb := hit.Batch{Seq: meta.Sequence.Stream, Hits: hits}
+	hb.Key, hb.LineKey = hit.Keys(m.Headers().Get)
+	return hb, true
 }
 
 // deadLetter copies m with the reason to the dead-letter stream, then

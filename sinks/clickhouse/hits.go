@@ -21,6 +21,11 @@ import (
 // partitions-per-insert limit. Rows are sent already in the tables' sort
 // order: ClickHouse then skips sorting the block, which doubles how fast
 // 18.16 takes string-keyed rows.
+//
+// Hits are keyed by their event id, (HitKey, offset), and per-minute
+// counts by their message's MsgKey (see hit.Keys): the same line loaded
+// again in another message (a recovery, a --from-start run, a replay) is
+// the same hits row.
 func (c *Client) InsertHits(ctx context.Context, batches []hit.Batch) error {
 	rows := sortedRows(batches)
 	if len(rows) == 0 {
@@ -51,13 +56,14 @@ func (c *Client) InsertHits(ctx context.Context, batches []hit.Batch) error {
 	return nil
 }
 
-// row is one hit with the sequence of the message it came in, and the
-// integer sort keys standing in for its partition and page.
+// row is one hit with its keys, and the integer sort keys standing in
+// for its partition and page.
 type row struct {
 	day  int    // dayOf(unix), the partition
 	page uint32 // rank of (site, path) among the insert's pages
 	unix int64
-	seq  uint64
+	seq  uint64 // hits.seq: the batch's HitKey; with the offset, the event id
+	msg  uint64 // page_minutes.seq: the batch's MsgKey
 	hit  *hit.Hit
 }
 
@@ -89,7 +95,7 @@ func sortedRows(batches []hit.Batch) []row {
 			unix := h.Time.Unix()
 			day := dayOf(unix)
 			days[day] = 0
-			rows = append(rows, row{day: day, page: id, unix: unix, seq: b.Seq, hit: h})
+			rows = append(rows, row{day: day, page: id, unix: unix, seq: b.HitKey(), msg: b.MsgKey(), hit: h})
 		}
 	}
 	// Rank pages and days; bucket = day index × pages + page rank.
@@ -162,11 +168,11 @@ func countMinutes(rows []row) []minuteCount {
 		site, path := rows[i].hit.Site, rows[i].hit.Path
 		for ; i < len(rows) && rows[i].unix/60*60 == minute && rows[i].page == page; i++ {
 			j := first
-			for j < len(out) && out[j].seq != rows[i].seq {
+			for j < len(out) && out[j].seq != rows[i].msg {
 				j++
 			}
 			if j == len(out) {
-				out = append(out, minuteCount{month: rows[i].day / 100, page: page, site: site, path: path, minute: minute, seq: rows[i].seq})
+				out = append(out, minuteCount{month: rows[i].day / 100, page: page, site: site, path: path, minute: minute, seq: rows[i].msg})
 			}
 			out[j].hits++
 		}
