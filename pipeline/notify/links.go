@@ -218,7 +218,7 @@ func (w *Worker) unsubscribed(ctx context.Context, x crossing.Crossing, receiver
 		w.logger.Warn("read unsubscribes failed; job will be redelivered", "key", x.Key, "receiver", receiver, "err", err)
 		return nil, w.cfg.DeferDelay, false, false
 	}
-	if len(kept) == 0 {
+	if len(kept) == 0 && len(gone) > 0 {
 		if err := w.writeLedger(ctx, LedgerKey(x.Key, receiver), stateUnsubscribed); err != nil {
 			return nil, w.cfg.DeferDelay, false, false
 		}
