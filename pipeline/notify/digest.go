@@ -130,11 +130,15 @@ func (w *Worker) sendDigest(ctx context.Context, spec ReceiverSpec) error {
 			return err
 		}
 	}
-	if err := w.writeLedger(lctx, key, stateSent); err != nil {
+	state, rec := stateSent, crossing.Record{Outcome: crossing.Sent}
+	if len(sends) == 0 { // every address left every rule in it
+		state, rec = stateUnsubscribed, crossing.Record{Outcome: crossing.Unsubscribed, Error: "every address unsubscribed from the digest's rules"}
+	}
+	if err := w.writeLedger(lctx, key, state); err != nil {
 		return err
 	}
-	w.outcome(x, spec.Name, crossing.Record{Outcome: crossing.Sent})
-	w.logger.Info("quiet-hours digest sent", "receiver", spec.Name, "crossings", len(held))
+	w.outcome(x, spec.Name, rec)
+	w.logger.Info("quiet-hours digest done", "receiver", spec.Name, "crossings", len(held), "outcome", rec.Outcome)
 	return w.dropHeld(lctx, heldKeys)
 }
 

@@ -96,6 +96,9 @@ func (u *Unsubscribes) Filter(ctx context.Context, rule string, recipients []str
 // rule in it share n; one that left some of its rules gets a digest of
 // the rest to itself; one that left them all gets none.
 func (w *Worker) digestBySubscription(ctx context.Context, held []crossing.Crossing, n Notification) ([]Notification, error) {
+	if len(n.Recipients) == 0 {
+		return []Notification{n}, nil // the sink refuses it, as before
+	}
 	var full []string
 	var out []Notification
 	for _, r := range n.Recipients {
