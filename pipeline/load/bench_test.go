@@ -126,6 +126,12 @@ func publishAsync(b *testing.B, bb *bundle, msgs [][]byte, round int) {
 	for j, data := range msgs {
 		m := nats.NewMsg(bb.bus.HitsSubject("bench", fmt.Sprintf("r%df%d", round, j%8)))
 		m.Data = data
+		// The headers ingest tail sets, so the loader derives the hits'
+		// event ids and the messages' keys as in production (hit.Keys).
+		m.Header.Set(hit.HeaderSource, fmt.Sprintf("bench/r%d/access%d.log", round, j%8))
+		m.Header.Set(hit.HeaderFile, fmt.Sprintf("64768:%d:1024:%016x", j%8, round*8+j%8))
+		m.Header.Set(hit.HeaderStart, fmt.Sprint(j))
+		m.Header.Set(hit.HeaderEnd, fmt.Sprint(j+1))
 		f, err := bb.bus.JS.PublishMsgAsync(m, jetstream.WithStallWait(time.Minute))
 		if err != nil {
 			b.Fatal(err)
