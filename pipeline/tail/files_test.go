@@ -13,6 +13,7 @@ import (
 
 	"github.com/pagewatch/pagewatch/broker/bus"
 	"github.com/pagewatch/pagewatch/domain/hit"
+	"github.com/pagewatch/pagewatch/internal/testcheck"
 	"github.com/pagewatch/pagewatch/pipeline/tail"
 )
 
@@ -135,17 +136,6 @@ func value(t testing.TB, g prometheus.Gatherer, name string) float64 {
 	return 0
 }
 
-func waitUntil(t testing.TB, within time.Duration, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %s: %s", within, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func mkdir(t testing.TB, path string) string {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -179,7 +169,7 @@ func TestGlobFilesBeforeAndAfterStart(t *testing.T) {
 		t.Errorf("files followed: %v, want 3", n)
 	}
 	// The metrics of a file found late are labelled with its path.
-	waitUntil(t, 5*time.Second, "c's lag 0", func() bool { return metric(t, reg, "pagewatch_ingest_tail_lag_bytes", c) == 0 })
+	testcheck.Eventually(t, 5*time.Second, "c's lag 0", func() bool { return metric(t, reg, "pagewatch_ingest_tail_lag_bytes", c) == 0 })
 	stop()
 	b.counts(t, map[string]int{b.subject("test", a): 300, b.subject("test", bb): 150, b.subject("test", c): 450})
 }
@@ -253,7 +243,7 @@ func TestGlobFileDeletedAndMaxFiles(t *testing.T) {
 	stop := b.runTailer(t, b.cfg, reg)
 	b.waitHits(t, 300)
 	appendLines(t, z, b.lines[300:350]) // refused: two files followed
-	waitUntil(t, 5*time.Second, "z refused", func() bool { return value(t, reg, "pagewatch_ingest_tail_refused_files_total") == 1 })
+	testcheck.Eventually(t, 5*time.Second, "z refused", func() bool { return value(t, reg, "pagewatch_ingest_tail_refused_files_total") == 1 })
 
 	if err := os.Remove(x); err != nil { // let go after rotate_grace and linger
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pagewatch/pagewatch/broker/bus"
+	"github.com/pagewatch/pagewatch/internal/testcheck"
 )
 
 // writer appends lines to path, a few every millisecond or so, until all
@@ -45,13 +46,13 @@ func TestTwoInstancesOneFile(t *testing.T) {
 	b.waitHits(t, 1000)
 	stopB := b.runTailer(t, cfgB, regB)
 	defer stopB()
-	waitUntil(t, 5*time.Second, "b standing by", func() bool { return value(t, regB, "pagewatch_ingest_tail_standby_files") == 1 })
+	testcheck.Eventually(t, 5*time.Second, "b standing by", func() bool { return value(t, regB, "pagewatch_ingest_tail_standby_files") == 1 })
 
 	wait := writer(t, b.log, b.lines[1000:])
 	time.Sleep(500 * time.Millisecond) // lines arriving while a publishes
 	stopA()
 	stoppedAt := time.Now()
-	waitUntil(t, b.cfg.LeaseTTL, "b takes over", func() bool { return value(t, regB, "pagewatch_ingest_tail_standby_files") == 0 })
+	testcheck.Eventually(t, b.cfg.LeaseTTL, "b takes over", func() bool { return value(t, regB, "pagewatch_ingest_tail_standby_files") == 0 })
 	t.Logf("b took over %s after a stopped", time.Since(stoppedAt).Round(time.Millisecond))
 	wait()
 	b.waitHits(t, len(b.lines))
@@ -77,7 +78,7 @@ func TestLeaseLostStopsPublishing(t *testing.T) {
 	b.waitHits(t, 500)
 	stopB := b.runTailer(t, cfgB, regB)
 	defer stopB()
-	waitUntil(t, 5*time.Second, "b standing by", func() bool { return value(t, regB, "pagewatch_ingest_tail_standby_files") == 1 })
+	testcheck.Eventually(t, 5*time.Second, "b standing by", func() bool { return value(t, regB, "pagewatch_ingest_tail_standby_files") == 1 })
 
 	wait := writer(t, b.log, b.lines[500:])
 	time.Sleep(200 * time.Millisecond)
@@ -93,10 +94,10 @@ func TestLeaseLostStopsPublishing(t *testing.T) {
 	if _, err := kv.Put(context.Background(), keys[0], []byte("instance=x host=elsewhere pid=1 pidns=pid:[1]/0")); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, b.cfg.LeaseTTL, "a stops and stands by", func() bool {
+	testcheck.Eventually(t, b.cfg.LeaseTTL, "a stops and stands by", func() bool {
 		return value(t, regA, "pagewatch_ingest_tail_leases_lost_total") == 1 && value(t, regA, "pagewatch_ingest_tail_standby_files") == 1
 	})
-	waitUntil(t, 3*b.cfg.LeaseTTL, "a or b takes over", func() bool {
+	testcheck.Eventually(t, 3*b.cfg.LeaseTTL, "a or b takes over", func() bool {
 		return value(t, regA, "pagewatch_ingest_tail_standby_files")+value(t, regB, "pagewatch_ingest_tail_standby_files") == 1
 	})
 	wait()
@@ -120,12 +121,12 @@ func TestLeaseOfDeadProcessTakenAtOnce(t *testing.T) {
 	// What a killed tailer leaves: its lease, naming a pid that is gone.
 	dead := exec.Command("true")
 	if err := dead.Run(); err != nil {
-		t.Skip("cannot run true(1):", err)
+		testcheck.SkipOutsideCI(t, fmt.Sprintf("cannot run true(1) to get a pid that is gone: %v (apt-get install coreutils)", err))
 	}
 	host, _ := os.Hostname()
 	ns, err := os.Readlink("/proc/self/ns/pid")
 	if err != nil {
-		t.Skip("no pid namespace to tell a dead process by:", err)
+		testcheck.SkipOutsideCI(t, fmt.Sprintf("no pid namespace (/proc/self/ns/pid) to tell a dead process by: %v", err))
 	}
 	kv, err := b.bus.KV(context.Background(), bus.BucketTailLeases, b.cfg.LeaseTTL)
 	if err != nil {

@@ -2,12 +2,14 @@ package tail_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/pagewatch/pagewatch/internal/testcheck"
 	"github.com/pagewatch/pagewatch/pipeline/tail"
 )
 
@@ -34,13 +36,12 @@ func TestLagAndAgeMetrics(t *testing.T) {
 	age := func() float64 { return metric(t, reg, "pagewatch_ingest_tail_oldest_unpublished_age_seconds", b.log) }
 	waitFor := func(what string, ok func() bool) {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for !ok() {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: lag %v, age %v", what, lag(), age())
+		testcheck.Eventually(t, 10*time.Second, what, func() error {
+			if !ok() {
+				return fmt.Errorf("lag %v, age %v", lag(), age())
 			}
-			time.Sleep(10 * time.Millisecond)
-		}
+			return nil
+		})
 	}
 
 	appendLines(t, b.log, b.lines[:500])

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/pagewatch/pagewatch/internal/testcheck"
 	"github.com/pagewatch/pagewatch/pipeline/pageview"
 	"github.com/pagewatch/pagewatch/pipeline/tail"
 )
@@ -44,14 +45,10 @@ func TestPagesFilteredAndCounted(t *testing.T) {
 		[]byte(`shop.example.com:443` + pre + `"GET /a\x0A\x00b HTTP/1.1" 200 5 "-" "Mozilla/5.0"`),
 	})
 	const total, kept = 10_000 + 3, 2100 + 2
-	deadline := time.Now().Add(20 * time.Second)
-	for counter(t, reg, "pagewatch_ingest_tail_lines_total", "result", "hit")+
-		counter(t, reg, "pagewatch_ingest_tail_lines_total", "result", "skipped") < total {
-		if time.Now().After(deadline) {
-			t.Fatal("the tailer never consumed every line")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testcheck.Eventually(t, 20*time.Second, "the tailer to consume every line", func() bool {
+		return counter(t, reg, "pagewatch_ingest_tail_lines_total", "result", "hit")+
+			counter(t, reg, "pagewatch_ingest_tail_lines_total", "result", "skipped") >= total
+	})
 	hits := b.waitHits(t, kept)
 	paths := map[string]string{}
 	for _, h := range hits {

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pagewatch/pagewatch/broker/bus"
+	"github.com/pagewatch/pagewatch/internal/testcheck"
 	"github.com/pagewatch/pagewatch/internal/testserver/natstest"
 	"github.com/pagewatch/pagewatch/pipeline/pageview"
 )
@@ -84,9 +85,7 @@ func TestRetryPastDuplicateWindowStoresOnce(t *testing.T) {
 	// by then the client has seen the connection go. (An attempt written
 	// in the moment before it notices is sent again on reconnect, past
 	// any check: the residual risk, which this test does not take.)
-	for b.Conn.IsConnected() {
-		time.Sleep(time.Millisecond)
-	}
+	testcheck.Eventually(t, 10*time.Second, "the client to see the server go", func() bool { return !b.Conn.IsConnected() })
 	done := make(chan error, 1)
 	go func() {
 		done <- s.publish(ctx, &batch{msg: msg("test.stdin.1.1"), lines: 1, sent: sent, floor: floor})

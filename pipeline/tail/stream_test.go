@@ -17,6 +17,7 @@ import (
 
 	"github.com/pagewatch/pagewatch/broker/bus"
 	"github.com/pagewatch/pagewatch/domain/hit"
+	"github.com/pagewatch/pagewatch/internal/testcheck"
 	"github.com/pagewatch/pagewatch/pipeline/pageview"
 	"github.com/pagewatch/pagewatch/pipeline/tail"
 )
@@ -144,17 +145,6 @@ func (b *bundle) runStdin(t testing.TB, ctx context.Context, r io.Reader, reg pr
 	}
 }
 
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func joinLines(lines [][]byte) []byte {
 	var buf bytes.Buffer
 	for _, l := range lines {
@@ -278,7 +268,7 @@ func TestStdinQuietPipeFlushes(t *testing.T) {
 	if _, err := pw.Write(joinLines(b.lines[:5])); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "5 hits", func() bool {
+	testcheck.Eventually(t, 20*time.Second, "5 hits", func() bool {
 		n := 0
 		for _, ms := range b.streamMsgs(t, "stdin") {
 			n += len(hitsOf(ms))
@@ -304,7 +294,7 @@ func TestStdinCancelStopsPromptly(t *testing.T) {
 	if _, err := pw.Write(joinLines(b.lines[:10])); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "10 lines read", func() bool {
+	testcheck.Eventually(t, 20*time.Second, "10 lines read", func() bool {
 		return counter(t, reg, "pagewatch_ingest_tail_lines_total", "result", "hit") == 10
 	})
 	start := time.Now()
@@ -342,7 +332,7 @@ func TestStdinNATSOutage(t *testing.T) {
 		}
 		pw.Close()
 	}()
-	eventually(t, "3000 lines published", func() bool {
+	testcheck.Eventually(t, 20*time.Second, "3000 lines published", func() bool {
 		n := 0
 		for _, ms := range b.streamMsgs(t, "stdin") {
 			n += len(hitsOf(ms))

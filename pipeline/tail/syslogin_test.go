@@ -14,6 +14,7 @@ import (
 
 	"github.com/pagewatch/pagewatch/broker/bus"
 	"github.com/pagewatch/pagewatch/domain/hit"
+	"github.com/pagewatch/pagewatch/internal/testcheck"
 	"github.com/pagewatch/pagewatch/pipeline/tail"
 )
 
@@ -69,18 +70,18 @@ func TestSyslogBesideFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 		if i%200 == 199 {
-			eventually(t, "UDP delivery", func() bool { return delivered() == float64(i+1) })
+			testcheck.Eventually(t, 20*time.Second, "UDP delivery", func() bool { return delivered() == float64(i+1) })
 		}
 	}
 
-	eventually(t, "every syslog line published", func() bool {
+	testcheck.Eventually(t, 20*time.Second, "every syslog line published", func() bool {
 		n := 0
 		for _, ms := range b.streamMsgs(t, "syslog") {
 			n += len(hitsOf(ms))
 		}
 		return n == 2*len(b.lines)
 	})
-	eventually(t, "the file's lines published", func() bool { return len(b.subjectHits(t, b.log)) == 1000 })
+	testcheck.Eventually(t, 20*time.Second, "the file's lines published", func() bool { return len(b.subjectHits(t, b.log)) == 1000 })
 	msgs := b.streamMsgs(t, "syslog")
 	if len(msgs) != 2 {
 		t.Fatalf("%d streams on the syslog subject, want udp and tcp", len(msgs))
@@ -136,7 +137,7 @@ func TestSyslogWithoutFiles(t *testing.T) {
 	if _, err := c.Write(append(nginxSyslog(b.lines[0]), '\n')); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "one hit", func() bool { return len(b.subjectHits(t, "syslog")) == 1 })
+	testcheck.Eventually(t, 20*time.Second, "one hit", func() bool { return len(b.subjectHits(t, "syslog")) == 1 })
 	if d := time.Since(start); d > 1500*time.Millisecond {
 		t.Fatalf("published after %s; flush_interval is 1s", d)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/pagewatch/pagewatch/broker/bus"
 	"github.com/pagewatch/pagewatch/domain/hit"
 	"github.com/pagewatch/pagewatch/internal/realdata"
+	"github.com/pagewatch/pagewatch/internal/testcheck"
 	"github.com/pagewatch/pagewatch/internal/testserver/natstest"
 	"github.com/pagewatch/pagewatch/pipeline/tail"
 )
@@ -125,17 +126,17 @@ func (b *bundle) published(t testing.TB) []hit.Hit {
 // waitHits waits until the stream holds n hits.
 func (b *bundle) waitHits(t *testing.T, n int) []hit.Hit {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		hits := b.published(t)
-		if len(hits) == n {
-			return hits
-		}
-		if len(hits) > n || time.Now().After(deadline) {
+	var hits []hit.Hit
+	testcheck.Eventually(t, 20*time.Second, fmt.Sprintf("%d hits in the stream", n), func() error {
+		if hits = b.published(t); len(hits) > n {
 			t.Fatalf("stream holds %d hits, want %d", len(hits), n)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		if len(hits) != n {
+			return fmt.Errorf("it holds %d", len(hits))
+		}
+		return nil
+	})
+	return hits
 }
 
 func TestRealLogExactlyOnceAcrossRestarts(t *testing.T) {
@@ -253,18 +254,18 @@ func TestPositionAgedOutOfStream(t *testing.T) {
 
 func (b *bundle) waitMessages(t *testing.T, n uint64) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testcheck.Eventually(t, 10*time.Second, fmt.Sprintf("%d messages in the stream", n), func() error {
 		s, err := b.bus.JS.Stream(context.Background(), b.bus.HitsStreamName())
-		if err == nil {
-			info, err := s.Info(context.Background())
-			if err == nil && info.State.Msgs >= n {
-				return
-			}
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("stream never held %d messages", n)
+		info, err := s.Info(context.Background())
+		if err != nil {
+			return err
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		if info.State.Msgs < n {
+			return fmt.Errorf("it holds %d", info.State.Msgs)
+		}
+		return nil
+	})
 }
