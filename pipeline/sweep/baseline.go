@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -53,18 +55,24 @@ func (s *Sweeper) expect(ctx context.Context, set *ruleSet, obs map[string][]obs
 		}
 		b.starts, b.read = starts, now
 	}
-	// What is missing, grouped by rule and half hour: one query each.
+	// What is missing, grouped by half hour and the spans it reads: one
+	// query each. Rules whose baselines read the same hours (the same
+	// kind of baseline over the same window, as in a file of spike
+	// rules, one per site) share it, and so do the sites whose data
+	// begins before those hours: a query per rule was most of a first
+	// sweep's time.
 	type group struct {
-		rule int
-		slot time.Time
+		slot  time.Time
+		spans string
 	}
 	type want struct {
 		key        string
 		i          int // into obs[key]
+		rule       int
 		site, path string
-		spans      []rules.Interval
 	}
 	missing := map[group][]want{}
+	spansOf := map[group][]rules.Interval{}
 	for key, list := range obs {
 		for i, o := range list {
 			r := set.rules[o.pt.rule]
@@ -80,22 +88,26 @@ func (s *Sweeper) expect(ctx context.Context, set *ruleSet, obs map[string][]obs
 			if !ok {
 				continue // no data yet: unknown normal
 			}
-			g := group{o.pt.rule, slot}
-			missing[g] = append(missing[g], want{key: key, i: i, site: o.site, path: o.path, spans: r.BaselineSpans(o.pt.to, start)})
+			spans := r.BaselineSpans(o.pt.to, start)
+			g := group{slot, spanKey(spans)}
+			if _, ok := spansOf[g]; !ok {
+				spansOf[g] = spans
+			}
+			missing[g] = append(missing[g], want{key: key, i: i, rule: o.pt.rule, site: o.site, path: o.path})
 		}
 	}
 	for g, ws := range missing {
-		r := set.rules[g.rule]
+		spans := spansOf[g]
 		q := traffic.HourQuery{}
-		for _, w := range ws {
-			if !slices.Contains(q.Sites, w.site) {
-				q.Sites = append(q.Sites, w.site)
-			}
-			q.Paths = append(q.Paths, w.path)
-			for _, sp := range w.spans {
-				q.Spans = append(q.Spans, traffic.Span{From: sp.From, To: sp.To})
-			}
+		for _, sp := range spans {
+			q.Spans = append(q.Spans, traffic.Span{From: sp.From, To: sp.To})
 		}
+		for _, w := range ws {
+			q.Sites = append(q.Sites, w.site)
+			q.Paths = append(q.Paths, w.path)
+		}
+		slices.Sort(q.Sites)
+		q.Sites = slices.Compact(q.Sites)
 		slices.Sort(q.Paths)
 		q.Paths = slices.Compact(q.Paths)
 		hours := map[page]map[int64]uint64{}
@@ -107,17 +119,17 @@ func (s *Sweeper) expect(ctx context.Context, set *ruleSet, obs map[string][]obs
 			hours[p][hour.Unix()] += hits
 		})
 		if err != nil {
-			return fmt.Errorf("baselines of rule %s: %w", r.Name, err)
+			return fmt.Errorf("baselines of %d pages over %d spans: %w", len(q.Paths), len(spans), err)
 		}
 		for _, w := range ws {
 			h := hours[page{w.site, w.path}]
-			counts := make([]uint64, len(w.spans))
-			for j, sp := range w.spans {
+			counts := make([]uint64, len(spans))
+			for j, sp := range spans {
 				for t := sp.From; t.Before(sp.To); t = t.Add(time.Hour) {
 					counts[j] += h[t.Unix()]
 				}
 			}
-			e := r.Expect(counts)
+			e := set.rules[w.rule].Expect(counts)
 			obs[w.key][w.i].exp = e
 			b.cache[w.key] = cachedExpected{slot: g.slot, exp: e}
 		}
@@ -129,4 +141,16 @@ func (s *Sweeper) expect(ctx context.Context, set *ruleSet, obs map[string][]obs
 		}
 	}
 	return nil
+}
+
+// spanKey is spans as text, to group the wants that read the same hours.
+func spanKey(spans []rules.Interval) string {
+	var b strings.Builder
+	for _, sp := range spans {
+		b.WriteString(strconv.FormatInt(sp.From.Unix(), 36))
+		b.WriteByte('-')
+		b.WriteString(strconv.FormatInt(sp.To.Unix(), 36))
+		b.WriteByte(',')
+	}
+	return b.String()
 }
