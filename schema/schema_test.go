@@ -112,27 +112,31 @@ func TestClusterDDLShape(t *testing.T) {
 	// A page's rows stay on one shard (next to its minutes), and so do a
 	// day's rows of the small per-day tables.
 	wantKeys := map[string]string{
-		"hits":          "cityHash64(site, path)",
-		"page_minutes":  "cityHash64(site, path)",
-		"crossings":     "cityHash64(crossing_key)",
-		"notifications": "cityHash64(crossing_key)",
-		"loaded_days":   "cityHash64(day)",
-		"page_days":     "cityHash64(site, path)",
-		"sealed_days":   "cityHash64(day)",
-		"crossing_whys": "cityHash64(crossing_key)",
+		"hits":             "cityHash64(site, path)",
+		"page_minutes":     "cityHash64(site, path)",
+		"crossings":        "cityHash64(crossing_key)",
+		"notifications":    "cityHash64(crossing_key)",
+		"loaded_days":      "cityHash64(day)",
+		"page_days":        "cityHash64(site, path)",
+		"sealed_days":      "cityHash64(day)",
+		"crossing_whys":    "cityHash64(crossing_key)",
+		"page_hours":       "cityHash64(site, path)",
+		"sealed_hour_days": "cityHash64(day)",
 	}
 	wantEngines := map[string]string{
-		"hits":          "ReplicatedReplacingMergeTree",
-		"page_minutes":  "ReplicatedReplacingMergeTree",
-		"crossings":     "ReplicatedReplacingMergeTree",
-		"notifications": "ReplicatedMergeTree",
-		"loaded_days":   "ReplicatedReplacingMergeTree",
-		"page_days":     "ReplicatedReplacingMergeTree",
-		"sealed_days":   "ReplicatedReplacingMergeTree",
-		"crossing_whys": "ReplicatedReplacingMergeTree",
+		"hits":             "ReplicatedReplacingMergeTree",
+		"page_minutes":     "ReplicatedReplacingMergeTree",
+		"crossings":        "ReplicatedReplacingMergeTree",
+		"notifications":    "ReplicatedMergeTree",
+		"loaded_days":      "ReplicatedReplacingMergeTree",
+		"page_days":        "ReplicatedReplacingMergeTree",
+		"sealed_days":      "ReplicatedReplacingMergeTree",
+		"crossing_whys":    "ReplicatedReplacingMergeTree",
+		"page_hours":       "ReplicatedReplacingMergeTree",
+		"sealed_hour_days": "ReplicatedReplacingMergeTree",
 	}
 	// The version column a ReplacingMergeTree keeps the highest of.
-	wantVersions := map[string]string{"page_days": "version", "sealed_days": "batches"}
+	wantVersions := map[string]string{"page_days": "version", "sealed_days": "batches", "page_hours": "version", "sealed_hour_days": "batches"}
 	localRE := regexp.MustCompile("^CREATE TABLE IF NOT EXISTS pagewatch\\.(\\w+)_local ON CLUSTER `pw` \\(\n")
 	engineRE := regexp.MustCompile(`\) ENGINE = (Replicated\w+)\('([^']*)', '([^']*)'(?:, (\w+))?\)\n`)
 	distRE := regexp.MustCompile("^CREATE TABLE IF NOT EXISTS pagewatch\\.(\\w+) ON CLUSTER `pw` AS pagewatch\\.(\\w+)\nENGINE = Distributed\\('pw', 'pagewatch', '(\\w+)', (.+)\\)$")

@@ -58,6 +58,11 @@ type Referrer struct {
 type HourQuery struct {
 	Sites, Paths []string
 	Spans        []Span
+	// SealedBefore: the hours of the UTC days before its day are read
+	// from page_hours, the rest from page_minutes; the zero time reads
+	// page_minutes only. Pass the time of the last SealHours that
+	// succeeded, as WindowQuery.SealedBefore is SealDays'.
+	SealedBefore time.Time
 }
 
 // Span is [From, To) in whole hours.

@@ -98,7 +98,7 @@ func (s *Sweeper) expect(ctx context.Context, set *ruleSet, obs map[string][]obs
 	}
 	for g, ws := range missing {
 		spans := spansOf[g]
-		q := traffic.HourQuery{}
+		q := traffic.HourQuery{SealedBefore: s.sealedHoursBefore()}
 		for _, sp := range spans {
 			q.Spans = append(q.Spans, traffic.Span{From: sp.From, To: sp.To})
 		}

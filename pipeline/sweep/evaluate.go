@@ -18,6 +18,7 @@ import (
 type Counter interface {
 	WindowCounts(ctx context.Context, q traffic.WindowQuery) ([]traffic.PageCount, error)
 	SealDays(ctx context.Context, before time.Time) (int, error)
+	SealHours(ctx context.Context, before time.Time) (int, error)
 	ScanMinutes(ctx context.Context, q traffic.MinuteScan, fn func(site, path string, minute time.Time, hits uint64) error) error
 	// For the baselines of spike and new_page rules (baseline.go).
 	HourCounts(ctx context.Context, q traffic.HourQuery, fn func(site, path string, hour time.Time, hits uint64)) error
@@ -374,4 +375,36 @@ func (s *Sweeper) seal(ctx context.Context, now time.Time) {
 	s.sealMu.Lock()
 	s.sealed = before
 	s.sealMu.Unlock()
+	if s.rules().episodic {
+		s.sealHours(ctx, sctx, before, budget)
+	}
+}
+
+// sealHours seals page_hours to the same day as page_days, for the
+// baselines of spike and new_page rules (only they read it), within what
+// is left of the sweep's sealing budget.
+func (s *Sweeper) sealHours(ctx, sctx context.Context, before time.Time, budget time.Duration) {
+	n, err := s.counts.SealHours(sctx, before)
+	if err != nil {
+		if ctx.Err() == nil && sctx.Err() != nil {
+			s.logger.Info("sealing hours goes on next sweep", "before", before.Format(time.DateOnly), "budget", budget)
+		} else {
+			s.logger.Warn("sealing hours failed; baselines read minutes instead", "before", before, "err", err)
+		}
+		return
+	}
+	if n > 0 {
+		s.logger.Info("sealed hourly totals", "days", n, "before", before.Format(time.DateOnly))
+	}
+	s.sealMu.Lock()
+	s.sealedHours = before
+	s.sealMu.Unlock()
+}
+
+// sealedHoursBefore is the boundary the last SealHours reached (zero:
+// none yet), for HourQuery.SealedBefore.
+func (s *Sweeper) sealedHoursBefore() time.Time {
+	s.sealMu.Lock()
+	defer s.sealMu.Unlock()
+	return s.sealedHours
 }

@@ -93,8 +93,9 @@ type Sweeper struct {
 	syncOnce sync.Once
 	syncErr  error
 
-	sealMu sync.Mutex
-	sealed time.Time
+	sealMu      sync.Mutex
+	sealed      time.Time // page_days' boundary (seal)
+	sealedHours time.Time // page_hours' (sealHours)
 
 	baselines *baselines
 }

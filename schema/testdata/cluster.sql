@@ -125,3 +125,29 @@ ORDER BY crossing_key;
 CREATE TABLE IF NOT EXISTS pagewatch.crossing_whys ON CLUSTER `pw` AS pagewatch.crossing_whys_local
 ENGINE = Distributed('pw', 'pagewatch', 'crossing_whys_local', cityHash64(crossing_key));
 
+-- 0004_page_hours.sql
+CREATE TABLE IF NOT EXISTS pagewatch.page_hours_local ON CLUSTER `pw` (
+    site String,
+    path String,
+    hour DateTime,
+    hits UInt64,
+    version UInt64
+) ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/pagewatch/page_hours_local', '{replica}', version)
+PARTITION BY toYYYYMM(hour)
+ORDER BY (hour, site, path);
+
+-- 0004_page_hours.sql
+CREATE TABLE IF NOT EXISTS pagewatch.page_hours ON CLUSTER `pw` AS pagewatch.page_hours_local
+ENGINE = Distributed('pw', 'pagewatch', 'page_hours_local', cityHash64(site, path));
+
+-- 0004_page_hours.sql
+CREATE TABLE IF NOT EXISTS pagewatch.sealed_hour_days_local ON CLUSTER `pw` (
+    day Date,
+    batches UInt64
+) ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/pagewatch/sealed_hour_days_local', '{replica}', batches)
+ORDER BY day;
+
+-- 0004_page_hours.sql
+CREATE TABLE IF NOT EXISTS pagewatch.sealed_hour_days ON CLUSTER `pw` AS pagewatch.sealed_hour_days_local
+ENGINE = Distributed('pw', 'pagewatch', 'sealed_hour_days_local', cityHash64(day));
+

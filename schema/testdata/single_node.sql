@@ -93,3 +93,21 @@ CREATE TABLE IF NOT EXISTS crossing_whys (
 PARTITION BY toYYYYMM(crossed_at)
 ORDER BY crossing_key;
 
+-- 0004_page_hours.sql
+CREATE TABLE IF NOT EXISTS page_hours (
+    site String,
+    path String,
+    hour DateTime,
+    hits UInt64,
+    version UInt64
+) ENGINE = ReplacingMergeTree(version)
+PARTITION BY toYYYYMM(hour)
+ORDER BY (hour, site, path);
+
+-- 0004_page_hours.sql
+CREATE TABLE IF NOT EXISTS sealed_hour_days (
+    day Date,
+    batches UInt64
+) ENGINE = ReplacingMergeTree(batches)
+ORDER BY day;
+

@@ -70,10 +70,37 @@ func (c *Client) insertLoadedDays(ctx context.Context, rows []dayBatch) error {
 // replica can break it, so read from the replicas written to or set
 // insert_quorum.
 func (c *Client) SealDays(ctx context.Context, before time.Time) (int, error) {
+	return c.sealEach(ctx, before, daySeal)
+}
+
+// SealHours brings page_hours up to date for the UTC days before
+// before's day, as SealDays does page_days, by the same argument: a
+// day's hours are summed from page_minutes after its number of loaded
+// messages was read, and sealed again when that number grows. Tracked in
+// sealed_hour_days, apart from page_days, so that the days sealed before
+// page_hours existed are summed per hour too. It returns how many days'
+// hours it sealed.
+func (c *Client) SealHours(ctx context.Context, before time.Time) (int, error) {
+	return c.sealEach(ctx, before, hourSeal)
+}
+
+// sealing is one rollup of page_minutes sealed a UTC day at a time: the
+// days to seal, the INSERT ... SELECT summing a day, the seal's record.
+type sealing struct {
+	what                string // "day", "hours of day"
+	toSeal, sum, sealed string
+}
+
+var (
+	daySeal  = sealing{what: "day", toSeal: queryDaysToSeal, sum: insertPageDays, sealed: insertSealedDays}
+	hourSeal = sealing{what: "hours of day", toSeal: queryHourDaysToSeal, sum: insertPageHours, sealed: insertSealedHourDays}
+)
+
+func (c *Client) sealEach(ctx context.Context, before time.Time, s sealing) (int, error) {
 	if before.Unix() <= 0 {
 		return 0, nil // no day before 1970 holds hits
 	}
-	days, err := c.daysToSeal(ctx, before)
+	days, err := c.daysToSealBy(ctx, s.toSeal, before)
 	if err != nil {
 		return 0, err
 	}
@@ -81,11 +108,11 @@ func (c *Client) SealDays(ctx context.Context, before time.Time) (int, error) {
 		from := d.day.Unix()
 		// One INSERT ... SELECT per day bounds its memory by the pages
 		// of one day, whatever the backlog.
-		if err := c.conn.Exec(c.insertContext(ctx), insertPageDays, from, from+secondsPerDay); err != nil {
-			return i, fmt.Errorf("seal day %s: sum page_minutes into page_days: %w", d.day.Format(time.DateOnly), err)
+		if err := c.conn.Exec(c.insertContext(ctx), s.sum, from, from+secondsPerDay); err != nil {
+			return i, fmt.Errorf("seal %s %s: sum page_minutes: %w", s.what, d.day.Format(time.DateOnly), err)
 		}
-		if err := c.sendColumns(ctx, insertSealedDays, []time.Time{d.day}, []uint64{d.loaded}); err != nil {
-			return i, fmt.Errorf("seal day %s: record it sealed with %d messages: %w", d.day.Format(time.DateOnly), d.loaded, err)
+		if err := c.sendColumns(ctx, s.sealed, []time.Time{d.day}, []uint64{d.loaded}); err != nil {
+			return i, fmt.Errorf("seal %s %s: record it sealed with %d messages: %w", s.what, d.day.Format(time.DateOnly), d.loaded, err)
 		}
 	}
 	return len(days), nil
@@ -97,8 +124,14 @@ type dayToSeal struct {
 	loaded uint64
 }
 
+// daysToSeal lists the days page_days is to seal (again).
 func (c *Client) daysToSeal(ctx context.Context, before time.Time) ([]dayToSeal, error) {
-	rows, err := c.conn.Query(ctx, queryDaysToSeal, before.Unix(), before.Unix())
+	return c.daysToSealBy(ctx, queryDaysToSeal, before)
+}
+
+// daysToSealBy lists the days a rollup's toSeal query returns.
+func (c *Client) daysToSealBy(ctx context.Context, query string, before time.Time) ([]dayToSeal, error) {
+	rows, err := c.conn.Query(ctx, query, before.Unix(), before.Unix())
 	if err != nil {
 		return nil, fmt.Errorf("days to seal before %s: %w", before.UTC().Format(time.DateOnly), err)
 	}

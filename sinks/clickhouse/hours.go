@@ -11,15 +11,34 @@ import (
 
 // HourCounts calls fn with the hits per whole UTC hour of the pages of
 // q.Sites whose path is one of q.Paths, in the hours starting in q.Spans,
-// as the rows arrive, in no order. Hours without hits are absent.
+// as the rows arrive, in no order (an hour may come in two rows). Hours
+// without hits are absent. The hours of the UTC days before
+// q.SealedBefore's day are read from page_hours, one row per page and
+// hour; the others from page_minutes.
 func (c *Client) HourCounts(ctx context.Context, q traffic.HourQuery, fn func(site, path string, hour time.Time, hits uint64)) error {
 	if len(q.Sites) == 0 || len(q.Paths) == 0 || len(q.Spans) == 0 {
 		return nil
 	}
-	sql, args := hourCountsSQL(q)
+	sealed, live := splitHourSpans(q)
+	for _, part := range []struct {
+		query, column string
+		spans         []timeSpan
+	}{{queryHourCountsSealed, "hour", sealed}, {queryHourCounts, "minute", live}} {
+		if len(part.spans) == 0 {
+			continue
+		}
+		sql, args := hourCountsSQL(part.query, part.column, q, part.spans)
+		if err := c.hourRows(ctx, sql, args, fn); err != nil {
+			return fmt.Errorf("hour counts of %d paths over %d spans: %w", len(q.Paths), len(part.spans), err)
+		}
+	}
+	return nil
+}
+
+func (c *Client) hourRows(ctx context.Context, sql string, args []any, fn func(site, path string, hour time.Time, hits uint64)) error {
 	rows, err := c.conn.Query(ctx, sql, args...)
 	if err != nil {
-		return fmt.Errorf("hour counts of %d paths over %d spans: %w", len(q.Paths), len(q.Spans), err)
+		return err
 	}
 	defer rows.Close()
 	var (
@@ -29,28 +48,49 @@ func (c *Client) HourCounts(ctx context.Context, q traffic.HourQuery, fn func(si
 	)
 	for rows.Next() {
 		if err := rows.Scan(&site, &path, &hour, &hits); err != nil {
-			return fmt.Errorf("hour counts: %w", err)
+			return err
 		}
 		fn(site, path, time.Unix(int64(hour), 0).UTC(), hits)
 	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("hour counts: %w", err)
-	}
-	return nil
+	return rows.Err()
 }
 
-func hourCountsSQL(q traffic.HourQuery) (string, []any) {
+// splitHourSpans cuts q's spans at the UTC midnight of q.SealedBefore:
+// the parts before it are read from page_hours, the rest from
+// page_minutes.
+func splitHourSpans(q traffic.HourQuery) (sealed, live []timeSpan) {
 	spans := make([]timeSpan, len(q.Spans))
 	for i, s := range q.Spans {
 		spans[i] = timeSpan{s.From.Unix(), s.To.Unix()}
 	}
+	var cut int64 // nothing is sealed
+	if !q.SealedBefore.IsZero() && q.SealedBefore.Unix() > 0 {
+		cut = floorDay(q.SealedBefore.Unix())
+	}
+	for _, s := range mergeSpans(spans) {
+		switch {
+		case s.to <= cut:
+			sealed = append(sealed, s)
+		case s.from >= cut:
+			live = append(live, s)
+		default:
+			sealed = append(sealed, timeSpan{s.from, cut})
+			live = append(live, timeSpan{cut, s.to})
+		}
+	}
+	return sealed, live
+}
+
+// hourCountsSQL renders query (queryHourCounts or queryHourCountsSealed)
+// over spans of column.
+func hourCountsSQL(query, column string, q traffic.HourQuery, spans []timeSpan) (string, []any) {
 	args := []any{siteSet(q.Sites), siteSet(q.Paths)}
 	var conds []string
-	for _, s := range mergeSpans(spans) {
-		conds = append(conds, "(minute >= toDateTime(?) AND minute < toDateTime(?))")
+	for _, s := range spans {
+		conds = append(conds, fmt.Sprintf("(%[1]s >= toDateTime(?) AND %[1]s < toDateTime(?))", column))
 		args = append(args, s.from, s.to)
 	}
-	return fmt.Sprintf(queryHourCounts, strings.Join(conds, " OR ")), args
+	return fmt.Sprintf(query, strings.Join(conds, " OR ")), args
 }
 
 // DataStarts returns each site's first minute with hits.

@@ -52,7 +52,16 @@ var sampleRuns = map[string]string{
 		Floor:        1,
 	}),
 	"queryHourCounts": bindHourCounts(traffic.HourQuery{Sites: []string{"example.com"}, Paths: []string{"/p", "o'ther"},
-		Spans: []traffic.Span{{From: time.Unix(1699995600, 0), To: time.Unix(1699999200, 0)}, {From: time.Unix(1699999200, 0), To: time.Unix(1700002800, 0)}}}),
+		Spans: []traffic.Span{{From: time.Unix(1699995600, 0), To: time.Unix(1699999200, 0)}, {From: time.Unix(1699999200, 0), To: time.Unix(1700002800, 0)}}}, false),
+	// The page_hours statements, over the same page-minute row: its day
+	// is sealed per hour, then read from page_hours (the first span is
+	// on the day before 2023-11-14, the second on it).
+	"queryHourDaysToSeal":  bind(queryHourDaysToSeal, int64(1800000000), int64(1800000000)),
+	"insertPageHours":      bind(insertPageHours, int64(1699920000), int64(1700006400)),
+	"insertSealedHourDays": insertSealedHourDays + " VALUES ('2023-11-14', 1)",
+	"queryHourCountsSealed": bindHourCounts(traffic.HourQuery{Sites: []string{"example.com"}, Paths: []string{"/p", "o'ther"},
+		Spans:        []traffic.Span{{From: time.Unix(1699912800, 0), To: time.Unix(1699920000, 0)}, {From: time.Unix(1699995600, 0), To: time.Unix(1700002800, 0)}},
+		SealedBefore: time.Unix(1700010000, 0)}, true),
 	"queryDataStarts":  queryDataStarts,
 	"queryScanMinutes": bind(queryScanMinutes, true, ch.GroupSet{Value: []any{""}}, int64(1699990000), int64(1700010000)),
 
@@ -72,9 +81,14 @@ func bindWindowCounts(q traffic.WindowQuery) string {
 	return bind(sql, args...)
 }
 
-// bindHourCounts renders queryHourCounts as HourCounts would.
-func bindHourCounts(q traffic.HourQuery) string {
-	sql, args := hourCountsSQL(q)
+// bindHourCounts renders queryHourCounts (sealed: queryHourCountsSealed)
+// as HourCounts would.
+func bindHourCounts(q traffic.HourQuery, sealed bool) string {
+	s, l := splitHourSpans(q)
+	sql, args := hourCountsSQL(queryHourCounts, "minute", q, l)
+	if sealed {
+		sql, args = hourCountsSQL(queryHourCountsSealed, "hour", q, s)
+	}
 	return bind(sql, args...)
 }
 

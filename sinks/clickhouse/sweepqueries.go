@@ -44,6 +44,37 @@ GROUP BY site, path, day`
 	// insertSealedDays records that a day was sealed with a number of
 	// messages, once its page_days rows are in.
 	insertSealedDays = `INSERT INTO sealed_days (day, batches)`
+
+	// queryHourDaysToSeal is queryDaysToSeal for page_hours: the days
+	// whose hours are to be summed (again), by sealed_hour_days.
+	queryHourDaysToSeal = `SELECT day, max(loaded) AS n, max(sealed) AS s FROM (
+    SELECT day, uniqExact(seq) AS loaded, toUInt64(0) AS sealed
+    FROM loaded_days
+    WHERE day < toDate(toDateTime(?), 'UTC')
+    GROUP BY day
+    UNION ALL
+    SELECT day, toUInt64(0) AS loaded, max(batches) AS sealed
+    FROM sealed_hour_days
+    WHERE day < toDate(toDateTime(?), 'UTC')
+    GROUP BY day
+)
+GROUP BY day
+HAVING n > s
+ORDER BY day`
+
+	// insertPageHours seals the hours in [from, to) (? are Unix times at
+	// UTC midnights) as insertPageDays seals days: each page-hour's hits
+	// and, as version, how many (minute, message) rows the sum covers.
+	// The hour is computed on Unix seconds, free of any time zone.
+	insertPageHours = `INSERT INTO page_hours (site, path, hour, hits, version)
+SELECT site, path, toDateTime(intDiv(toUInt32(minute), 3600) * 3600) AS h, sum(hits), count()
+FROM page_minutes FINAL
+WHERE minute >= toDateTime(?) AND minute < toDateTime(?)
+GROUP BY site, path, h`
+
+	// insertSealedHourDays records that a day's hours were sealed with a
+	// number of messages, once its page_hours rows are in.
+	insertSealedHourDays = `INSERT INTO sealed_hour_days (day, batches)`
 )
 
 // Statements of the sweep itself (window.go). Both read with FINAL, which
@@ -86,6 +117,14 @@ WHERE arrayExists(c -> c > ?, counts)`
 	// Some pages' hits per whole UTC hour, for spike baselines; the hour
 	// is computed on Unix seconds, so no server time zone is involved.
 	// The ? bind the sites, the paths and the ranges.
+	// queryHourCountsSealed is queryHourCounts over page_hours, for the
+	// hours sealedTo covers (%s: "hour >= toDateTime(?) AND hour <
+	// toDateTime(?)" ranges); FINAL keeps each page-hour's most complete
+	// sum. The ? bind the sites, the paths and the ranges.
+	queryHourCountsSealed = `SELECT site, path, toUInt32(hour) AS h, hits
+FROM page_hours FINAL
+WHERE site IN ? AND path IN ? AND (%s)`
+
 	queryHourCounts = `SELECT site, path, toUInt32(intDiv(toUInt32(minute), 3600) * 3600) AS hour, sum(hits) AS n
 FROM page_minutes FINAL
 WHERE site IN ? AND path IN ? AND (%s)
