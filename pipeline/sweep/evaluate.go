@@ -249,6 +249,11 @@ func (s *Sweeper) count(ctx context.Context, set *ruleSet, pts []point, every bo
 			idx[i] = j
 			sites[siteOf(set.rules[p.rule])] = true
 		}
+		for _, p := range group {
+			if from, ok := quietReach(set.rules[p.rule], p); ok && !slices.ContainsFunc(starts, from.Equal) {
+				starts = append(starts, from) // no point reads it: it only widens the pages returned
+			}
+		}
 		q := traffic.WindowQuery{Starts: starts, End: end, SealedBefore: s.sealedBefore(), Floor: floor}
 		for site := range sites {
 			q.Sites = append(q.Sites, site)
@@ -313,6 +318,28 @@ func (s *Sweeper) count(ctx context.Context, set *ruleSet, pts []point, every bo
 		slices.SortStableFunc(obs[k], func(a, b observation) int { return a.pt.at.Compare(b.pt.at) })
 	}
 	return obs, rows, nil
+}
+
+// quietReach is, for a spike rule that looks down, the start of a
+// window reaching back over the rule's baseline period: counted with the
+// rule's own, it makes the query return the pages that had views there,
+// which a page whose views fell to zero in the window no longer has in
+// it. Such a page is then observed with a count of 0 and judged against
+// its normal: "went quiet" is most worth hearing when a page stops
+// entirely. A normal of at least min_count needs views in the baseline
+// period, so no page that can fire is left out; pages silent over all of
+// it are (an episode open that long included).
+func quietReach(r *rules.Rule, p point) (time.Time, bool) {
+	if r.Kind() != rules.KindSpike || r.Spike.Direction == rules.Up {
+		return time.Time{}, false
+	}
+	var from time.Time
+	for _, sp := range r.BaselineSpans(p.to, time.Time{}) {
+		if from.IsZero() || sp.From.Before(from) {
+			from = sp.From
+		}
+	}
+	return from, !from.IsZero() && from.Before(p.from)
 }
 
 // sealBudget bounds the sealing one sweep does.
