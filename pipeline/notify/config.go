@@ -17,10 +17,14 @@ type Config struct {
 	Name        string `yaml:"name"`
 	Consumer    string `yaml:"consumer"`
 	Concurrency int    `yaml:"concurrency"`
-	// Prefetch is how many jobs a worker holds, grouped by page, so the
-	// runner that locks a page also takes that page's later jobs, and
-	// taken site by site in turn: how deep into the queue a site's
-	// crossing is seen past another site's backlog.
+	// Prefetch is how many jobs a worker holds while its sends are being
+	// held back by a rate limit, grouped by page, so the runner that
+	// locks a page also takes that page's later jobs, and taken site by
+	// site in turn: how deep into the queue a site's crossing is seen
+	// past another site's backlog. While nothing holds sends back the
+	// queue drains at full speed and a worker holds at most
+	// shallowPrefetch, so it does not hoard jobs other workers could
+	// be sending.
 	Prefetch int `yaml:"prefetch"`
 	// LockTTL is the page lease: how long a dead worker can keep a page
 	// locked. The holder renews it every third of that.

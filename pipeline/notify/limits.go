@@ -28,8 +28,12 @@ func (w *Worker) awaitSlot(ctx context.Context, x crossing.Crossing, spec Receiv
 			return w.cfg.DeferDelay, false
 		}
 		if !ok {
+			w.throttled()
 			w.outcome(x, spec.Name, crossing.Record{Outcome: crossing.RateLimited, Error: fmt.Sprintf("receiver over its limit; next slot in %s", slot.Wait.Round(time.Millisecond))})
 			return slot.Wait, false
+		}
+		if slot.Wait > 0 {
+			w.throttled()
 		}
 		if err := retry.Sleep(ctx, slot.Wait); err != nil {
 			return 0, false
@@ -47,16 +51,26 @@ func (w *Worker) awaitSlot(ctx context.Context, x crossing.Crossing, spec Receiv
 		if !ok {
 			// Slots claimed for other recipients of this mail are lost
 			// capacity, never an extra send.
+			w.throttled()
 			w.outcome(x, spec.Name, crossing.Record{Outcome: crossing.RateLimited, Error: fmt.Sprintf("recipient over its limit; next slot in %s", slot.Wait.Round(time.Second))})
 			return slot.Wait, false
 		}
 		longest = max(longest, slot.Wait)
+	}
+	if longest > 0 {
+		w.throttled()
 	}
 	if err := retry.Sleep(ctx, longest); err != nil {
 		return 0, false
 	}
 	// The global slot is claimed last: claiming it before a recipient's
 	// wait would push every other worker's sends back too.
+	start := time.Now()
+	defer func() {
+		if time.Since(start) > 5*time.Millisecond { // a wait, not the KV round trip
+			w.throttled()
+		}
+	}()
 	if err := w.limiter.Wait(ctx, ratelimit.Global(), limits.Global); err != nil {
 		if ctx.Err() == nil {
 			w.logger.Warn("global rate limit unavailable; job will be redelivered", "key", x.Key, "err", err)

@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -77,8 +78,11 @@ type Worker struct {
 	now      func() time.Time
 	stats    Stats    // nil: mails without chart and referrers
 	hist     *history // batches history writes while Run runs
-	logger   *slog.Logger
-	metrics  *metrics
+	// throttledAt is when a rate limit last held a send back (unix ns):
+	// the fetcher looks deep into the queue only while sends wait.
+	throttledAt atomic.Int64
+	logger      *slog.Logger
+	metrics     *metrics
 }
 
 // New creates the consumer and buckets and returns a Worker.
@@ -231,10 +235,27 @@ func (w *Worker) Run(ctx context.Context) error {
 	return nil
 }
 
-// fetch keeps the schedule supplied with up to Prefetch jobs.
+// shallowPrefetch is how many jobs a worker holds while no rate limit
+// holds its sends back (see Config.Prefetch), and throttledFor how long a
+// wait for a slot keeps it looking deep.
+const (
+	shallowPrefetch = 256
+	throttledFor    = 30 * time.Second
+)
+
+// throttled records that a rate limit held a send back.
+func (w *Worker) throttled() { w.throttledAt.Store(time.Now().UnixNano()) }
+
+// fetch keeps the schedule supplied with up to Prefetch jobs while sends
+// are throttled, and up to shallowPrefetch otherwise: deep enough to see
+// past one site's backlog when one builds up, without hoarding a queue
+// that other worker processes could drain alongside.
 func (w *Worker) fetch(ctx context.Context, s *schedule) {
 	for ctx.Err() == nil {
 		n := s.space()
+		if deep := w.cfg.Prefetch; deep > shallowPrefetch && time.Since(time.Unix(0, w.throttledAt.Load())) > throttledFor {
+			n -= deep - shallowPrefetch
+		}
 		if n <= 0 {
 			s.waitRoom(ctx)
 			continue
