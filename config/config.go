@@ -154,7 +154,7 @@ func (c Config) Validate(part Part) error {
 	case IngestLoad:
 		errs = append(errs, c.ClickHouse.Validate(), c.Ingest.Load.Validate())
 	case Sweeper:
-		errs = append(errs, c.ClickHouse.Validate(), c.Sweeper.Validate())
+		errs = append(errs, c.ClickHouse.Validate(), c.Sweeper.Validate(), c.ruleReceivers())
 	case Worker:
 		errs = append(errs, c.ClickHouse.Validate(), c.Worker.Validate(), c.Mail.Validate(), validateReceivers(c.Receivers),
 			c.Worker.Routing.Validate("worker.routing", c.ReceiverNames()), report.Validate(c.Reports, c.ReceiverNames()))

@@ -145,3 +145,22 @@ func (r Receiver) validate(key string) error {
 	errs = append(errs, r.QuietHours.Validate(key+".quiet_hours"))
 	return errors.Join(errs...)
 }
+
+// ruleReceivers checks that the receivers the config file's rules name
+// exist. Rules in sweeper.rules_path are not checked here: a job naming a
+// receiver a worker lacks is dead-lettered with the reason.
+func (c Config) ruleReceivers() error {
+	known := map[string]bool{}
+	for _, name := range c.ReceiverNames() {
+		known[name] = true
+	}
+	var errs []error
+	for i, r := range c.Sweeper.Rules {
+		for j, name := range r.Notify.Receivers {
+			if !known[name] {
+				errs = append(errs, fmt.Errorf("sweeper.rules[%d].notify.receivers[%d]: no receiver named %q in receivers", i, j, name))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -87,3 +87,23 @@ worker:
 		}
 	}
 }
+
+func TestRuleReceiversMustExist(t *testing.T) {
+	cfg, err := parse(t, `
+receivers:
+  - {name: email, type: email}
+  - {name: ops-slack, type: slack, slack: {url: "https://hooks.slack.com/services/T/B/x"}}
+sweeper:
+  rules:
+    - {name: a, site: example.com, path: /, threshold: 1, window: 1h, notify: {receivers: [ops-slack]}}
+    - {name: b, site: example.com, path: /, threshold: 1, window: 1h, notify: {receivers: [ops-slack, pager], recipients: [a@example.com]}}
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = cfg.Validate(config.Sweeper)
+	want := `sweeper.rules[1].notify.receivers[1]: no receiver named "pager" in receivers`
+	if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "rules[0]") {
+		t.Fatalf("want only %q; got:\n%v", want, err)
+	}
+}

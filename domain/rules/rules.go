@@ -184,8 +184,12 @@ type Rearm struct {
 
 // Notify is who hears about a crossing and what they read.
 type Notify struct {
-	Recipients []string          `yaml:"recipients"`
-	Labels     map[string]string `yaml:"labels"`
+	Recipients []string `yaml:"recipients"`
+	// Receivers, when given, are where this rule's crossings go (names
+	// from the top-level receivers: list), in place of worker.routing.
+	// Recipients are then needed only if one of them is email.
+	Receivers []string          `yaml:"receivers"`
+	Labels    map[string]string `yaml:"labels"`
 	// Subject and Body are text/template templates over TemplateData; empty
 	// means the mailer's default. They are compiled and run against a
 	// sample at validation, so a typo fails at start, not at the first
@@ -234,5 +238,7 @@ const (
 
 var (
 	ruleNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
-	labelRE    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
+	// receiverNameRE is how receivers are named (pipeline/notify.NameRE).
+	receiverNameRE = regexp.MustCompile(`^[a-z0-9_-]{1,64}$`)
+	labelRE        = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
 )

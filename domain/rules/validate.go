@@ -107,8 +107,18 @@ func (r *Rule) Validate(key string) error {
 		add(".rearm", "only rolling windows with a single threshold re-arm; calendar windows fire once per window, milestones and all-time windows once")
 	}
 
-	if len(r.Notify.Recipients) == 0 {
-		add(".notify.recipients", "at least one address is needed")
+	if len(r.Notify.Recipients) == 0 && len(r.Notify.Receivers) == 0 {
+		add(".notify.recipients", "at least one address is needed (or name the rule's receivers)")
+	}
+	seenReceiver := map[string]bool{}
+	for i, name := range r.Notify.Receivers {
+		switch {
+		case !receiverNameRE.MatchString(name):
+			add(fmt.Sprintf(".notify.receivers[%d]", i), "a receiver's name, matching %s, got %q", receiverNameRE, name)
+		case seenReceiver[name]:
+			add(fmt.Sprintf(".notify.receivers[%d]", i), "%q is named twice", name)
+		}
+		seenReceiver[name] = true
 	}
 	for i, a := range r.Notify.Recipients {
 		if _, err := mail.ParseAddress(a); err != nil {

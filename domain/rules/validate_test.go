@@ -45,6 +45,16 @@ func TestValidateErrorsNameKeys(t *testing.T) {
 			`sweeper.rules[1].window: want a duration like "1h", day, week, month or all, got ""`,
 			`sweeper.rules[1].notify.recipients: at least one address is needed`,
 		}},
+		{"receivers named badly", `
+  - name: r
+    site: example.com
+    match: {exact: /}
+    threshold: 10
+    window: 1h
+    notify: {receivers: [Ops Slack, pager, pager]}`, []string{
+			`sweeper.rules[1].notify.receivers[0]: a receiver's name, matching`,
+			`sweeper.rules[1].notify.receivers[2]: "pager" is named twice`,
+		}},
 		{"bad values", `
   - name: Bad Name
     site: example.com

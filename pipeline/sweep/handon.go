@@ -119,7 +119,7 @@ func digestOf(r *rules.Rule, folded []crossing.Crossing) crossing.Crossing {
 		Key:  r.Name + ".digest." + hex.EncodeToString(h.Sum(nil)[:12]),
 		Rule: r.Name, Site: first.Site, Path: matchText(r), Window: first.Window,
 		Threshold: first.Threshold, Count: uint64(len(folded)), CrossedAt: first.CrossedAt,
-		Recipients: first.Recipients, Labels: first.Labels, WindowFrom: first.WindowFrom, WindowTo: first.WindowTo,
+		Recipients: first.Recipients, Receivers: first.Receivers, Labels: first.Labels, WindowFrom: first.WindowFrom, WindowTo: first.WindowTo,
 		Digest: d,
 	}
 }

@@ -117,7 +117,7 @@ func crossingOf(logger *slog.Logger, r *rules.Rule, o observation, f rules.Firin
 	x := crossing.Crossing{
 		Key: o.key + "." + f.Key, Rule: r.Name, Site: o.site, Path: path, Window: window,
 		Threshold: f.Threshold, Count: o.count, CrossedAt: o.pt.at.UTC(),
-		Recipients: r.Notify.Recipients, Labels: r.Notify.Labels,
+		Recipients: r.Notify.Recipients, Receivers: r.Notify.Receivers, Labels: r.Notify.Labels,
 		WindowFrom: o.pt.from, WindowTo: o.pt.to,
 	}
 	data := rules.TemplateData{
