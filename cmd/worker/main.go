@@ -72,7 +72,7 @@ func run(ctx context.Context, env *daemon.Env) error {
 	if err != nil {
 		return err
 	}
-	api := notify.SilenceAPI(silences, nil)
+	api := notify.RequireToken(env.Config.Worker.APIToken.Reveal(), notify.SilenceAPI(silences, nil))
 	env.Handle(notify.SilenceAPIPrefix, api)
 	env.Handle(notify.SilenceAPIPrefix+"/", api)
 	if signer := notify.NewSigner(env.Config.Worker.Links); signer != nil {

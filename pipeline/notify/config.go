@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pagewatch/pagewatch/broker/ratelimit"
+	"github.com/pagewatch/pagewatch/config/secret"
 )
 
 // Config is the `worker:` section.
@@ -43,6 +44,11 @@ type Config struct {
 	Routing Routing `yaml:"routing"`
 	// Links are the unsubscribe and snooze links in emails (links.go).
 	Links LinksConfig `yaml:"links"`
+	// APIToken is the bearer token the silences API asks of callers that
+	// are not on loopback. Unset, only loopback callers may use it: the
+	// admin listener also serves probes and metrics, and is often bound
+	// to every address.
+	APIToken secret.Value `yaml:"api_token"`
 }
 
 // DefaultConfig returns the defaults documented in deploy/pagewatch.example.yaml.
@@ -91,6 +97,11 @@ func (c Config) Validate() error {
 	}
 	if c.DrainTimeout <= 0 {
 		add("worker.drain_timeout: must be positive, got %s", c.DrainTimeout)
+	}
+	if err := c.APIToken.Err(); err != nil {
+		add("worker.api_token: %v", err)
+	} else if c.APIToken.IsSet() && len(c.APIToken.Reveal()) < 16 {
+		add("worker.api_token: must be at least 16 bytes")
 	}
 	errs = append(errs, c.RateLimit.Validate("worker.rate_limit"), c.Links.Validate("worker.links"))
 	return errors.Join(errs...)
