@@ -2,9 +2,9 @@ package report
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/pagewatch/pagewatch/domain/traffic"
 )
 
 // Subject is the report's one-line title.
@@ -42,7 +42,7 @@ func (r Report) SpanText() string {
 // (chats, webhooks); paths are as recorded, for the sink to clean.
 func (r Report) Lines() []string {
 	out := []string{fmt.Sprintf("%s views on %s (%s): %s on the %s before (%s).",
-		Group(r.Total), r.Site, r.SpanText(), Change(r.Total, r.PrevTotal), r.Period, Group(r.PrevTotal))}
+		traffic.FormatCount(r.Total), r.Site, r.SpanText(), Change(r.Total, r.PrevTotal), r.Period, traffic.FormatCount(r.PrevTotal))}
 	list := func(title string, pages []Page, line func(Page) string) {
 		if len(pages) == 0 {
 			return
@@ -53,13 +53,13 @@ func (r Report) Lines() []string {
 		}
 	}
 	list(fmt.Sprintf("Top %d", r.Top), r.Pages, func(p Page) string {
-		return fmt.Sprintf("%d. %s  %s views (%s)", p.Rank, p.Path, Group(p.Views), Change(p.Views, p.PrevViews))
+		return fmt.Sprintf("%d. %s  %s views (%s)", p.Rank, p.Path, traffic.FormatCount(p.Views), Change(p.Views, p.PrevViews))
 	})
 	list("Up the most", r.Risers, func(p Page) string {
-		return fmt.Sprintf("%s  %s views (+%s)", p.Path, Group(p.Views), Group(uint64(p.Delta())))
+		return fmt.Sprintf("%s  %s views (+%s)", p.Path, traffic.FormatCount(p.Views), traffic.FormatCount(uint64(p.Delta())))
 	})
 	list("Down the most", r.Fallers, func(p Page) string {
-		return fmt.Sprintf("%s  %s views (-%s)", p.Path, Group(p.Views), Group(uint64(-p.Delta())))
+		return fmt.Sprintf("%s  %s views (-%s)", p.Path, traffic.FormatCount(p.Views), traffic.FormatCount(uint64(-p.Delta())))
 	})
 	list(fmt.Sprintf("New in the top %d", r.Top), r.New, func(p Page) string {
 		return fmt.Sprintf("%s  #%d", p.Path, p.Rank)
@@ -67,7 +67,7 @@ func (r Report) Lines() []string {
 	if len(r.Milestones) > 0 {
 		out = append(out, "", "Milestones:")
 		for _, m := range r.Milestones {
-			out = append(out, fmt.Sprintf("  %s passed %s views (%s all time)", m.Path, Group(m.Milestone), Group(m.Total)))
+			out = append(out, fmt.Sprintf("  %s passed %s views (%s all time)", m.Path, traffic.FormatCount(m.Milestone), traffic.FormatCount(m.Total)))
 		}
 	}
 	return out
@@ -85,17 +85,4 @@ func Change(now, before uint64) string {
 	}
 	pct := (float64(now) - float64(before)) / float64(before) * 100
 	return fmt.Sprintf("%+.0f%%", pct)
-}
-
-// Group formats n with thousands separators.
-func Group(n uint64) string {
-	s := strconv.FormatUint(n, 10)
-	var b strings.Builder
-	for i := range len(s) {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }

@@ -284,7 +284,7 @@ func niceCeil(v uint64) uint64 {
 // 950, 5,000, 25k, 12.5M.
 func compactNumber(v uint64) string {
 	if v < 10000 {
-		return groupDigits(v)
+		return traffic.FormatCount(v)
 	}
 	units := []struct {
 		size   uint64
@@ -299,5 +299,5 @@ func compactNumber(v uint64) string {
 			return fmt.Sprintf("%d%s", tenths/10, u.suffix)
 		}
 	}
-	return groupDigits(v) // unreachable: v >= 10000 has a unit
+	return traffic.FormatCount(v) // unreachable: v >= 10000 has a unit
 }

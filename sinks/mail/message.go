@@ -7,7 +7,6 @@ import (
 	"fmt"
 	htmltemplate "html/template"
 	"slices"
-	"strconv"
 	"strings"
 	texttemplate "text/template"
 	"time"
@@ -95,8 +94,8 @@ func newView(n notify.Notification) view {
 		Rule:      clean(n.Rule, maxLabelRunes),
 		Site:      orPlaceholder(clean(n.Site, maxBodyRunes)),
 		Path:      orPlaceholder(clean(n.Path, maxBodyRunes)),
-		Count:     groupDigits(n.Count),
-		Threshold: groupDigits(n.Threshold),
+		Count:     traffic.FormatCount(n.Count),
+		Threshold: traffic.FormatCount(n.Threshold),
 		Window:    window,
 		AllTime:   allTime,
 		CrossedAt: n.CrossedAt.UTC().Format(time.RFC3339),
@@ -117,10 +116,10 @@ func newView(n notify.Notification) view {
 	}
 	if n.Digest != nil || n.DigestTotal > 0 {
 		for _, d := range n.Digest[:min(len(n.Digest), maxDigestLines)] {
-			v.Digest = append(v.Digest, digestView{Path: orPlaceholder(clean(d.Path, maxReferrerRunes)), Count: groupDigits(d.Count), Threshold: groupDigits(d.Threshold)})
+			v.Digest = append(v.Digest, digestView{Path: orPlaceholder(clean(d.Path, maxReferrerRunes)), Count: traffic.FormatCount(d.Count), Threshold: traffic.FormatCount(d.Threshold)})
 		}
 		v.DigestMore = max(n.DigestTotal, len(n.Digest)) - len(v.Digest)
-		v.DigestN = groupDigits(uint64(max(n.DigestTotal, len(n.Digest))))
+		v.DigestN = traffic.FormatCount(uint64(max(n.DigestTotal, len(n.Digest))))
 		if n.Subject == "" {
 			v.Subject = "[pagewatch] " + v.DigestN + " pages matching " + orPlaceholder(clean(n.Path, maxSubjectRunes)) + " passed their thresholds"
 		}
@@ -157,7 +156,7 @@ func topReferrers(refs []traffic.Referrer) []referrerView {
 	slices.SortStableFunc(sorted, func(a, b traffic.Referrer) int { return cmp.Compare(b.Hits, a.Hits) })
 	out := make([]referrerView, 0, min(len(sorted), maxReferrers))
 	for _, r := range sorted[:min(len(sorted), maxReferrers)] {
-		out = append(out, referrerView{Referer: orPlaceholder(clean(r.Referer, maxReferrerRunes)), Hits: groupDigits(r.Hits)})
+		out = append(out, referrerView{Referer: orPlaceholder(clean(r.Referer, maxReferrerRunes)), Hits: traffic.FormatCount(r.Hits)})
 	}
 	return out
 }
@@ -181,7 +180,7 @@ func views(n uint64) string {
 	if n == 1 {
 		return "1 view"
 	}
-	return groupDigits(n) + " views"
+	return traffic.FormatCount(n) + " views"
 }
 
 const textBody = `{{if .Intro}}{{range .Intro}}{{.}}
@@ -391,17 +390,4 @@ func orPlaceholder(s string) string {
 		return "(empty)"
 	}
 	return s
-}
-
-// groupDigits formats n with thousands separators: 1234567 → "1,234,567".
-func groupDigits(n uint64) string {
-	s := strconv.FormatUint(n, 10)
-	out := make([]byte, 0, len(s)+len(s)/3)
-	for i := range len(s) {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			out = append(out, ',')
-		}
-		out = append(out, s[i])
-	}
-	return string(out)
 }

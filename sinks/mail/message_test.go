@@ -5,6 +5,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/pagewatch/pagewatch/domain/traffic"
 	"github.com/pagewatch/pagewatch/pipeline/notify"
 )
 
@@ -13,8 +14,8 @@ func TestGroupDigits(t *testing.T) {
 		0: "0", 7: "7", 999: "999", 1000: "1,000", 12345: "12,345",
 		1234567: "1,234,567", 18446744073709551615: "18,446,744,073,709,551,615",
 	} {
-		if got := groupDigits(n); got != want {
-			t.Errorf("groupDigits(%d) = %q, want %q", n, got, want)
+		if got := traffic.FormatCount(n); got != want {
+			t.Errorf("traffic.FormatCount(%d) = %q, want %q", n, got, want)
 		}
 	}
 }

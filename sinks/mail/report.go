@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pagewatch/pagewatch/domain/crossing"
+	"github.com/pagewatch/pagewatch/domain/traffic"
 	"github.com/pagewatch/pagewatch/pipeline/report"
 	gomail "github.com/wneessen/go-mail"
 )
@@ -34,14 +35,14 @@ type reportRow struct {
 
 func newReportView(r report.Report) reportView {
 	v := reportView{Subject: clean(r.Subject(), maxSubjectRunes), Site: clean(r.Site, maxLabelRunes), Span: r.SpanText(), Period: r.Period,
-		Key: clean(r.Key, maxLabelRunes), Total: report.Group(r.Total), PrevTotal: report.Group(r.PrevTotal), Change: report.Change(r.Total, r.PrevTotal), Top: r.Top}
+		Key: clean(r.Key, maxLabelRunes), Total: traffic.FormatCount(r.Total), PrevTotal: traffic.FormatCount(r.PrevTotal), Change: report.Change(r.Total, r.PrevTotal), Top: r.Top}
 	row := func(p report.Page) reportRow {
 		rank := ""
 		if p.Rank > 0 {
 			rank = fmt.Sprint(p.Rank)
 		}
-		return reportRow{Rank: rank, Path: orPlaceholder(clean(p.Path, maxReferrerRunes)), Views: report.Group(p.Views),
-			Prev: report.Group(p.PrevViews), Change: report.Change(p.Views, p.PrevViews)}
+		return reportRow{Rank: rank, Path: orPlaceholder(clean(p.Path, maxReferrerRunes)), Views: traffic.FormatCount(p.Views),
+			Prev: traffic.FormatCount(p.PrevViews), Change: report.Change(p.Views, p.PrevViews)}
 	}
 	for _, l := range []struct {
 		in  []report.Page
@@ -52,7 +53,7 @@ func newReportView(r report.Report) reportView {
 		}
 	}
 	for _, m := range r.Milestones {
-		v.Milestones = append(v.Milestones, reportRow{Path: orPlaceholder(clean(m.Path, maxReferrerRunes)), Milestone: report.Group(m.Milestone), Views: report.Group(m.Total)})
+		v.Milestones = append(v.Milestones, reportRow{Path: orPlaceholder(clean(m.Path, maxReferrerRunes)), Milestone: traffic.FormatCount(m.Milestone), Views: traffic.FormatCount(m.Total)})
 	}
 	return v
 }

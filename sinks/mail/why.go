@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pagewatch/pagewatch/domain/crossing"
+	"github.com/pagewatch/pagewatch/domain/traffic"
 )
 
 // whyView is a crossing's why as the templates show it, every field
@@ -62,7 +63,7 @@ func newWhyView(w *crossing.Why, chartPeak string) *whyView {
 		}
 	}
 	if w.Rank > 0 && w.RankOf > 0 {
-		v.Rank = fmt.Sprintf("%s of %s pages with views on the site in the window", ordinal(w.Rank), groupDigits(uint64(w.RankOf)))
+		v.Rank = fmt.Sprintf("%s of %s pages with views on the site in the window", ordinal(w.Rank), traffic.FormatCount(uint64(w.RankOf)))
 	}
 	if !w.BusiestMinute.IsZero() && chartPeak == "" {
 		v.Busiest = w.BusiestMinute.UTC().Format(time.DateTime[:16]+" UTC") + ", " + views(w.BusiestHits)

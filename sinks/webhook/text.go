@@ -7,6 +7,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/pagewatch/pagewatch/domain/traffic"
 	"github.com/pagewatch/pagewatch/pipeline/notify"
 )
 
@@ -38,15 +39,15 @@ func newMessage(n notify.Notification) message {
 	window := clean(n.Window, 50)
 	allTime := window == "" || strings.EqualFold(window, "all time")
 	m := message{at: n.CrossedAt.UTC()}
-	m.title = clean(orEmpty(n.Path), maxTitle-40) + " passed " + group(n.Threshold) + " views"
+	m.title = clean(orEmpty(n.Path), maxTitle-40) + " passed " + traffic.FormatCount(n.Threshold) + " views"
 	if !allTime {
 		m.title += " in " + window
 	}
 	if len(n.Digest) > 0 || n.DigestTotal > 0 {
 		total := max(n.DigestTotal, len(n.Digest))
-		m.title = group(uint64(total)) + " pages matching " + clean(orEmpty(n.Path), maxTitle-50) + " passed their thresholds"
+		m.title = traffic.FormatCount(uint64(total)) + " pages matching " + clean(orEmpty(n.Path), maxTitle-50) + " passed their thresholds"
 		for _, d := range n.Digest[:min(len(n.Digest), maxDigest)] {
-			m.digest = append(m.digest, group(d.Count)+"  "+clean(orEmpty(d.Path), 200)+" (threshold "+group(d.Threshold)+")")
+			m.digest = append(m.digest, traffic.FormatCount(d.Count)+"  "+clean(orEmpty(d.Path), 200)+" (threshold "+traffic.FormatCount(d.Threshold)+")")
 		}
 		m.more = total - len(m.digest)
 	}
@@ -60,10 +61,10 @@ func newMessage(n notify.Notification) message {
 		m.intro = append(m.intro, clean(line, maxLine))
 	}
 	if len(m.intro) == 0 && len(m.digest) > 0 {
-		m.intro = []string{group(uint64(len(m.digest)+m.more)) + " pages matching " + clean(orEmpty(n.Path), maxLine) + " on " + clean(orEmpty(n.Site), 200) + " passed their thresholds in one sweep."}
+		m.intro = []string{traffic.FormatCount(uint64(len(m.digest)+m.more)) + " pages matching " + clean(orEmpty(n.Path), maxLine) + " on " + clean(orEmpty(n.Site), 200) + " passed their thresholds in one sweep."}
 	}
 	if len(m.intro) == 0 {
-		s := clean(orEmpty(n.Path), maxLine) + " on " + clean(orEmpty(n.Site), 200) + " passed " + group(n.Threshold) + " views"
+		s := clean(orEmpty(n.Path), maxLine) + " on " + clean(orEmpty(n.Site), 200) + " passed " + traffic.FormatCount(n.Threshold) + " views"
 		if !allTime {
 			s += " in " + window
 		}
@@ -76,7 +77,7 @@ func newMessage(n notify.Notification) message {
 	}
 	m.facts = []fact{{"Site", clean(orEmpty(n.Site), 200)}}
 	if len(m.digest) == 0 {
-		m.facts = append(m.facts, fact{"Page", clean(orEmpty(n.Path), maxLine)}, fact{"Views", group(n.Count)}, fact{"Threshold", group(n.Threshold)})
+		m.facts = append(m.facts, fact{"Page", clean(orEmpty(n.Path), maxLine)}, fact{"Views", traffic.FormatCount(n.Count)}, fact{"Threshold", traffic.FormatCount(n.Threshold)})
 	}
 	m.facts = append(m.facts, fact{"Window", window}, fact{"Crossed at", m.at.Format(time.RFC3339)}, fact{"Rule", clean(n.Rule, 100)})
 	m.footer = "Sent by pagewatch for crossing " + clean(n.Key, 200) + "."
@@ -124,19 +125,6 @@ func orEmpty(s string) string {
 		return "(empty)"
 	}
 	return s
-}
-
-// group writes n with thousands separators.
-func group(n uint64) string {
-	s := strconv.FormatUint(n, 10)
-	var b strings.Builder
-	for i := range len(s) {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // truncate cuts s to at most limit runes, with "…".
