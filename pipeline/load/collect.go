@@ -156,7 +156,11 @@ func (l *Loader) fetchSize(b *batch) int {
 
 // idle reports whether a fetch error only means "nothing arrived in time".
 func idle(err error) bool {
-	return errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, jetstream.ErrNoMessages)
+	// ErrBatchCompleted is the server saying it sent the whole batch
+	// (nats-server in a cluster answers a fetch with it): not a failure,
+	// and backing off on it stalls the fetch loop.
+	return errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, jetstream.ErrNoMessages) || errors.Is(err, jetstream.ErrBatchCompleted)
 }
 
 // decode turns a message into a batch of hits. A message that is not one

@@ -296,7 +296,11 @@ func (w *Worker) fetchFailed(ctx context.Context, err error) {
 
 // idle reports whether a fetch error only means "no job arrived in time".
 func idle(err error) bool {
-	return errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, jetstream.ErrNoMessages)
+	// ErrBatchCompleted is the server saying it sent the whole batch
+	// (nats-server in a cluster answers a fetch with it): not a failure,
+	// and backing off on it stalls the fetch loop.
+	return errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, jetstream.ErrNoMessages) || errors.Is(err, jetstream.ErrBatchCompleted)
 }
 
 // maxTurn is how many of a page's jobs a runner takes in one turn.
