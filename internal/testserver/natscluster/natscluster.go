@@ -1,0 +1,315 @@
+// Package natscluster runs a real NATS cluster for tests: nats-server
+// processes with JetStream, clustered on loopback, each with its store in
+// a temp dir, that a test can SIGKILL, SIGSTOP and restart one by one.
+// The nats-server binary is built from the module pagewatch already
+// depends on, so nothing needs installing.
+package natscluster
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pagewatch/pagewatch/internal/testcheck"
+)
+
+// Cluster is n nats-server processes routed to each other.
+type Cluster struct {
+	Nodes []*Node
+	// URL lists every node's client URL, comma-separated, as nats.go and
+	// nats.url take it: clients move to another node when theirs goes.
+	URL string
+	bin string
+}
+
+// Node is one nats-server process.
+type Node struct {
+	Name        string
+	URL         string
+	ClientPort  int
+	ClusterPort int
+	dir, config string
+	log         *os.File
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+var (
+	buildMu sync.Mutex
+	built   = map[string]error{}
+)
+
+// Build builds nats-server into dir once per test process and returns its
+// path.
+func Build(t testing.TB, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "nats-server")
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	err, ok := built[bin]
+	if !ok {
+		cmd := exec.Command("go", "build", "-o", bin, "github.com/nats-io/nats-server/v2")
+		cmd.Dir = moduleRoot(t)
+		if out, e := cmd.CombinedOutput(); e != nil {
+			err = fmt.Errorf("go build nats-server: %v\n%s", e, out)
+		}
+		built[bin] = err
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// Start runs n nodes from the nats-server at bin (see Build) until the
+// test ends, and waits until JetStream answers through every node.
+func Start(t testing.TB, n int, bin string) *Cluster {
+	t.Helper()
+	if _, err := os.Stat(bin); err != nil {
+		testcheck.SkipOutsideCI(t, fmt.Sprintf("natscluster: no nats-server at %s: %v", bin, err))
+	}
+	c := &Cluster{bin: bin}
+	base := t.TempDir()
+	for i := range n {
+		c.Nodes = append(c.Nodes, &Node{Name: fmt.Sprintf("n%d", i+1), ClientPort: freePort(t), ClusterPort: freePort(t), dir: filepath.Join(base, fmt.Sprintf("n%d", i+1))})
+	}
+	var routes, urls []string
+	for _, nd := range c.Nodes {
+		routes = append(routes, fmt.Sprintf("nats-route://127.0.0.1:%d", nd.ClusterPort))
+		nd.URL = fmt.Sprintf("nats://127.0.0.1:%d", nd.ClientPort)
+		urls = append(urls, nd.URL)
+	}
+	c.URL = strings.Join(urls, ",")
+	for _, nd := range c.Nodes {
+		if err := os.MkdirAll(nd.dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		nd.config = filepath.Join(nd.dir, "nats.conf")
+		conf := fmt.Sprintf(`server_name: %s
+listen: 127.0.0.1:%d
+jetstream {
+  store_dir: %q
+  max_memory_store: 256MB
+  max_file_store: 4GB
+}
+cluster {
+  name: pagewatch-test
+  listen: 127.0.0.1:%d
+  routes: [%s]
+}
+`, nd.Name, nd.ClientPort, filepath.Join(nd.dir, "store"), nd.ClusterPort, strings.Join(routes, ", "))
+		if err := os.WriteFile(nd.config, []byte(conf), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Create(filepath.Join(nd.dir, "nats.log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		nd.log = f
+		t.Cleanup(func() { _ = f.Close() })
+	}
+	for _, nd := range c.Nodes {
+		c.startNode(t, nd)
+	}
+	t.Cleanup(func() {
+		for _, nd := range c.Nodes {
+			nd.kill()
+		}
+		if t.Failed() {
+			for _, nd := range c.Nodes {
+				out, _ := os.ReadFile(filepath.Join(nd.dir, "nats.log"))
+				t.Logf("natscluster: %s log (last 4 KiB):\n%s", nd.Name, tail(out, 4096))
+			}
+		}
+	})
+	c.WaitReady(t, 60*time.Second)
+	return c
+}
+
+func (c *Cluster) startNode(t testing.TB, nd *Node) {
+	t.Helper()
+	nd.mu.Lock()
+	defer nd.mu.Unlock()
+	cmd := exec.Command(c.bin, "-c", nd.config)
+	cmd.Stdout, cmd.Stderr = nd.log, nd.log
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("natscluster: start %s: %v", nd.Name, err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	nd.cmd, nd.done = cmd, done
+}
+
+// WaitReady waits until every running node answers JetStream requests:
+// the cluster has a meta leader and the node has caught up with it.
+func (c *Cluster) WaitReady(t testing.TB, within time.Duration) {
+	t.Helper()
+	for _, nd := range c.Nodes {
+		if !nd.running() {
+			continue
+		}
+		testcheck.Eventually(t, within, "JetStream through "+nd.Name, func() error {
+			nc, err := nats.Connect(nd.URL, nats.Timeout(time.Second))
+			if err != nil {
+				return err
+			}
+			defer nc.Close()
+			js, err := jetstream.New(nc)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			_, err = js.AccountInfo(ctx)
+			return err
+		})
+	}
+}
+
+// Kill SIGKILLs node i and waits for it to be gone.
+func (c *Cluster) Kill(t testing.TB, i int) {
+	t.Helper()
+	c.Nodes[i].kill()
+}
+
+// Restart starts node i again, with its ports and store, after Kill.
+func (c *Cluster) Restart(t testing.TB, i int) {
+	t.Helper()
+	c.Nodes[i].kill()
+	c.startNode(t, c.Nodes[i])
+}
+
+// Stop freezes node i (SIGSTOP): it holds its connections and answers
+// nothing, as a node under a long GC pause or a hung disk would.
+func (c *Cluster) Stop(t testing.TB, i int) { c.Nodes[i].signal(t, syscall.SIGSTOP) }
+
+// Continue resumes a node frozen by Stop.
+func (c *Cluster) Continue(t testing.TB, i int) { c.Nodes[i].signal(t, syscall.SIGCONT) }
+
+// Index returns the index of the node named name, or -1.
+func (c *Cluster) Index(name string) int {
+	for i, nd := range c.Nodes {
+		if nd.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// StreamLeader returns the index of the node leading stream.
+func (c *Cluster) StreamLeader(t testing.TB, stream string) int {
+	t.Helper()
+	leader := -1
+	testcheck.Eventually(t, 30*time.Second, "a leader of stream "+stream, func() error {
+		nc, err := nats.Connect(c.URL, nats.Timeout(time.Second))
+		if err != nil {
+			return err
+		}
+		defer nc.Close()
+		js, err := jetstream.New(nc)
+		if err != nil {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		s, err := js.Stream(ctx, stream)
+		if err != nil {
+			return err
+		}
+		info, err := s.Info(ctx)
+		if err != nil {
+			return err
+		}
+		if info.Cluster == nil || c.Index(info.Cluster.Leader) < 0 {
+			return fmt.Errorf("no leader in %+v", info.Cluster)
+		}
+		leader = c.Index(info.Cluster.Leader)
+		return nil
+	})
+	return leader
+}
+
+func (nd *Node) running() bool {
+	nd.mu.Lock()
+	defer nd.mu.Unlock()
+	if nd.cmd == nil {
+		return false
+	}
+	select {
+	case <-nd.done:
+		return false
+	default:
+		return true
+	}
+}
+
+func (nd *Node) kill() {
+	nd.mu.Lock()
+	cmd, done := nd.cmd, nd.done
+	nd.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Signal(syscall.SIGCONT) // a stopped process dies only once resumed
+	_ = cmd.Process.Kill()
+	<-done
+}
+
+func (nd *Node) signal(t testing.TB, sig syscall.Signal) {
+	t.Helper()
+	nd.mu.Lock()
+	defer nd.mu.Unlock()
+	if nd.cmd == nil {
+		t.Fatalf("natscluster: %s is not running", nd.Name)
+	}
+	if err := nd.cmd.Process.Signal(sig); err != nil {
+		t.Fatalf("natscluster: %s: %v", nd.Name, err)
+	}
+}
+
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func moduleRoot(t testing.TB) string {
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("natscluster: go.mod not found above the working directory")
+		}
+		dir = parent
+	}
+}
+
+func tail(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[len(b)-n:]
+	}
+	return b
+}

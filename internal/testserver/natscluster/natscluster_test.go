@@ -1,0 +1,66 @@
+package natscluster_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pagewatch/pagewatch/internal/testserver/natscluster"
+)
+
+// TestClusterKeepsAStreamThroughItsLeadersDeath: an R3 stream takes
+// publishes before and after its leader is SIGKILLed, and holds them all.
+func TestClusterKeepsAStreamThroughItsLeadersDeath(t *testing.T) {
+	c := natscluster.Start(t, 3, natscluster.Build(t, t.TempDir()))
+	nc, err := nats.Connect(c.URL, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "T", Subjects: []string{"t.>"}, Replicas: 3}); err != nil {
+		t.Fatal(err)
+	}
+	publish := func(n int) {
+		for i := range n {
+			for attempt := 0; ; attempt++ {
+				pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
+				_, err := js.Publish(pctx, "t.x", []byte{byte(i)})
+				pcancel()
+				if err == nil {
+					break
+				}
+				if attempt > 20 {
+					t.Fatalf("publish %d: %v", i, err)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		}
+	}
+	publish(100)
+	leader := c.StreamLeader(t, "T")
+	c.Kill(t, leader)
+	publish(100)
+	c.Restart(t, leader)
+	c.WaitReady(t, time.Minute)
+	publish(100)
+	s, err := js.Stream(ctx, "T")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Msgs != 300 {
+		t.Fatalf("stream holds %d messages, want 300", info.State.Msgs)
+	}
+}
