@@ -69,17 +69,19 @@ const (
 
 // DeadLetterStream creates or updates the dead-letter stream.
 func (b *Bus) DeadLetterStream(ctx context.Context) (jetstream.Stream, error) {
-	s, err := b.JS.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name:        b.DeadLetterStreamName(),
-		Description: "pagewatch messages that could not be processed, with the reason",
-		Subjects:    []string{b.cfg.Prefix + ".dead.>"},
-		Retention:   jetstream.LimitsPolicy,
-		MaxAge:      b.cfg.DeadLetterMaxAge,
-		Storage:     jetstream.FileStorage,
-		Replicas:    b.cfg.Replicas,
-		// Message IDs name the source message: dead-lettering it again
-		// after a crash stores it once.
-		Duplicates: 10 * time.Minute,
+	s, err := createWithRetry(ctx, func(ctx context.Context) (jetstream.Stream, error) {
+		return b.JS.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+			Name:        b.DeadLetterStreamName(),
+			Description: "pagewatch messages that could not be processed, with the reason",
+			Subjects:    []string{b.cfg.Prefix + ".dead.>"},
+			Retention:   jetstream.LimitsPolicy,
+			MaxAge:      b.cfg.DeadLetterMaxAge,
+			Storage:     jetstream.FileStorage,
+			Replicas:    b.cfg.Replicas,
+			// Message IDs name the source message: dead-lettering it again
+			// after a crash stores it once.
+			Duplicates: 10 * time.Minute,
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create stream %s: %w", b.DeadLetterStreamName(), err)
@@ -89,15 +91,17 @@ func (b *Bus) DeadLetterStream(ctx context.Context) (jetstream.Stream, error) {
 
 // HitsStream creates or updates the hits stream.
 func (b *Bus) HitsStream(ctx context.Context) (jetstream.Stream, error) {
-	s, err := b.JS.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name:        b.HitsStreamName(),
-		Description: "pagewatch page hits, one subject per tailed file",
-		Subjects:    []string{b.cfg.Prefix + ".hits.>"},
-		Retention:   jetstream.LimitsPolicy,
-		MaxAge:      b.cfg.HitsMaxAge,
-		Storage:     jetstream.FileStorage,
-		Replicas:    b.cfg.Replicas,
-		Duplicates:  2 * time.Minute,
+	s, err := createWithRetry(ctx, func(ctx context.Context) (jetstream.Stream, error) {
+		return b.JS.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+			Name:        b.HitsStreamName(),
+			Description: "pagewatch page hits, one subject per tailed file",
+			Subjects:    []string{b.cfg.Prefix + ".hits.>"},
+			Retention:   jetstream.LimitsPolicy,
+			MaxAge:      b.cfg.HitsMaxAge,
+			Storage:     jetstream.FileStorage,
+			Replicas:    b.cfg.Replicas,
+			Duplicates:  2 * time.Minute,
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create stream %s: %w", b.HitsStreamName(), err)
@@ -107,16 +111,18 @@ func (b *Bus) HitsStream(ctx context.Context) (jetstream.Stream, error) {
 
 // JobsStream creates or updates the notification work queue.
 func (b *Bus) JobsStream(ctx context.Context) (jetstream.Stream, error) {
-	s, err := b.JS.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name:        b.JobsStreamName(),
-		Description: "pagewatch notification jobs, one per threshold crossing",
-		Subjects:    []string{b.cfg.Prefix + ".jobs.>"},
-		Retention:   jetstream.WorkQueuePolicy,
-		Storage:     jetstream.FileStorage,
-		Replicas:    b.cfg.Replicas,
-		// Crossing keys are the message IDs: a sweeper that republishes a
-		// crossing within this window is deduplicated by the server.
-		Duplicates: 10 * time.Minute,
+	s, err := createWithRetry(ctx, func(ctx context.Context) (jetstream.Stream, error) {
+		return b.JS.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+			Name:        b.JobsStreamName(),
+			Description: "pagewatch notification jobs, one per threshold crossing",
+			Subjects:    []string{b.cfg.Prefix + ".jobs.>"},
+			Retention:   jetstream.WorkQueuePolicy,
+			Storage:     jetstream.FileStorage,
+			Replicas:    b.cfg.Replicas,
+			// Crossing keys are the message IDs: a sweeper that republishes a
+			// crossing within this window is deduplicated by the server.
+			Duplicates: 10 * time.Minute,
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create stream %s: %w", b.JobsStreamName(), err)
@@ -160,11 +166,13 @@ const (
 // rewritten, which is what turns a lock into a lease.
 func (b *Bus) KV(ctx context.Context, name string, ttl time.Duration) (jetstream.KeyValue, error) {
 	bucket := b.cfg.Prefix + "_" + name
-	kv, err := b.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket:   bucket,
-		TTL:      ttl,
-		Storage:  jetstream.FileStorage,
-		Replicas: b.cfg.Replicas,
+	kv, err := createWithRetry(ctx, func(ctx context.Context) (jetstream.KeyValue, error) {
+		return b.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket:   bucket,
+			TTL:      ttl,
+			Storage:  jetstream.FileStorage,
+			Replicas: b.cfg.Replicas,
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create kv bucket %s: %w", bucket, err)
