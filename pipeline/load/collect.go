@@ -92,11 +92,12 @@ func (l *Loader) collect(ctx context.Context) (*batch, error) {
 		}
 		fctx, cancel := context.WithTimeout(ctx, max(wait, 20*time.Millisecond))
 		// Ask for about as many messages as the batch still has room for,
-		// judged by the messages so far, and never more bytes than it has
-		// room for, except that one whole message always fits.
-		fetched, err := l.consumer().Fetch(l.fetchSize(b),
-			jetstream.FetchMaxBytes(max(l.cfg.BatchBytes-b.bytes, l.maxPayload+4096)),
-			jetstream.FetchContext(fctx))
+		// in rows and in bytes, judged by the messages so far. Not with
+		// FetchMaxBytes: on a NATS cluster (nats-server 2.15, replicated
+		// consumer) a fetch with max_bytes set delivered nothing, only
+		// "batch completed", while the consumer counted the messages as
+		// delivered (TestClusterLoaderLoadsFromAnR3Stream).
+		fetched, err := l.consumer().Fetch(l.fetchSize(b), jetstream.FetchContext(fctx))
 		if err != nil {
 			cancel()
 			return b.orNil(), err
@@ -145,13 +146,17 @@ func (b *batch) orNil() *batch {
 }
 
 // fetchSize is how many messages to request next: the batch's remaining
-// rows over the rows per message seen so far, within [1, 1000].
+// rows over the rows per message seen so far, and its remaining bytes over
+// the bytes per message, whichever is fewer, within [1, 1000].
 func (l *Loader) fetchSize(b *batch) int {
 	if len(b.msgs) == 0 || b.rows == 0 {
 		return 1 // one message to learn their size; the next fetch adapts
 	}
 	perMsg := max(1, b.rows/len(b.msgs))
-	return min(1000, max(1, (l.cfg.BatchRows-b.rows+perMsg-1)/perMsg))
+	byRows := (l.cfg.BatchRows - b.rows + perMsg - 1) / perMsg
+	perMsgBytes := max(1, b.bytes/len(b.msgs))
+	byBytes := (l.cfg.BatchBytes - b.bytes + perMsgBytes - 1) / perMsgBytes
+	return min(1000, max(1, min(byRows, byBytes)))
 }
 
 // idle reports whether a fetch error only means "nothing arrived in time".

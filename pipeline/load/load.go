@@ -114,15 +114,14 @@ type Store interface {
 
 // Loader is one loading process's share of the consumer.
 type Loader struct {
-	cfg        Config
-	bus        *bus.Bus
-	stream     jetstream.Stream
-	mu         sync.Mutex // guards cons, replaced if deleted under us
-	cons       jetstream.Consumer
-	store      Store
-	logger     *slog.Logger
-	metrics    *metrics
-	maxPayload int // the largest message NATS allows: always fits a fetch
+	cfg     Config
+	bus     *bus.Bus
+	stream  jetstream.Stream
+	mu      sync.Mutex // guards cons, replaced if deleted under us
+	cons    jetstream.Consumer
+	store   Store
+	logger  *slog.Logger
+	metrics *metrics
 	// recreate restores the consumer if it is deleted under us.
 	recreate func(context.Context) (jetstream.Consumer, error)
 	// done, if set, is asked after every batch and every idle round, and
@@ -171,8 +170,7 @@ func newLoader(ctx context.Context, cfg Config, b *bus.Bus, store Store, logger 
 	}
 	return &Loader{
 		cfg: cfg, bus: b, stream: stream, store: store, logger: logger,
-		metrics:    newMetrics(reg),
-		maxPayload: int(b.Conn.MaxPayload()),
+		metrics: newMetrics(reg),
 	}, nil
 }
 
