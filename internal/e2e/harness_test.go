@@ -23,6 +23,7 @@ import (
 
 	"github.com/pagewatch/pagewatch/internal/testcheck"
 	"github.com/pagewatch/pagewatch/internal/testserver/clickhousetest"
+	"github.com/pagewatch/pagewatch/internal/testserver/natscluster"
 	"github.com/pagewatch/pagewatch/internal/testserver/natstest"
 	"github.com/pagewatch/pagewatch/internal/testserver/smtptest"
 )
@@ -98,7 +99,9 @@ type bundle struct {
 	log    string // the tailed access log
 	config string
 	nats   *natstest.Server
-	ch     *clickhousetest.Server
+	// cluster, when set, is the NATS the daemons use instead of nats.
+	cluster *natscluster.Cluster
+	ch      *clickhousetest.Server
 	// natsUser and natsPassword log the test's own clients in.
 	natsUser, natsPassword string
 	smtp                   *smtptest.Server
@@ -156,6 +159,25 @@ type setupOptions struct {
 	// natsPassword are then what the test's own clients log in with.
 	nats                   func(*server.Options)
 	natsUser, natsPassword string
+	// cluster: the daemons use this NATS cluster, with streams and
+	// buckets at replicas 3, instead of a server of their own.
+	cluster *natscluster.Cluster
+}
+
+// natsURL is where the daemons and the test's own clients find NATS.
+func (b *bundle) natsURL() string {
+	if b.cluster != nil {
+		return b.cluster.URL
+	}
+	return b.nats.URL
+}
+
+// natsReplicas is nats.replicas for the daemons and the test's clients.
+func (b *bundle) natsReplicas() int {
+	if b.cluster != nil {
+		return len(b.cluster.Nodes)
+	}
+	return 1
 }
 
 // setup starts the servers and writes a config for the daemons; rules is
@@ -181,7 +203,9 @@ func setupWith(t testing.TB, o setupOptions) *bundle {
 		pages = "{methods: [], statuses: [], static_extensions: [], bots: []}"
 	}
 	b := &bundle{dir: t.TempDir(), bin: binaries(t), starts: map[string]int{}}
-	b.nats = natstest.StartWith(t, o.nats)
+	if b.cluster = o.cluster; b.cluster == nil {
+		b.nats = natstest.StartWith(t, o.nats)
+	}
 	b.natsUser, b.natsPassword = o.natsUser, o.natsPassword
 	b.ch = clickhousetest.Start(t)
 	b.smtp = smtptest.Start(t, o.smtp...)
@@ -189,7 +213,7 @@ func setupWith(t testing.TB, o setupOptions) *bundle {
 	b.config = filepath.Join(b.dir, "pagewatch.yaml")
 	cfg := fmt.Sprintf(`log: {level: info}
 shutdown_timeout: 15s
-nats: {url: %q}
+nats: {url: %q, replicas: %d}
 clickhouse: {addr: [%q]}
 ingest:
   tail:
@@ -218,7 +242,7 @@ worker:
   transport: smtp
   from: pagewatch@example.com
   smtp: {host: %q, port: %d, tls: none}
-`, b.nats.URL, b.ch.Addr, b.log, pages, load.BatchRows, load.BatchAge, load.AckWait, rules, o.worker.yaml(), b.smtp.Host, b.smtp.Port)
+`, b.natsURL(), b.natsReplicas(), b.ch.Addr, b.log, pages, load.BatchRows, load.BatchAge, load.AckWait, rules, o.worker.yaml(), b.smtp.Host, b.smtp.Port)
 	if err := os.WriteFile(b.config, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}

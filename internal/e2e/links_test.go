@@ -85,7 +85,7 @@ func TestEmailLinksThroughTheWorker(t *testing.T) {
 	if code := post(ops); code != http.StatusOK {
 		t.Fatalf("one-click: %d", code)
 	}
-	client := testenv.NATSClient(t, b.nats.URL, testenv.Logger(t))
+	client := testenv.NATSClient(t, b.natsURL(), testenv.Logger(t))
 	unsubs, err := notify.OpenUnsubscribes(t.Context(), client)
 	if err != nil {
 		t.Fatal(err)

@@ -45,7 +45,8 @@ type jobsClient struct {
 func (b *bundle) jobsClient(t *testing.T) *jobsClient {
 	t.Helper()
 	cfg := bus.DefaultConfig()
-	cfg.URL = b.nats.URL
+	cfg.URL = b.natsURL()
+	cfg.Replicas = b.natsReplicas()
 	cfg.User, cfg.Password = b.natsUser, secret.New(b.natsPassword)
 	bb, err := bus.Connect(context.Background(), cfg, "e2e jobs publisher",
 		slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})))

@@ -44,7 +44,7 @@ ingest:
   load:
     listen: "127.0.0.1:0"
     retention: {raw_hits_days: 0}
-`, bb.nats.URL, bb.ch.Addr, bb.log)
+`, bb.natsURL(), bb.ch.Addr, bb.log)
 	if err := os.WriteFile(bb.config, []byte(cfg), 0o644); err != nil {
 		b.Fatal(err)
 	}

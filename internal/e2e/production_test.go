@@ -108,7 +108,7 @@ func TestProductionMetricsAndReadiness(t *testing.T) {
 	sendSyslog(t, syslogAddr, lines[6000:6100])
 	sendSyslogTCP(t, syslogAddr, lines[6100:6200])
 	appendLines(t, filepath.Join(sites, "c", "access.log"), lines[2100:2110])
-	publishJunk(t, b.nats.URL)
+	publishJunk(t, b.natsURL())
 	b.smtp.WaitForMessages(t, 4, 60*time.Second)
 
 	// Rename rotation, as logrotate does it.

@@ -46,8 +46,8 @@ func TestSecretsNeverLogged(t *testing.T) {
 	writeFile(t, chFile, chPassword+"\n")
 	t.Setenv(smtpPassVar, smtpPassword)
 	editConfig(t, b.config,
-		fmt.Sprintf("nats: {url: %q}", b.nats.URL),
-		fmt.Sprintf("nats: {url: %q, user: %s, password: {env: %s}}", b.nats.URL, natsUser, natsPassVar),
+		fmt.Sprintf("nats: {url: %q}", b.natsURL()),
+		fmt.Sprintf("nats: {url: %q, user: %s, password: {env: %s}}", b.natsURL(), natsUser, natsPassVar),
 		fmt.Sprintf("smtp: {host: %q, port: %d, tls: none}", b.smtp.Host, b.smtp.Port),
 		fmt.Sprintf("smtp: {host: %q, port: %d, tls: mandatory, insecure_skip_verify: true, auth: plain, username: %s, password: {env: %s}}", b.smtp.Host, b.smtp.Port, smtpUser, smtpPassVar))
 	wrongCH := filepath.Join(b.dir, "wrong-clickhouse.yaml")

@@ -53,7 +53,7 @@ func BenchmarkTailProcess(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			bb := &bundle{dir: b.TempDir(), bin: binaries(b), starts: map[string]int{}}
 			bb.nats = natstest.Start(b)
-			nb := natsBus(b, bb.nats.URL)
+			nb := natsBus(b, bb.natsURL())
 			// A NATS server that has run a while has its memory: without
 			// this round, the first one measures the server's start too.
 			tailRun(b, bb, nb, warm, "warm", tc.pages).wait(b, warmSt.Size(), warmLines)
@@ -130,7 +130,7 @@ ingest:
     instance: %s
     inputs: [{path: %q, site: example.com}]
     start_at: beginning%s
-`, bb.nats.URL, instance, path, pages)
+`, bb.natsURL(), instance, path, pages)
 	if err := os.WriteFile(bb.config, []byte(cfg), 0o644); err != nil {
 		b.Fatal(err)
 	}

@@ -134,7 +134,7 @@ type ackWatch struct {
 func (b *bundle) watchAcks(t *testing.T, stream string) *ackWatch {
 	t.Helper()
 	w := &ackWatch{stream: stream}
-	nc, err := nats.Connect(b.nats.URL, nats.Name("e2e ack watch"), nats.MaxReconnects(-1),
+	nc, err := nats.Connect(b.natsURL(), nats.Name("e2e ack watch"), nats.MaxReconnects(-1),
 		nats.ReconnectWait(50*time.Millisecond), nats.RetryOnFailedConnect(true))
 	if err != nil {
 		t.Fatal(err)
@@ -186,7 +186,7 @@ func (w *ackWatch) String() string {
 // when NATS comes back.
 func (b *bundle) hitsStream(t *testing.T, name string) jetstream.Stream {
 	t.Helper()
-	nc, err := nats.Connect(b.nats.URL, nats.Name("e2e stream watch"), nats.MaxReconnects(-1),
+	nc, err := nats.Connect(b.natsURL(), nats.Name("e2e stream watch"), nats.MaxReconnects(-1),
 		nats.ReconnectWait(50*time.Millisecond), nats.RetryOnFailedConnect(true))
 	if err != nil {
 		t.Fatal(err)

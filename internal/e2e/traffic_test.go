@@ -162,7 +162,8 @@ func (tr *traffic) messages(emit func(file, hits int, data []byte) error) (pageC
 func (b *bundle) hitsBus(t *testing.T) *bus.Bus {
 	t.Helper()
 	cfg := bus.DefaultConfig()
-	cfg.URL = b.nats.URL
+	cfg.URL = b.natsURL()
+	cfg.Replicas = b.natsReplicas()
 	bb, err := bus.Connect(context.Background(), cfg, "e2e publisher",
 		slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err != nil {
