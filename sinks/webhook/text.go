@@ -78,6 +78,9 @@ func newMessage(n notify.Notification) message {
 	m.facts = []fact{{"Site", clean(orEmpty(n.Site), 200)}}
 	if len(m.digest) == 0 {
 		m.facts = append(m.facts, fact{"Page", clean(orEmpty(n.Path), maxLine)}, fact{"Views", traffic.FormatCount(n.Count)}, fact{"Threshold", traffic.FormatCount(n.Threshold)})
+		if n.Why != nil {
+			m.facts = append(m.facts, whyFacts(n.Why)...)
+		}
 	}
 	m.facts = append(m.facts, fact{"Window", window}, fact{"Crossed at", m.at.Format(time.RFC3339)}, fact{"Rule", clean(n.Rule, 100)})
 	m.footer = "Sent by pagewatch for crossing " + clean(n.Key, 200) + "."

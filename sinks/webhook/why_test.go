@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pagewatch/pagewatch/domain/crossing"
 	"github.com/pagewatch/pagewatch/pipeline/notify"
@@ -39,5 +40,30 @@ func TestPayloadCarriesWhy(t *testing.T) {
 	n.Why = nil
 	if body, _ := json.Marshal(webhook.NewPayload("hooks", n)); strings.Contains(string(body), `"why"`) {
 		t.Errorf("payload without a why has the key: %s", body)
+	}
+}
+
+func TestChatMessagesCarryWhy(t *testing.T) {
+	n := notify.Notification{Key: "k", Rule: "r", Site: "s", Path: "/p", Count: 400, Threshold: 80, Window: "1h",
+		Why: &crossing.Why{Kind: "spike", Count: 400, Baseline: 20, Factor: 4, Ratio: 20, Rank: 2, RankOf: 9,
+			Referrers:     []crossing.ReferrerShare{{Domain: "news.ycombinator.com", Hits: 300, Share: 0.75, BaselineShare: 0.02}, {Domain: "<b>x</b>\r\nBcc: y", Hits: 1, Share: 0.01}},
+			NewReferrers:  []string{"news.ycombinator.com"},
+			BusiestMinute: time.Date(2026, 11, 24, 9, 41, 0, 0, time.UTC), BusiestHits: 37}}
+	got := map[string]string{}
+	for _, f := range webhook.ChatFacts(n) {
+		got[f[0]] = f[1]
+	}
+	for name, want := range map[string]string{
+		"Normal":         "20 views (now 20.0×)",
+		"Rank on site":   "2 of 9 pages",
+		"New referrers":  "news.ycombinator.com",
+		"Busiest minute": "09:41 UTC, 37 views",
+	} {
+		if got[name] != want {
+			t.Errorf("%s: %q, want %q", name, got[name], want)
+		}
+	}
+	if r := got["Referrers"]; !strings.HasPrefix(r, "news.ycombinator.com 75% (before 2%)") || strings.ContainsAny(r, "\r\n") {
+		t.Errorf("Referrers: %q", r)
 	}
 }
