@@ -172,6 +172,15 @@ func (b *bundle) natsURL() string {
 	return b.nats.URL
 }
 
+// natsSection is the config's nats line; tests that add credentials
+// (secrets_test.go) find it in this form.
+func (b *bundle) natsSection() string {
+	if r := b.natsReplicas(); r > 1 {
+		return fmt.Sprintf("nats: {url: %q, replicas: %d}", b.natsURL(), r)
+	}
+	return fmt.Sprintf("nats: {url: %q}", b.natsURL())
+}
+
 // natsReplicas is nats.replicas for the daemons and the test's clients.
 func (b *bundle) natsReplicas() int {
 	if b.cluster != nil {
@@ -213,7 +222,7 @@ func setupWith(t testing.TB, o setupOptions) *bundle {
 	b.config = filepath.Join(b.dir, "pagewatch.yaml")
 	cfg := fmt.Sprintf(`log: {level: info}
 shutdown_timeout: 15s
-nats: {url: %q, replicas: %d}
+%s
 clickhouse: {addr: [%q]}
 ingest:
   tail:
@@ -242,7 +251,7 @@ worker:
   transport: smtp
   from: pagewatch@example.com
   smtp: {host: %q, port: %d, tls: none}
-`, b.natsURL(), b.natsReplicas(), b.ch.Addr, b.log, pages, load.BatchRows, load.BatchAge, load.AckWait, rules, o.worker.yaml(), b.smtp.Host, b.smtp.Port)
+`, b.natsSection(), b.ch.Addr, b.log, pages, load.BatchRows, load.BatchAge, load.AckWait, rules, o.worker.yaml(), b.smtp.Host, b.smtp.Port)
 	if err := os.WriteFile(b.config, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
