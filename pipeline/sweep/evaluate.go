@@ -387,45 +387,44 @@ func (s *Sweeper) seal(ctx context.Context, now time.Time) {
 	budget := min(sealBudget, s.cfg.SweepTimeout/2)
 	sctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
-	n, err := s.counts.SealDays(sctx, before)
-	if err != nil {
-		if ctx.Err() == nil && sctx.Err() != nil {
-			s.logger.Info("sealing days goes on next sweep", "before", before.Format(time.DateOnly), "budget", budget)
-		} else {
-			s.logger.Warn("sealing days failed; reading minutes instead", "before", before, "err", err)
-		}
+	if !s.sealRollup(ctx, sctx, rollup{name: "days", totals: "daily", fallback: "reading minutes instead", seal: s.counts.SealDays}, before, budget, &s.sealed) {
 		return
 	}
-	if n > 0 {
-		s.logger.Info("sealed daily totals", "days", n, "before", before.Format(time.DateOnly))
-	}
-	s.sealMu.Lock()
-	s.sealed = before
-	s.sealMu.Unlock()
 	if s.rules().episodic {
-		s.sealHours(ctx, sctx, before, budget)
+		// page_hours, to the same day, for the baselines of spike and
+		// new_page rules (only they read it), within what is left of
+		// the budget.
+		s.sealRollup(ctx, sctx, rollup{name: "hours", totals: "hourly", fallback: "baselines read minutes instead", seal: s.counts.SealHours}, before, budget, &s.sealedHours)
 	}
 }
 
-// sealHours seals page_hours to the same day as page_days, for the
-// baselines of spike and new_page rules (only they read it), within what
-// is left of the sweep's sealing budget.
-func (s *Sweeper) sealHours(ctx, sctx context.Context, before time.Time, budget time.Duration) {
-	n, err := s.counts.SealHours(sctx, before)
+// rollup is one of the tables sealed a day at a time: page_days, page_hours.
+type rollup struct {
+	name, totals string // "days", "daily": for the log
+	fallback     string // what reads do while it is not sealed
+	seal         func(context.Context, time.Time) (int, error)
+}
+
+// sealRollup seals r up to before within sctx and, once done, records
+// before in sealedTo, which reads then trust. It reports whether it got
+// there; running out of budget is not an error: the next sweep goes on.
+func (s *Sweeper) sealRollup(ctx, sctx context.Context, r rollup, before time.Time, budget time.Duration, sealedTo *time.Time) bool {
+	n, err := r.seal(sctx, before)
 	if err != nil {
 		if ctx.Err() == nil && sctx.Err() != nil {
-			s.logger.Info("sealing hours goes on next sweep", "before", before.Format(time.DateOnly), "budget", budget)
+			s.logger.Info("sealing "+r.name+" goes on next sweep", "before", before.Format(time.DateOnly), "budget", budget)
 		} else {
-			s.logger.Warn("sealing hours failed; baselines read minutes instead", "before", before, "err", err)
+			s.logger.Warn("sealing "+r.name+" failed; "+r.fallback, "before", before, "err", err)
 		}
-		return
+		return false
 	}
 	if n > 0 {
-		s.logger.Info("sealed hourly totals", "days", n, "before", before.Format(time.DateOnly))
+		s.logger.Info("sealed "+r.totals+" totals", "days", n, "before", before.Format(time.DateOnly))
 	}
 	s.sealMu.Lock()
-	s.sealedHours = before
+	*sealedTo = before
 	s.sealMu.Unlock()
+	return true
 }
 
 // sealedHoursBefore is the boundary the last SealHours reached (zero:
