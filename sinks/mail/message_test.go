@@ -5,20 +5,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/pagewatch/pagewatch/domain/traffic"
 	"github.com/pagewatch/pagewatch/pipeline/notify"
 )
-
-func TestGroupDigits(t *testing.T) {
-	for n, want := range map[uint64]string{
-		0: "0", 7: "7", 999: "999", 1000: "1,000", 12345: "12,345",
-		1234567: "1,234,567", 18446744073709551615: "18,446,744,073,709,551,615",
-	} {
-		if got := traffic.FormatCount(n); got != want {
-			t.Errorf("traffic.FormatCount(%d) = %q, want %q", n, got, want)
-		}
-	}
-}
 
 func TestClean(t *testing.T) {
 	tests := []struct {
