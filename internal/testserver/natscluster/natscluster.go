@@ -162,19 +162,10 @@ func (c *Cluster) WaitReady(t testing.TB, within time.Duration) {
 			continue
 		}
 		testcheck.Eventually(t, within, "JetStream through "+nd.Name, func() error {
-			nc, err := nats.Connect(nd.URL, nats.Timeout(time.Second))
-			if err != nil {
+			return withJS(nd.URL, func(ctx context.Context, js jetstream.JetStream) error {
+				_, err := js.AccountInfo(ctx)
 				return err
-			}
-			defer nc.Close()
-			js, err := jetstream.New(nc)
-			if err != nil {
-				return err
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			defer cancel()
-			_, err = js.AccountInfo(ctx)
-			return err
+			})
 		})
 	}
 }
@@ -214,32 +205,40 @@ func (c *Cluster) StreamLeader(t testing.TB, stream string) int {
 	t.Helper()
 	leader := -1
 	testcheck.Eventually(t, 30*time.Second, "a leader of stream "+stream, func() error {
-		nc, err := nats.Connect(c.URL, nats.Timeout(time.Second))
-		if err != nil {
-			return err
-		}
-		defer nc.Close()
-		js, err := jetstream.New(nc)
-		if err != nil {
-			return err
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		s, err := js.Stream(ctx, stream)
-		if err != nil {
-			return err
-		}
-		info, err := s.Info(ctx)
-		if err != nil {
-			return err
-		}
-		if info.Cluster == nil || c.Index(info.Cluster.Leader) < 0 {
-			return fmt.Errorf("no leader in %+v", info.Cluster)
-		}
-		leader = c.Index(info.Cluster.Leader)
-		return nil
+		return withJS(c.URL, func(ctx context.Context, js jetstream.JetStream) error {
+			s, err := js.Stream(ctx, stream)
+			if err != nil {
+				return err
+			}
+			info, err := s.Info(ctx)
+			if err != nil {
+				return err
+			}
+			if info.Cluster == nil || c.Index(info.Cluster.Leader) < 0 {
+				return fmt.Errorf("no leader in %+v", info.Cluster)
+			}
+			leader = c.Index(info.Cluster.Leader)
+			return nil
+		})
 	})
 	return leader
+}
+
+// withJS runs fn with a JetStream client of its own on url, for a look
+// at the cluster that must not depend on the test's other connections.
+func withJS(url string, fn func(context.Context, jetstream.JetStream) error) error {
+	nc, err := nats.Connect(url, nats.Timeout(time.Second))
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	return fn(ctx, js)
 }
 
 func (nd *Node) running() bool {
