@@ -94,6 +94,10 @@ func TestThreeLoadersKilled20Times(t *testing.T) {
 // it down until a loader's insert has failed and at least 2 s have passed,
 // restarts it on the same data and ports, does that twice, and requires
 // exact counts, both loaders still running, and nothing dead-lettered.
+//
+// The traffic is released in thirds, the next third after each outage:
+// loaders are fast enough to finish everything published between two
+// outages, and an outage with nothing left to insert tests nothing.
 func TestClickHouseKilledMidLoad(t *testing.T) {
 	const (
 		hits    = 500_000
@@ -129,6 +133,8 @@ func TestClickHouseKilledMidLoad(t *testing.T) {
 		err   error
 	}
 	published := make(chan result, 1)
+	chunk := totalMsgs / (outages + 1)
+	prog.release.Store(chunk)
 	go func() {
 		pages, err := prog.publish(ctx, tr, 0)
 		published <- result{pages, err}
@@ -140,8 +146,8 @@ func TestClickHouseKilledMidLoad(t *testing.T) {
 	loadBy := time.Now().Add(2 * time.Minute) // up to the last outage
 	var down time.Duration
 	for o := 1; o <= outages; o++ {
-		// Outage o starts between 20% and 35% (then 55% and 70%) loaded.
-		at := totalMsgs * int64(20+35*(o-1)+rng.IntN(16)) / 100
+		// Outage o starts with its third between 40% and 90% loaded.
+		at := chunk*int64(o-1) + chunk*int64(40+rng.IntN(51))/100
 		testcheck.Eventually(t, time.Until(loadBy), fmt.Sprintf("outage %d: %d of %d messages loaded", o, at, totalMsgs), func() error {
 			if n := prog.done.Load(); n < at {
 				return fmt.Errorf("loading stalled at %d of %d messages", n, totalMsgs)
@@ -153,14 +159,23 @@ func TestClickHouseKilledMidLoad(t *testing.T) {
 		killedAt := time.Now()
 		b.ch.Kill()
 		// Down for at least 2 s, and until an insert has failed, so a
-		// loader certainly met the outage.
+		// loader certainly met the outage; if the loaders had already
+		// loaded all that was released, a few more messages give them
+		// an insert to fail.
 		testcheck.Eventually(t, time.Until(killedAt.Add(30*time.Second)), fmt.Sprintf("outage %d: 2 s down and a loader's insert failed", o), func() error {
+			if r := prog.release.Load(); prog.done.Load() >= r && r < totalMsgs {
+				prog.release.Store(min(r+5, totalMsgs))
+			}
 			if time.Since(killedAt) < 2*time.Second || insertErrors() == before {
 				return fmt.Errorf("no loader tried to insert in 30 s (%d of %d messages loaded)", prog.done.Load(), totalMsgs)
 			}
 			return nil
 		})
 		b.ch.Restart(t)
+		prog.release.Store(max(prog.release.Load(), min(chunk*int64(o+1), totalMsgs)))
+		if o == outages {
+			prog.release.Store(totalMsgs)
+		}
 		down += time.Since(killedAt)
 		t.Logf("outage %d: clickhouse-server SIGKILLed with %d of %d messages loaded (during an insert: %v), back after %s",
 			o, loadedAt, totalMsgs, midInsert, time.Since(killedAt).Round(time.Millisecond))

@@ -181,6 +181,9 @@ type loadProgress struct {
 	bb        *bus.Bus
 	published atomic.Int64 // messages the stream acknowledged
 	done      atomic.Int64 // messages acknowledged by the loaders, about
+	// release, when above 0, holds publish back at that many messages,
+	// so a test can keep work for the loaders until it chooses.
+	release atomic.Int64
 }
 
 // backlog is the consumer's undelivered and unacknowledged message counts;
@@ -246,7 +249,15 @@ func (p *loadProgress) publish(ctx context.Context, tr *traffic, ahead int64) (p
 	}
 	n := 0
 	counts, err := tr.messages(func(file, hits int, data []byte) error {
-		for ahead > 0 && int64(n)-p.done.Load() > ahead {
+		for (ahead > 0 && int64(n)-p.done.Load() > ahead) || (p.release.Load() > 0 && int64(n) >= p.release.Load()) {
+			// Settle what is in flight before waiting: published counts
+			// only settled messages, and the wait may be long.
+			for _, x := range queue {
+				if err := settle(x); err != nil {
+					return err
+				}
+			}
+			queue = queue[:0]
 			if err := ctx.Err(); err != nil {
 				return err
 			}
