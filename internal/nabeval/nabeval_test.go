@@ -17,32 +17,39 @@ func at(s string) time.Time {
 	return t
 }
 
-// The README's counting: probation alarms are no false alarms but catch,
-// alarms under an hour apart are one episode, resolves are no alarms.
+// The README's counting: the probationary 15% is skipped (its alarms
+// neither catch nor are false alarms, and a window inside it cannot be
+// caught), alarms under an hour apart are one episode, resolves are no
+// alarms, and an alarm belongs to the row it was judged on.
 func TestScoreCountsAsTheREADMESays(t *testing.T) {
 	s := Series{Name: "x.csv"}
 	for i := 0; i < 100; i++ {
-		s.Times = append(s.Times, at("2015-03-01 00:00:00").Add(time.Duration(i)*time.Hour))
+		s.Times = append(s.Times, at("2015-03-01 00:00:30").Add(time.Duration(i)*time.Hour))
 		s.Values = append(s.Values, 1)
 	}
-	// Probation ends at hour 15.
-	s.Windows = [][2]time.Time{{at("2015-03-01 05:00:00"), at("2015-03-01 08:00:00")}, {at("2015-03-02 12:00:00"), at("2015-03-02 20:00:00")}, {at("2015-03-04 00:00:00"), at("2015-03-04 01:00:00")}}
+	// Probation ends at row 15, 15:00:30.
+	s.Windows = [][2]time.Time{{at("2015-03-01 05:00:30"), at("2015-03-01 08:00:30")}, {at("2015-03-02 12:00:30"), at("2015-03-02 20:00:30")}, {at("2015-03-04 00:00:30"), at("2015-03-04 01:00:30")}}
 	lines := []string{
-		`{"path":"/x","fired_at":"2015-03-01T02:00:00Z","kind":"fire"}`,     // probation, outside: not counted
-		`{"path":"/x","fired_at":"2015-03-01T06:00:00Z","kind":"fire"}`,     // catches window 1
-		`{"path":"/x","fired_at":"2015-03-02T02:00:00Z","kind":"fire"}`,     // false alarm
-		`{"path":"/x","fired_at":"2015-03-02T02:30:00Z","kind":"escalate"}`, // same episode
-		`{"path":"/x","fired_at":"2015-03-02T13:00:00Z","kind":"escalate"}`, // catches window 2
-		`{"path":"/x","fired_at":"2015-03-03T13:00:00Z","kind":"resolve"}`,  // no alarm
-		`{"path":"/y","fired_at":"2015-03-04T00:30:00Z","kind":"fire"}`,     // another page
+		`{"path":"/x","fired_at":"2015-03-01T02:00:59Z","kind":"fire"}`,     // probation, outside: skipped
+		`{"path":"/x","fired_at":"2015-03-01T06:00:59Z","kind":"fire"}`,     // probation, inside window 1: skipped
+		`{"path":"/x","fired_at":"2015-03-01T14:30:00Z","kind":"fire"}`,     // probation: skipped...
+		`{"path":"/x","fired_at":"2015-03-01T15:10:00Z","kind":"fire"}`,     // ...so this starts an episode: false alarm
+		`{"path":"/x","fired_at":"2015-03-02T02:00:59Z","kind":"fire"}`,     // false alarm
+		`{"path":"/x","fired_at":"2015-03-02T02:30:59Z","kind":"escalate"}`, // same episode
+		`{"path":"/x","fired_at":"2015-03-02T11:59:59Z","kind":"fire"}`,     // row 11:00:30, before window 2: false alarm
+		`{"path":"/x","fired_at":"2015-03-02T13:00:59Z","kind":"escalate"}`, // catches window 2
+		`{"path":"/x","fired_at":"2015-03-03T13:00:59Z","kind":"resolve"}`,  // no alarm
+		`{"path":"/x","fired_at":"2015-03-04T01:00:59Z","kind":"fire"}`,     // row 01:00:30, the window's last: catches window 3
+		`{"path":"/y","fired_at":"2015-03-04T00:30:59Z","kind":"fire"}`,     // another page
 	}
 	alarms, err := ReadAlarms(strings.NewReader(strings.Join(lines, "\n")))
 	if err != nil {
 		t.Fatal(err)
 	}
 	sc := ScoreSeries(s, alarms)
-	if sc.Caught != 2 || sc.CaughtInProbation != 1 || sc.FalseAlarms != 1 || sc.Alarms != 5 {
-		t.Errorf("score %+v", sc)
+	want := Score{Name: "x.csv", Caught: 2, Windows: 3, InProbation: 1, FalseAlarms: 3, Weeks: sc.Weeks, Alarms: 6}
+	if sc != want {
+		t.Errorf("score %+v\nwant  %+v", sc, want)
 	}
 }
 

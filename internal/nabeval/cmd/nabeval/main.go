@@ -67,15 +67,19 @@ func run(data, sweeper, rulesPath string) error {
 	}
 	var scores []nabeval.Score
 	w := tabwriter.NewWriter(os.Stdout, 2, 8, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "series\tcaught\t(in probation)\talarms\tfalse alarms\tweeks\tper week\t")
+	fmt.Fprintln(w, "series\tcaught\t(windows in probation)\talarms\tfalse alarms\tweeks\tper week\t")
 	for _, s := range ss {
 		sc := nabeval.ScoreSeries(s, alarms)
 		scores = append(scores, sc)
-		fmt.Fprintf(w, "%s\t%d/%d\t%d\t%d\t%d\t%.1f\t%.2f\t\n", sc.Name, sc.Caught, sc.Windows, sc.CaughtInProbation, sc.Alarms, sc.FalseAlarms, sc.Weeks, float64(sc.FalseAlarms)/sc.Weeks)
+		fmt.Fprintf(w, "%s\t%d/%d\t%d\t%d\t%d\t%.1f\t%.2f\t\n", sc.Name, sc.Caught, sc.Windows, sc.InProbation, sc.Alarms, sc.FalseAlarms, sc.Weeks, float64(sc.FalseAlarms)/sc.Weeks)
 	}
 	w.Flush()
 	caught, windows, perWeek := nabeval.Total(scores)
-	fmt.Printf("rules %s\n", rulesPath)
+	inProbation := 0
+	for _, sc := range scores {
+		inProbation += sc.InProbation
+	}
+	fmt.Printf("rules %s; %d windows lie in the probationary 15%%: at most %d/%d can be caught\n", rulesPath, inProbation, windows-inProbation, windows)
 	fmt.Printf("nab-tweets caught=%d/%d false_alarms_per_series_week=%.2f\n", caught, windows, perWeek)
 	return nil
 }
