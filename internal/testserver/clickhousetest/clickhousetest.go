@@ -121,6 +121,51 @@ func Start(t testing.TB) *Server {
 // StartWith starts a server like Start, with TLS and extra users.
 func StartWith(t testing.TB, opts Options) *Server {
 	t.Helper()
+	s := prepare(t, opts)
+	// Ports are picked by binding :0 and releasing them, so another process
+	// may grab one before the server binds it; a retry with new ports fixes that.
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		if attempt > 0 {
+			if err = s.configure(); err != nil {
+				break
+			}
+		}
+		began := time.Now()
+		if err = s.start(); err == nil {
+			t.Logf("clickhouse-server ready in %v (native %s, http %s, secure %q, dir %s)",
+				time.Since(began).Round(time.Millisecond), s.Addr, s.HTTPAddr, s.SecureAddr, s.Dir)
+			return s
+		}
+		if !strings.Contains(err.Error(), "Address already in use") {
+			break
+		}
+	}
+	t.Fatalf("clickhousetest: %v", err)
+	return nil
+}
+
+// Prepare writes a server's config, with its ports picked, without
+// starting it, so that a caller can add files to Dir/config.d (a cluster,
+// macros) that name other servers' ports before any of them starts; Launch
+// starts it. Stop is registered with t.Cleanup.
+func Prepare(t testing.TB, opts Options) *Server {
+	t.Helper()
+	return prepare(t, opts)
+}
+
+// Launch starts a server made by Prepare, or stopped, and waits until it
+// answers. Unlike Start and Restart it reports failure as an error, so
+// several servers can be launched from goroutines at once.
+func (s *Server) Launch() error {
+	if err := s.start(); err != nil {
+		return fmt.Errorf("clickhousetest: %w", err)
+	}
+	return nil
+}
+
+func prepare(t testing.TB, opts Options) *Server {
+	t.Helper()
 	argv := findServer(t)
 	dir := t.TempDir()
 	s := &Server{Dir: dir, argv: argv, opts: opts}
@@ -136,26 +181,10 @@ func StartWith(t testing.TB, opts Options) *Server {
 			t.Fatalf("clickhousetest: %v", err)
 		}
 	}
-
-	// Ports are picked by binding :0 and releasing them, so another process
-	// may grab one before the server binds it; a retry with new ports fixes that.
-	var err error
-	for attempt := 0; attempt < 3; attempt++ {
-		if err = s.configure(); err != nil {
-			break
-		}
-		began := time.Now()
-		if err = s.start(); err == nil {
-			t.Logf("clickhouse-server ready in %v (native %s, http %s, secure %q, dir %s)",
-				time.Since(began).Round(time.Millisecond), s.Addr, s.HTTPAddr, s.SecureAddr, s.Dir)
-			return s
-		}
-		if !strings.Contains(err.Error(), "Address already in use") {
-			break
-		}
+	if err := s.configure(); err != nil {
+		t.Fatalf("clickhousetest: %v", err)
 	}
-	t.Fatalf("clickhousetest: %v", err)
-	return nil
+	return s
 }
 
 // Restart starts the server again with the same ports, config and data after
