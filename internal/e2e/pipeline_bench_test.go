@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,7 +22,9 @@ import (
 // PAGEWATCH_BENCH_RATE lines/s (500,000) for PAGEWATCH_BENCH_SECONDS (10;
 // `make bench` uses 60). It reports lines/s from the first write until
 // ClickHouse holds every line, the rate the writer kept up, and the
-// largest backlog (lines written, not yet in ClickHouse) seen.
+// largest backlog (lines written, not yet in ClickHouse) seen, and the CPU
+// time per million lines of each process: the tailer, the loader,
+// clickhouse-server and this one (NATS and the writer).
 func BenchmarkTailToClickHouse(b *testing.B) {
 	seconds := envInt(b, "PAGEWATCH_BENCH_SECONDS", 10)
 	rate := envInt(b, "PAGEWATCH_BENCH_RATE", 500_000)
@@ -59,9 +62,15 @@ ingest:
 	}
 	defer f.Close()
 
-	bb.start(b, "ingest", "tail")
+	tailer := bb.start(b, "ingest", "tail")
 	loader := bb.start(b, "ingest", "load")
 	admin := loader.adminAddr(b)
+	chPID := clickhousePID(b, bb.ch.Dir)
+	pids := []int{tailer.cmd.Process.Pid, loader.cmd.Process.Pid, chPID, os.Getpid()}
+	cpu0 := make([]time.Duration, len(pids))
+	for i, pid := range pids {
+		cpu0[i] = procCPU(b, pid)
+	}
 	b.ResetTimer()
 
 	start := time.Now()
@@ -92,6 +101,10 @@ ingest:
 	}
 	elapsed := time.Since(start)
 	b.StopTimer()
+	mlines := float64(written) / 1e6
+	for i, unit := range []string{"tail-cpu-s/Mlines", "loader-cpu-s/Mlines", "clickhouse-cpu-s/Mlines", "nats-writer-cpu-s/Mlines"} {
+		b.ReportMetric((procCPU(b, pids[i])-cpu0[i]).Seconds()/mlines, unit)
+	}
 	if got := bb.hitCount(b); got != written {
 		b.Fatalf("ClickHouse holds %d distinct hits for %d lines", got, written)
 	}
@@ -116,6 +129,23 @@ func stampableChunk(b *testing.B) ([]byte, []int) {
 		chunk = append(chunk, '\n')
 	}
 	return chunk, stamps
+}
+
+// clickhousePID finds the clickhouse-server running from dir.
+func clickhousePID(tb *testing.B, dir string) int {
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if strings.Contains(string(cmdline), dir) && strings.Contains(string(cmdline), "clickhouse") {
+			return pid
+		}
+	}
+	tb.Fatalf("no clickhouse process running from %s", dir)
+	return 0
 }
 
 func envInt(b *testing.B, name string, def int) int {

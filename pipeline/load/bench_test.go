@@ -31,7 +31,8 @@ func BenchmarkJetStreamToClickHouse(b *testing.B) {
 }
 
 func benchLoad(b *testing.B, loaders, inserts, total int) {
-	bb := setup(b)
+	bb := benchSetup(b)
+	cpu := cpuSampler{natsPID: bb.natsPID, chPID: pidWithArg(b, bb.chSrv.Dir)}
 	bb.cfg.Inserts = inserts
 	bb.cfg.BatchRows = 100_000
 	bb.cfg.BatchAge = time.Second
@@ -41,12 +42,13 @@ func benchLoad(b *testing.B, loaders, inserts, total int) {
 	quiet := testenv.Logger(b)
 	b.ResetTimer()
 	var loaded time.Duration
+	var used cpuSplit
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		publishAsync(b, bb, msgs, i)
 		b.StartTimer()
 		start := time.Now()
-		cpu0 := sampleCPU()
+		cpu0 := cpu.sample(b)
 		var stops []func()
 		var regs []*prometheus.Registry
 		for j := 0; j < loaders; j++ {
@@ -69,9 +71,10 @@ func benchLoad(b *testing.B, loaders, inserts, total int) {
 			time.Sleep(5 * time.Millisecond)
 		}
 		loaded += time.Since(start)
-		self, others := sampleCPU().since(cpu0)
+		d := cpu.sample(b).since(cpu0)
+		used = cpuSplit{self: used.self + d.self, nats: used.nats + d.nats, ch: used.ch + d.ch}
 		b.StopTimer()
-		b.Logf("CPU: this process (loaders, NATS) %s, everything else (ClickHouse) %s, wall %s", self.Round(time.Millisecond), others.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+		b.Logf("CPU: loaders %s, NATS %s, ClickHouse %s, wall %s", d.self.Round(time.Millisecond), d.nats.Round(time.Millisecond), d.ch.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 		if n, err := bb.ch.HitCount(ctx); err != nil || n != want {
 			b.Fatalf("distinct hits %d (%v), want %d", n, err, want)
 		}
@@ -90,6 +93,20 @@ func benchLoad(b *testing.B, loaders, inserts, total int) {
 		}
 	}
 	b.ReportMetric(float64(total*b.N)/loaded.Seconds(), "rows/s")
+	mrows := float64(total*b.N) / 1e6
+	b.ReportMetric(used.self.Seconds()/mrows, "loader-cpu-s/Mrows")
+	b.ReportMetric(used.nats.Seconds()/mrows, "nats-cpu-s/Mrows")
+	b.ReportMetric(used.ch.Seconds()/mrows, "clickhouse-cpu-s/Mrows")
+}
+
+// benchSetup is setup with NATS in a child process, so that this
+// process's CPU time is the loaders' alone.
+func benchSetup(b *testing.B) *bundle {
+	logger := testenv.Logger(b)
+	url, pid := startNATSChild(b)
+	c, srv := testenv.ClickHouse(b, logger)
+	cfg := load.DefaultConfig()
+	return &bundle{bus: testenv.NATSClient(b, url, logger), natsURL: url, natsPID: pid, ch: c, chSrv: srv, cfg: cfg, logger: logger}
 }
 
 // benchMessages encodes total real hits into messages of per hits, with

@@ -23,6 +23,7 @@ import (
 type bundle struct {
 	bus     *bus.Bus
 	natsURL string
+	natsPID int // benchSetup's NATS child process
 	ch      *clickhouse.Client
 	chSrv   *clickhousetest.Server
 	cfg     load.Config
