@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pagewatch/pagewatch/broker/retry"
 )
@@ -33,8 +34,18 @@ func createWithRetry[T any](ctx context.Context, create func(context.Context) (T
 	}
 }
 
-// retryableCreate: the request got no answer in time. Anything else (no
-// JetStream on the server, a config the server refuses) fails at once.
+// clusterNotAvailable is nats-server's JSClusterNotAvailErr (HTTP-like
+// code 503), which nats.go names no constant for.
+const clusterNotAvailable jetstream.ErrorCode = 10008
+
+// retryableCreate: the request got no answer in time, or the cluster
+// answered that JetStream is temporarily unavailable, as it does while
+// its meta leader is gone and another not yet elected (a node frozen or
+// killed): a worker started then exited with that 503 mid-run. Anything
+// else (no JetStream on the server, a config the server refuses) fails
+// at once.
 func retryableCreate(err error) bool {
-	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout)
+	var api *jetstream.APIError
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
+		(errors.As(err, &api) && api.ErrorCode == clusterNotAvailable)
 }
