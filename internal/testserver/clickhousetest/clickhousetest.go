@@ -237,6 +237,10 @@ func (s *Server) Query(t testing.TB, sql string) string {
 	return body
 }
 
+// TryQuery is Query returning its error instead of failing a test, for a
+// server that may be down.
+func (s *Server) TryQuery(sql string) (string, error) { return s.query(sql) }
+
 // httpClient does not keep connections alive: an idle keep-alive connection
 // makes the server wait keep_alive_timeout before it shuts down.
 var httpClient = &http.Client{
