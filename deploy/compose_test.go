@@ -37,14 +37,21 @@ var replicas = map[string]int{"ingest-load": 2, "sweeper": 2, "worker": 2}
 
 func loadProject(t *testing.T) *types.Project {
 	t.Helper()
-	wd, _ := filepath.Abs(".")
+	return loadProjectFile(t, composeFile, "pagewatch")
+}
+
+// loadProjectFile loads a compose file under deploy/ as docker compose
+// would, relative paths from the file's directory.
+func loadProjectFile(t *testing.T, file, name string) *types.Project {
+	t.Helper()
+	path, _ := filepath.Abs(file)
 	p, err := loader.LoadWithContext(context.Background(), types.ConfigDetails{
-		WorkingDir:  wd,
-		ConfigFiles: []types.ConfigFile{{Filename: filepath.Join(wd, composeFile)}},
+		WorkingDir:  filepath.Dir(path),
+		ConfigFiles: []types.ConfigFile{{Filename: path}},
 		Environment: types.Mapping{}, // nothing may come from the tester's shell
-	}, func(o *loader.Options) { o.SetProjectName("pagewatch", true) })
+	}, func(o *loader.Options) { o.SetProjectName(name, true) })
 	if err != nil {
-		t.Fatalf("deploy/%s: %v", composeFile, err)
+		t.Fatalf("deploy/%s: %v", file, err)
 	}
 	return p
 }
