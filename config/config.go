@@ -17,6 +17,7 @@ import (
 
 	"github.com/pagewatch/pagewatch/broker/bus"
 	"github.com/pagewatch/pagewatch/config/strict"
+	"github.com/pagewatch/pagewatch/console"
 	"github.com/pagewatch/pagewatch/pipeline/load"
 	"github.com/pagewatch/pagewatch/pipeline/notify"
 	"github.com/pagewatch/pagewatch/pipeline/report"
@@ -41,6 +42,8 @@ type Config struct {
 	// Reports are the scheduled reports the worker sends
 	// (docs/reports.md).
 	Reports []report.Spec `yaml:"reports"`
+	// Console is the web console's section (docs/console.md).
+	Console console.Config `yaml:"console"`
 	// ShutdownTimeout bounds a daemon's exit after SIGTERM.
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
 }
@@ -68,6 +71,7 @@ func Default() Config {
 		Worker:          notify.DefaultConfig(),
 		Mail:            mail.DefaultConfig(),
 		Receivers:       DefaultReceivers(),
+		Console:         console.DefaultConfig(),
 		ShutdownTimeout: 15 * time.Second,
 	}
 }
@@ -123,6 +127,7 @@ const (
 	IngestLoad Part = "ingest load"
 	Sweeper    Part = "sweeper"
 	Worker     Part = "worker"
+	Console    Part = "console"
 )
 
 // Sections are the config keys (dotted prefixes) the part reads: the
@@ -138,6 +143,8 @@ func (p Part) Sections() []string {
 		return append(common, "clickhouse", "sweeper")
 	case Worker:
 		return append(common, "clickhouse", "worker", "mail", "receivers", "reports")
+	case Console:
+		return append(common, "clickhouse", "console", "sweeper")
 	}
 	return common
 }
@@ -162,6 +169,9 @@ func (c Config) Validate(part Part) error {
 			// Otherwise the process is gone mid-send: the duplicate case.
 			errs = append(errs, fmt.Errorf("worker.drain_timeout: must be less than shutdown_timeout (%s), got %s", c.ShutdownTimeout, c.Worker.DrainTimeout))
 		}
+	case Console:
+		// The sweeper's section for its rules, which the console shows.
+		errs = append(errs, c.ClickHouse.Validate(), c.Console.Validate(), c.Sweeper.Validate())
 	default:
 		errs = append(errs, fmt.Errorf("unknown part %q", part))
 	}

@@ -34,17 +34,19 @@ type layer struct {
 // its layer, so narrower prefixes come first.
 var layers = []layer{
 	{name: "test support", prefix: []string{"internal/testserver/", "internal/testenv", "internal/e2e", "internal/realdata", "internal/sqlcheck", "internal/metricsdoc", "internal/promql", "internal/syncbuf", "internal/testcheck", "internal/layering", "internal/nabeval"},
-		may: []string{"domain", "broker", "pipeline", "sinks", "config", "daemon", "schema", "leaf"}},
+		may: []string{"domain", "broker", "pipeline", "console", "sinks", "config", "daemon", "schema", "leaf"}},
 	{name: "leaf", prefix: []string{"config/secret", "config/tlsconfig", "config/strict", "internal/progress", "internal/admin", "schema"},
 		may: []string{}},
 	{name: "domain", prefix: []string{"domain/"}, may: []string{}},
 	{name: "broker", prefix: []string{"broker/"}, may: []string{"domain", "leaf"}},
 	{name: "pipeline", prefix: []string{"pipeline/"}, may: []string{"domain", "broker", "leaf"}},
-	{name: "sinks", prefix: []string{"sinks/"}, may: []string{"pipeline", "domain", "broker", "leaf"}},
-	{name: "config", prefix: []string{"config"}, may: []string{"pipeline", "sinks", "domain", "broker", "leaf"}},
+	// The console owns its ports, like a stage: sinks implement them.
+	{name: "console", prefix: []string{"console"}, may: []string{"pipeline", "domain", "broker", "leaf"}},
+	{name: "sinks", prefix: []string{"sinks/"}, may: []string{"console", "pipeline", "domain", "broker", "leaf"}},
+	{name: "config", prefix: []string{"config"}, may: []string{"console", "pipeline", "sinks", "domain", "broker", "leaf"}},
 	{name: "daemon", prefix: []string{"internal/daemon"}, may: []string{"config", "pipeline", "sinks", "domain", "broker", "leaf"}},
 	{name: "deploy", prefix: []string{"deploy"}, may: []string{"config", "leaf"}},
-	{name: "cmd", prefix: []string{"cmd/"}, may: []string{"daemon", "config", "pipeline", "sinks", "domain", "broker", "leaf"}},
+	{name: "cmd", prefix: []string{"cmd/"}, may: []string{"daemon", "config", "console", "pipeline", "sinks", "domain", "broker", "leaf"}},
 }
 
 // sameGroupForbidden are layers whose packages must not import each

@@ -1,0 +1,95 @@
+// Command console serves pagewatch's web console: the live view, rules,
+// a page's chart, the history, dead letters and the pipeline.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+
+	"github.com/pagewatch/pagewatch/config"
+	"github.com/pagewatch/pagewatch/console"
+	"github.com/pagewatch/pagewatch/domain/rules"
+	"github.com/pagewatch/pagewatch/internal/daemon"
+	"github.com/pagewatch/pagewatch/pipeline/notify"
+	"github.com/pagewatch/pagewatch/pipeline/sweep"
+)
+
+var program = daemon.Program{
+	Name: "console",
+	Description: `console serves the web console on console.listen (docs/console.md): what
+is taking off now against each page's normal (live, by server-sent events),
+every rule with its pages nearest the threshold, a page's views per minute or
+hour with the rules' thresholds drawn, the history of crossings and
+notifications, dead letters to retry or discard (operators only), the
+pipeline's lag, and the silences; a JSON API under /api/v1 behind each page.
+Logins are users with bcrypt password hashes and bearer tokens
+(console.users, console.tokens); console.auth: none is allowed on loopback
+only. It reads ClickHouse and NATS, and the sweeper's rules (sweeper.rules,
+sweeper.rules_path), read again on SIGHUP.`,
+	Default: "run",
+	Commands: []daemon.Command{
+		{Name: "run", Part: config.Console, Listen: func(c config.Config) string { return c.Console.AdminListen }, Summary: "serve the console", Run: run},
+	},
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	os.Exit(daemon.Main(ctx, program, os.Args[1:], os.Stdout, os.Stderr, hup))
+}
+
+func run(ctx context.Context, env *daemon.Env) error {
+	b, err := env.NATS(ctx)
+	if err != nil {
+		return err
+	}
+	ch, err := env.ClickHouse(ctx)
+	if err != nil {
+		return err
+	}
+	loaded, err := sweep.LoadRules(env.Config.Sweeper)
+	if err != nil {
+		return &daemon.UsageError{Err: err}
+	}
+	var (
+		mu      sync.Mutex
+		current = loaded
+	)
+	env.OnReload([]string{"sweeper"}, func(c config.Config) error {
+		rs, err := sweep.LoadRules(c.Sweeper)
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		current = rs
+		mu.Unlock()
+		env.Logger.Info("rules reloaded", "rules", len(rs))
+		return nil
+	})
+	silences, err := notify.OpenSilences(ctx, b, env.Logger)
+	if err != nil {
+		return err
+	}
+	n := console.NewNATS(b)
+	srv, err := console.New(env.Config.Console, console.Deps{
+		Store: ch, DeadLetters: n, Pipeline: n, RuleStates: n, Silences: silences,
+		Rules: func() []rules.Rule {
+			mu.Lock()
+			defer mu.Unlock()
+			return current
+		},
+		Logger: env.Logger, Registry: env.Registry,
+	})
+	if err != nil {
+		return err
+	}
+	if err := srv.Listen(); err != nil {
+		return err
+	}
+	return env.Serve(ctx, srv)
+}

@@ -1,0 +1,258 @@
+package console
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+)
+
+// Principal is who is asking.
+type Principal struct {
+	Name string
+	Role Role
+	// Token is set when the caller came with a bearer token: no cookie,
+	// so no CSRF check either.
+	Token bool
+}
+
+// CanChange reports whether p may retry, discard or silence.
+func (p Principal) CanChange() bool { return p.Role == Operator }
+
+type principalKey struct{}
+
+func principalOf(ctx context.Context) (Principal, bool) {
+	p, ok := ctx.Value(principalKey{}).(Principal)
+	return p, ok
+}
+
+const (
+	sessionCookie = "pw_session"
+	csrfCookie    = "pw_csrf"
+	csrfField     = "csrf"
+	csrfHeader    = "X-CSRF-Token"
+)
+
+// auth checks logins, sessions, bearer tokens and CSRF tokens.
+type auth struct {
+	mode   string
+	users  map[string]User
+	tokens []Token
+	key    []byte
+	ttl    time.Duration
+	secure bool
+	now    func() time.Time
+	// dummyHash is compared against when a user does not exist, so that
+	// a login for an unknown name takes as long as one for a known name.
+	dummyHash []byte
+}
+
+func newAuth(cfg Config, now func() time.Time) (*auth, error) {
+	a := &auth{mode: cfg.Auth, users: map[string]User{}, tokens: cfg.Tokens, ttl: cfg.SessionTTL,
+		secure: cfg.TLSCert != "", now: now}
+	for _, u := range cfg.Users {
+		a.users[u.Name] = u
+	}
+	if cfg.SessionKey.IsSet() {
+		a.key = []byte(cfg.SessionKey.Reveal())
+	} else {
+		a.key = make([]byte, 32)
+		if _, err := rand.Read(a.key); err != nil {
+			return nil, err
+		}
+	}
+	h, err := bcrypt.GenerateFromPassword([]byte("not a password"), bcrypt.MinCost)
+	if err != nil {
+		return nil, err
+	}
+	a.dummyHash = h
+	return a, nil
+}
+
+func (a *auth) mac(parts ...string) []byte {
+	m := hmac.New(sha256.New, a.key)
+	for _, p := range parts {
+		m.Write([]byte(p))
+		m.Write([]byte{0})
+	}
+	return m.Sum(nil)
+}
+
+// check returns the user whose password this is.
+func (a *auth) check(name, password string) (User, bool) {
+	u, ok := a.users[name]
+	hash := a.dummyHash
+	if ok {
+		hash = []byte(u.PasswordHash)
+	}
+	err := bcrypt.CompareHashAndPassword(hash, []byte(password))
+	return u, ok && err == nil
+}
+
+// session is the signed cookie's content: user, role and expiry.
+func (a *auth) issue(w http.ResponseWriter, u User) {
+	exp := a.now().Add(a.ttl).Unix()
+	payload := base64.RawURLEncoding.EncodeToString([]byte(u.Name)) + "." + string(u.Role) + "." + strconv.FormatInt(exp, 10)
+	sig := base64.RawURLEncoding.EncodeToString(a.mac("session", payload))
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: payload + "." + sig, Path: "/",
+		HttpOnly: true, Secure: a.secure, SameSite: http.SameSiteStrictMode, MaxAge: int(a.ttl.Seconds())})
+}
+
+func (a *auth) clear(w http.ResponseWriter) {
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", HttpOnly: true,
+		Secure: a.secure, SameSite: http.SameSiteStrictMode, MaxAge: -1})
+}
+
+// fromSession reads a valid session cookie. A user removed from the
+// config, or whose role changed, is logged out at once.
+func (a *auth) fromSession(r *http.Request) (Principal, bool) {
+	c, err := r.Cookie(sessionCookie)
+	if err != nil {
+		return Principal{}, false
+	}
+	i := strings.LastIndexByte(c.Value, '.')
+	if i < 0 {
+		return Principal{}, false
+	}
+	payload, sig := c.Value[:i], c.Value[i+1:]
+	got, err := base64.RawURLEncoding.DecodeString(sig)
+	if err != nil || !hmac.Equal(got, a.mac("session", payload)) {
+		return Principal{}, false
+	}
+	parts := strings.Split(payload, ".")
+	if len(parts) != 3 {
+		return Principal{}, false
+	}
+	name, err := base64.RawURLEncoding.DecodeString(parts[0])
+	exp, err2 := strconv.ParseInt(parts[2], 10, 64)
+	if err != nil || err2 != nil || a.now().Unix() >= exp {
+		return Principal{}, false
+	}
+	u, ok := a.users[string(name)]
+	if !ok || string(u.Role) != parts[1] {
+		return Principal{}, false
+	}
+	return Principal{Name: u.Name, Role: u.Role}, true
+}
+
+// fromToken reads a bearer token.
+func (a *auth) fromToken(r *http.Request) (Principal, bool, bool) {
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		return Principal{}, false, false
+	}
+	tok, ok := strings.CutPrefix(h, "Bearer ")
+	if !ok {
+		return Principal{}, true, false
+	}
+	for _, t := range a.tokens {
+		if subtle.ConstantTimeCompare([]byte(tok), []byte(t.Token.Reveal())) == 1 {
+			return Principal{Name: "token:" + t.Name, Role: t.Role, Token: true}, true, true
+		}
+	}
+	return Principal{}, true, false
+}
+
+// csrfToken is the token forms carry: bound to the browser's CSRF
+// cookie by an HMAC, so a page on another site can neither read nor make
+// it (double submit, signed).
+func (a *auth) csrfToken(w http.ResponseWriter, r *http.Request) string {
+	var v string
+	if c, err := r.Cookie(csrfCookie); err == nil && len(c.Value) == 32 {
+		v = c.Value
+	} else {
+		b := make([]byte, 16)
+		_, _ = rand.Read(b)
+		v = hex.EncodeToString(b)
+		http.SetCookie(w, &http.Cookie{Name: csrfCookie, Value: v, Path: "/", HttpOnly: true,
+			Secure: a.secure, SameSite: http.SameSiteStrictMode})
+		// Later reads in this request see it.
+		r.AddCookie(&http.Cookie{Name: csrfCookie, Value: v})
+	}
+	return base64.RawURLEncoding.EncodeToString(a.mac("csrf", v))
+}
+
+// checkCSRF accepts a POST whose form field or header carries the token
+// of the browser's CSRF cookie.
+func (a *auth) checkCSRF(r *http.Request) error {
+	c, err := r.Cookie(csrfCookie)
+	if err != nil {
+		return errors.New("no CSRF cookie")
+	}
+	tok := r.Header.Get(csrfHeader)
+	if tok == "" {
+		tok = r.PostFormValue(csrfField)
+	}
+	got, err := base64.RawURLEncoding.DecodeString(tok)
+	if err != nil || !hmac.Equal(got, a.mac("csrf", c.Value)) {
+		return errors.New("bad CSRF token")
+	}
+	return nil
+}
+
+// limiter refuses logins after too many failures from one address or for
+// one user name, for a while: a password guesser gets a handful of tries
+// per window, a person who mistyped is not locked out for long.
+type limiter struct {
+	mu     sync.Mutex
+	max    int
+	window time.Duration
+	fails  map[string][]time.Time
+	now    func() time.Time
+}
+
+func newLimiter(max int, window time.Duration, now func() time.Time) *limiter {
+	return &limiter{max: max, window: window, fails: map[string][]time.Time{}, now: now}
+}
+
+// wait says how long key must wait before its next try (0: now).
+func (l *limiter) wait(key string) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ts := l.recent(key)
+	if len(ts) < l.max {
+		return 0
+	}
+	return ts[0].Add(l.window).Sub(l.now())
+}
+
+func (l *limiter) fail(key string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.fails[key] = append(l.recent(key), l.now())
+	if len(l.fails) > 100_000 {
+		// Many addresses: forget the ones whose failures are all old.
+		for k := range l.fails {
+			if len(l.recent(k)) == 0 {
+				delete(l.fails, k)
+			}
+		}
+	}
+}
+
+func (l *limiter) recent(key string) []time.Time {
+	ts := l.fails[key]
+	cut := l.now().Add(-l.window)
+	i := 0
+	for i < len(ts) && !ts[i].After(cut) {
+		i++
+	}
+	ts = ts[i:]
+	if len(ts) == 0 {
+		delete(l.fails, key)
+		return nil
+	}
+	l.fails[key] = ts
+	return ts
+}

@@ -1,0 +1,168 @@
+package console
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+)
+
+const (
+	historyPageSize = 50
+	// maxOffset caps paging: LIMIT/OFFSET reads the skipped rows, so a
+	// page deeper than this is asked for by narrowing the time instead.
+	maxOffset = 10_000
+	// defaultHistorySpan is how far back the history looks unless told:
+	// a bound on what ClickHouse reads.
+	defaultHistorySpan = 30 * 24 * time.Hour
+)
+
+// historyView is the history page's data and its API answer.
+type historyView struct {
+	Filter    historyFilter  `json:"filter"`
+	Crossings []crossingView `json:"crossings"`
+	Actions   []actionView   `json:"actions"`
+	Outcomes  []string       `json:"-"`
+	Prev      int            `json:"prev_offset"` // -1: none
+	Next      int            `json:"next_offset"` // -1: none
+}
+
+type historyFilter struct {
+	Site    string `json:"site"`
+	Rule    string `json:"rule"`
+	Path    string `json:"path"`
+	Outcome string `json:"outcome"`
+	From    string `json:"from"`
+	To      string `json:"to"`
+	Offset  int    `json:"offset"`
+}
+
+type crossingView struct {
+	Key       string        `json:"key"`
+	Rule      string        `json:"rule"`
+	Site      string        `json:"site"`
+	Path      string        `json:"path"`
+	Window    string        `json:"window"`
+	Threshold uint64        `json:"threshold"`
+	Count     uint64        `json:"count"`
+	CrossedAt time.Time     `json:"crossed_at"`
+	Shown     string        `json:"-"`
+	Outcomes  []outcomeView `json:"outcomes"`
+}
+
+type outcomeView struct {
+	At       time.Time `json:"at"`
+	Shown    string    `json:"-"`
+	Outcome  string    `json:"outcome"`
+	SMTPCode uint16    `json:"smtp_code,omitempty"`
+	Error    string    `json:"error,omitempty"`
+	Worker   string    `json:"worker,omitempty"`
+}
+
+type actionView struct {
+	Action
+	Shown string `json:"-"`
+}
+
+// outcomeNames are the outcomes the filter offers (domain/crossing's).
+var outcomeNames = []string{"sent", "duplicate", "deferred", "handed_off", "rate_limited", "failed", "dead_lettered", "silenced", "held", "quiet", "unsubscribed"}
+
+// timeLayouts are what the from and to fields take: the form's
+// datetime-local, or RFC 3339.
+var timeLayouts = []string{"2006-01-02T15:04", time.RFC3339, "2006-01-02"}
+
+func (s *Server) parseTime(v string) (time.Time, bool) {
+	for _, l := range timeLayouts {
+		if t, err := time.ParseInLocation(l, v, s.zone); err == nil {
+			return t, true
+		}
+	}
+	return time.Time{}, false
+}
+
+func (s *Server) historyPage(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := historyFilter{Site: q.Get("site"), Rule: q.Get("rule"), Path: q.Get("path"), Outcome: q.Get("outcome"), From: q.Get("from"), To: q.Get("to")}
+	now := s.deps.Now()
+	hq := HistoryQuery{Site: f.Site, Rule: f.Rule, Path: f.Path, Outcome: f.Outcome, To: now.Add(time.Minute), From: now.Add(-defaultHistorySpan), Limit: historyPageSize + 1}
+	if f.From != "" {
+		t, ok := s.parseTime(f.From)
+		if !ok {
+			s.fail(w, r, http.StatusBadRequest, "from: not a time (2006-01-02T15:04 or RFC 3339)")
+			return
+		}
+		hq.From = t
+	}
+	if f.To != "" {
+		t, ok := s.parseTime(f.To)
+		if !ok {
+			s.fail(w, r, http.StatusBadRequest, "to: not a time (2006-01-02T15:04 or RFC 3339)")
+			return
+		}
+		hq.To = t
+	}
+	if v := q.Get("offset"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > maxOffset {
+			s.fail(w, r, http.StatusBadRequest, "offset: must be 0 to 10000; narrow the time range to look further")
+			return
+		}
+		f.Offset, hq.Offset = n, n
+	}
+	xs, err := s.deps.Store.Crossings(r.Context(), hq)
+	if err != nil {
+		s.failErr(w, r, "reading the crossings", err)
+		return
+	}
+	v := historyView{Filter: f, Outcomes: outcomeNames, Prev: -1, Next: -1, Crossings: []crossingView{}, Actions: []actionView{}}
+	if len(xs) > historyPageSize {
+		xs = xs[:historyPageSize]
+		if f.Offset+historyPageSize <= maxOffset {
+			v.Next = f.Offset + historyPageSize
+		}
+	}
+	if f.Offset > 0 {
+		v.Prev = max(f.Offset-historyPageSize, 0)
+	}
+	v.Crossings, err = s.withOutcomes(r, xs)
+	if err != nil {
+		s.failErr(w, r, "reading the notification outcomes", err)
+		return
+	}
+	if f.Offset == 0 {
+		acts, err := s.deps.Store.Actions(r.Context(), hq.From, 50)
+		if err != nil {
+			s.failErr(w, r, "reading the operators' actions", err)
+			return
+		}
+		for _, a := range acts {
+			v.Actions = append(v.Actions, actionView{Action: a, Shown: s.timeIn(a.At)})
+		}
+	}
+	s.render(w, r, "history", "History", v)
+}
+
+// withOutcomes pairs crossings with what the workers did with them.
+func (s *Server) withOutcomes(r *http.Request, xs []CrossingRow) ([]crossingView, error) {
+	out := make([]crossingView, 0, len(xs))
+	if len(xs) == 0 {
+		return out, nil
+	}
+	keys := make([]string, len(xs))
+	for i, x := range xs {
+		keys[i] = x.Key
+	}
+	os, err := s.deps.Store.Outcomes(r.Context(), keys)
+	if err != nil {
+		return nil, err
+	}
+	byKey := map[string][]outcomeView{}
+	for _, o := range os {
+		byKey[o.Key] = append(byKey[o.Key], outcomeView{At: o.At, Shown: s.timeIn(o.At), Outcome: o.Outcome, SMTPCode: o.SMTPCode, Error: o.Error, Worker: o.Worker})
+	}
+	for _, x := range xs {
+		out = append(out, crossingView{Key: x.Key, Rule: x.Rule, Site: x.Site, Path: x.Path, Window: x.Window,
+			Threshold: x.Threshold, Count: x.Count, CrossedAt: x.CrossedAt, Shown: s.timeIn(x.CrossedAt),
+			Outcomes: append([]outcomeView{}, byKey[x.Key]...)})
+	}
+	return out, nil
+}

@@ -1,0 +1,332 @@
+package console
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/pagewatch/pagewatch/console/chart"
+)
+
+const (
+	livePerSite = 50
+	// baselineDays is the trailing span of a page's normal: the median
+	// of its hourly views over a week of hours, zeros included, like the
+	// spike rules' trailing baseline, robust to the spikes in it.
+	baselineDays = 7
+	// baselineTTL is how long baselines are reused: they move by the hour.
+	baselineTTL = 5 * time.Minute
+	maxLiveSubs = 1000
+)
+
+// liveSnapshot is the live view at one moment, every site's pages.
+type liveSnapshot struct {
+	At      time.Time  `json:"at"`
+	AtShown string     `json:"at_shown"`
+	Pages   []livePage `json:"pages"`
+}
+
+type livePage struct {
+	Site          string  `json:"site"`
+	Path          string  `json:"path"`
+	Views5m       uint64  `json:"views_5m"`
+	Views1h       uint64  `json:"views_1h"`
+	Baseline      float64 `json:"baseline"` // normal views per hour
+	BaselineShown string  `json:"baseline_shown"`
+	Ratio         float64 `json:"ratio"` // views_1h against the baseline
+	RatioShown    string  `json:"ratio_shown"`
+	Spark         string  `json:"spark"` // the sparkline's SVG points
+}
+
+// hub makes one ClickHouse read per interval for however many browsers
+// follow the live view, and hands each the result.
+type hub struct {
+	store    TrafficStore
+	interval time.Duration
+	now      func() time.Time
+	logger   *slog.Logger
+	metrics  *metrics
+	zone     *time.Location
+
+	mu   sync.Mutex
+	subs map[chan struct{}]struct{}
+	wake chan struct{}
+
+	pollMu    sync.Mutex
+	last      *liveSnapshot
+	baselines map[[2]string]float64
+	baseAt    time.Time
+}
+
+func newHub(store TrafficStore, interval time.Duration, now func() time.Time, logger *slog.Logger, m *metrics) *hub {
+	return &hub{store: store, interval: interval, now: now, logger: logger, metrics: m,
+		zone: time.UTC, subs: map[chan struct{}]struct{}{}, wake: make(chan struct{}, 1)}
+}
+
+// Run polls while anyone follows the live view.
+func (h *hub) Run(ctx context.Context) error {
+	t := time.NewTicker(h.interval)
+	defer t.Stop()
+	for {
+		if h.count() == 0 {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-h.wake:
+			}
+		}
+		if _, err := h.poll(ctx); err != nil && ctx.Err() == nil {
+			h.metrics.livePollErr.Inc()
+			h.logger.Warn("live view read failed; browsers keep the last numbers", "err", err)
+		} else {
+			h.broadcast()
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+func (h *hub) count() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.subs)
+}
+
+func (h *hub) subscribe() (chan struct{}, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.subs) >= maxLiveSubs {
+		return nil, false
+	}
+	c := make(chan struct{}, 1)
+	h.subs[c] = struct{}{}
+	h.metrics.subscribers.Set(float64(len(h.subs)))
+	select {
+	case h.wake <- struct{}{}:
+	default:
+	}
+	return c, true
+}
+
+func (h *hub) unsubscribe(c chan struct{}) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.subs, c)
+	h.metrics.subscribers.Set(float64(len(h.subs)))
+}
+
+func (h *hub) broadcast() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for c := range h.subs {
+		select {
+		case c <- struct{}{}:
+		default: // it has one waiting already
+		}
+	}
+}
+
+// current is the latest snapshot, read anew if older than the interval.
+func (h *hub) current(ctx context.Context) (*liveSnapshot, error) {
+	h.pollMu.Lock()
+	last := h.last
+	h.pollMu.Unlock()
+	if last != nil && h.now().Sub(last.At) < h.interval {
+		return last, nil
+	}
+	return h.poll(ctx)
+}
+
+func (h *hub) latest() *liveSnapshot {
+	h.pollMu.Lock()
+	defer h.pollMu.Unlock()
+	return h.last
+}
+
+// poll reads every site's rising pages, once, whoever asked.
+func (h *hub) poll(ctx context.Context) (*liveSnapshot, error) {
+	h.pollMu.Lock()
+	defer h.pollMu.Unlock()
+	now := h.now()
+	if h.last != nil && now.Sub(h.last.At) < h.interval/2 {
+		return h.last, nil // another caller just read it
+	}
+	start := time.Now()
+	pages, err := h.store.Live(ctx, LiveQuery{Now: now, PerSite: livePerSite})
+	if err != nil {
+		return nil, fmt.Errorf("live pages: %w", err)
+	}
+	if err := h.refreshBaselines(ctx, now, pages); err != nil {
+		return nil, err
+	}
+	h.metrics.livePoll.Observe(time.Since(start).Seconds())
+	snap := &liveSnapshot{At: now, AtShown: now.In(h.zone).Format("15:04:05"), Pages: make([]livePage, 0, len(pages))}
+	for _, p := range pages {
+		base := h.baselines[[2]string{p.Site, p.Path}]
+		ratio := float64(p.Views1h) / max(base, 1)
+		snap.Pages = append(snap.Pages, livePage{Site: p.Site, Path: p.Path, Views5m: p.Views5m, Views1h: p.Views1h,
+			Baseline: base, BaselineShown: strconv.FormatFloat(base, 'f', 0, 64), Ratio: ratio,
+			RatioShown: formatRatio(ratio), Spark: chart.Spark(p.Minutes, 120, 24)})
+	}
+	slices.SortStableFunc(snap.Pages, func(a, b livePage) int {
+		if c := cmp.Compare(b.Ratio, a.Ratio); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(b.Views1h, a.Views1h); c != 0 {
+			return c
+		}
+		return cmp.Or(cmp.Compare(a.Site, b.Site), cmp.Compare(a.Path, b.Path))
+	})
+	h.last = snap
+	return snap, nil
+}
+
+// refreshBaselines reads the normal of pages it has none for, and of
+// all of them every baselineTTL.
+func (h *hub) refreshBaselines(ctx context.Context, now time.Time, pages []LivePage) error {
+	if h.baselines == nil || now.Sub(h.baseAt) > baselineTTL {
+		h.baselines, h.baseAt = map[[2]string]float64{}, now
+	}
+	var sites, paths []string
+	seenS, seenP := map[string]bool{}, map[string]bool{}
+	for _, p := range pages {
+		if _, ok := h.baselines[[2]string{p.Site, p.Path}]; ok {
+			continue
+		}
+		if !seenS[p.Site] {
+			seenS[p.Site], sites = true, append(sites, p.Site)
+		}
+		if !seenP[p.Path] {
+			seenP[p.Path], paths = true, append(paths, p.Path)
+		}
+	}
+	if len(paths) == 0 {
+		return nil
+	}
+	to := now.Truncate(time.Hour)
+	from := to.Add(-baselineDays * 24 * time.Hour)
+	rows, err := h.store.HourTotals(ctx, sites, paths, from, to)
+	if err != nil {
+		return fmt.Errorf("live baselines: %w", err)
+	}
+	hours := map[[2]string][]float64{}
+	for _, r := range rows {
+		k := [2]string{r.Site, r.Path}
+		hours[k] = append(hours[k], float64(r.Hits))
+	}
+	for _, p := range pages {
+		k := [2]string{p.Site, p.Path}
+		if _, ok := h.baselines[k]; !ok {
+			h.baselines[k] = medianWithZeros(hours[k], baselineDays*24)
+		}
+	}
+	return nil
+}
+
+// medianWithZeros is the median of n values of which those not given
+// are 0: hours without views have no row.
+func medianWithZeros(vals []float64, n int) float64 {
+	if len(vals) > n {
+		vals = vals[len(vals)-n:]
+	}
+	all := make([]float64, n)
+	copy(all[n-len(vals):], vals)
+	slices.Sort(all)
+	if n%2 == 1 {
+		return all[n/2]
+	}
+	return (all[n/2-1] + all[n/2]) / 2
+}
+
+// forSite keeps one site's pages ("" all), at most limit.
+func (s *liveSnapshot) forSite(site string, limit int) *liveSnapshot {
+	out := &liveSnapshot{At: s.At, AtShown: s.AtShown, Pages: []livePage{}}
+	for _, p := range s.Pages {
+		if (site == "" || p.Site == site) && len(out.Pages) < limit {
+			out.Pages = append(out.Pages, p)
+		}
+	}
+	return out
+}
+
+type liveView struct {
+	Site   string        `json:"site"`
+	Stream string        `json:"-"`
+	Live   *liveSnapshot `json:"live"`
+}
+
+func (s *Server) livePage(w http.ResponseWriter, r *http.Request) {
+	site := r.URL.Query().Get("site")
+	snap, err := s.live.current(r.Context())
+	if err != nil {
+		s.failErr(w, r, "reading the live view", err)
+		return
+	}
+	stream := "/api/v1/live/stream"
+	if site != "" {
+		stream += "?" + url.Values{"site": {site}}.Encode()
+	}
+	s.render(w, r, "live", "Live", liveView{Site: site, Stream: stream, Live: snap.forSite(site, livePerSite*4)})
+}
+
+// liveStream sends the live view as server-sent events, one "live"
+// event per poll, until the browser goes or the console stops.
+func (s *Server) liveStream(w http.ResponseWriter, r *http.Request) {
+	fl, ok := w.(http.Flusher)
+	if !ok {
+		s.fail(w, r, http.StatusInternalServerError, "streaming unsupported")
+		return
+	}
+	c, ok := s.live.subscribe()
+	if !ok {
+		s.fail(w, r, http.StatusServiceUnavailable, "too many live views open")
+		return
+	}
+	defer s.live.unsubscribe(c)
+	site := r.URL.Query().Get("site")
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	fmt.Fprintf(w, "retry: 3000\n\n")
+	fl.Flush()
+	send := func(snap *liveSnapshot) bool {
+		b, err := json.Marshal(snap.forSite(site, livePerSite*4))
+		if err != nil {
+			return false
+		}
+		_, err = fmt.Fprintf(w, "event: live\ndata: %s\n\n", b)
+		fl.Flush()
+		return err == nil
+	}
+	if snap := s.live.latest(); snap != nil && !send(snap) {
+		return
+	}
+	keepAlive := time.NewTicker(15 * time.Second)
+	defer keepAlive.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-keepAlive.C:
+			if _, err := fmt.Fprintf(w, ": keep-alive\n\n"); err != nil {
+				return
+			}
+			fl.Flush()
+		case <-c:
+			if snap := s.live.latest(); snap != nil && !send(snap) {
+				return
+			}
+		}
+	}
+}

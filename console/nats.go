@@ -1,0 +1,298 @@
+package console
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pagewatch/pagewatch/broker/bus"
+	"github.com/pagewatch/pagewatch/domain/crossing"
+	"github.com/pagewatch/pagewatch/pipeline/notify"
+)
+
+// NATS reads dead letters, the pipeline's streams and the sweeper's
+// state straight from JetStream, and puts dead letters back.
+type NATS struct {
+	b *bus.Bus
+}
+
+// NewNATS reads through b.
+func NewNATS(b *bus.Bus) *NATS { return &NATS{b: b} }
+
+// prefix is the subject and bucket prefix (nats.prefix), recovered from
+// a subject name bus makes, so the console opens the daemons' buckets as
+// they are rather than creating them with settings of its own.
+func (n *NATS) prefix() string { return strings.TrimSuffix(n.b.DeadLetterSubject("x"), ".dead.x") }
+
+// bucket opens an existing bucket; ok is false when no daemon made it yet.
+func (n *NATS) bucket(ctx context.Context, name string) (jetstream.KeyValue, bool, error) {
+	kv, err := n.b.JS.KeyValue(ctx, n.prefix()+"_"+name)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("open bucket %s: %w", name, err)
+	}
+	return kv, true, nil
+}
+
+// deadScanMax bounds the sequence numbers List looks at: deleted dead
+// letters leave gaps it steps over.
+const deadScanMax = 5000
+
+// List returns the newest dead letters first.
+func (n *NATS) List(ctx context.Context, limit int) ([]DeadLetter, error) {
+	st, err := n.b.JS.Stream(ctx, n.b.DeadLetterStreamName())
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("dead-letter stream: %w", err)
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("dead-letter stream info: %w", err)
+	}
+	var out []DeadLetter
+	first, last := info.State.FirstSeq, info.State.LastSeq
+	if info.State.Msgs == 0 {
+		return nil, nil
+	}
+	for seq, looked := last, 0; seq >= first && seq > 0 && len(out) < limit && looked < deadScanMax; seq, looked = seq-1, looked+1 {
+		m, err := st.GetMsg(ctx, seq)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("dead letter %d: %w", seq, err)
+		}
+		out = append(out, n.describe(m))
+	}
+	return out, nil
+}
+
+func (n *NATS) describe(m *jetstream.RawStreamMsg) DeadLetter {
+	d := DeadLetter{Seq: m.Sequence, At: m.Time, Bytes: len(m.Data),
+		Kind:     m.Subject[strings.LastIndexByte(m.Subject, '.')+1:],
+		Reason:   m.Header.Get(bus.HeaderDeadReason),
+		Subject:  m.Header.Get(bus.HeaderDeadSubject),
+		Receiver: m.Header.Get(bus.HeaderDeadReceiver)}
+	if d.Kind == "jobs" {
+		var x crossing.Crossing
+		if json.Unmarshal(m.Data, &x) == nil {
+			d.Key, d.Rule, d.Site, d.Path = x.Key, x.Rule, x.Site, x.Path
+		}
+	}
+	return d
+}
+
+func (n *NATS) get(ctx context.Context, seq uint64) (jetstream.Stream, *jetstream.RawStreamMsg, error) {
+	st, err := n.b.JS.Stream(ctx, n.b.DeadLetterStreamName())
+	if err != nil {
+		return nil, nil, fmt.Errorf("dead-letter stream: %w", err)
+	}
+	m, err := st.GetMsg(ctx, seq)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, nil, errors.New("no such dead letter (already retried or discarded?)")
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("dead letter %d: %w", seq, err)
+	}
+	return st, m, nil
+}
+
+// Discard deletes a dead letter.
+func (n *NATS) Discard(ctx context.Context, seq uint64) (DeadLetter, error) {
+	st, m, err := n.get(ctx, seq)
+	if err != nil {
+		return DeadLetter{}, err
+	}
+	d := n.describe(m)
+	if err := st.DeleteMsg(ctx, seq); err != nil {
+		return d, fmt.Errorf("delete dead letter %d: %w", seq, err)
+	}
+	return d, nil
+}
+
+// Retry puts a dead letter back and deletes it. A job goes back on its
+// page's subject after its receiver's entry in the sent ledger is
+// removed (the entry that says "dead-lettered", which would make the
+// worker skip it); the job's other receivers keep theirs, so only the
+// failed delivery is made again. A hits batch goes on a subject of its
+// own under the hits stream, never on a tailer's subject, whose last
+// message is that tailer's position.
+func (n *NATS) Retry(ctx context.Context, seq uint64) (DeadLetter, error) {
+	st, m, err := n.get(ctx, seq)
+	if err != nil {
+		return DeadLetter{}, err
+	}
+	d := n.describe(m)
+	out := nats.NewMsg("")
+	out.Data = m.Data
+	switch d.Kind {
+	case "jobs":
+		var x crossing.Crossing
+		if err := json.Unmarshal(m.Data, &x); err != nil || x.Key == "" {
+			return d, fmt.Errorf("dead letter %d holds no job: %v", seq, err)
+		}
+		if !strings.HasPrefix(d.Subject, n.prefix()+".jobs.") {
+			return d, fmt.Errorf("dead letter %d came from %q, not a jobs subject", seq, d.Subject)
+		}
+		if d.Receiver != "" {
+			sent, ok, err := n.bucket(ctx, bus.BucketSent)
+			if err != nil {
+				return d, err
+			}
+			if ok {
+				if err := sent.Delete(ctx, notify.LedgerKey(x.Key, d.Receiver)); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+					return d, fmt.Errorf("clear the sent ledger of %s: %w", x.Key, err)
+				}
+			}
+		}
+		out.Subject = d.Subject
+	case "hits":
+		for k, v := range m.Header {
+			out.Header[k] = v
+		}
+		for _, h := range []string{bus.HeaderDeadReason, bus.HeaderDeadSubject, bus.HeaderDeadSeq, bus.HeaderDeadReceiver} {
+			out.Header.Del(h)
+		}
+		out.Subject = n.b.HitsSubject("console-retry", fmt.Sprint(seq))
+	default:
+		return d, fmt.Errorf("dead letter %d is of an unknown kind %q", seq, d.Kind)
+	}
+	// The retry's own ID: the job's first ID (its crossing key) may still
+	// be in the stream's duplicate window.
+	out.Header.Set(nats.MsgIdHdr, fmt.Sprintf("console-retry.%d.%d", seq, time.Now().UnixNano()))
+	if _, err := n.b.JS.PublishMsg(ctx, out); err != nil {
+		return d, fmt.Errorf("republish dead letter %d to %s: %w", seq, out.Subject, err)
+	}
+	if err := st.DeleteMsg(ctx, seq); err != nil {
+		return d, fmt.Errorf("republished, but deleting dead letter %d failed (it may be retried twice): %w", seq, err)
+	}
+	return d, nil
+}
+
+// Pipeline reads the streams, the consumers, the tailed files' last
+// messages, the worker locks and the sweeper's progress.
+func (n *NATS) Pipeline(ctx context.Context) (PipelineState, error) {
+	var ps PipelineState
+	for _, name := range []string{n.b.HitsStreamName(), n.b.JobsStreamName(), n.b.DeadLetterStreamName()} {
+		st, err := n.b.JS.Stream(ctx, name)
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			continue
+		}
+		if err != nil {
+			return ps, fmt.Errorf("stream %s: %w", name, err)
+		}
+		info, err := st.Info(ctx, jetstream.WithSubjectFilter(n.prefix()+".hits.>"))
+		if err != nil {
+			return ps, fmt.Errorf("stream %s info: %w", name, err)
+		}
+		ps.Streams = append(ps.Streams, StreamState{Name: name, Messages: info.State.Msgs, Bytes: info.State.Bytes,
+			LastSeq: info.State.LastSeq, LastAt: info.State.LastTime})
+		var ackFloor uint64
+		lister := st.ListConsumers(ctx)
+		for c := range lister.Info() {
+			ps.Consumers = append(ps.Consumers, ConsumerState{Stream: name, Name: c.Name, Pending: c.NumPending,
+				AckPending: c.NumAckPending, Redelivered: c.NumRedelivered})
+			if name == n.b.HitsStreamName() && (ackFloor == 0 || c.AckFloor.Stream < ackFloor) {
+				ackFloor = c.AckFloor.Stream
+			}
+		}
+		if err := lister.Err(); err != nil {
+			return ps, fmt.Errorf("consumers of %s: %w", name, err)
+		}
+		if name == n.b.HitsStreamName() {
+			files, err := n.files(ctx, st, info, ackFloor)
+			if err != nil {
+				return ps, err
+			}
+			ps.Files = files
+		}
+	}
+	if locks, ok, err := n.bucket(ctx, bus.BucketLocks); err != nil {
+		return ps, err
+	} else if ok {
+		keys, err := locks.ListKeys(ctx)
+		if err != nil {
+			return ps, fmt.Errorf("locks bucket: %w", err)
+		}
+		for range keys.Keys() {
+			ps.Locks++
+		}
+	}
+	if sweeps, ok, err := n.bucket(ctx, bus.BucketSweeps); err != nil {
+		return ps, err
+	} else if ok {
+		e, err := sweeps.Get(ctx, "progress")
+		if err == nil {
+			_ = ps.SweptTo.UnmarshalText(e.Value())
+		} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
+			return ps, fmt.Errorf("sweeper progress: %w", err)
+		}
+	}
+	return ps, nil
+}
+
+// maxFiles bounds the tailed files listed.
+const maxFiles = 200
+
+// files are the hits stream's subjects (one per tailed file) with their
+// last message: how far each file was published, and whether the
+// loaders have acknowledged up to it.
+func (n *NATS) files(ctx context.Context, st jetstream.Stream, info *jetstream.StreamInfo, ackFloor uint64) ([]FileState, error) {
+	var out []FileState
+	for subj := range info.State.Subjects {
+		if len(out) >= maxFiles {
+			break
+		}
+		m, err := st.GetLastMsgForSubject(ctx, subj)
+		if err != nil {
+			if errors.Is(err, jetstream.ErrMsgNotFound) {
+				continue
+			}
+			return nil, fmt.Errorf("last message of %s: %w", subj, err)
+		}
+		out = append(out, FileState{Subject: subj, LastAt: m.Time, LastSeq: m.Sequence, Loaded: ackFloor >= m.Sequence})
+	}
+	return out, nil
+}
+
+// State reads the sweeper's state of one rule and page, keyed as the
+// sweeper keys it (pipeline/sweep: rule.sum, or rule.<bus.Key(site, path)>).
+func (n *NATS) State(ctx context.Context, rule, site, path string, sum bool) (RuleState, bool, error) {
+	kv, ok, err := n.bucket(ctx, bus.BucketSweeps)
+	if err != nil || !ok {
+		return RuleState{}, false, err
+	}
+	key := rule + "." + bus.Key(site, path)
+	if sum {
+		key = rule + ".sum"
+	}
+	e, err := kv.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return RuleState{}, false, nil
+	}
+	if err != nil {
+		return RuleState{}, false, fmt.Errorf("sweeper state %s: %w", key, err)
+	}
+	var st struct {
+		Fired     []uint64            `json:"fired"`
+		Window    string              `json:"window"`
+		LastFired time.Time           `json:"last_fired"`
+		Open      json.RawMessage     `json:"open"`
+		Pending   []crossing.Crossing `json:"pending"`
+	}
+	if err := json.Unmarshal(e.Value(), &st); err != nil {
+		return RuleState{}, false, fmt.Errorf("sweeper state %s: %w", key, err)
+	}
+	return RuleState{Fired: st.Fired, Window: st.Window, LastFired: st.LastFired,
+		Open: len(st.Open) > 0 && string(st.Open) != "null", Pending: len(st.Pending)}, true, nil
+}

@@ -1,0 +1,254 @@
+package console
+
+import (
+	"fmt"
+	"html/template"
+	"net/http"
+	"time"
+
+	"github.com/pagewatch/pagewatch/console/chart"
+	"github.com/pagewatch/pagewatch/domain/rules"
+	"github.com/pagewatch/pagewatch/domain/traffic"
+)
+
+// pageRange is a span the page view offers, and the step it is drawn in.
+type pageRange struct {
+	Name string
+	Span time.Duration
+	Step time.Duration
+}
+
+var pageRanges = []pageRange{
+	{"1h", time.Hour, time.Minute},
+	{"6h", 6 * time.Hour, time.Minute},
+	{"24h", 24 * time.Hour, time.Minute},
+	{"7d", 7 * 24 * time.Hour, time.Hour},
+	{"30d", 30 * 24 * time.Hour, time.Hour},
+}
+
+type pageView struct {
+	Site      string         `json:"site"`
+	Path      string         `json:"path"`
+	Range     string         `json:"range"`
+	Ranges    []string       `json:"-"`
+	Step      string         `json:"step"` // minute or hour
+	From      time.Time      `json:"from"`
+	To        time.Time      `json:"to"`
+	Series    []seriesPoint  `json:"series"`
+	Total     uint64         `json:"total"`
+	Lines     []chartLine    `json:"lines"`
+	Chart     template.HTML  `json:"-"`
+	Referrers []referrerView `json:"referrers"`
+	Crossings []crossingView `json:"crossings"`
+}
+
+type seriesPoint struct {
+	T     time.Time `json:"t"`
+	Views uint64    `json:"views"`
+}
+
+type chartLine struct {
+	Kind  string  `json:"kind"` // threshold or baseline
+	Rule  string  `json:"rule,omitempty"`
+	Label string  `json:"label"`
+	Value float64 `json:"per_step"`
+}
+
+type referrerView struct {
+	Referer string `json:"referer"`
+	Views   uint64 `json:"views"`
+	Before  uint64 `json:"before"` // in the span just before
+	Change  string `json:"change"`
+}
+
+func (s *Server) pagePage(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	site, path := q.Get("site"), q.Get("path")
+	if site == "" || path == "" {
+		s.fail(w, r, http.StatusBadRequest, "site and path are required")
+		return
+	}
+	rg := pageRanges[0]
+	if name := q.Get("range"); name != "" {
+		found := false
+		for _, c := range pageRanges {
+			if c.Name == name {
+				rg, found = c, true
+			}
+		}
+		if !found {
+			s.fail(w, r, http.StatusBadRequest, "range: must be 1h, 6h, 24h, 7d or 30d")
+			return
+		}
+	}
+	ctx := r.Context()
+	now := s.deps.Now()
+	to := now.Truncate(rg.Step).Add(rg.Step)
+	from := to.Add(-rg.Span)
+	var (
+		raw []traffic.MinuteHits
+		err error
+	)
+	if rg.Step == time.Minute {
+		raw, err = s.deps.Store.PageSeries(ctx, site, path, from, to)
+	} else {
+		raw, err = s.deps.Store.PageHourSeries(ctx, site, path, from, to)
+	}
+	if err != nil {
+		s.failErr(w, r, "reading the page's views", err)
+		return
+	}
+	v := pageView{Site: site, Path: path, Range: rg.Name, From: from, To: to, Step: "minute", Series: fill(raw, from, to, rg.Step)}
+	if rg.Step == time.Hour {
+		v.Step = "hour"
+	}
+	for _, c := range pageRanges {
+		v.Ranges = append(v.Ranges, c.Name)
+	}
+	for _, p := range v.Series {
+		v.Total += p.Views
+	}
+	v.Lines = s.pageLines(r, site, path, rg.Step)
+	refs, err := s.referrers(r, site, path, from, to)
+	if err != nil {
+		s.failErr(w, r, "reading the page's referrers", err)
+		return
+	}
+	v.Referrers = refs
+	xs, err := s.deps.Store.Crossings(ctx, HistoryQuery{Site: site, Path: path, From: now.Add(-defaultHistorySpan), To: now.Add(time.Minute), Limit: 20})
+	if err != nil {
+		s.failErr(w, r, "reading the page's crossings", err)
+		return
+	}
+	if v.Crossings, err = s.withOutcomes(r, xs); err != nil {
+		s.failErr(w, r, "reading the page's notifications", err)
+		return
+	}
+	if !isAPI(r) {
+		v.Chart = s.drawPage(v, rg)
+	}
+	s.render(w, r, "page", path, v)
+}
+
+// fill gives every step in [from, to) a point, 0 where ClickHouse has
+// no row.
+func fill(raw []traffic.MinuteHits, from, to time.Time, step time.Duration) []seriesPoint {
+	by := map[int64]uint64{}
+	for _, m := range raw {
+		by[m.Minute.Truncate(step).Unix()] += m.Hits
+	}
+	out := make([]seriesPoint, 0, int(to.Sub(from)/step))
+	for t := from; t.Before(to); t = t.Add(step) {
+		out = append(out, seriesPoint{T: t, Views: by[t.Unix()]})
+	}
+	return out
+}
+
+// pageLines are the thresholds of the rules watching the page, and its
+// normal, in views per step: a rule counts over its window, the chart
+// per minute or hour, so a threshold is drawn as the even rate that
+// would reach it ("1000 in 1h" is 16.7 a minute).
+func (s *Server) pageLines(r *http.Request, site, path string, step time.Duration) []chartLine {
+	out := []chartLine{}
+	for _, rule := range s.deps.Rules() {
+		if !rule.Matches(site, path) || rule.Aggregate == rules.Sum {
+			continue
+		}
+		win := windowLength(rule.Window)
+		if win == 0 || len(rule.Thresholds) == 0 {
+			continue
+		}
+		perStep := float64(rule.Thresholds[0]) * float64(step) / float64(win)
+		out = append(out, chartLine{Kind: "threshold", Rule: rule.Name, Value: perStep,
+			Label: fmt.Sprintf("%s: more than %d in %s (%.1f per %s on average)", rule.Name, rule.Thresholds[0], windowText(rule.Window), perStep, stepName(step))})
+	}
+	if snap := s.live.latest(); snap != nil {
+		for _, p := range snap.Pages {
+			if p.Site == site && p.Path == path {
+				perStep := p.Baseline * float64(step) / float64(time.Hour)
+				out = append(out, chartLine{Kind: "baseline", Value: perStep,
+					Label: fmt.Sprintf("normal: %.0f an hour (median hour of 7 days)", p.Baseline)})
+			}
+		}
+	}
+	return out
+}
+
+func stepName(step time.Duration) string {
+	if step == time.Hour {
+		return "hour"
+	}
+	return "minute"
+}
+
+func windowLength(w rules.Window) time.Duration {
+	switch w.Kind {
+	case rules.Rolling:
+		return w.Rolling
+	case rules.Calendar:
+		switch w.Calendar {
+		case rules.Day:
+			return 24 * time.Hour
+		case rules.Week:
+			return 7 * 24 * time.Hour
+		case rules.Month:
+			return 30 * 24 * time.Hour
+		}
+	}
+	return 0
+}
+
+func windowText(w rules.Window) string {
+	switch w.Kind {
+	case rules.Rolling:
+		return w.Rolling.String()
+	case rules.Calendar:
+		return string(w.Calendar)
+	}
+	return "all time"
+}
+
+// referrers are the page's top referrers in the span and the span
+// before it.
+func (s *Server) referrers(r *http.Request, site, path string, from, to time.Time) ([]referrerView, error) {
+	now, err := s.deps.Store.TopReferrers(r.Context(), site, path, from, to, 10)
+	if err != nil {
+		return nil, err
+	}
+	before, err := s.deps.Store.TopReferrers(r.Context(), site, path, from.Add(-to.Sub(from)), from, 100)
+	if err != nil {
+		return nil, err
+	}
+	prev := map[string]uint64{}
+	for _, b := range before {
+		prev[b.Referer] = b.Hits
+	}
+	out := []referrerView{}
+	for _, n := range now {
+		rv := referrerView{Referer: n.Referer, Views: n.Hits, Before: prev[n.Referer]}
+		switch {
+		case rv.Before == 0:
+			rv.Change = "new"
+		default:
+			rv.Change = fmt.Sprintf("%+.0f%%", (float64(rv.Views)/float64(rv.Before)-1)*100)
+		}
+		out = append(out, rv)
+	}
+	return out, nil
+}
+
+func (s *Server) drawPage(v pageView, rg pageRange) template.HTML {
+	spec := chart.Spec{Title: "Views per " + stepName(rg.Step) + " of " + v.Site + v.Path, From: v.From, To: v.To,
+		Unit: "views per " + stepName(rg.Step), Zone: s.zone}
+	for _, p := range v.Series {
+		spec.Points = append(spec.Points, chart.Point{T: p.T, V: float64(p.Views)})
+	}
+	for _, l := range v.Lines {
+		spec.Lines = append(spec.Lines, chart.Line{Label: l.Label, Value: l.Value, Class: l.Kind})
+	}
+	for _, x := range v.Crossings {
+		spec.Marks = append(spec.Marks, chart.Mark{T: x.CrossedAt, Label: x.Rule + " crossed at " + x.Shown + ": " + fmt.Sprint(x.Count)})
+	}
+	// chart.SVG escapes every text it writes (see its package comment).
+	return template.HTML(chart.SVG(spec))
+}

@@ -1,0 +1,85 @@
+package console
+
+import (
+	"net/http"
+	"time"
+)
+
+type pipelineView struct {
+	At        time.Time       `json:"at"`
+	NATS      *PipelineState  `json:"nats"`
+	Store     Freshness       `json:"clickhouse"`
+	Lags      []lagView       `json:"lags"`
+	Files     []fileView      `json:"files"`
+	Consumers []ConsumerState `json:"consumers"`
+	Streams   []StreamState   `json:"streams"`
+}
+
+// lagView is one headline figure.
+type lagView struct {
+	Name    string  `json:"name"`
+	Seconds float64 `json:"seconds,omitempty"`
+	Value   string  `json:"value"`
+	Meaning string  `json:"meaning"`
+}
+
+type fileView struct {
+	FileState
+	Lag   string `json:"lag"`
+	Shown string `json:"-"`
+}
+
+func (s *Server) pipelinePage(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	now := s.deps.Now()
+	v := pipelineView{At: now, Lags: []lagView{}, Files: []fileView{}, Consumers: []ConsumerState{}, Streams: []StreamState{}}
+	f, err := s.deps.Store.Freshness(ctx)
+	if err != nil {
+		s.failErr(w, r, "reading ClickHouse's freshness", err)
+		return
+	}
+	v.Store = f
+	v.Lags = append(v.Lags, age("newest minute in ClickHouse", now, f.LastMinute, "how far the counts the sweeper reads lag behind now (tail, NATS and load together)"))
+	if s.deps.Pipeline != nil {
+		ps, err := s.deps.Pipeline.Pipeline(ctx)
+		if err != nil {
+			s.failErr(w, r, "reading NATS", err)
+			return
+		}
+		v.NATS = &ps
+		v.Consumers = append(v.Consumers, ps.Consumers...)
+		v.Streams = append(v.Streams, ps.Streams...)
+		v.Lags = append(v.Lags, age("sweep lag", now, ps.SweptTo, "since the time the last complete sweep evaluated"))
+		var jobs, pending uint64
+		for _, c := range ps.Consumers {
+			if isStream(ps.Streams, c.Stream, "_JOBS") {
+				jobs += c.Pending + uint64(c.AckPending)
+			}
+			if isStream(ps.Streams, c.Stream, "_HITS") {
+				pending += c.Pending
+			}
+		}
+		v.Lags = append(v.Lags,
+			lagView{Name: "loader pending", Value: itoa(pending), Meaning: "hit batches in JetStream no loader has taken yet"},
+			lagView{Name: "queue depth", Value: itoa(jobs), Meaning: "notification jobs waiting or being worked on"},
+			lagView{Name: "worker locks held", Value: itoa(uint64(ps.Locks)), Meaning: "pages a worker holds the lease of now"})
+		for _, fs := range ps.Files {
+			v.Files = append(v.Files, fileView{FileState: fs, Lag: now.Sub(fs.LastAt).Round(time.Second).String(), Shown: s.timeIn(fs.LastAt)})
+		}
+	}
+	s.render(w, r, "pipeline", "Pipeline", v)
+}
+
+func isStream(streams []StreamState, name, suffix string) bool {
+	return len(name) >= len(suffix) && name[len(name)-len(suffix):] == suffix
+}
+
+func age(name string, now, t time.Time, meaning string) lagView {
+	if t.IsZero() {
+		return lagView{Name: name, Value: "never", Meaning: meaning}
+	}
+	d := now.Sub(t)
+	return lagView{Name: name, Seconds: d.Seconds(), Value: d.Round(time.Second).String(), Meaning: meaning}
+}
+
+func itoa(n uint64) string { return funcs["digits"].(func(uint64) string)(n) }

@@ -1,0 +1,220 @@
+package console
+
+import (
+	"context"
+	"time"
+
+	"github.com/pagewatch/pagewatch/domain/traffic"
+	"github.com/pagewatch/pagewatch/pipeline/notify"
+)
+
+// Store is what the console reads from (and records in) ClickHouse. The
+// console owns this port; sinks/clickhouse implements it. Every read is
+// bounded by time and a limit, so a page answers in the same time at 100
+// thousand pages as at ten.
+type Store interface {
+	HistoryStore
+	TrafficStore
+}
+
+// HistoryStore reads the crossings and notification outcomes, and
+// records what operators did to dead letters.
+type HistoryStore interface {
+	// Crossings returns the crossings matching q, newest first.
+	Crossings(ctx context.Context, q HistoryQuery) ([]CrossingRow, error)
+	// Outcomes returns the notification outcomes of the given crossings,
+	// oldest first.
+	Outcomes(ctx context.Context, keys []string) ([]OutcomeRow, error)
+	// RecordAction appends an operator's action on a dead letter.
+	RecordAction(ctx context.Context, a Action) error
+	// Actions returns the latest actions, newest first.
+	Actions(ctx context.Context, since time.Time, limit int) ([]Action, error)
+	// LastFired returns, per rule and page, the last crossing since a
+	// time of the given rules.
+	LastFired(ctx context.Context, rules []string, since time.Time) ([]CrossingRow, error)
+}
+
+// TrafficStore reads the page counts.
+type TrafficStore interface {
+	// Live returns the pages with the most views in [now-1h, now), at most
+	// limit per site, with their views in the last 5 minutes and per
+	// minute over the hour.
+	Live(ctx context.Context, q LiveQuery) ([]LivePage, error)
+	// HourTotals returns the sealed hourly counts in [from, to) of the
+	// given sites' and paths' pages (every pair of them: callers filter).
+	HourTotals(ctx context.Context, sites, paths []string, from, to time.Time) ([]HourTotal, error)
+	// PageSeries returns a page's views per minute in [from, to).
+	PageSeries(ctx context.Context, site, path string, from, to time.Time) ([]traffic.MinuteHits, error)
+	// PageHourSeries returns a page's views per hour in [from, to).
+	PageHourSeries(ctx context.Context, site, path string, from, to time.Time) ([]traffic.MinuteHits, error)
+	// TopReferrers returns the referers that sent a page the most hits.
+	TopReferrers(ctx context.Context, site, path string, from, to time.Time, limit int) ([]traffic.Referrer, error)
+	// TopPages returns the pages of a site ("" every site) with the most
+	// views in [from, to), most first.
+	TopPages(ctx context.Context, site string, from, to time.Time, limit int) ([]PageViews, error)
+	// Freshness says how far the loaded and sealed counts reach.
+	Freshness(ctx context.Context) (Freshness, error)
+}
+
+// HistoryQuery filters the history. Empty strings match everything.
+type HistoryQuery struct {
+	Site, Rule, Path, Outcome string
+	From, To                  time.Time
+	Limit, Offset             int
+}
+
+// CrossingRow is one crossing in the history.
+type CrossingRow struct {
+	Key, Rule, Site, Path, Window string
+	Threshold, Count              uint64
+	CrossedAt                     time.Time
+}
+
+// OutcomeRow is what a worker did with a crossing.
+type OutcomeRow struct {
+	Key      string
+	At       time.Time
+	Outcome  string
+	SMTPCode uint16
+	Error    string
+	Worker   string
+}
+
+// Action is what an operator did to a dead letter.
+type Action struct {
+	At                         time.Time
+	User                       string
+	Action                     string // retry or discard
+	Kind                       string // jobs or hits
+	Seq                        uint64 // the dead letter's sequence in the dead-letter stream
+	Key                        string // the crossing key, for a job
+	Rule, Site, Path, Receiver string
+	Reason                     string // why it was dead-lettered
+}
+
+// LiveQuery asks for the pages moving now.
+type LiveQuery struct {
+	Site    string // "" every site
+	Now     time.Time
+	PerSite int
+}
+
+// LivePage is one page's views in the last hour.
+type LivePage struct {
+	Site, Path string
+	Views5m    uint64
+	Views1h    uint64
+	// Minutes are the views in each of the last 60 minutes, oldest first.
+	Minutes []uint64
+}
+
+// HourTotal is one page's views in one UTC hour.
+type HourTotal struct {
+	Site, Path string
+	Hour       time.Time
+	Hits       uint64
+}
+
+// PageViews is one page's views over a span.
+type PageViews struct {
+	Site, Path string
+	Views      uint64
+}
+
+// Freshness is how far the counts in ClickHouse reach.
+type Freshness struct {
+	LastMinute  time.Time // the newest minute with loaded views
+	LastHit     time.Time // the newest raw hit
+	SealedDay   time.Time // the newest day sealed in page_days
+	SealedHours time.Time // the newest day sealed in page_hours
+}
+
+// DeadLetters are the messages the loader and the worker could not
+// process (the dead-letter stream), to look at, retry or discard.
+type DeadLetters interface {
+	// List returns the newest dead letters first, at most limit.
+	List(ctx context.Context, limit int) ([]DeadLetter, error)
+	// Retry puts a dead letter back where it came from and removes it.
+	Retry(ctx context.Context, seq uint64) (DeadLetter, error)
+	// Discard removes a dead letter.
+	Discard(ctx context.Context, seq uint64) (DeadLetter, error)
+}
+
+// DeadLetter is one message in the dead-letter stream.
+type DeadLetter struct {
+	Seq      uint64    `json:"seq"`
+	Kind     string    `json:"kind"` // jobs or hits
+	At       time.Time `json:"at"`
+	Reason   string    `json:"reason"`
+	Subject  string    `json:"subject"`  // where it was
+	Receiver string    `json:"receiver"` // for a job: the receiver that failed
+	Bytes    int       `json:"bytes"`
+	// For a job, the crossing it carries.
+	Key  string `json:"key,omitempty"`
+	Rule string `json:"rule,omitempty"`
+	Site string `json:"site,omitempty"`
+	Path string `json:"path,omitempty"`
+}
+
+// PipelineSource reads the pipeline's state from NATS.
+type PipelineSource interface {
+	Pipeline(ctx context.Context) (PipelineState, error)
+}
+
+// PipelineState is what NATS knows of the pipeline.
+type PipelineState struct {
+	Streams   []StreamState   `json:"streams"`
+	Consumers []ConsumerState `json:"consumers"`
+	Files     []FileState     `json:"files"`
+	Locks     int             `json:"worker_locks_held"`
+	// SweptTo is how far the sweeper has evaluated (its progress key).
+	SweptTo time.Time `json:"swept_to"`
+}
+
+// StreamState is one JetStream stream.
+type StreamState struct {
+	Name     string    `json:"name"`
+	Messages uint64    `json:"messages"`
+	Bytes    uint64    `json:"bytes"`
+	LastSeq  uint64    `json:"last_seq"`
+	LastAt   time.Time `json:"last_at"`
+}
+
+// ConsumerState is one durable consumer.
+type ConsumerState struct {
+	Stream      string `json:"stream"`
+	Name        string `json:"name"`
+	Pending     uint64 `json:"pending"`     // not yet delivered
+	AckPending  int    `json:"ack_pending"` // delivered, not yet acknowledged
+	Redelivered int    `json:"redelivered"`
+}
+
+// FileState is one tailed file: the last message published for it.
+type FileState struct {
+	Subject string    `json:"subject"`
+	LastAt  time.Time `json:"last_at"`
+	LastSeq uint64    `json:"last_seq"`
+	// Loaded reports whether the loader has taken that message.
+	Loaded bool `json:"loaded"`
+}
+
+// RuleStates reads the sweeper's state of a rule's page.
+type RuleStates interface {
+	// State returns the state of rule on a page (site and path empty for
+	// a sum rule); ok is false when the sweeper has none.
+	State(ctx context.Context, rule, site, path string, sum bool) (RuleState, bool, error)
+}
+
+// RuleState is the sweeper's state of one rule and page.
+type RuleState struct {
+	Fired     []uint64  `json:"fired,omitempty"`
+	Window    string    `json:"window,omitempty"`
+	LastFired time.Time `json:"last_fired,omitzero"`
+	Open      bool      `json:"open"`
+	Pending   int       `json:"pending"` // crossings claimed, not yet handed on
+}
+
+// SilenceLister lists the silences (issue 16's, kept in NATS KV).
+type SilenceLister interface {
+	List(ctx context.Context) ([]notify.Silence, error)
+}

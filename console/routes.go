@@ -1,0 +1,107 @@
+package console
+
+import (
+	"io/fs"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+func (s *Server) routes() {
+	s.mux = http.NewServeMux()
+	static, _ := fs.Sub(staticFS, "static")
+	s.mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	s.route("GET /login", "login", true, s.loginPage)
+	s.route("POST /login", "login", true, s.login)
+	s.route("POST /logout", "logout", true, s.logout)
+
+	both := func(method, path, name string, h http.HandlerFunc) {
+		s.route(method+" "+path, name, false, h)
+		s.route(method+" /api/v1"+path, name, false, h)
+	}
+	s.route("GET /{$}", "live", false, s.livePage)
+	both("GET", "/live", "live", s.livePage)
+	s.route("GET /api/v1/live/stream", "live_stream", false, s.liveStream)
+	both("GET", "/history", "history", s.historyPage)
+	both("GET", "/page", "page", s.pagePage)
+	both("GET", "/dead", "dead", s.deadPage)
+	both("POST", "/dead/retry", "dead_retry", s.deadAction(actRetry))
+	both("POST", "/dead/discard", "dead_discard", s.deadAction(actDiscard))
+	both("POST", "/dead/retry-all", "dead_retry", s.deadAll(actRetry))
+	both("POST", "/dead/discard-all", "dead_discard", s.deadAll(actDiscard))
+	both("GET", "/rules", "rules", s.rulesPage)
+	both("GET", "/pipeline", "pipeline", s.pipelinePage)
+	both("GET", "/silences", "silences", s.silencesPage)
+	s.route("GET /api/v1/whoami", "whoami", false, func(w http.ResponseWriter, r *http.Request) {
+		p, _ := principalOf(r.Context())
+		writeJSON(w, http.StatusOK, map[string]string{"name": p.Name, "role": string(p.Role)})
+	})
+}
+
+type loginView struct {
+	Error string
+	User  string
+}
+
+func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Load().Auth == AuthNone {
+		http.Redirect(w, r, "/", http.StatusSeeOther)
+		return
+	}
+	s.renderStatus(w, r, http.StatusOK, "login", "Log in", loginView{})
+}
+
+func (s *Server) login(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Load().Auth == AuthNone {
+		http.Redirect(w, r, "/", http.StatusSeeOther)
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
+	if err := s.auth.checkCSRF(r); err != nil {
+		s.metrics.logins.WithLabelValues("csrf").Inc()
+		s.renderStatus(w, r, http.StatusForbidden, "login", "Log in", loginView{Error: "The form expired; please try again."})
+		return
+	}
+	name, password := r.PostFormValue("user"), r.PostFormValue("password")
+	ip := clientIP(r)
+	if d := max(s.ipLimit.wait("ip:"+ip), s.usrLimit.wait("user:"+name)); d > 0 {
+		s.metrics.logins.WithLabelValues("limited").Inc()
+		w.Header().Set("Retry-After", strconv.Itoa(int(d.Round(time.Second).Seconds())+1))
+		s.renderStatus(w, r, http.StatusTooManyRequests, "login", "Log in",
+			loginView{Error: "Too many failed logins; try again in " + d.Round(time.Second).String() + ".", User: name})
+		return
+	}
+	u, ok := s.auth.check(name, password)
+	if !ok {
+		s.ipLimit.fail("ip:" + ip)
+		s.usrLimit.fail("user:" + name)
+		s.metrics.logins.WithLabelValues("failed").Inc()
+		s.deps.Logger.Warn("console login failed", "user", name, "addr", ip)
+		s.renderStatus(w, r, http.StatusUnauthorized, "login", "Log in", loginView{Error: "Wrong user name or password.", User: name})
+		return
+	}
+	s.metrics.logins.WithLabelValues("ok").Inc()
+	s.deps.Logger.Info("console login", "user", u.Name, "role", u.Role, "addr", ip)
+	s.auth.issue(w, u)
+	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
+	if err := s.auth.checkCSRF(r); err != nil {
+		s.fail(w, r, http.StatusForbidden, err.Error())
+		return
+	}
+	s.auth.clear(w)
+	http.Redirect(w, r, "/login", http.StatusSeeOther)
+}
+
+// clientIP is the peer's address. X-Forwarded-For is not trusted: the
+// limit would be a header away from useless.
+func clientIP(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}

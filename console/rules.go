@@ -1,0 +1,217 @@
+package console
+
+import (
+	"cmp"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/pagewatch/pagewatch/domain/rules"
+)
+
+const (
+	rulesPageSize = 50
+	nearestPages  = 5
+	// topScan is how many of a site's busiest pages are read per window
+	// to find those nearest a rule's threshold: the nearest are among
+	// the busiest unless the rule matches only quiet pages.
+	topScan = 500
+	// lastFiredSpan is how far back "last fired" looks.
+	lastFiredSpan = 90 * 24 * time.Hour
+)
+
+type rulesView struct {
+	Rules  []ruleView `json:"rules"`
+	Total  int        `json:"total"`
+	Offset int        `json:"offset"`
+	Prev   int        `json:"prev_offset"`
+	Next   int        `json:"next_offset"`
+}
+
+type ruleView struct {
+	Name       string     `json:"name"`
+	Kind       string     `json:"kind"` // threshold, spike, new_page
+	Site       string     `json:"site"`
+	Match      string     `json:"match"`
+	Window     string     `json:"window"`
+	Aggregate  string     `json:"aggregate"`
+	Thresholds []uint64   `json:"thresholds,omitempty"`
+	LastFired  time.Time  `json:"last_fired,omitzero"`
+	LastShown  string     `json:"-"`
+	Pages      []rulePage `json:"pages"`
+	Note       string     `json:"note,omitempty"`
+}
+
+type rulePage struct {
+	Site      string  `json:"site"`
+	Path      string  `json:"path"`
+	Count     uint64  `json:"count"`
+	Percent   float64 `json:"percent_of_threshold"`
+	State     string  `json:"state"` // armed, fired, cooldown, pending
+	LastFired string  `json:"last_fired,omitempty"`
+}
+
+func (s *Server) rulesPage(w http.ResponseWriter, r *http.Request) {
+	all := slices.Clone(s.deps.Rules())
+	slices.SortFunc(all, func(a, b rules.Rule) int { return cmp.Compare(a.Name, b.Name) })
+	v := rulesView{Total: len(all), Prev: -1, Next: -1, Rules: []ruleView{}}
+	if o, err := strconv.Atoi(r.URL.Query().Get("offset")); err == nil && o > 0 && o < len(all) {
+		v.Offset = o
+	}
+	page := all[v.Offset:min(v.Offset+rulesPageSize, len(all))]
+	if v.Offset > 0 {
+		v.Prev = max(v.Offset-rulesPageSize, 0)
+	}
+	if v.Offset+rulesPageSize < len(all) {
+		v.Next = v.Offset + rulesPageSize
+	}
+	ctx := r.Context()
+	now := s.deps.Now()
+	names := make([]string, len(page))
+	for i, rule := range page {
+		names[i] = rule.Name
+	}
+	last := map[string]time.Time{}
+	if len(names) > 0 {
+		fired, err := s.deps.Store.LastFired(ctx, names, now.Add(-lastFiredSpan))
+		if err != nil {
+			s.failErr(w, r, "reading when rules last fired", err)
+			return
+		}
+		for _, x := range fired {
+			if x.CrossedAt.After(last[x.Rule]) {
+				last[x.Rule] = x.CrossedAt
+			}
+		}
+	}
+	// One read per (site, window) for the page of rules, however many
+	// rules share it.
+	tops := map[string][]PageViews{}
+	for _, rule := range page {
+		rv := ruleView{Name: rule.Name, Kind: ruleKind(rule), Site: rule.Site, Match: matchText(rule), Window: windowText(rule.Window),
+			Aggregate: string(cmp.Or(rule.Aggregate, rules.PerPage)), Thresholds: rule.Thresholds, LastFired: last[rule.Name], Pages: []rulePage{}}
+		rv.LastShown = s.timeIn(rv.LastFired)
+		win := windowLength(rule.Window)
+		switch {
+		case rv.Kind != "threshold":
+			rv.Note = "judged against each page's own normal: see the live view"
+		case win == 0:
+			rv.Note = "all-time window: counts are not read here"
+		default:
+			k := rule.Site + "\x00" + win.String()
+			top, ok := tops[k]
+			if !ok {
+				var err error
+				top, err = s.deps.Store.TopPages(ctx, rule.Site, now.Add(-win), now, topScan)
+				if err != nil {
+					s.failErr(w, r, "reading the busiest pages", err)
+					return
+				}
+				tops[k] = top
+			}
+			pages, err := s.nearest(r, rule, top, now)
+			if err != nil {
+				s.failErr(w, r, "reading the sweeper's state", err)
+				return
+			}
+			rv.Pages = pages
+		}
+		v.Rules = append(v.Rules, rv)
+	}
+	s.render(w, r, "rules", "Rules", v)
+}
+
+// nearest are the rule's pages with the highest count against its
+// (first not yet fired) threshold, with the sweeper's state of each.
+func (s *Server) nearest(r *http.Request, rule rules.Rule, top []PageViews, now time.Time) ([]rulePage, error) {
+	var out []rulePage
+	sum := rule.Aggregate == rules.Sum
+	var total uint64
+	for _, p := range top {
+		if !rule.Matches(p.Site, p.Path) {
+			continue
+		}
+		if sum {
+			total += p.Views
+			continue
+		}
+		if len(out) < nearestPages {
+			out = append(out, rulePage{Site: p.Site, Path: p.Path, Count: p.Views})
+		}
+	}
+	if sum {
+		out = append(out, rulePage{Site: rule.Site, Path: "(sum of " + matchText(rule) + ")", Count: total})
+	}
+	for i := range out {
+		var (
+			st  RuleState
+			ok  bool
+			err error
+		)
+		if s.deps.RuleStates != nil {
+			st, ok, err = s.deps.RuleStates.State(r.Context(), rule.Name, out[i].Site, out[i].Path, sum)
+			if err != nil {
+				return nil, err
+			}
+		}
+		th := rule.Thresholds[0]
+		if ok {
+			for _, t := range rule.Thresholds {
+				if st.Fired == nil || !slices.Contains(st.Fired, t) {
+					th = t
+					break
+				}
+			}
+			out[i].LastFired = s.timeIn(st.LastFired)
+			if st.LastFired.IsZero() {
+				out[i].LastFired = ""
+			}
+		}
+		out[i].Percent = 100 * float64(out[i].Count) / float64(max(th, 1))
+		out[i].State = pageState(rule, st, ok, now)
+	}
+	return out, nil
+}
+
+// pageState names a rule's state on a page as the rules page shows it.
+func pageState(rule rules.Rule, st RuleState, ok bool, now time.Time) string {
+	switch {
+	case !ok:
+		return "armed"
+	case st.Pending > 0:
+		return "pending" // claimed, not yet handed to the workers
+	case rule.Rearm.Cooldown > 0 && len(st.Fired) > 0 && now.Before(st.LastFired.Add(rule.Rearm.Cooldown)):
+		return "cooldown"
+	case len(st.Fired) > 0 || st.Open:
+		return "fired"
+	}
+	return "armed"
+}
+
+func ruleKind(r rules.Rule) string {
+	switch {
+	case r.Spike != nil:
+		return "spike"
+	case r.NewPage != nil:
+		return "new_page"
+	}
+	return "threshold"
+}
+
+func matchText(r rules.Rule) string {
+	m := r.Match
+	switch {
+	case r.Path != "":
+		return r.Path
+	case m.Exact != "":
+		return m.Exact
+	case m.Prefix != "":
+		return "prefix " + m.Prefix
+	case m.Glob != "":
+		return "glob " + m.Glob
+	case m.Regex != "":
+		return "regex " + m.Regex
+	}
+	return "every page"
+}

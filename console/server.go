@@ -1,0 +1,230 @@
+// Package console is pagewatch's web face: what is taking off now, the
+// rules and their pages, a page's views and referrers, the history of
+// crossings and notifications, dead letters to retry or discard, and the
+// pipeline's lag, as server-rendered pages with a JSON API behind each.
+// It owns its ports (ports.go): sinks/clickhouse implements the Store;
+// NATS is read through broker/bus directly (nats.go).
+package console
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pagewatch/pagewatch/domain/rules"
+)
+
+// Deps are what the console reads from.
+type Deps struct {
+	Store       Store
+	DeadLetters DeadLetters // nil: the dead letters page says none are reachable
+	Pipeline    PipelineSource
+	RuleStates  RuleStates
+	Silences    SilenceLister
+	// Rules gives the sweeper's rules as last loaded (they are read again
+	// on SIGHUP by the caller).
+	Rules    func() []rules.Rule
+	Logger   *slog.Logger
+	Registry prometheus.Registerer
+	Now      func() time.Time
+}
+
+// Server serves the console.
+type Server struct {
+	cfg      atomic.Pointer[Config]
+	deps     Deps
+	auth     *auth
+	ipLimit  *limiter
+	usrLimit *limiter
+	zone     *time.Location
+	tmpl     *templates
+	live     *hub
+	metrics  *metrics
+	mux      *http.ServeMux
+	ln       net.Listener
+}
+
+// New builds the console; Listen and Run serve it.
+func New(cfg Config, d Deps) (*Server, error) {
+	if d.Store == nil || d.Logger == nil || d.Registry == nil {
+		return nil, errors.New("console: Store, Logger and Registry are required")
+	}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if d.Rules == nil {
+		d.Rules = func() []rules.Rule { return nil }
+	}
+	a, err := newAuth(cfg, d.Now)
+	if err != nil {
+		return nil, fmt.Errorf("console: %w", err)
+	}
+	zone, err := time.LoadLocation(cfg.Zone)
+	if err != nil {
+		return nil, fmt.Errorf("console.zone: %w", err)
+	}
+	t, err := parseTemplates()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{deps: d, auth: a, zone: zone, tmpl: t,
+		ipLimit:  newLimiter(20, 15*time.Minute, d.Now),
+		usrLimit: newLimiter(5, 15*time.Minute, d.Now),
+		metrics:  newMetrics(d.Registry),
+	}
+	s.cfg.Store(&cfg)
+	s.live = newHub(d.Store, cfg.LiveInterval, d.Now, d.Logger, s.metrics)
+	s.live.zone = zone
+	s.routes()
+	return s, nil
+}
+
+// Listen binds the address, so a port in use fails at start.
+func (s *Server) Listen() error {
+	ln, err := net.Listen("tcp", s.cfg.Load().Listen)
+	if err != nil {
+		return fmt.Errorf("console: listen %s: %w", s.cfg.Load().Listen, err)
+	}
+	s.ln = ln
+	return nil
+}
+
+// Addr is the bound address, once Listen returned.
+func (s *Server) Addr() string { return s.ln.Addr().String() }
+
+// Handler is the console's HTTP handler.
+func (s *Server) Handler() http.Handler { return s.secure(s.mux) }
+
+// Run serves until ctx is done, then lets requests in flight finish for
+// a few seconds. Server-sent event streams end with ctx.
+func (s *Server) Run(ctx context.Context) error {
+	if s.ln == nil {
+		if err := s.Listen(); err != nil {
+			return err
+		}
+	}
+	cfg := s.cfg.Load()
+	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second,
+		BaseContext: func(net.Listener) context.Context { return ctx }}
+	ln := s.ln
+	if cfg.TLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
+		if err != nil {
+			return fmt.Errorf("console.tls_cert: %w", err)
+		}
+		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+	}
+	liveDone := make(chan error, 1)
+	go func() { liveDone <- s.live.Run(ctx) }()
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	s.deps.Logger.Info("console serving", "addr", s.Addr(), "auth", cfg.Auth, "tls", cfg.TLSCert != "")
+	var err error
+	select {
+	case err = <-errc:
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		err = srv.Shutdown(sctx)
+	}
+	<-liveDone
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+// secure sets the headers every response carries: a strict CSP (no
+// inline script or style, so an injected tag does nothing), no framing,
+// no sniffing, no referrer leaking page paths elsewhere.
+func (s *Server) secure(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hd := w.Header()
+		hd.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+		hd.Set("X-Frame-Options", "DENY")
+		hd.Set("X-Content-Type-Options", "nosniff")
+		hd.Set("Referrer-Policy", "no-referrer")
+		hd.Set("Cache-Control", "no-store")
+		h.ServeHTTP(w, r)
+	})
+}
+
+// route registers a handler, timed under its name, behind the login
+// unless public.
+func (s *Server) route(pattern, name string, public bool, h http.HandlerFunc) {
+	timed := func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		h(w, r)
+		s.metrics.request.WithLabelValues(name).Observe(time.Since(start).Seconds())
+	}
+	if public {
+		s.mux.HandleFunc(pattern, timed)
+		return
+	}
+	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		p, ok := s.who(w, r)
+		if !ok {
+			return
+		}
+		timed(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
+	})
+}
+
+// who finds the caller, or answers 401 (API) or a redirect to the login
+// page.
+func (s *Server) who(w http.ResponseWriter, r *http.Request) (Principal, bool) {
+	if s.cfg.Load().Auth == AuthNone {
+		return Principal{Name: "local", Role: Operator}, true
+	}
+	if p, given, ok := s.auth.fromToken(r); given {
+		if !ok {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="pagewatch"`)
+			s.fail(w, r, http.StatusUnauthorized, "bad bearer token")
+		}
+		return p, ok
+	}
+	if p, ok := s.auth.fromSession(r); ok {
+		return p, true
+	}
+	if isAPI(r) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="pagewatch"`)
+		s.fail(w, r, http.StatusUnauthorized, "log in or send a bearer token")
+		return Principal{}, false
+	}
+	http.Redirect(w, r, "/login", http.StatusSeeOther)
+	return Principal{}, false
+}
+
+func isAPI(r *http.Request) bool { return strings.HasPrefix(r.URL.Path, "/api/") }
+
+// change checks that a POST may change something: an operator, and a
+// valid CSRF token unless the caller came with a bearer token.
+func (s *Server) change(w http.ResponseWriter, r *http.Request) (Principal, bool) {
+	p, _ := principalOf(r.Context())
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		s.fail(w, r, http.StatusMethodNotAllowed, "POST only")
+		return p, false
+	}
+	if !p.Token {
+		if err := s.auth.checkCSRF(r); err != nil {
+			s.fail(w, r, http.StatusForbidden, "the form has expired or came from elsewhere ("+err.Error()+"): reload the page and try again")
+			return p, false
+		}
+	}
+	if !p.CanChange() {
+		s.metrics.forbidden.Inc()
+		s.fail(w, r, http.StatusForbidden, "only operators may do this; you are "+p.Name+" ("+string(p.Role)+")")
+		return p, false
+	}
+	return p, true
+}

@@ -1,0 +1,92 @@
+// The live view's updates: one EventSource per page, numbers and
+// sparklines replaced in place. No innerHTML anywhere: paths and sites
+// were written by strangers, and only ever become text.
+"use strict";
+(function () {
+  var table = document.querySelector("[data-live-stream]");
+  if (!table || !window.EventSource) {
+    return;
+  }
+  var body = table.querySelector("tbody");
+  var svgNS = "http://www.w3.org/2000/svg";
+
+  function rowsByPage() {
+    var m = new Map();
+    body.querySelectorAll("[data-testid=live-row]").forEach(function (tr) {
+      m.set(tr.dataset.site + "\u0000" + tr.dataset.path, tr);
+    });
+    return m;
+  }
+
+  function cell(tr, testid, cls) {
+    var td = document.createElement("td");
+    td.dataset.testid = testid;
+    if (cls) {
+      td.className = cls;
+    }
+    tr.appendChild(td);
+    return td;
+  }
+
+  function newRow(p) {
+    var tr = document.createElement("tr");
+    tr.dataset.testid = "live-row";
+    tr.dataset.site = p.site;
+    tr.dataset.path = p.path;
+    cell(tr, "site").textContent = p.site;
+    var a = document.createElement("a");
+    a.href = "/page?site=" + encodeURIComponent(p.site) + "&path=" + encodeURIComponent(p.path);
+    a.textContent = p.path;
+    cell(tr, "path", "path").appendChild(a);
+    cell(tr, "views-5m", "num");
+    cell(tr, "views-1h", "num");
+    cell(tr, "baseline", "num");
+    cell(tr, "ratio", "num");
+    var svg = document.createElementNS(svgNS, "svg");
+    svg.setAttribute("class", "spark");
+    svg.setAttribute("viewBox", "0 0 120 24");
+    svg.setAttribute("width", "120");
+    svg.setAttribute("height", "24");
+    svg.setAttribute("data-testid", "sparkline");
+    var pl = document.createElementNS(svgNS, "polyline");
+    pl.setAttribute("class", "series");
+    svg.appendChild(pl);
+    cell(tr, "spark").appendChild(svg);
+    return tr;
+  }
+
+  function update(tr, p) {
+    tr.querySelector("[data-testid=views-5m]").textContent = String(p.views_5m);
+    tr.querySelector("[data-testid=views-1h]").textContent = String(p.views_1h);
+    tr.querySelector("[data-testid=baseline]").textContent = p.baseline_shown;
+    tr.querySelector("[data-testid=ratio]").textContent = p.ratio_shown;
+    var pl = tr.querySelector("polyline.series");
+    if (pl) {
+      pl.setAttribute("points", p.spark);
+    }
+  }
+
+  var es = new EventSource(table.dataset.liveStream);
+  es.addEventListener("live", function (ev) {
+    var snap = JSON.parse(ev.data);
+    var have = rowsByPage();
+    var order = [];
+    snap.pages.forEach(function (p) {
+      var k = p.site + "\u0000" + p.path;
+      var tr = have.get(k) || newRow(p);
+      have.delete(k);
+      update(tr, p);
+      order.push(tr);
+    });
+    have.forEach(function (tr) { tr.remove(); });
+    order.forEach(function (tr) { body.appendChild(tr); });
+    var at = document.querySelector("[data-testid=live-updated]");
+    if (at) {
+      at.textContent = snap.at_shown;
+    }
+    var empty = document.querySelector("[data-testid=live-empty]");
+    if (empty) {
+      empty.hidden = snap.pages.length > 0;
+    }
+  });
+})();

@@ -1,0 +1,279 @@
+package clickhouse
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	ch "github.com/ClickHouse/clickhouse-go/v2"
+
+	"github.com/pagewatch/pagewatch/console"
+	"github.com/pagewatch/pagewatch/domain/crossing"
+	"github.com/pagewatch/pagewatch/domain/traffic"
+)
+
+// The console's port (console.Store) over the history and the counts.
+
+var _ console.Store = (*Client)(nil)
+
+// maxConsoleRows bounds what one console read returns.
+const maxConsoleRows = 10_000
+
+// Crossings returns the history's crossings matching q, newest first.
+func (c *Client) Crossings(ctx context.Context, q console.HistoryQuery) ([]console.CrossingRow, error) {
+	limit := min(max(q.Limit, 1), maxConsoleRows)
+	rows, err := c.conn.Query(ctx, queryConsoleCrossings, q.From.Unix(), q.To.Unix(),
+		q.Site, q.Site, q.Rule, q.Rule, q.Path, q.Path, q.Outcome, q.Outcome, q.From.Unix(),
+		max(q.Offset, 0), limit)
+	if err != nil {
+		return nil, fmt.Errorf("history crossings: %w", err)
+	}
+	defer rows.Close()
+	var out []console.CrossingRow
+	for rows.Next() {
+		var x console.CrossingRow
+		if err := rows.Scan(&x.Key, &x.Rule, &x.Site, &x.Path, &x.Window, &x.Threshold, &x.Count, &x.CrossedAt); err != nil {
+			return nil, fmt.Errorf("history crossings: %w", err)
+		}
+		out = append(out, x)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("history crossings: %w", err)
+	}
+	return out, nil
+}
+
+func keySet(keys []string) ch.GroupSet {
+	v := make([]any, len(keys))
+	for i, k := range keys {
+		v[i] = k
+	}
+	if len(v) == 0 {
+		v = []any{""}
+	}
+	return ch.GroupSet{Value: v}
+}
+
+// Outcomes returns what was done with the given crossings, oldest first.
+func (c *Client) Outcomes(ctx context.Context, keys []string) ([]console.OutcomeRow, error) {
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	rows, err := c.conn.Query(ctx, queryConsoleOutcomes, keySet(keys))
+	if err != nil {
+		return nil, fmt.Errorf("notification outcomes of %d crossings: %w", len(keys), err)
+	}
+	defer rows.Close()
+	var out []console.OutcomeRow
+	for rows.Next() {
+		var o console.OutcomeRow
+		if err := rows.Scan(&o.Key, &o.At, &o.Outcome, &o.SMTPCode, &o.Error, &o.Worker); err != nil {
+			return nil, fmt.Errorf("notification outcomes: %w", err)
+		}
+		out = append(out, o)
+	}
+	return out, rows.Err()
+}
+
+// Outcomes of operators' actions in the notifications history, and the
+// prefix of their worker column.
+const (
+	outcomeRetried   = "retried"
+	outcomeDiscarded = "discarded"
+	consoleWorker    = "console:"
+)
+
+// RecordAction keeps an operator's action on a dead letter in the
+// notifications history, as an outcome of the crossing it was about
+// (retried, discarded), so the crossing's row shows it beside the
+// dead_lettered it follows. A hits batch has no crossing: its key is
+// "hits#<seq>".
+func (c *Client) RecordAction(ctx context.Context, a console.Action) error {
+	outcome := outcomeRetried
+	if a.Action == "discard" {
+		outcome = outcomeDiscarded
+	}
+	key := a.Key
+	if key == "" {
+		key = fmt.Sprintf("%s#%d", a.Kind, a.Seq)
+	}
+	text := fmt.Sprintf("dead letter %d (%s", a.Seq, a.Kind)
+	if a.Receiver != "" {
+		text += ", receiver " + a.Receiver
+	}
+	text += "): " + a.Reason
+	return c.RecordNotification(ctx, crossing.Record{At: a.At, Outcome: crossing.Outcome(outcome), Error: text,
+		Worker: consoleWorker + a.User, Crossing: crossing.Crossing{Key: key, Rule: a.Rule, Site: a.Site, Path: a.Path}})
+}
+
+// Actions returns the operators' latest actions, newest first.
+func (c *Client) Actions(ctx context.Context, since time.Time, limit int) ([]console.Action, error) {
+	rows, err := c.conn.Query(ctx, queryConsoleActions, since.Unix(), min(max(limit, 1), maxConsoleRows))
+	if err != nil {
+		return nil, fmt.Errorf("console actions: %w", err)
+	}
+	defer rows.Close()
+	var out []console.Action
+	for rows.Next() {
+		var (
+			a               console.Action
+			outcome, worker string
+		)
+		if err := rows.Scan(&a.At, &a.Key, &a.Rule, &a.Site, &a.Path, &outcome, &a.Reason, &worker); err != nil {
+			return nil, fmt.Errorf("console actions: %w", err)
+		}
+		a.Action = "retry"
+		if outcome == outcomeDiscarded {
+			a.Action = "discard"
+		}
+		a.User = strings.TrimPrefix(worker, consoleWorker)
+		if kind, seq, ok := strings.Cut(a.Key, "#"); ok {
+			a.Kind, a.Key = kind, ""
+			fmt.Sscan(seq, &a.Seq)
+		} else {
+			a.Kind = "jobs"
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// LastFired returns, per rule and page, the last crossing since a time.
+func (c *Client) LastFired(ctx context.Context, rules []string, since time.Time) ([]console.CrossingRow, error) {
+	if len(rules) == 0 {
+		return nil, nil
+	}
+	rows, err := c.conn.Query(ctx, queryConsoleLastFired, keySet(rules), since.Unix())
+	if err != nil {
+		return nil, fmt.Errorf("rules last fired: %w", err)
+	}
+	defer rows.Close()
+	var out []console.CrossingRow
+	for rows.Next() {
+		var x console.CrossingRow
+		if err := rows.Scan(&x.Rule, &x.Site, &x.Path, &x.CrossedAt); err != nil {
+			return nil, fmt.Errorf("rules last fired: %w", err)
+		}
+		out = append(out, x)
+	}
+	return out, rows.Err()
+}
+
+// Live returns the last hour's busiest pages, at most q.PerSite a site.
+func (c *Client) Live(ctx context.Context, q console.LiveQuery) ([]console.LivePage, error) {
+	end := q.Now.Truncate(time.Minute).Add(time.Minute)
+	start := end.Add(-time.Hour)
+	rows, err := c.conn.Query(ctx, queryConsoleLive, end.Add(-5*time.Minute).Unix(), start.Unix(), end.Unix(),
+		q.Site == "", q.Site, min(max(q.PerSite, 1), 1000))
+	if err != nil {
+		return nil, fmt.Errorf("live pages: %w", err)
+	}
+	defer rows.Close()
+	var out []console.LivePage
+	for rows.Next() {
+		var (
+			p  console.LivePage
+			ms []uint32
+			ns []uint64
+		)
+		if err := rows.Scan(&p.Site, &p.Path, &p.Views5m, &p.Views1h, &ms, &ns); err != nil {
+			return nil, fmt.Errorf("live pages: %w", err)
+		}
+		p.Minutes = make([]uint64, 60)
+		for i, m := range ms {
+			if k := (int64(m) - start.Unix()) / 60; k >= 0 && k < 60 && i < len(ns) {
+				p.Minutes[k] += ns[i]
+			}
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
+// HourTotals returns the sealed hourly views of the given sites' and
+// paths' pages in [from, to).
+func (c *Client) HourTotals(ctx context.Context, sites, paths []string, from, to time.Time) ([]console.HourTotal, error) {
+	if len(sites) == 0 || len(paths) == 0 {
+		return nil, nil
+	}
+	rows, err := c.conn.Query(ctx, queryConsoleHourTotals, from.Unix(), to.Unix(), keySet(sites), keySet(paths))
+	if err != nil {
+		return nil, fmt.Errorf("hour totals of %d pages: %w", len(paths), err)
+	}
+	defer rows.Close()
+	var out []console.HourTotal
+	for rows.Next() {
+		var h console.HourTotal
+		if err := rows.Scan(&h.Site, &h.Path, &h.Hour, &h.Hits); err != nil {
+			return nil, fmt.Errorf("hour totals: %w", err)
+		}
+		out = append(out, h)
+	}
+	return out, rows.Err()
+}
+
+// PageHourSeries returns a page's views per hour in [from, to).
+func (c *Client) PageHourSeries(ctx context.Context, site, path string, from, to time.Time) ([]traffic.MinuteHits, error) {
+	rows, err := c.conn.Query(ctx, queryConsolePageHours, site, path, from.Unix(), to.Unix())
+	if err != nil {
+		return nil, fmt.Errorf("hourly views of %s%s: %w", site, path, err)
+	}
+	defer rows.Close()
+	var out []traffic.MinuteHits
+	for rows.Next() {
+		var m traffic.MinuteHits
+		if err := rows.Scan(&m.Minute, &m.Hits); err != nil {
+			return nil, fmt.Errorf("hourly views of %s%s: %w", site, path, err)
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+// TopPages returns a site's busiest pages in [from, to): from the raw
+// hits for a span of up to a day, else over the whole sealed days in it.
+func (c *Client) TopPages(ctx context.Context, site string, from, to time.Time, limit int) ([]console.PageViews, error) {
+	query, a, b := queryConsoleTopPagesRecent, from.Unix(), to.Unix()
+	if to.Sub(from) > 24*time.Hour {
+		query = queryConsoleTopPagesDays
+	}
+	rows, err := c.conn.Query(ctx, query, a, b, site == "", site, min(max(limit, 1), maxConsoleRows))
+	if err != nil {
+		return nil, fmt.Errorf("top pages of %q: %w", site, err)
+	}
+	defer rows.Close()
+	var out []console.PageViews
+	for rows.Next() {
+		var p console.PageViews
+		if err := rows.Scan(&p.Site, &p.Path, &p.Views); err != nil {
+			return nil, fmt.Errorf("top pages: %w", err)
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
+// Freshness says how far the counts reach.
+func (c *Client) Freshness(ctx context.Context) (console.Freshness, error) {
+	var (
+		f          console.Freshness
+		day, hours time.Time
+	)
+	since := time.Now().Add(-48 * time.Hour).Unix()
+	if err := c.conn.QueryRow(ctx, queryConsoleFreshness, since).Scan(&f.LastHit, &day, &hours); err != nil {
+		return f, fmt.Errorf("freshness: %w", err)
+	}
+	if f.LastHit.Unix() > 0 {
+		f.LastMinute = f.LastHit.Truncate(time.Minute)
+	} else {
+		f.LastHit = time.Time{}
+	}
+	if day.Unix() > 0 {
+		f.SealedDay = day
+	}
+	if hours.Unix() > 0 {
+		f.SealedHours = hours
+	}
+	return f, nil
+}

@@ -1,0 +1,108 @@
+package clickhouse
+
+// The console's reads (console.go). Each is bounded by a time range and a
+// LIMIT, and reads the table whose key or partitions that range narrows:
+// raw hits (one partition per day) for the last hour and day, a page's
+// own rows of page_minutes for its charts, page_hours (ordered by hour)
+// for baselines.
+const (
+	// queryConsoleCrossings is the history: crossings in [from, to),
+	// each filter ignored when its first ? is ''. The outcome filter
+	// keeps crossings with that outcome among their notifications.
+	queryConsoleCrossings = `SELECT crossing_key, rule, site, path, window_text, threshold, hits, crossed_at
+FROM crossings FINAL
+WHERE crossed_at >= toDateTime(?) AND crossed_at < toDateTime(?)
+    AND (? = '' OR site = ?) AND (? = '' OR rule = ?) AND (? = '' OR path = ?)
+    AND (? = '' OR crossing_key IN (
+        SELECT crossing_key FROM notifications WHERE outcome = ? AND at >= toDateTime(?)))
+ORDER BY crossed_at DESC, crossing_key DESC
+LIMIT ?, ?`
+
+	// queryConsoleOutcomes is what the workers (and operators, through
+	// the console) did with some crossings.
+	queryConsoleOutcomes = `SELECT crossing_key, at, outcome, smtp_code, error, worker
+FROM notifications
+WHERE crossing_key IN ?
+ORDER BY at, outcome
+LIMIT 10000`
+
+	// queryConsoleActions is the operators' latest actions on dead
+	// letters, kept in the notifications history as outcomes of their
+	// own.
+	queryConsoleActions = `SELECT at, crossing_key, rule, site, path, outcome, error, worker
+FROM notifications
+WHERE at >= toDateTime(?) AND outcome IN ('retried', 'discarded')
+ORDER BY at DESC
+LIMIT ?`
+
+	// queryConsoleLastFired is when each page of some rules last crossed.
+	queryConsoleLastFired = `SELECT rule, site, path, max(crossed_at) AS last
+FROM crossings
+WHERE rule IN ? AND crossed_at >= toDateTime(?)
+GROUP BY rule, site, path
+ORDER BY last DESC
+LIMIT 10000`
+
+	// queryConsoleLive is the last hour's busiest pages per site, with
+	// their last 5 minutes and views per minute, from the raw hits (the
+	// day's partition; page_minutes is partitioned by month). The inner
+	// GROUP BY keeps one row per hit whether or not a batch loaded twice
+	// has been merged away.
+	queryConsoleLive = `SELECT site, path, sumIf(n, m >= toDateTime(?)) AS v5, sum(n) AS v60,
+    groupArray(toUInt32(m)) AS ms, groupArray(n) AS ns
+FROM (
+    SELECT site, path, toStartOfMinute(ts) AS m, count() AS n
+    FROM (
+        SELECT site, path, ts
+        FROM hits
+        WHERE ts >= toDateTime(?) AND ts < toDateTime(?) AND (? OR site = ?)
+        GROUP BY site, path, ts, seq, line_offset
+    )
+    GROUP BY site, path, m
+)
+GROUP BY site, path
+ORDER BY v60 DESC, site, path
+LIMIT ? BY site`
+
+	// queryConsoleHourTotals is sealed views per page and hour.
+	queryConsoleHourTotals = `SELECT site, path, hour, hits
+FROM page_hours FINAL
+WHERE hour >= toDateTime(?) AND hour < toDateTime(?) AND site IN ? AND path IN ?
+ORDER BY site, path, hour`
+
+	// queryConsolePageHours is one page's views per hour.
+	queryConsolePageHours = `SELECT toStartOfHour(minute) AS h, sum(hits) AS n
+FROM page_minutes FINAL
+WHERE site = ? AND path = ? AND minute >= toDateTime(?) AND minute < toDateTime(?)
+GROUP BY h
+ORDER BY h`
+
+	// queryConsoleTopPagesRecent is a site's busiest pages in a span of
+	// at most a day, from the raw hits.
+	queryConsoleTopPagesRecent = `SELECT site, path, count() AS n
+FROM (
+    SELECT site, path
+    FROM hits
+    WHERE ts >= toDateTime(?) AND ts < toDateTime(?) AND (? OR site = ?)
+    GROUP BY site, path, ts, seq, line_offset
+)
+GROUP BY site, path
+ORDER BY n DESC, site, path
+LIMIT ?`
+
+	// queryConsoleTopPagesDays is a site's busiest pages over whole
+	// sealed days.
+	queryConsoleTopPagesDays = `SELECT site, path, sum(hits) AS n
+FROM page_days FINAL
+WHERE day >= toDate(?) AND day < toDate(?) AND (? OR site = ?)
+GROUP BY site, path
+ORDER BY n DESC, site, path
+LIMIT ?`
+
+	// queryConsoleFreshness is how far the loaded and sealed counts
+	// reach; the raw hits are read only over the last two days.
+	queryConsoleFreshness = `SELECT
+    (SELECT max(ts) FROM hits WHERE ts >= toDateTime(?)) AS last_hit,
+    (SELECT max(day) FROM sealed_days) AS sealed_day,
+    (SELECT max(day) FROM sealed_hour_days) AS sealed_hours`
+)
