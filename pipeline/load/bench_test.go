@@ -53,7 +53,7 @@ func benchLoad(b *testing.B, loaders, inserts, total int) {
 		var regs []*prometheus.Registry
 		for j := 0; j < loaders; j++ {
 			nb := testenv.NATSClient(b, bb.natsURL, quiet)
-			ch := testenv.ClickHouseClient(b, bb.chSrv.Addr, quiet)
+			ch := clickHouseClient(b, bb.chSrv, quiet)
 			reg := prometheus.NewRegistry()
 			regs = append(regs, reg)
 			l, err := load.New(ctx, bb.cfg, nb, ch, quiet, reg)
@@ -104,7 +104,7 @@ func benchLoad(b *testing.B, loaders, inserts, total int) {
 func benchSetup(b *testing.B) *bundle {
 	logger := testenv.Logger(b)
 	url, pid := startNATSChild(b)
-	c, srv := testenv.ClickHouse(b, logger)
+	c, srv := clickHouse(b, logger)
 	cfg := load.DefaultConfig()
 	return &bundle{bus: testenv.NATSClient(b, url, logger), natsURL: url, natsPID: pid, ch: c, chSrv: srv, cfg: cfg, logger: logger}
 }

@@ -34,12 +34,39 @@ func setup(t testing.TB) *bundle {
 	t.Helper()
 	logger := testenv.Logger(t)
 	b, ns := testenv.NATS(t, logger)
-	c, srv := testenv.ClickHouse(t, logger)
+	c, srv := clickHouse(t, logger)
 	cfg := load.DefaultConfig()
 	cfg.BatchRows = 2000
 	cfg.BatchAge = 100 * time.Millisecond
 	cfg.AckWait = 5 * time.Second
 	return &bundle{bus: b, natsURL: ns.URL, ch: c, chSrv: srv, cfg: cfg, logger: logger}
+}
+
+// clickHouse starts a clickhouse-server with the schema applied and opens
+// a client that inserts hits over HTTP, as clickhouse.http_addr makes a
+// loader do.
+func clickHouse(t testing.TB, logger *slog.Logger) (*clickhouse.Client, *clickhousetest.Server) {
+	t.Helper()
+	srv := clickhousetest.Start(t)
+	c := clickHouseClient(t, srv, logger)
+	if _, err := c.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return c, srv
+}
+
+// clickHouseClient opens another client to srv, inserting over HTTP.
+func clickHouseClient(t testing.TB, srv *clickhousetest.Server, logger *slog.Logger) *clickhouse.Client {
+	t.Helper()
+	cfg := clickhouse.DefaultConfig()
+	cfg.Addr = []string{srv.Addr}
+	cfg.HTTPAddr = []string{srv.HTTPAddr}
+	c, err := clickhouse.Open(context.Background(), cfg, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }
 
 // publish sends msgs messages of per hits each, all on one page.

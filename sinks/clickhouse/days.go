@@ -39,6 +39,9 @@ func loadedDays(minutes []minuteCount) []dayBatch {
 }
 
 func (c *Client) insertLoadedDays(ctx context.Context, rows []dayBatch) error {
+	if c.http != nil {
+		return c.insertNative(ctx, insertLoadedDays, func(b *block) { daysBlock(b, rows) })
+	}
 	day, seq := make([]time.Time, len(rows)), make([]uint64, len(rows))
 	for i, r := range rows {
 		day[i], seq[i] = time.Unix(r.day, 0).UTC(), r.seq

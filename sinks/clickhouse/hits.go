@@ -212,6 +212,9 @@ func dayOf(unix int64) int {
 }
 
 func (c *Client) insertHitRows(ctx context.Context, rows []row) error {
+	if c.http != nil {
+		return c.insertNative(ctx, insertHits, func(b *block) { hitsBlock(b, rows) })
+	}
 	n := len(rows)
 	var (
 		ts              = make([]time.Time, n)
@@ -226,6 +229,9 @@ func (c *Client) insertHitRows(ctx context.Context, rows []row) error {
 }
 
 func (c *Client) insertMinutes(ctx context.Context, counts []minuteCount) error {
+	if c.http != nil {
+		return c.insertNative(ctx, insertPageMinutes, func(b *block) { minutesBlock(b, counts) })
+	}
 	n := len(counts)
 	site, path := make([]string, n), make([]string, n)
 	minute := make([]time.Time, n)

@@ -1,0 +1,158 @@
+package clickhouse
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ClickHouse/ch-go/compress"
+)
+
+// httpInserter posts Native blocks to the servers' HTTP interface as
+// `INSERT ... FORMAT Native`. 18.16 reads no inline data on the native
+// protocol, and the driver takes rows only through its column types; over
+// HTTP the body is the block as pagewatch encodes it.
+type httpInserter struct {
+	client   *http.Client
+	urls     []string // one per http_addr, without a query string
+	user     string
+	password string
+	params   url.Values // database and the insert settings
+	lz4      bool
+	next     atomic.Uint32 // the address to try first
+}
+
+// HTTP compressions (clickhouse.http_compression).
+const (
+	compressionLZ4  = "lz4"
+	compressionNone = "none"
+)
+
+// frameSize bounds each compressed frame's data, as ClickHouse's own
+// clients do (max_compress_block_size), so the server decompresses a
+// large insert a piece at a time.
+const frameSize = 1 << 20
+
+// errorBytes bounds how much of an error response is read.
+const errorBytes = 64 << 10
+
+func newHTTPInserter(cfg Config, settings map[string]any) (*httpInserter, error) {
+	tlsCfg, err := cfg.TLS.Build()
+	if err != nil {
+		return nil, fmt.Errorf("clickhouse.tls.%w", err)
+	}
+	scheme := "http"
+	if tlsCfg != nil {
+		scheme = "https"
+	}
+	h := &httpInserter{
+		client: &http.Client{
+			Transport: &http.Transport{
+				DialContext:         (&net.Dialer{Timeout: cfg.DialTimeout}).DialContext,
+				TLSClientConfig:     tlsCfg,
+				TLSHandshakeTimeout: cfg.DialTimeout,
+				MaxIdleConnsPerHost: 8,
+				// Below the server's keep_alive_timeout (3 s by default),
+				// so a reused connection is not one the server just closed.
+				IdleConnTimeout: 2 * time.Second,
+			},
+			// Bounded like the native protocol's reads, so an insert the
+			// server never answers fails instead of hanging.
+			Timeout: 2 * time.Minute,
+		},
+		user:     cfg.Username,
+		password: cfg.Password.Reveal(),
+		params:   url.Values{"database": {cfg.Database}},
+		lz4:      cfg.HTTPCompression == compressionLZ4,
+	}
+	for _, a := range cfg.HTTPAddr {
+		h.urls = append(h.urls, scheme+"://"+a+"/")
+	}
+	for k, v := range settings {
+		h.params.Set(k, fmt.Sprint(v))
+	}
+	if h.lz4 {
+		h.params.Set("decompress", "1")
+	}
+	return h, nil
+}
+
+// writers reuse LZ4 compressors and their output buffers.
+var writers = sync.Pool{New: func() any { return compress.NewWriter(compress.LevelZero, compress.LZ4) }}
+
+// framed is data in ClickHouse's compressed framing (what decompress=1
+// reads): frames of a checksum, a method, two sizes and the LZ4 data.
+func framed(dst, data []byte) ([]byte, error) {
+	w := writers.Get().(*compress.Writer)
+	defer writers.Put(w)
+	for len(data) > 0 {
+		n := min(len(data), frameSize)
+		if err := w.Compress(data[:n]); err != nil {
+			return dst, fmt.Errorf("lz4: %w", err)
+		}
+		dst = append(dst, w.Data...)
+		data = data[n:]
+	}
+	return dst, nil
+}
+
+// insert sends one block of rows for insert, an INSERT naming its columns.
+// A failure is returned for the loader to retry, each time starting at
+// the next address.
+func (h *httpInserter) insert(ctx context.Context, insert string, native []byte) error {
+	body := native
+	var compressed *[]byte
+	if h.lz4 {
+		compressed = bodies.Get().(*[]byte)
+		var err error
+		if *compressed, err = framed((*compressed)[:0], native); err != nil {
+			return err
+		}
+		body = *compressed
+	}
+	params := url.Values{"query": {insert + " FORMAT Native"}}
+	for k, v := range h.params {
+		params[k] = v
+	}
+	i := int(h.next.Load()) % len(h.urls)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.urls[i]+"?"+params.Encode(), bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("insert over http: %w", err)
+	}
+	req.SetBasicAuth(h.user, h.password)
+	req.Header.Set("Content-Type", "application/octet-stream")
+	resp, err := h.client.Do(req)
+	if err != nil {
+		h.next.CompareAndSwap(uint32(i), uint32(i+1))
+		var uerr *url.Error
+		if errors.As(err, &uerr) {
+			err = uerr.Err // without the URL: it holds no secret, but is long
+		}
+		return fmt.Errorf("insert over http to %s: %w", req.URL.Host, err)
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, errorBytes))
+	// An INSERT answers 200 and nothing else once every row is written;
+	// an exception is a status (or, from servers that already sent the
+	// headers, a code header) and its text.
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("X-ClickHouse-Exception-Code") != "" {
+		return fmt.Errorf("insert over http to %s: %s: %s", req.URL.Host, resp.Status, strings.TrimSpace(string(msg)))
+	}
+	// Reused only now: after a failure the client may still be sending it.
+	if compressed != nil {
+		bodies.Put(compressed)
+	}
+	return nil
+}
+
+// bodies reuse compressed request bodies.
+var bodies = sync.Pool{New: func() any { return new([]byte) }}
