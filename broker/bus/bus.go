@@ -160,6 +160,9 @@ const (
 	// BucketReports holds one key per scheduled report and period, claimed
 	// by the replica that sends it.
 	BucketReports = "reports"
+	// BucketRetention holds one key per retention period, claimed by the
+	// loader that drops old raw hits in it.
+	BucketRetention = "retention"
 )
 
 // KV creates or opens the named bucket. ttl > 0 makes entries lapse unless

@@ -8,9 +8,11 @@ import (
 	"flag"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 
+	"github.com/pagewatch/pagewatch/broker/bus"
 	"github.com/pagewatch/pagewatch/config"
 	"github.com/pagewatch/pagewatch/internal/daemon"
 	"github.com/pagewatch/pagewatch/pipeline/load"
@@ -141,9 +143,24 @@ func runLoad(ctx context.Context, env *daemon.Env) error {
 	if err != nil {
 		return err
 	}
-	r, err := retention.New(cfg.Retention, ch, env.Logger, env.Registry, nil)
+	// Loaders claim each retention period in NATS KV, so a cluster of
+	// loaders drops old days once per period, not once per loader.
+	claims, err := b.KV(ctx, bus.BucketRetention, retention.ClaimsTTL)
+	if err != nil {
+		return err
+	}
+	r, err := retention.New(cfg.Retention, retention.Deps{Store: ch, Claims: claims, Owner: loaderName(), Logger: env.Logger, Registry: env.Registry})
 	if err != nil {
 		return err
 	}
 	return env.Serve(ctx, daemon.Together(l, r))
+}
+
+// loaderName names this loader in its retention claims, for operators.
+func loaderName() string {
+	host, err := os.Hostname()
+	if err != nil {
+		host = "unknown-host"
+	}
+	return host + "/" + strconv.Itoa(os.Getpid())
 }

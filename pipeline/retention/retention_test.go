@@ -79,7 +79,7 @@ func TestRunKeepsGoingAfterErrors(t *testing.T) {
 	store := &fakeStore{calls: make(chan struct{}, 10)}
 	reg := prometheus.NewRegistry()
 	now := time.Date(2024, 3, 31, 10, 0, 0, 0, time.UTC)
-	r, err := New(Config{RawHitsDays: 30, Every: time.Hour}, store, logger(t), reg, func() time.Time { return now })
+	r, err := New(Config{RawHitsDays: 30, Every: time.Hour}, Deps{Store: store, Logger: logger(t), Registry: reg, Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestRunKeepsGoingAfterErrors(t *testing.T) {
 
 func TestZeroDaysKeepsEverything(t *testing.T) {
 	store := &fakeStore{calls: make(chan struct{}, 10)}
-	r, err := New(Config{RawHitsDays: 0, Every: time.Minute}, store, logger(t), prometheus.NewRegistry(), nil)
+	r, err := New(Config{RawHitsDays: 0, Every: time.Minute}, Deps{Store: store, Logger: logger(t), Registry: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func TestRetentionOn1816(t *testing.T) {
 	minutes := srv.Query(t, "SELECT count(), sum(hits) FROM pagewatch.page_minutes")
 
 	reg := prometheus.NewRegistry()
-	r, err := New(Config{RawHitsDays: 3, Every: time.Hour}, client, logger(t), reg, func() time.Time { return today })
+	r, err := New(Config{RawHitsDays: 3, Every: time.Hour}, Deps{Store: client, Logger: logger(t), Registry: reg, Now: func() time.Time { return today }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,5 +187,82 @@ func TestRetentionOn1816(t *testing.T) {
 	// A second loader running at the same moment finds nothing left.
 	if dropped, err := r.RunOnce(ctx); err != nil || len(dropped) != 0 {
 		t.Fatalf("second run: %v, %v", dropped, err)
+	}
+}
+
+// countingStore counts its calls and fails while fail is set.
+type countingStore struct {
+	mu    sync.Mutex
+	calls int
+	fail  bool
+}
+
+func (s *countingStore) DropHitsBefore(context.Context, time.Time) ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls++
+	if s.fail {
+		return nil, errors.New("shard down")
+	}
+	return nil, nil
+}
+
+// TestTwoLoadersClaimEachPeriodOnce: two runners sharing a claims bucket
+// in NATS KV drop old days once per period between them; a failed run
+// gives its period back, so the other runner retries it.
+func TestTwoLoadersClaimEachPeriodOnce(t *testing.T) {
+	b, _ := testenv.NATS(t, logger(t))
+	ctx := context.Background()
+	claims, err := b.KV(ctx, "retention_test", ClaimsTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &countingStore{}
+	now := time.Date(2024, 3, 31, 10, 5, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	var runners []*Runner
+	var regs []*prometheus.Registry
+	for _, owner := range []string{"loader-1", "loader-2"} {
+		reg := prometheus.NewRegistry()
+		r, err := New(Config{RawHitsDays: 30, Every: time.Hour}, Deps{Store: store, Claims: claims, Owner: owner, Logger: logger(t), Registry: reg, Now: clock})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runners, regs = append(runners, r), append(regs, reg)
+	}
+	runAll := func() {
+		t.Helper()
+		for _, r := range runners {
+			_, _ = r.RunOnce(ctx)
+		}
+	}
+	runAll()
+	runAll() // both tick again within the same hour
+	if store.calls != 1 {
+		t.Fatalf("the store was called %d times in one period by two loaders, want 1", store.calls)
+	}
+	if got := metric(t, regs[1], "pagewatch_retention_claimed_elsewhere_total"); got != 2 {
+		t.Errorf("loader 2 claimed_elsewhere_total = %v, want 2", got)
+	}
+
+	now = now.Add(time.Hour) // the next period: one more run
+	runAll()
+	if store.calls != 2 {
+		t.Fatalf("store calls after the second period: %d, want 2", store.calls)
+	}
+
+	now = now.Add(time.Hour)
+	store.fail = true
+	_, err = runners[0].RunOnce(ctx) // claims the period and fails
+	if err == nil {
+		t.Fatal("a failed drop was not reported")
+	}
+	store.fail = false
+	if _, err := runners[1].RunOnce(ctx); err != nil { // retries the period
+		t.Fatal(err)
+	}
+	runAll() // done: nobody runs it again
+	if store.calls != 4 {
+		t.Fatalf("store calls after a failed period retried: %d, want 4", store.calls)
 	}
 }
