@@ -37,9 +37,11 @@ type objects struct {
 	configMaps  map[string]*corev1.ConfigMap
 	secrets     map[string]*corev1.Secret
 	deployments map[string]*appsv1.Deployment
-	hpas        []*autoscalingv2.HorizontalPodAutoscaler
-	pdbs        []*policyv1.PodDisruptionBudget
-	services    []*corev1.Service
+	// statefulSets are the servers of the cluster shape (cluster/).
+	statefulSets map[string]*appsv1.StatefulSet
+	hpas         []*autoscalingv2.HorizontalPodAutoscaler
+	pdbs         []*policyv1.PodDisruptionBudget
+	services     []*corev1.Service
 }
 
 type kustomization struct {
@@ -49,7 +51,12 @@ type kustomization struct {
 		Pairs map[string]string `json:"pairs"`
 	} `json:"labels"`
 	Resources []string `json:"resources"`
-	Images    []struct {
+	// Patches are strategic-merge patch files (path:), each one document
+	// naming the object it patches.
+	Patches []struct {
+		Path string `json:"path"`
+	} `json:"patches"`
+	Images []struct {
 		Name    string `json:"name"`
 		NewName string `json:"newName"`
 		NewTag  string `json:"newTag"`
@@ -60,42 +67,150 @@ var docSep = regexp.MustCompile(`(?m)^---[ \t]*$`)
 
 func load(t *testing.T) objects {
 	t.Helper()
+	return loadDir(t, ".")
+}
+
+// loadDir renders the kustomization in dir as kustomize would for these
+// files: its resources (a directory is another kustomization, rendered
+// first), then its patches, then decodes every object strictly.
+func loadDir(t *testing.T, dir string) objects {
+	t.Helper()
+	o := objects{configMaps: map[string]*corev1.ConfigMap{}, secrets: map[string]*corev1.Secret{}, deployments: map[string]*appsv1.Deployment{}, statefulSets: map[string]*appsv1.StatefulSet{}}
+	for _, d := range render(t, dir) {
+		if err := o.add(d.data); err != nil {
+			t.Errorf("%s: %v", d.where, err)
+		}
+	}
+	return o
+}
+
+// rendered is one object's document and where it came from.
+type rendered struct {
+	where string
+	data  []byte
+}
+
+func render(t *testing.T, dir string) []rendered {
+	t.Helper()
 	var k kustomization
-	data, err := os.ReadFile("kustomization.yaml")
+	data, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
 	if err == nil {
 		err = sigsyaml.UnmarshalStrict(data, &k)
 	}
 	if err != nil {
-		t.Fatalf("kustomization.yaml: %v", err)
+		t.Fatalf("%s/kustomization.yaml: %v", dir, err)
 	}
-	files, _ := filepath.Glob("*.yaml")
-	files = slices.DeleteFunc(files, func(f string) bool { return f == "kustomization.yaml" })
-	if !slices.Equal(slices.Sorted(slices.Values(k.Resources)), files) {
-		t.Errorf("kustomization.yaml resources %v, want every manifest here: %v", k.Resources, files)
+	var files, patches []string
+	var out []rendered
+	for _, r := range k.Resources {
+		if fi, err := os.Stat(filepath.Join(dir, r)); err == nil && fi.IsDir() {
+			out = append(out, render(t, filepath.Join(dir, r))...)
+			continue
+		}
+		files = append(files, r)
 	}
-	named := false
-	for _, i := range k.Images {
-		named = named || i.Name == image
+	for _, p := range k.Patches {
+		patches = append(patches, p.Path)
 	}
-	if !named {
-		t.Errorf("kustomization.yaml: no images: entry for %q", image)
+	here, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	for i := range here {
+		here[i] = filepath.Base(here[i])
 	}
-	o := objects{configMaps: map[string]*corev1.ConfigMap{}, secrets: map[string]*corev1.Secret{}, deployments: map[string]*appsv1.Deployment{}}
-	for _, f := range k.Resources {
-		data, err := os.ReadFile(f)
+	here = slices.DeleteFunc(here, func(f string) bool { return f == "kustomization.yaml" || slices.Contains(patches, f) })
+	if !slices.Equal(slices.Sorted(slices.Values(files)), here) {
+		t.Errorf("%s/kustomization.yaml resources %v, want every manifest there but the patches: %v", dir, files, here)
+	}
+	if dir == "." {
+		named := false
+		for _, i := range k.Images {
+			named = named || i.Name == image
+		}
+		if !named {
+			t.Errorf("kustomization.yaml: no images: entry for %q", image)
+		}
+	}
+	for _, f := range files {
+		out = append(out, docs(t, filepath.Join(dir, f))...)
+	}
+	for _, p := range patches {
+		ds := docs(t, filepath.Join(dir, p))
+		if len(ds) != 1 {
+			t.Fatalf("%s: %d documents; a patch file holds one", ds[0].where, len(ds))
+		}
+		if !patchInto(t, out, ds[0]) {
+			t.Errorf("%s: patches no object of the resources", ds[0].where)
+		}
+	}
+	return out
+}
+
+// docs splits a manifest file into its non-empty documents.
+func docs(t *testing.T, path string) []rendered {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []rendered
+	for i, doc := range docSep.Split(string(data), -1) {
+		if strings.TrimSpace(regexp.MustCompile(`(?m)^\s*#.*$`).ReplaceAllString(doc, "")) == "" {
+			continue
+		}
+		out = append(out, rendered{fmt.Sprintf("%s, document %d", path, i+1), []byte(doc)})
+	}
+	return out
+}
+
+// patchInto applies a patch to the object of the same kind and name. The
+// patches here hold no lists, where a strategic merge differs from a JSON
+// merge patch (RFC 7386), so the latter is what is applied; a list in a
+// patch fails the test rather than being merged wrongly.
+func patchInto(t *testing.T, objs []rendered, patch rendered) bool {
+	t.Helper()
+	var p map[string]any
+	if err := sigsyaml.Unmarshal(patch.data, &p); err != nil {
+		t.Fatalf("%s: %v", patch.where, err)
+	}
+	id := func(m map[string]any) string {
+		md, _ := m["metadata"].(map[string]any)
+		return fmt.Sprint(m["apiVersion"], " ", m["kind"], " ", md["name"])
+	}
+	for i, o := range objs {
+		var m map[string]any
+		if err := sigsyaml.Unmarshal(o.data, &m); err != nil {
+			t.Fatalf("%s: %v", o.where, err)
+		}
+		if id(m) != id(p) {
+			continue
+		}
+		merged, err := sigsyaml.Marshal(mergePatch(t, patch.where, m, p))
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i, doc := range docSep.Split(string(data), -1) {
-			if strings.TrimSpace(regexp.MustCompile(`(?m)^\s*#.*$`).ReplaceAllString(doc, "")) == "" {
-				continue
+		objs[i] = rendered{o.where + ", patched by " + patch.where, merged}
+		return true
+	}
+	return false
+}
+
+func mergePatch(t *testing.T, where string, obj, patch map[string]any) map[string]any {
+	for k, v := range patch {
+		switch pv := v.(type) {
+		case []any:
+			t.Fatalf("%s: key %s is a list; patch maps and scalars only", where, k)
+		case map[string]any:
+			ov, _ := obj[k].(map[string]any)
+			if ov == nil {
+				ov = map[string]any{}
 			}
-			if err := o.add([]byte(doc)); err != nil {
-				t.Errorf("%s, document %d: %v", f, i+1, err)
-			}
+			obj[k] = mergePatch(t, where, ov, pv)
+		case nil:
+			delete(obj, k)
+		default:
+			obj[k] = v
 		}
 	}
-	return o
+	return obj
 }
 
 // add decodes one document strictly into the type its kind names.
@@ -116,7 +231,7 @@ func (o *objects) add(doc []byte) error {
 	}
 	o.docs++
 	var obj any
-	want := map[string]string{"ConfigMap": "v1", "Secret": "v1", "Service": "v1", "Deployment": "apps/v1",
+	want := map[string]string{"ConfigMap": "v1", "Secret": "v1", "Service": "v1", "Deployment": "apps/v1", "StatefulSet": "apps/v1",
 		"HorizontalPodAutoscaler": "autoscaling/v2", "PodDisruptionBudget": "policy/v1"}[head.Kind]
 	switch head.Kind {
 	case "ConfigMap":
@@ -127,6 +242,8 @@ func (o *objects) add(doc []byte) error {
 		obj = &corev1.Service{}
 	case "Deployment":
 		obj = &appsv1.Deployment{}
+	case "StatefulSet":
+		obj = &appsv1.StatefulSet{}
 	case "HorizontalPodAutoscaler":
 		obj = &autoscalingv2.HorizontalPodAutoscaler{}
 	case "PodDisruptionBudget":
@@ -149,6 +266,8 @@ func (o *objects) add(doc []byte) error {
 		o.services = append(o.services, v)
 	case *appsv1.Deployment:
 		o.deployments[v.Name] = v
+	case *appsv1.StatefulSet:
+		o.statefulSets[v.Name] = v
 	case *autoscalingv2.HorizontalPodAutoscaler:
 		o.hpas = append(o.hpas, v)
 	case *policyv1.PodDisruptionBudget:
