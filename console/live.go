@@ -62,6 +62,7 @@ type hub struct {
 
 	pollMu    sync.Mutex
 	last      *liveSnapshot
+	polledAt  time.Time // by the machine's clock, not now: how fresh last is
 	baselines map[[2]string]float64
 	baseAt    time.Time
 }
@@ -142,7 +143,10 @@ func (h *hub) current(ctx context.Context) (*liveSnapshot, error) {
 	h.pollMu.Lock()
 	last := h.last
 	h.pollMu.Unlock()
-	if last != nil && h.now().Sub(last.At) < h.interval {
+	h.pollMu.Lock()
+	fresh := last != nil && time.Since(h.polledAt) < h.interval
+	h.pollMu.Unlock()
+	if fresh {
 		return last, nil
 	}
 	return h.poll(ctx)
@@ -159,7 +163,7 @@ func (h *hub) poll(ctx context.Context) (*liveSnapshot, error) {
 	h.pollMu.Lock()
 	defer h.pollMu.Unlock()
 	now := h.now()
-	if h.last != nil && now.Sub(h.last.At) < h.interval/2 {
+	if h.last != nil && time.Since(h.polledAt) < h.interval/2 {
 		return h.last, nil // another caller just read it
 	}
 	start := time.Now()
@@ -188,7 +192,7 @@ func (h *hub) poll(ctx context.Context) (*liveSnapshot, error) {
 		}
 		return cmp.Or(cmp.Compare(a.Site, b.Site), cmp.Compare(a.Path, b.Path))
 	})
-	h.last = snap
+	h.last, h.polledAt = snap, time.Now()
 	return snap, nil
 }
 

@@ -70,6 +70,19 @@ var sampleRuns = map[string]string{
 	"queryExplainBusiest":  bind(queryExplainBusiest, "example.com", "/p", int64(1699990000), int64(1700010000)),
 	"queryExplainDomains":  bind(queryExplainDomains, int64(1700000000), "example.com", "/p", int64(1699390000), int64(1700010000), 10),
 	"queryExplainReferred": bind(queryExplainReferred, int64(1700000000), "example.com", "/p", int64(1699390000), int64(1700010000)),
+
+	// The console's reads (consolequeries.go), over the rows above.
+	"queryConsoleCrossings": bind(queryConsoleCrossings, int64(1699990000), int64(1700010000), "example.com", "example.com", "", "", "", "", "sent", "sent", int64(1699990000), 0, 50),
+	"queryConsoleOutcomes":  bind(queryConsoleOutcomes, ch.GroupSet{Value: []any{"r.k.1", "o'ther"}}),
+	"queryConsoleActions":   bind(queryConsoleActions, int64(1699990000), 50),
+	"queryConsoleLastFired": bind(queryConsoleLastFired, ch.GroupSet{Value: []any{"r"}}, int64(1699990000)),
+	"queryConsoleLive":      bind(queryConsoleLive, int64(1699999700), int64(1699996400), int64(1700000000), true, "", 50),
+	"queryConsoleHourTotals": bind(queryConsoleHourTotals, int64(1699912800), int64(1700006400),
+		ch.GroupSet{Value: []any{"example.com"}}, ch.GroupSet{Value: []any{"/p", "o'ther"}}),
+	"queryConsolePageHours":      bind(queryConsolePageHours, "example.com", "/p", int64(1699990000), int64(1700010000)),
+	"queryConsoleTopPagesRecent": bind(queryConsoleTopPagesRecent, int64(1699990000), int64(1700010000), false, "example.com", 500),
+	"queryConsoleTopPagesDays":   bind(queryConsoleTopPagesDays, int64(1699390000), int64(1700010000), true, "", 500),
+	"queryConsoleFreshness":      bind(queryConsoleFreshness, int64(1699990000)),
 }
 
 // bindWindowCounts renders queryWindowCounts as WindowCounts would.
@@ -156,7 +169,7 @@ func statements(t *testing.T) []sqlcheck.Statement {
 // statement cannot skip the check.
 func queryConstNames(t *testing.T) []string {
 	var names []string
-	for _, file := range []string{"queries.go", "sweepqueries.go", "explainqueries.go"} {
+	for _, file := range []string{"queries.go", "sweepqueries.go", "explainqueries.go", "consolequeries.go"} {
 		names = append(names, constNames(t, file)...)
 	}
 	return names

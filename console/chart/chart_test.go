@@ -1,0 +1,42 @@
+package chart
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestLabelsAreEscaped(t *testing.T) {
+	from := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	svg := SVG(Spec{Title: `/"><img src=x onerror=alert(1)>`, From: from, To: from.Add(time.Hour), Unit: "views per minute",
+		Points: []Point{{T: from, V: 1}, {T: from.Add(time.Minute), V: 3}},
+		Lines:  []Line{{Label: "/<script>alert(1)</script>", Value: 2, Class: "threshold"}},
+		Marks:  []Mark{{T: from.Add(time.Minute), Label: "<b>x</b>"}}})
+	for _, bad := range []string{"<img", "<script", "<b>"} {
+		if strings.Contains(svg, bad) {
+			t.Errorf("SVG holds %q:\n%s", bad, svg)
+		}
+	}
+	for _, want := range []string{`data-testid="chart"`, `<path class="series" d="M`, "time (UTC)", "views per minute", "&lt;script&gt;"} {
+		if !strings.Contains(svg, want) {
+			t.Errorf("SVG lacks %q:\n%s", want, svg)
+		}
+	}
+}
+
+func TestTimeTicksAreRoundInTheZone(t *testing.T) {
+	zone, err := time.LoadLocation("Asia/Kolkata") // UTC+5:30: round hours there are not round in UTC
+	if err != nil {
+		t.Skip(err)
+	}
+	from := time.Date(2026, 11, 24, 10, 7, 0, 0, time.UTC)
+	ticks := timeTicks(from, from.Add(6*time.Hour), zone)
+	if len(ticks) < 3 {
+		t.Fatalf("ticks %v", ticks)
+	}
+	for _, tk := range ticks {
+		if l := tk.t.In(zone); l.Minute() != 0 || tk.label != l.Format("15:04") {
+			t.Errorf("tick %s (%s) not on a round hour in %s", tk.t, tk.label, zone)
+		}
+	}
+}

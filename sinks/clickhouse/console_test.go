@@ -1,0 +1,127 @@
+package clickhouse_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/pagewatch/pagewatch/console"
+	"github.com/pagewatch/pagewatch/domain/crossing"
+)
+
+// The console's reads against a real server: counts exact with batches
+// loaded three times, filters and paging of the history, actions kept
+// beside the crossing they are about.
+func TestConsoleStore(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	now := time.Now().UTC()
+	base := now.Truncate(time.Minute).Add(-10 * time.Minute)
+	batches := batchesAt(base)
+	for i := 0; i < 3; i++ {
+		if err := b.client.InsertHits(ctx, batches); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// 90 hits of /pricing one a second from base: all in the last hour,
+	// none in the last 5 minutes.
+	live, err := b.client.Live(ctx, console.LiveQuery{Now: now, PerSite: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(live) != 2 || live[0].Path != "/pricing" || live[0].Views1h != 90 || live[0].Views5m != 0 || live[1].Views1h != 5 {
+		t.Fatalf("live: %+v", live)
+	}
+	var sum uint64
+	for _, m := range live[0].Minutes {
+		sum += m
+	}
+	if sum != 90 || len(live[0].Minutes) != 60 {
+		t.Errorf("live minutes sum to %d over %d minutes, want 90 over 60", sum, len(live[0].Minutes))
+	}
+	if other, err := b.client.Live(ctx, console.LiveQuery{Site: "other.example", Now: now, PerSite: 10}); err != nil || len(other) != 0 {
+		t.Errorf("live of another site: %+v, %v", other, err)
+	}
+	top, err := b.client.TopPages(ctx, "example.com", now.Add(-time.Hour), now, 1)
+	if err != nil || len(top) != 1 || top[0].Views != 90 {
+		t.Errorf("top pages: %+v, %v", top, err)
+	}
+	hours, err := b.client.PageHourSeries(ctx, "example.com", "/pricing", now.Add(-72*time.Hour), now.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total uint64
+	for _, h := range hours {
+		total += h.Hits
+	}
+	if total != 120 {
+		t.Errorf("hourly series sums to %d, want 120 (90 now, 30 two days ago)", total)
+	}
+	f, err := b.client.Freshness(ctx)
+	if err != nil || f.LastHit.Before(base) {
+		t.Errorf("freshness %+v, %v", f, err)
+	}
+
+	at := now.Truncate(time.Second)
+	xs := []crossing.Crossing{
+		{Key: "pricing.a.1", Rule: "pricing", Site: "example.com", Path: "/pricing", Window: "1h", Threshold: 50, Count: 90, CrossedAt: at.Add(-time.Minute)},
+		{Key: "blog.b.1", Rule: "blog", Site: "example.com", Path: "/blog/\x00'\"", Window: "1h", Threshold: 1, Count: 5, CrossedAt: at.Add(-2 * time.Minute)},
+	}
+	for i := 0; i < 2; i++ {
+		if err := b.client.RecordCrossings(ctx, xs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.client.RecordNotification(ctx, crossing.Record{At: at, Crossing: xs[0], Outcome: crossing.DeadLettered, SMTPCode: 550, Error: "mailbox unavailable", Worker: "w1"}); err != nil {
+		t.Fatal(err)
+	}
+	q := console.HistoryQuery{From: at.Add(-time.Hour), To: at.Add(time.Minute), Limit: 10}
+	got, err := b.client.Crossings(ctx, q)
+	if err != nil || len(got) != 2 || got[0].Key != "pricing.a.1" || got[0].Count != 90 {
+		t.Fatalf("crossings: %+v, %v", got, err)
+	}
+	for name, f := range map[string]console.HistoryQuery{
+		"rule":    {Rule: "blog"},
+		"path":    {Path: "/blog/\x00'\""},
+		"outcome": {Outcome: "dead_lettered"},
+		"offset":  {Offset: 1},
+	} {
+		f.From, f.To, f.Limit = q.From, q.To, 10
+		got, err := b.client.Crossings(ctx, f)
+		want := "blog.b.1"
+		if name == "outcome" {
+			want = "pricing.a.1"
+		}
+		if err != nil || len(got) != 1 || got[0].Key != want {
+			t.Errorf("%s filter: %+v, %v; want only %s", name, got, err, want)
+		}
+	}
+	if err := b.client.RecordAction(ctx, console.Action{At: at, User: "alice", Action: "retry", Kind: "jobs", Seq: 7,
+		Key: "pricing.a.1", Rule: "pricing", Site: "example.com", Path: "/pricing", Receiver: "email", Reason: "mailbox unavailable"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.client.RecordAction(ctx, console.Action{At: at, User: "bob", Action: "discard", Kind: "hits", Seq: 9, Reason: "bad magic"}); err != nil {
+		t.Fatal(err)
+	}
+	outs, err := b.client.Outcomes(ctx, []string{"pricing.a.1"})
+	if err != nil || len(outs) != 2 || outs[0].Outcome != "dead_lettered" || outs[0].SMTPCode != 550 || outs[1].Outcome != "retried" || outs[1].Worker != "console:alice" {
+		t.Errorf("outcomes: %+v, %v", outs, err)
+	}
+	acts, err := b.client.Actions(ctx, at.Add(-time.Hour), 10)
+	if err != nil || len(acts) != 2 {
+		t.Fatalf("actions: %+v, %v", acts, err)
+	}
+	for _, a := range acts {
+		if (a.User == "alice" && (a.Action != "retry" || a.Key != "pricing.a.1" || a.Kind != "jobs")) ||
+			(a.User == "bob" && (a.Action != "discard" || a.Kind != "hits" || a.Seq != 9 || a.Key != "")) {
+			t.Errorf("action %+v", a)
+		}
+	}
+	last, err := b.client.LastFired(ctx, []string{"pricing"}, at.Add(-time.Hour))
+	if err != nil || len(last) != 1 || !last[0].CrossedAt.Equal(xs[0].CrossedAt) {
+		t.Errorf("last fired: %+v, %v", last, err)
+	}
+	if _, err := b.client.HourTotals(ctx, []string{"example.com"}, []string{"/pricing"}, now.Add(-7*24*time.Hour), now); err != nil {
+		t.Errorf("hour totals: %v", err)
+	}
+}
