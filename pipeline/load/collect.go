@@ -180,7 +180,9 @@ func (l *Loader) decode(ctx context.Context, m jetstream.Msg) (hit.Batch, bool) 
 	if meta.NumDelivered > 1 {
 		l.metrics.redeliveries.Inc()
 	}
-	hits, err := hit.Decode(m.Data(), nil)
+	// Sized for the ~45 bytes a real hit takes (PWH2), so the slice is
+	// not grown, and copied, a dozen times over a 5,000-hit message.
+	hits, err := hit.Decode(m.Data(), make([]hit.Hit, 0, len(m.Data())/40+16))
 	if err != nil {
 		l.deadLetter(ctx, m, meta.Sequence.Stream, err.Error())
 		return hit.Batch{}, false

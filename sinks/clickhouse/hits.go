@@ -7,7 +7,9 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/pagewatch/pagewatch/domain/hit"
 )
@@ -27,7 +29,7 @@ import (
 // again in another message (a recovery, a --from-start run, a replay) is
 // the same hits row.
 func (c *Client) InsertHits(ctx context.Context, batches []hit.Batch) error {
-	rows := sortedRows(batches)
+	rows, pages, refs := sortedRows(batches)
 	if len(rows) == 0 {
 		return nil
 	}
@@ -35,7 +37,7 @@ func (c *Client) InsertHits(ctx context.Context, batches []hit.Batch) error {
 	// Counts first: once a batch's raw hits are visible, so are its counts,
 	// which is what anyone comparing the two (tests, operators) assumes.
 	for _, part := range splitBy(len(minutes), func(i int) int { return minutes[i].month }) {
-		if err := c.insertMinutes(ctx, minutes[part.from:part.to]); err != nil {
+		if err := c.insertMinutes(ctx, minutes[part.from:part.to], pages); err != nil {
 			return fmt.Errorf("insert %d page-minute counts of month %d: %w", part.to-part.from, part.key, err)
 		}
 	}
@@ -48,8 +50,8 @@ func (c *Client) InsertHits(ctx context.Context, batches []hit.Batch) error {
 			return fmt.Errorf("insert %d loaded days of month %d: %w", part.to-part.from, part.key, err)
 		}
 	}
-	for _, part := range splitBy(len(rows), func(i int) int { return rows[i].day }) {
-		if err := c.insertHitRows(ctx, rows[part.from:part.to]); err != nil {
+	for _, part := range splitBy(len(rows), func(i int) int { return int(rows[i].day) }) {
+		if err := c.insertHitRows(ctx, rows[part.from:part.to], pages, refs); err != nil {
 			return fmt.Errorf("insert %d hits of day %d: %w", part.to-part.from, part.key, err)
 		}
 	}
@@ -57,45 +59,68 @@ func (c *Client) InsertHits(ctx context.Context, batches []hit.Batch) error {
 }
 
 // row is one hit with its keys, and the integer sort keys standing in
-// for its partition and page.
+// for its partition and page. It holds what the insert writes, so that
+// writing the rows column by column reads them in order rather than
+// chasing each hit again for every column.
+//
+// It holds no pointers, so the garbage collector neither scans the rows
+// nor slows their copying in the sort with write barriers.
 type row struct {
-	day  int    // dayOf(unix), the partition
+	day  int32  // dayOf(unix), the partition
 	page uint32 // rank of (site, path) among the insert's pages
+	ref  uint32 // index of the referrer in the insert's strings
 	unix int64
 	seq  uint64 // hits.seq: the batch's HitKey; with the offset, the event id
 	msg  uint64 // page_minutes.seq: the batch's MsgKey
-	hit  *hit.Hit
+	off  uint64 // the hit's line offset
 }
 
+// page is a (site, path); an insert's pages are indexed by rank.
+type page struct{ site, path string }
+
 // sortedRows orders hits by partition, then by the hits table's key
-// (site, path, ts, seq, line_offset). A batch holds far fewer pages than
-// hits, so rows are bucketed by (day, page) in linear time and only each
-// bucket is sorted, by integers; within a page, hits arrive almost in
-// time order, which the sort finishes quickly.
-func sortedRows(batches []hit.Batch) []row {
-	type page struct{ site, path string }
+// (site, path, ts, seq, line_offset), and returns them with their pages
+// in rank order and their referrers. A batch holds far fewer pages than hits, so rows are
+// bucketed by (day, page) in linear time and only each bucket is sorted,
+// by integers; within a page, hits arrive almost in time order, which the
+// sort finishes quickly.
+func sortedRows(batches []hit.Batch) ([]row, []page, []string) {
 	n := 0
 	for _, b := range batches {
 		n += len(b.Hits)
 	}
-	rows := make([]row, 0, n)
+	rows := getRows(n)
+	defer putRows(rows)
 	ids := map[page]uint32{}
 	var pages []page
-	days := map[int]int{}
+	var cache pageCache
+	var refs strTable
+	days := map[int32]int{}
+	// Consecutive hits of a day share it: dayOf is a date conversion.
+	var dayStart, dayEnd int64
+	var day int32
 	for _, b := range batches {
+		hitKey, msgKey := b.HitKey(), b.MsgKey()
 		for i := range b.Hits {
 			h := &b.Hits[i]
-			p := page{h.Site, h.Path}
-			id, ok := ids[p]
+			id, ok := cache.get(h.Site, h.Path)
 			if !ok {
-				id = uint32(len(pages))
-				ids[p] = id
-				pages = append(pages, p)
+				p := page{h.Site, h.Path}
+				if id, ok = ids[p]; !ok {
+					id = uint32(len(pages))
+					ids[p] = id
+					pages = append(pages, p)
+				}
+				cache.put(h.Site, h.Path, id)
 			}
 			unix := h.Time.Unix()
-			day := dayOf(unix)
-			days[day] = 0
-			rows = append(rows, row{day: day, page: id, unix: unix, seq: b.HitKey(), msg: b.MsgKey(), hit: h})
+			if unix < dayStart || unix >= dayEnd {
+				day = int32(dayOf(unix))
+				dayStart = floorDay(unix)
+				dayEnd = dayStart + 86400
+				days[day] = 0
+			}
+			*rows = append(*rows, row{day: day, page: id, unix: unix, seq: hitKey, msg: msgKey, off: h.Offset, ref: refs.id(h.Referer)})
 		}
 	}
 	// Rank pages and days; bucket = day index × pages + page rank.
@@ -110,24 +135,27 @@ func sortedRows(batches []hit.Batch) []row {
 		return strings.Compare(pages[a].path, pages[b].path)
 	})
 	rank := make([]uint32, len(pages))
+	ranked := make([]page, len(pages))
 	for r, id := range order {
 		rank[id] = uint32(r)
+		ranked[r] = pages[id]
 	}
 	dayList := slices.Sorted(maps.Keys(days))
 	for i, d := range dayList {
 		days[d] = i
 	}
 	starts := make([]int, len(dayList)*len(pages)+1)
-	for i := range rows {
-		rows[i].page = rank[rows[i].page]
-		starts[days[rows[i].day]*len(pages)+int(rows[i].page)+1]++
+	for i := range *rows {
+		r := &(*rows)[i]
+		r.page = rank[r.page]
+		starts[days[r.day]*len(pages)+int(r.page)+1]++
 	}
 	for i := 1; i < len(starts); i++ {
 		starts[i] += starts[i-1]
 	}
-	out := make([]row, len(rows))
+	out := make([]row, n)
 	next := slices.Clone(starts[:len(starts)-1])
-	for _, r := range rows {
+	for _, r := range *rows {
 		b := days[r.day]*len(pages) + int(r.page)
 		out[next[b]] = r
 		next[b]++
@@ -140,24 +168,95 @@ func sortedRows(batches []hit.Batch) []row {
 			if c := cmp.Compare(a.seq, b.seq); c != 0 {
 				return c
 			}
-			return cmp.Compare(a.hit.Offset, b.hit.Offset)
+			return cmp.Compare(a.off, b.off)
 		})
 	}
-	return out
+	return out, ranked, refs.strs
 }
+
+// pageCache finds a page by its strings' addresses. Within a message a
+// repeated string is one string of the message's dictionary (PWH2), so
+// most hits are answered without hashing and comparing their path;
+// strings at the same address with the same length are equal.
+type pageCache [1024]struct {
+	site, path *byte
+	sn, pn     int
+	id         uint32
+}
+
+func (c *pageCache) slot(path string) int {
+	return int(uintptr(unsafe.Pointer(unsafe.StringData(path)))>>4) % len(c)
+}
+
+func (c *pageCache) get(site, path string) (uint32, bool) {
+	e := &c[c.slot(path)]
+	if e.path == unsafe.StringData(path) && e.pn == len(path) && e.site == unsafe.StringData(site) && e.sn == len(site) && e.path != nil {
+		return e.id, true
+	}
+	return 0, false
+}
+
+func (c *pageCache) put(site, path string, id uint32) {
+	e := &c[c.slot(path)]
+	e.site, e.sn, e.path, e.pn, e.id = unsafe.StringData(site), len(site), unsafe.StringData(path), len(path), id
+}
+
+// strTable numbers strings, finding repeated ones by address first, as
+// pageCache does.
+type strTable struct {
+	ids   map[string]uint32
+	strs  []string
+	cache [1024]struct {
+		p  *byte
+		n  int
+		id uint32
+	}
+}
+
+func (t *strTable) id(s string) uint32 {
+	p := unsafe.StringData(s)
+	e := &t.cache[int(uintptr(unsafe.Pointer(p))>>4)%len(t.cache)]
+	if e.p == p && e.n == len(s) && p != nil {
+		return e.id
+	}
+	if t.ids == nil {
+		t.ids = map[string]uint32{}
+	}
+	id, ok := t.ids[s]
+	if !ok {
+		id = uint32(len(t.strs))
+		t.ids[s] = id
+		t.strs = append(t.strs, s)
+	}
+	e.p, e.n, e.id = p, len(s), id
+	return id
+}
+
+// rowSlices reuses sortedRows' scratch rows.
+var rowSlices = sync.Pool{New: func() any { return new([]row) }}
+
+func getRows(n int) *[]row {
+	p := rowSlices.Get().(*[]row)
+	if cap(*p) < n {
+		*p = make([]row, 0, n)
+	}
+	*p = (*p)[:0]
+	return p
+}
+
+func putRows(p *[]row) { rowSlices.Put(p) }
 
 // minuteCount is one page_minutes row.
 type minuteCount struct {
-	month      int    // YYYYMM, the page_minutes partition
-	page       uint32 // as in row
-	site, path string
-	minute     int64
-	seq        uint64
-	hits       uint64
+	month  int    // YYYYMM, the page_minutes partition
+	page   uint32 // as in row
+	minute int64
+	seq    uint64
+	hits   uint64
 }
 
-// countMinutes counts hits per (site, path, minute, seq) from rows sorted
-// as sortedRows leaves them, and returns the counts in page_minutes' own
+// countMinutes counts hits per (page, minute, seq) from rows as
+// sortedRows leaves them, and returns the counts in page_minutes' own
 // order within each month.
 func countMinutes(rows []row) []minuteCount {
 	var out []minuteCount
@@ -165,14 +264,13 @@ func countMinutes(rows []row) []minuteCount {
 		// One run: the rows of one page in one minute, several messages.
 		first := len(out)
 		page, minute := rows[i].page, rows[i].unix/60*60
-		site, path := rows[i].hit.Site, rows[i].hit.Path
 		for ; i < len(rows) && rows[i].unix/60*60 == minute && rows[i].page == page; i++ {
 			j := first
 			for j < len(out) && out[j].seq != rows[i].msg {
 				j++
 			}
 			if j == len(out) {
-				out = append(out, minuteCount{month: rows[i].day / 100, page: page, site: site, path: path, minute: minute, seq: rows[i].msg})
+				out = append(out, minuteCount{month: int(rows[i].day) / 100, page: page, minute: minute, seq: rows[i].msg})
 			}
 			out[j].hits++
 		}
@@ -211,9 +309,9 @@ func dayOf(unix int64) int {
 	return y*10000 + int(m)*100 + d
 }
 
-func (c *Client) insertHitRows(ctx context.Context, rows []row) error {
+func (c *Client) insertHitRows(ctx context.Context, rows []row, pages []page, refs []string) error {
 	if c.http != nil {
-		return c.insertNative(ctx, insertHits, func(b *block) { hitsBlock(b, rows) })
+		return c.insertNative(ctx, insertHits, func(b *block) { hitsBlock(b, rows, pages, refs) })
 	}
 	n := len(rows)
 	var (
@@ -222,22 +320,22 @@ func (c *Client) insertHitRows(ctx context.Context, rows []row) error {
 		seq, offset     = make([]uint64, n), make([]uint64, n)
 	)
 	for i, r := range rows {
-		ts[i], site[i], path[i], ref[i] = r.hit.Time, r.hit.Site, r.hit.Path, r.hit.Referer
-		seq[i], offset[i] = r.seq, r.hit.Offset
+		ts[i], site[i], path[i], ref[i] = time.Unix(r.unix, 0).UTC(), pages[r.page].site, pages[r.page].path, refs[r.ref]
+		seq[i], offset[i] = r.seq, r.off
 	}
 	return c.sendColumns(ctx, insertHits, ts, site, path, ref, seq, offset)
 }
 
-func (c *Client) insertMinutes(ctx context.Context, counts []minuteCount) error {
+func (c *Client) insertMinutes(ctx context.Context, counts []minuteCount, pages []page) error {
 	if c.http != nil {
-		return c.insertNative(ctx, insertPageMinutes, func(b *block) { minutesBlock(b, counts) })
+		return c.insertNative(ctx, insertPageMinutes, func(b *block) { minutesBlock(b, counts, pages) })
 	}
 	n := len(counts)
 	site, path := make([]string, n), make([]string, n)
 	minute := make([]time.Time, n)
 	seq, hits := make([]uint64, n), make([]uint64, n)
 	for i, k := range counts {
-		site[i], path[i], minute[i], seq[i], hits[i] = k.site, k.path, time.Unix(k.minute, 0).UTC(), k.seq, k.hits
+		site[i], path[i], minute[i], seq[i], hits[i] = pages[k.page].site, pages[k.page].path, time.Unix(k.minute, 0).UTC(), k.seq, k.hits
 	}
 	return c.sendColumns(ctx, insertPageMinutes, site, path, minute, seq, hits)
 }

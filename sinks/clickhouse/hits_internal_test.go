@@ -29,13 +29,14 @@ func TestSortedRowsAndMinuteCounts(t *testing.T) {
 		}
 		batches = append(batches, b)
 	}
-	rows := sortedRows(batches)
-	key := func(r row) []any { return []any{r.day, r.hit.Site, r.hit.Path, r.unix, r.seq, r.hit.Offset} }
+	rows, pages, _ := sortedRows(batches)
+	key := func(r row) []any { return []any{r.day, pages[r.page].site, pages[r.page].path, r.unix, r.seq, r.off} }
 	for i := 1; i < len(rows); i++ {
 		a, b := rows[i-1], rows[i]
-		less := a.day < b.day || a.day == b.day && (a.hit.Site < b.hit.Site || a.hit.Site == b.hit.Site &&
-			(a.hit.Path < b.hit.Path || a.hit.Path == b.hit.Path && (a.unix < b.unix || a.unix == b.unix &&
-				(a.seq < b.seq || a.seq == b.seq && a.hit.Offset <= b.hit.Offset))))
+		pa, pb := pages[a.page], pages[b.page]
+		less := a.day < b.day || a.day == b.day && (pa.site < pb.site || pa.site == pb.site &&
+			(pa.path < pb.path || pa.path == pb.path && (a.unix < b.unix || a.unix == b.unix &&
+				(a.seq < b.seq || a.seq == b.seq && a.off <= b.off))))
 		if !less {
 			t.Fatalf("rows %d and %d out of order: %v then %v", i-1, i, key(a), key(b))
 		}
@@ -56,13 +57,15 @@ func TestSortedRowsAndMinuteCounts(t *testing.T) {
 		t.Fatalf("%d minute rows, want %d", len(got), len(want))
 	}
 	for i, c := range got {
-		if want[mk{c.site, c.path, c.minute, c.seq}] != c.hits {
-			t.Fatalf("row %+v: want %d hits", c, want[mk{c.site, c.path, c.minute, c.seq}])
+		cp := pages[c.page]
+		if want[mk{cp.site, cp.path, c.minute, c.seq}] != c.hits {
+			t.Fatalf("row %+v: want %d hits", c, want[mk{cp.site, cp.path, c.minute, c.seq}])
 		}
 		if i > 0 {
 			p := got[i-1]
+			pp := pages[p.page]
 			if p.month > c.month || p.month == c.month &&
-				(p.site > c.site || p.site == c.site && (p.path > c.path || p.path == c.path &&
+				(pp.site > cp.site || pp.site == cp.site && (pp.path > cp.path || pp.path == cp.path &&
 					(p.minute > c.minute || p.minute == c.minute && p.seq >= c.seq))) {
 				t.Fatalf("minute rows %d and %d out of order: %+v then %+v", i-1, i, p, c)
 			}

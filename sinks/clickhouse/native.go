@@ -68,11 +68,13 @@ func uvarintLen(v uint64) int {
 	return n
 }
 
-// hitsBlock encodes rows as insertHits names their columns.
-func hitsBlock(b *block, rows []row) {
+// hitsBlock encodes rows, with their pages and referrers, as insertHits
+// names their columns.
+func hitsBlock(b *block, rows []row, pages []page, refs []string) {
 	n := 0
 	for _, r := range rows {
-		n += strBytes(r.hit.Site) + strBytes(r.hit.Path) + strBytes(r.hit.Referer)
+		p := &pages[r.page]
+		n += strBytes(p.site) + strBytes(p.path) + strBytes(refs[r.ref])
 	}
 	b.start(6, len(rows))
 	b.grow(n + len(rows)*(4+8+8) + 128)
@@ -82,15 +84,15 @@ func hitsBlock(b *block, rows []row) {
 	}
 	b.column("site", "String")
 	for _, r := range rows {
-		b.str(r.hit.Site)
+		b.str(pages[r.page].site)
 	}
 	b.column("path", "String")
 	for _, r := range rows {
-		b.str(r.hit.Path)
+		b.str(pages[r.page].path)
 	}
 	b.column("referer", "String")
 	for _, r := range rows {
-		b.str(r.hit.Referer)
+		b.str(refs[r.ref])
 	}
 	b.column("seq", "UInt64")
 	for _, r := range rows {
@@ -98,20 +100,21 @@ func hitsBlock(b *block, rows []row) {
 	}
 	b.column("line_offset", "UInt64")
 	for _, r := range rows {
-		b.u64(r.hit.Offset)
+		b.u64(r.off)
 	}
 }
 
-// minutesBlock encodes counts as insertPageMinutes names their columns.
-func minutesBlock(b *block, counts []minuteCount) {
+// minutesBlock encodes counts, of pages, as insertPageMinutes names their
+// columns.
+func minutesBlock(b *block, counts []minuteCount, pages []page) {
 	b.start(5, len(counts))
 	b.column("site", "String")
 	for _, k := range counts {
-		b.str(k.site)
+		b.str(pages[k.page].site)
 	}
 	b.column("path", "String")
 	for _, k := range counts {
-		b.str(k.path)
+		b.str(pages[k.page].path)
 	}
 	b.column("minute", "DateTime")
 	for _, k := range counts {
