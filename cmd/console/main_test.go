@@ -9,12 +9,14 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/pagewatch/pagewatch/internal/daemon"
+	"github.com/pagewatch/pagewatch/internal/metricsdoc"
 	"github.com/pagewatch/pagewatch/internal/syncbuf"
 	"github.com/pagewatch/pagewatch/internal/testcheck"
 	"github.com/pagewatch/pagewatch/internal/testserver/clickhousetest"
@@ -117,6 +119,28 @@ func TestConsoleServesEveryPage(t *testing.T) {
 	resp.Body.Close()
 	if !strings.Contains(m.String(), `pagewatch_console_request_seconds_count{route="history"} 2`) {
 		t.Errorf("request histogram:\n%s", m.String())
+	}
+	// deploy/metrics.md's console table is what it serves.
+	doc, err := metricsdoc.Read(filepath.Join("..", "..", "deploy", "metrics.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := doc.Of("console")
+	if len(names) == 0 {
+		t.Fatal("deploy/metrics.md has no console table")
+	}
+	for _, name := range names {
+		if !strings.Contains(m.String(), "\n# TYPE "+name+" ") {
+			t.Errorf("documented metric %s is not served", name)
+		}
+	}
+	for _, line := range strings.Split(m.String(), "\n") {
+		if name, ok := strings.CutPrefix(line, "# TYPE "); ok {
+			name = strings.Fields(name)[0]
+			if strings.HasPrefix(name, "pagewatch_") && !slices.Contains(names, name) {
+				t.Errorf("served metric %s is not in deploy/metrics.md's console table", name)
+			}
+		}
 	}
 	cancel()
 	select {

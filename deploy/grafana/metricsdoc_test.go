@@ -253,7 +253,8 @@ func stringList(e ast.Expr) []string {
 // servedBy maps each package that builds metrics to the daemons whose
 // registry it is given (cmd/ingest, cmd/sweeper, cmd/worker).
 var servedBy = map[string][]string{
-	"internal/daemon":    daemons,
+	"internal/daemon":    metricsdoc.Headings,
+	"console":            {"console"},
 	"pipeline/tail":      {"ingest tail"},
 	"pipeline/discover":  {"ingest tail"},
 	"pipeline/syslog":    {"ingest tail"},

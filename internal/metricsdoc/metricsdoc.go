@@ -13,8 +13,13 @@ import (
 	"strings"
 )
 
-// Daemons are the table headings, in the file's order.
+// Daemons are the pipeline daemons' table headings, in the file's
+// order: the daemons the end-to-end run starts and scrapes.
 var Daemons = []string{"ingest tail", "ingest load", "sweeper", "worker"}
+
+// Headings are every table heading: the pipeline daemons, then the web
+// console (scraped by cmd/console's test).
+var Headings = append(slices.Clone(Daemons), "console")
 
 // Metric is one row of a daemon's table.
 type Metric struct {
@@ -50,8 +55,8 @@ func Read(path string) (*Doc, error) {
 		line := strings.TrimSpace(sc.Text())
 		if h, ok := strings.CutPrefix(line, "## "); ok {
 			daemon = h
-			if !slices.Contains(Daemons, daemon) {
-				bad(n, "heading %q is no daemon (want one of %q)", h, Daemons)
+			if !slices.Contains(Headings, daemon) {
+				bad(n, "heading %q is no daemon (want one of %q)", h, Headings)
 			}
 			continue
 		}
@@ -98,11 +103,25 @@ func (d *Doc) Names() map[string]bool {
 	return out
 }
 
-// ByDaemon lists the documented names per daemon heading.
+// ByDaemon lists the documented names per pipeline daemon (Daemons);
+// Of gives the console's.
 func (d *Doc) ByDaemon() map[string][]string {
 	out := map[string][]string{}
 	for _, m := range d.Metrics {
-		out[m.Daemon] = append(out[m.Daemon], m.Name)
+		if slices.Contains(Daemons, m.Daemon) {
+			out[m.Daemon] = append(out[m.Daemon], m.Name)
+		}
+	}
+	return out
+}
+
+// Of lists the names documented under one heading.
+func (d *Doc) Of(heading string) []string {
+	var out []string
+	for _, m := range d.Metrics {
+		if m.Daemon == heading {
+			out = append(out, m.Name)
+		}
 	}
 	return out
 }
