@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -61,6 +62,9 @@ func clickHouseClient(t testing.TB, srv *clickhousetest.Server, logger *slog.Log
 	cfg := clickhouse.DefaultConfig()
 	cfg.Addr = []string{srv.Addr}
 	cfg.HTTPAddr = []string{srv.HTTPAddr}
+	if v := os.Getenv("PAGEWATCH_BENCH_HTTP_COMPRESSION"); v != "" {
+		cfg.HTTPCompression = v // none: what a loader on the server's host saves
+	}
 	c, err := clickhouse.Open(context.Background(), cfg, logger)
 	if err != nil {
 		t.Fatal(err)

@@ -40,7 +40,7 @@ func loadedDays(minutes []minuteCount) []dayBatch {
 
 func (c *Client) insertLoadedDays(ctx context.Context, rows []dayBatch) error {
 	if c.http != nil {
-		return c.insertNative(ctx, insertLoadedDays, func(b *block) { daysBlock(b, rows) })
+		return c.insertNative(ctx, insertLoadedDays, func(b []byte) []byte { return appendDays(b, rows) })
 	}
 	day, seq := make([]time.Time, len(rows)), make([]uint64, len(rows))
 	for i, r := range rows {
@@ -69,9 +69,14 @@ func (c *Client) insertLoadedDays(ctx context.Context, rows []dayBatch) error {
 // writes leaves the day unsealed, to be sealed again.
 //
 // In cluster mode the argument needs every read to see the shards'
-// completed inserts; with more than one replica per shard a lagging
-// replica can break it, so read from the replicas written to or set
-// insert_quorum.
+// completed inserts, which a replica that has not fetched them yet
+// breaks: a Distributed read takes any replica of each shard. So before
+// summing, every replica of page_minutes must hold every part committed
+// before the days to seal were listed, and before a day is recorded
+// sealed (after which the sweep reads its totals), every replica of
+// page_days must hold its sums (see awaitReplicas). A replica that is
+// down fails the seal, which only costs speed: reads fall back to
+// page_minutes until the next sweep seals.
 func (c *Client) SealDays(ctx context.Context, before time.Time) (int, error) {
 	return c.sealEach(ctx, before, daySeal)
 }
@@ -92,11 +97,12 @@ func (c *Client) SealHours(ctx context.Context, before time.Time) (int, error) {
 type sealing struct {
 	what                string // "day", "hours of day"
 	toSeal, sum, sealed string
+	local               string // the rollup's shard-local table in cluster mode
 }
 
 var (
-	daySeal  = sealing{what: "day", toSeal: queryDaysToSeal, sum: insertPageDays, sealed: insertSealedDays}
-	hourSeal = sealing{what: "hours of day", toSeal: queryHourDaysToSeal, sum: insertPageHours, sealed: insertSealedHourDays}
+	daySeal  = sealing{what: "day", toSeal: queryDaysToSeal, sum: insertPageDays, sealed: insertSealedDays, local: "page_days_local"}
+	hourSeal = sealing{what: "hours of day", toSeal: queryHourDaysToSeal, sum: insertPageHours, sealed: insertSealedHourDays, local: "page_hours_local"}
 )
 
 func (c *Client) sealEach(ctx context.Context, before time.Time, s sealing) (int, error) {
@@ -107,12 +113,22 @@ func (c *Client) sealEach(ctx context.Context, before time.Time, s sealing) (int
 	if err != nil {
 		return 0, err
 	}
+	if len(days) > 0 && c.cfg.Cluster != "" {
+		if err := c.awaitReplicas(ctx, "page_minutes_local"); err != nil {
+			return 0, fmt.Errorf("seal %s: %w", s.what, err)
+		}
+	}
 	for i, d := range days {
 		from := d.day.Unix()
 		// One INSERT ... SELECT per day bounds its memory by the pages
 		// of one day, whatever the backlog.
 		if err := c.conn.Exec(c.insertContext(ctx), s.sum, from, from+secondsPerDay); err != nil {
 			return i, fmt.Errorf("seal %s %s: sum page_minutes: %w", s.what, d.day.Format(time.DateOnly), err)
+		}
+		if c.cfg.Cluster != "" {
+			if err := c.awaitReplicas(ctx, s.local); err != nil {
+				return i, fmt.Errorf("seal %s %s: %w", s.what, d.day.Format(time.DateOnly), err)
+			}
 		}
 		if err := c.sendColumns(ctx, s.sealed, []time.Time{d.day}, []uint64{d.loaded}); err != nil {
 			return i, fmt.Errorf("seal %s %s: record it sealed with %d messages: %w", s.what, d.day.Format(time.DateOnly), d.loaded, err)

@@ -311,7 +311,7 @@ func dayOf(unix int64) int {
 
 func (c *Client) insertHitRows(ctx context.Context, rows []row, pages []page, refs []string) error {
 	if c.http != nil {
-		return c.insertNative(ctx, insertHits, func(b *block) { hitsBlock(b, rows, pages, refs) })
+		return c.insertNative(ctx, insertHits, func(b []byte) []byte { return appendHits(b, rows, pages, refs) })
 	}
 	n := len(rows)
 	var (
@@ -328,7 +328,7 @@ func (c *Client) insertHitRows(ctx context.Context, rows []row, pages []page, re
 
 func (c *Client) insertMinutes(ctx context.Context, counts []minuteCount, pages []page) error {
 	if c.http != nil {
-		return c.insertNative(ctx, insertPageMinutes, func(b *block) { minutesBlock(b, counts, pages) })
+		return c.insertNative(ctx, insertPageMinutes, func(b []byte) []byte { return appendMinutes(b, counts, pages) })
 	}
 	n := len(counts)
 	site, path := make([]string, n), make([]string, n)

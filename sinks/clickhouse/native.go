@@ -15,49 +15,51 @@ import (
 // One INSERT is still one block, taken whole or not at all, with the
 // same rows in the same order as the driver's batches send.
 
-// block is one Native block without the block info a native-protocol Data
-// packet has: the column and row counts, then each column whole, as its
-// name, its type and its values. It is the body an HTTP `INSERT ... FORMAT
-// Native` takes and the contents of a Native file.
-type block struct{ buf []byte }
+// A block is one Native block without the block info a native-protocol
+// Data packet has: the column and row counts, then each column whole, as
+// its name, its type and its values. It is the body an HTTP `INSERT ...
+// FORMAT Native` takes and the contents of a Native file. The encoders
+// append to a local slice rather than a field: a store of the slice into
+// the heap on every value costs a write barrier while the collector runs.
 
-// start begins the block after whatever b.buf already holds.
-func (b *block) start(columns, rows int) {
-	b.buf = binary.AppendUvarint(b.buf, uint64(columns))
-	b.buf = binary.AppendUvarint(b.buf, uint64(rows))
+// appendStart begins a block.
+func appendStart(buf []byte, columns, rows int) []byte {
+	buf = binary.AppendUvarint(buf, uint64(columns))
+	return binary.AppendUvarint(buf, uint64(rows))
 }
 
-// column starts a column's values.
-func (b *block) column(name, typ string) {
-	b.str(name)
-	b.str(typ)
+// appendColumn starts a column's values.
+func appendColumn(buf []byte, name, typ string) []byte {
+	return appendStr(appendStr(buf, name), typ)
 }
 
-// str is a String value: its length as a varint, then its bytes as they
-// are (ClickHouse strings are bytes, not text).
-func (b *block) str(s string) {
-	b.buf = binary.AppendUvarint(b.buf, uint64(len(s)))
-	b.buf = append(b.buf, s...)
+// appendStr appends a String value: its length as a varint, then its
+// bytes as they are (ClickHouse strings are bytes, not text).
+func appendStr(buf []byte, s string) []byte {
+	return append(binary.AppendUvarint(buf, uint64(len(s))), s...)
 }
 
-func (b *block) u64(v uint64) { b.buf = binary.LittleEndian.AppendUint64(b.buf, v) }
+// appendDateTime appends a DateTime: seconds since the epoch as a
+// UInt32, which covers 1970 to 2106 as the type does.
+func appendDateTime(buf []byte, unix int64) []byte {
+	return binary.LittleEndian.AppendUint32(buf, uint32(unix))
+}
 
-// dateTime is a DateTime: seconds since the epoch as a UInt32, which
-// covers 1970 to 2106 as the type does.
-func (b *block) dateTime(unix int64) { b.buf = binary.LittleEndian.AppendUint32(b.buf, uint32(unix)) }
-
-// date is a Date: days since the epoch as a UInt16.
-func (b *block) date(unix int64) { b.buf = binary.LittleEndian.AppendUint16(b.buf, uint16(unix/86400)) }
+// appendDate appends a Date: days since the epoch as a UInt16.
+func appendDate(buf []byte, unix int64) []byte {
+	return binary.LittleEndian.AppendUint16(buf, uint16(unix/86400))
+}
 
 // grow makes room for n more bytes at once, so a large block is not
 // copied again and again as it doubles.
-func (b *block) grow(n int) {
-	if cap(b.buf)-len(b.buf) < n {
-		b.buf = append(make([]byte, 0, len(b.buf)+n), b.buf...)
+func grow(buf []byte, n int) []byte {
+	if cap(buf)-len(buf) < n {
+		buf = append(make([]byte, 0, len(buf)+n), buf...)
 	}
+	return buf
 }
 
-// strBytes is what str writes for s.
+// strBytes is what appendStr appends for s.
 func strBytes(s string) int { return uvarintLen(uint64(len(s))) + len(s) }
 
 func uvarintLen(v uint64) int {
@@ -68,92 +70,94 @@ func uvarintLen(v uint64) int {
 	return n
 }
 
-// hitsBlock encodes rows, with their pages and referrers, as insertHits
+// appendHits appends rows, with their pages and referrers, as insertHits
 // names their columns.
-func hitsBlock(b *block, rows []row, pages []page, refs []string) {
+func appendHits(buf []byte, rows []row, pages []page, refs []string) []byte {
 	n := 0
 	for _, r := range rows {
 		p := &pages[r.page]
 		n += strBytes(p.site) + strBytes(p.path) + strBytes(refs[r.ref])
 	}
-	b.start(6, len(rows))
-	b.grow(n + len(rows)*(4+8+8) + 128)
-	b.column("ts", "DateTime")
+	buf = appendStart(buf, 6, len(rows))
+	buf = grow(buf, n+len(rows)*(4+8+8)+128)
+	buf = appendColumn(buf, "ts", "DateTime")
 	for _, r := range rows {
-		b.dateTime(r.unix)
+		buf = appendDateTime(buf, r.unix)
 	}
-	b.column("site", "String")
+	buf = appendColumn(buf, "site", "String")
 	for _, r := range rows {
-		b.str(pages[r.page].site)
+		buf = appendStr(buf, pages[r.page].site)
 	}
-	b.column("path", "String")
+	buf = appendColumn(buf, "path", "String")
 	for _, r := range rows {
-		b.str(pages[r.page].path)
+		buf = appendStr(buf, pages[r.page].path)
 	}
-	b.column("referer", "String")
+	buf = appendColumn(buf, "referer", "String")
 	for _, r := range rows {
-		b.str(refs[r.ref])
+		buf = appendStr(buf, refs[r.ref])
 	}
-	b.column("seq", "UInt64")
+	buf = appendColumn(buf, "seq", "UInt64")
 	for _, r := range rows {
-		b.u64(r.seq)
+		buf = binary.LittleEndian.AppendUint64(buf, r.seq)
 	}
-	b.column("line_offset", "UInt64")
+	buf = appendColumn(buf, "line_offset", "UInt64")
 	for _, r := range rows {
-		b.u64(r.off)
+		buf = binary.LittleEndian.AppendUint64(buf, r.off)
 	}
+	return buf
 }
 
-// minutesBlock encodes counts, of pages, as insertPageMinutes names their
-// columns.
-func minutesBlock(b *block, counts []minuteCount, pages []page) {
-	b.start(5, len(counts))
-	b.column("site", "String")
+// appendMinutes appends counts, of pages, as insertPageMinutes names
+// their columns.
+func appendMinutes(buf []byte, counts []minuteCount, pages []page) []byte {
+	buf = appendStart(buf, 5, len(counts))
+	buf = appendColumn(buf, "site", "String")
 	for _, k := range counts {
-		b.str(pages[k.page].site)
+		buf = appendStr(buf, pages[k.page].site)
 	}
-	b.column("path", "String")
+	buf = appendColumn(buf, "path", "String")
 	for _, k := range counts {
-		b.str(pages[k.page].path)
+		buf = appendStr(buf, pages[k.page].path)
 	}
-	b.column("minute", "DateTime")
+	buf = appendColumn(buf, "minute", "DateTime")
 	for _, k := range counts {
-		b.dateTime(k.minute)
+		buf = appendDateTime(buf, k.minute)
 	}
-	b.column("seq", "UInt64")
+	buf = appendColumn(buf, "seq", "UInt64")
 	for _, k := range counts {
-		b.u64(k.seq)
+		buf = binary.LittleEndian.AppendUint64(buf, k.seq)
 	}
-	b.column("hits", "UInt64")
+	buf = appendColumn(buf, "hits", "UInt64")
 	for _, k := range counts {
-		b.u64(k.hits)
+		buf = binary.LittleEndian.AppendUint64(buf, k.hits)
 	}
+	return buf
 }
 
-// daysBlock encodes rows as insertLoadedDays names their columns.
-func daysBlock(b *block, rows []dayBatch) {
-	b.start(2, len(rows))
-	b.column("day", "Date")
+// appendDays appends rows as insertLoadedDays names their columns.
+func appendDays(buf []byte, rows []dayBatch) []byte {
+	buf = appendStart(buf, 2, len(rows))
+	buf = appendColumn(buf, "day", "Date")
 	for _, r := range rows {
-		b.date(r.day)
+		buf = appendDate(buf, r.day)
 	}
-	b.column("seq", "UInt64")
+	buf = appendColumn(buf, "seq", "UInt64")
 	for _, r := range rows {
-		b.u64(r.seq)
+		buf = binary.LittleEndian.AppendUint64(buf, r.seq)
 	}
+	return buf
 }
 
 // blocks reuses encoding buffers across inserts; a loader has a few in
 // flight at most.
-var blocks = sync.Pool{New: func() any { return new(block) }}
+var blocks = sync.Pool{New: func() any { return new([]byte) }}
 
-// insertNative inserts the rows encode writes, for insert (an INSERT
+// insertNative inserts the block encode appends, for insert (an INSERT
 // naming its columns), over HTTP.
-func (c *Client) insertNative(ctx context.Context, insert string, encode func(*block)) error {
-	b := blocks.Get().(*block)
-	b.buf = b.buf[:0]
-	encode(b)
-	if err := c.http.insert(ctx, insert, b.buf); err != nil {
+func (c *Client) insertNative(ctx context.Context, insert string, encode func([]byte) []byte) error {
+	b := blocks.Get().(*[]byte)
+	*b = encode((*b)[:0])
+	if err := c.http.insert(ctx, insert, *b); err != nil {
 		// Not reused: the HTTP client may still be sending it.
 		return err
 	}
