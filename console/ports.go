@@ -123,10 +123,10 @@ type PageViews struct {
 
 // Freshness is how far the counts in ClickHouse reach.
 type Freshness struct {
-	LastMinute  time.Time // the newest minute with loaded views
-	LastHit     time.Time // the newest raw hit
-	SealedDay   time.Time // the newest day sealed in page_days
-	SealedHours time.Time // the newest day sealed in page_hours
+	LastMinute  time.Time `json:"last_minute"`  // the newest minute with loaded views
+	LastHit     time.Time `json:"last_hit"`     // the newest raw hit
+	SealedDay   time.Time `json:"sealed_day"`   // the newest day sealed in page_days
+	SealedHours time.Time `json:"sealed_hours"` // the newest day sealed in page_hours
 }
 
 // DeadLetters are the messages the loader and the worker could not
