@@ -149,6 +149,8 @@ func (s *Sweeper) publish(ctx context.Context, x crossing.Crossing) error {
 	msg := nats.NewMsg(s.bus.JobsSubject(bus.Key(x.Site, x.Path)))
 	msg.Data = body
 	msg.Header.Set(jetstream.MsgIDHeader, x.Key)
+	ctx, cancel := natsOp(ctx)
+	defer cancel()
 	if _, err := s.bus.JS.PublishMsg(ctx, msg); err != nil {
 		return fmt.Errorf("publish job %s: %w", x.Key, err)
 	}

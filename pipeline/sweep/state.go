@@ -45,6 +45,20 @@ type stateStore struct {
 // progressKey holds how far sweeps have evaluated, for catching up.
 const progressKey = "progress"
 
+// natsOpTimeout bounds each KV read and write of a sweep, and each job it
+// publishes. A sweep's context allows sweep_timeout (5 min), and nats.go
+// then waits that long for a request's reply instead of its own 5 s: on a
+// NATS cluster, a request whose reply was lost with a restarted node held
+// the sweep, and with it the leader's lease (renewed all along), for
+// minutes, so no crossing was handed on by anyone (found by
+// TestClusterNATSNodesFailMidNotify). A var for the test of it.
+var natsOpTimeout = 5 * time.Second
+
+// natsOp is ctx bounded for one NATS request.
+func natsOp(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, natsOpTimeout)
+}
+
 func newStateStore(kv jetstream.KeyValue) *stateStore {
 	return &stateStore{kv: kv, cache: map[string]entry{}}
 }
@@ -126,6 +140,8 @@ func (s *stateStore) get(ctx context.Context, key string) (pageState, uint64, er
 // fetch reads a key from the server, for when the cache is not current
 // (a write lost a race).
 func (s *stateStore) fetch(ctx context.Context, key string) (pageState, uint64, error) {
+	ctx, cancel := natsOp(ctx)
+	defer cancel()
 	kve, err := s.kv.Get(ctx, key)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return pageState{}, 0, nil
@@ -158,11 +174,13 @@ func (s *stateStore) put(ctx context.Context, key string, st pageState, rev uint
 	if err != nil {
 		return 0, fmt.Errorf("encode state %s: %w", key, err)
 	}
+	wctx, cancel := natsOp(ctx)
 	if rev == 0 {
-		rev, err = s.kv.Create(ctx, key, body)
+		rev, err = s.kv.Create(wctx, key, body)
 	} else {
-		rev, err = s.kv.Update(ctx, key, body, rev)
+		rev, err = s.kv.Update(wctx, key, body, rev)
 	}
+	cancel()
 	if err != nil {
 		// Refresh from the server so the next sweep starts from the winner's state.
 		if _, _, ferr := s.fetch(ctx, key); ferr != nil {
@@ -186,6 +204,8 @@ func (s *stateStore) store(key string, st pageState, rev uint64) {
 // progress is how far the sweeps got: the time the last complete sweep
 // evaluated. Zero: never swept.
 func (s *stateStore) progress(ctx context.Context) (time.Time, uint64, error) {
+	ctx, cancel := natsOp(ctx)
+	defer cancel()
 	e, err := s.kv.Get(ctx, progressKey)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return time.Time{}, 0, nil
@@ -202,6 +222,8 @@ func (s *stateStore) progress(ctx context.Context) (time.Time, uint64, error) {
 
 func (s *stateStore) setProgress(ctx context.Context, t time.Time) error {
 	body, _ := t.UTC().MarshalText()
+	ctx, cancel := natsOp(ctx)
+	defer cancel()
 	if _, err := s.kv.Put(ctx, progressKey, body); err != nil {
 		return fmt.Errorf("save sweep progress: %w", err)
 	}
