@@ -61,7 +61,8 @@ func (b *Browser) NewPageWith(t testing.TB, o PageOptions) *Page {
 	return p
 }
 
-// AllowError lets events whose text matches the regular expression pass
+// AllowError lets events whose text (or text, a space and the source,
+// the URL a console message names) matches the regular expression pass
 // without failing the test, e.g. the console's "status of 403" line for a
 // page the test expects to be refused. They are still recorded (Events).
 // kind limits it to one kind of event ("console.error", "csp", ...); ""
@@ -133,7 +134,7 @@ func (p *Page) record(events []Event) {
 
 func (p *Page) isAllowed(e Event) bool {
 	for _, a := range p.allowed {
-		if (a.kind == "" || a.kind == e.Kind) && a.re.MatchString(e.Text) {
+		if (a.kind == "" || a.kind == e.Kind) && (a.re.MatchString(e.Text) || a.re.MatchString(e.Text+" "+e.Source)) {
 			return true
 		}
 	}

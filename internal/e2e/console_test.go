@@ -1,0 +1,350 @@
+package e2e
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/pagewatch/pagewatch/internal/testcheck"
+	"github.com/pagewatch/pagewatch/internal/testserver/browsertest"
+	"github.com/pagewatch/pagewatch/internal/testserver/smtptest"
+)
+
+// The console test's people and the paths a stranger sends.
+const (
+	consoleOperator, consoleOperatorPassword = "olga", "operator-password-1"
+	consoleViewer, consoleViewerPassword     = "victor", "viewer-password-2"
+
+	// hostileScript and hostileImg are request targets as a client sent
+	// them; hostileReferrer is a Referer, which pagewatch stores as sent
+	// (paths are stored percent-encoded: see pipeline/pageview).
+	hostileScript   = `/<script>alert(1)</script>`
+	hostileImg      = `/"><img src=x onerror=alert(1)>`
+	hostileReferrer = `https://evil.example/"><img src=x onerror=alert(2)><script>alert(3)</script>`
+)
+
+// consoleRules: /pricing crosses 40 views in an hour (its first mail is
+// refused for good, so it is dead-lettered), and each hostile page
+// crosses 2.
+const consoleRules = `    - {name: pricing-hourly, site: example.com, path: /pricing, threshold: 40, window: 1h, notify: {recipients: [sales@example.com]}}
+    - {name: hostile-pages, site: example.com, match: {regex: "/%.*"}, threshold: 2, window: 1h, notify: {recipients: [ops@example.com]}}`
+
+// consoleSection is the console's config: password auth with an operator
+// and a viewer, on free ports.
+func consoleSection(t *testing.T) string {
+	t.Helper()
+	hash := func(pw string) string {
+		h, err := bcrypt.GenerateFromPassword([]byte(pw), bcrypt.MinCost)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(h)
+	}
+	return fmt.Sprintf(`console:
+  listen: "127.0.0.1:0"
+  admin_listen: "127.0.0.1:0"
+  auth: password
+  session_key: "e2e-console-session-key-0123456789abcdef"
+  live_interval: 500ms
+  users:
+    - {name: %s, password_hash: %q, role: operator}
+    - {name: %s, password_hash: %q, role: viewer}
+`, consoleOperator, hash(consoleOperatorPassword), consoleViewer, hash(consoleViewerPassword))
+}
+
+// hostileLines are n views of target, stamped now, from a hostile referrer.
+func hostileLines(target string, n int) [][]byte {
+	now := time.Now().UTC().Format("02/Jan/2006:15:04:05 +0000")
+	// The log escapes a quote in a field as \" (Apache, nginx's escape=default writes \x22).
+	esc := strings.NewReplacer(`"`, `\"`)
+	out := make([][]byte, n)
+	for i := range out {
+		out[i] = fmt.Appendf(nil, `198.51.100.%d - - [%s] "GET %s HTTP/1.1" 200 512 "%s" "Mozilla/5.0 (X11; Linux x86_64)"`,
+			i%250, now, esc.Replace(target), esc.Replace(hostileReferrer))
+	}
+	return out
+}
+
+// consoleAddr is the console's address, read from its log.
+func (p *proc) consoleAddr(t *testing.T) string {
+	t.Helper()
+	re := regexp.MustCompile(`console serving.* addr=(\S+)`)
+	var addr string
+	testcheck.Eventually(t, 30*time.Second, p.name+" to log its address", func() bool {
+		data, err := os.ReadFile(p.out.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := re.FindSubmatch(data); m != nil {
+			addr = string(m[1])
+		}
+		return addr != ""
+	})
+	return "http://" + addr
+}
+
+// login logs a fresh browser context in as user.
+func login(t *testing.T, br *browsertest.Browser, base, user, password string) *browsertest.Page {
+	t.Helper()
+	p := br.NewPage(t)
+	// The console serves no favicon.ico, which Chromium asks for once per
+	// context: a 404 in the console log, harmless.
+	p.AllowError("console.error", `status of 404 \(Not Found\) http://[^ ]*/favicon\.ico:`)
+	if st := p.Goto(base + "/login"); st != http.StatusOK {
+		t.Fatalf("GET /login: status %d", st)
+	}
+	p.Fill("form#login input[name=user]", user)
+	p.Fill("form#login input[name=password]", password)
+	if st := p.ClickNav("form#login button[type=submit]"); st != http.StatusOK {
+		t.Fatalf("logging in as %s: status %d at %s", user, st, p.URL())
+	}
+	if u := p.URL(); strings.Contains(u, "/login") {
+		t.Fatalf("logging in as %s: still at %s: %s", user, u, p.Text("main"))
+	}
+	return p
+}
+
+// checkNavigation: every page has <main> and the five links.
+func checkNavigation(t *testing.T, p *browsertest.Page, page string) {
+	t.Helper()
+	if n := p.Count("main"); n != 1 {
+		t.Errorf("%s: %d <main> elements", page, n)
+	}
+	for _, nav := range []string{"live", "rules", "history", "dead", "pipeline"} {
+		if n := p.Count("a[data-testid=nav-" + nav + "]"); n != 1 {
+			t.Errorf("%s: %d nav-%s links", page, n, nav)
+		}
+	}
+}
+
+// injected counts what a hostile value would have added to the document
+// had it been written as markup: an <img src=x>, a <script> holding
+// alert, an element with an onerror attribute.
+const injected = `() => {
+  let n = document.querySelectorAll('img[src="x"], [onerror]').length;
+  for (const s of document.querySelectorAll('script')) if (s.textContent.includes('alert(')) n++;
+  return n;
+}`
+
+// checkHostile: no injected element, and each text in wants visible in
+// the page's main text.
+func checkHostile(t *testing.T, p *browsertest.Page, page string, wants ...string) {
+	t.Helper()
+	var n int
+	p.Eval(injected, nil, &n)
+	if n != 0 {
+		t.Errorf("%s: %d injected elements from a hostile path or referrer", page, n)
+	}
+	text := p.Text("main")
+	for _, w := range wants {
+		if !strings.Contains(text, w) {
+			t.Errorf("%s: %q not shown as text; main says:\n%s", page, w, text)
+		}
+	}
+	if d := p.Dialogs(); len(d) != 0 {
+		t.Errorf("%s: dialogs opened: %v", page, d)
+	}
+}
+
+// rowAttr finds the first element matching sel whose attribute attr is
+// exactly value (CSS attribute selectors would need the hostile value
+// escaped) and returns its other attribute want and its text.
+const rowAttr = `([sel, attr, value, want]) => {
+  for (const e of document.querySelectorAll(sel)) if (e.getAttribute(attr) === value) return [e.getAttribute(want) || '', e.innerText];
+  return null;
+}`
+
+func findRow(p *browsertest.Page, sel, attr, value, want string) (attrValue, text string, ok bool) {
+	var got []string
+	p.Eval(rowAttr, []string{sel, attr, value, want}, &got)
+	if got == nil {
+		return "", "", false
+	}
+	return got[0], got[1], true
+}
+
+// TestConsoleInBrowser drives the console in Chromium against the whole
+// pipeline (tail → NATS → load → ClickHouse → sweeper → worker → SMTP):
+// log in, see a crossing with ClickHouse's exact count, see a page's
+// chart drawn, watch a live number change as lines are appended, retry a
+// dead letter as an operator after being refused as a viewer, and see
+// hostile paths and referrers as text on every page, no dialog opening.
+func TestConsoleInBrowser(t *testing.T) {
+	began := time.Now()
+	b := setupWith(t, setupOptions{rules: consoleRules, load: defaultLoad, worker: defaultWorker,
+		smtp: []smtptest.Option{smtptest.WithFailures(550, 1)}})
+	cfg, err := os.ReadFile(b.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(b.config, append(cfg, consoleSection(t)...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b.start(t, "ingest", "load")
+	b.start(t, "ingest", "tail")
+	b.start(t, "sweeper")
+	b.start(t, "worker")
+	console := b.start(t, "console", "run")
+	base := console.consoleAddr(t)
+	br := browsertest.Start(t)
+
+	// 1. /pricing crosses 40; its one mail is refused (550): dead-lettered.
+	appendLines(t, b.log, freshLines(45))
+	b.waitHits(t, 45, 60*time.Second)
+	b.waitOutcome(t, "dead_lettered", 1, 60*time.Second)
+
+	// 2. The hostile pages cross; their mails go out.
+	appendLines(t, b.log, hostileLines(hostileScript, 3))
+	appendLines(t, b.log, hostileLines(hostileImg, 3))
+	b.waitHits(t, 51, 60*time.Second)
+	b.waitOutcome(t, "sent", 2, 60*time.Second)
+	stored := strings.Fields(b.ch.Query(t, "SELECT DISTINCT path FROM pagewatch.hits WHERE path != '/pricing' ORDER BY path"))
+	if len(stored) != 2 {
+		t.Fatalf("hostile paths stored: %q", stored)
+	}
+	t.Logf("hostile paths as stored: %q", stored)
+
+	// No data without logging in; a wrong password is refused, saying so.
+	stranger := br.NewPage(t)
+	stranger.AllowError("console.error", `status of 40[14] `)
+	if stranger.Goto(base + "/history"); !strings.Contains(stranger.URL(), "/login") || stranger.Count("tr[data-testid=crossing]") != 0 {
+		t.Errorf("/history without a login: at %s with %d crossings shown", stranger.URL(), stranger.Count("tr[data-testid=crossing]"))
+	}
+	stranger.Fill("form#login input[name=user]", consoleOperator)
+	stranger.Fill("form#login input[name=password]", "not-the-password")
+	stranger.ClickNav("form#login button[type=submit]")
+	stranger.WaitFor("[data-testid=login-error]", 5*time.Second)
+
+	op := login(t, br, base, consoleOperator, consoleOperatorPassword)
+	checkNavigation(t, op, "/ (after login)")
+
+	// 3. History: the crossing with the count ClickHouse holds.
+	op.Goto(base + "/history")
+	checkNavigation(t, op, "/history")
+	want := strings.TrimSpace(b.ch.Query(t, "SELECT hits FROM pagewatch.crossings FINAL WHERE rule = 'pricing-hourly'"))
+	value, _, ok := findRow(op, "tr[data-testid=crossing]", "data-rule", "pricing-hourly", "data-path")
+	if !ok {
+		t.Fatalf("/history: no crossing row of pricing-hourly:\n%s", op.Text("main"))
+	}
+	if value != "/pricing" {
+		t.Errorf("/history: pricing-hourly row's data-path %q", value)
+	}
+	count := op.Text("tr[data-testid=crossing][data-rule=pricing-hourly] td[data-testid=count]")
+	countValue, _ := op.Attr("tr[data-testid=crossing][data-rule=pricing-hourly] td[data-testid=count]", "data-value")
+	if strings.TrimSpace(count) != want || countValue != want {
+		t.Errorf("/history: pricing-hourly count %q (data-value %q), ClickHouse holds %s", count, countValue, want)
+	}
+	for _, path := range stored {
+		if _, _, ok := findRow(op, "tr[data-testid=crossing]", "data-path", path, "data-rule"); !ok {
+			t.Errorf("/history: no crossing row with data-path %q", path)
+		}
+	}
+	checkHostile(t, op, "/history")
+	op.Screenshot("history")
+
+	// 4. The page view: the chart drawn.
+	op.Goto(base + "/page?" + url.Values{"site": {"example.com"}, "path": {"/pricing"}}.Encode())
+	checkNavigation(t, op, "/page")
+	op.WaitFor("svg[data-testid=chart]", 10*time.Second)
+	var series []string
+	op.Eval(`() => [...document.querySelectorAll('svg[data-testid=chart] .series')].map(e => e.getAttribute('d') || e.getAttribute('points') || '')`, nil, &series)
+	if len(series) == 0 || strings.TrimSpace(series[0]) == "" {
+		t.Errorf("/page: chart series %q: nothing drawn", series)
+	}
+	op.Screenshot("page-pricing")
+	// A hostile page's view: its path in the heading and the chart's
+	// title, its hostile referrer in the referrers, all as text.
+	referrer := strings.TrimSuffix(b.ch.Query(t, "SELECT any(referer) FROM pagewatch.hits WHERE path != '/pricing' FORMAT TabSeparatedRaw"), "\n")
+	for i, path := range stored {
+		op.Goto(base + "/page?" + url.Values{"site": {"example.com"}, "path": {path}}.Encode())
+		op.WaitFor("svg[data-testid=chart]", 10*time.Second)
+		checkHostile(t, op, "/page "+path, path, referrer)
+		var title string
+		op.Eval(`() => { const t = document.querySelector('svg[data-testid=chart] title'); return t ? t.textContent : '' }`, nil, &title)
+		if !strings.Contains(title, path) {
+			t.Errorf("/page %s: the chart's title %q lacks the path", path, title)
+		}
+		if got := op.Texts("[data-testid=referrer] td:first-child"); len(got) != 1 || got[0] != referrer {
+			t.Errorf("/page %s: referrers %q, want [%q]", path, got, referrer)
+		}
+		op.Screenshot("page-hostile-" + strconv.Itoa(i))
+	}
+
+	// 5. Live: a number changes in place as lines are appended.
+	op.Goto(base + "/live?site=example.com")
+	checkNavigation(t, op, "/live")
+	sel := `[data-testid=live-row][data-path="/pricing"] [data-testid=views-5m]`
+	op.WaitFor(sel, 10*time.Second)
+	before := op.Text(sel)
+	op.Eval(`() => { window.__notReloaded = true; return true }`, nil, nil)
+	appendLines(t, b.log, freshLines(7))
+	testcheck.Eventually(t, 30*time.Second, "the live view's 5-minute views of /pricing to reach 52", func() error {
+		if got := strings.TrimSpace(op.Text(sel)); got != "52" {
+			return fmt.Errorf("it shows %s (was %s)", got, before)
+		}
+		return nil
+	})
+	var same bool
+	op.Eval(`() => window.__notReloaded === true`, nil, &same)
+	if !same {
+		t.Errorf("/live: the page was reloaded rather than updated in place")
+	}
+	for _, path := range stored {
+		if _, _, ok := findRow(op, "[data-testid=live-row]", "data-path", path, "data-site"); !ok {
+			t.Errorf("/live: no row with data-path %q", path)
+		}
+	}
+	checkHostile(t, op, "/live")
+	op.Screenshot("live")
+
+	// 6. Dead letters: the viewer is refused, the operator retries.
+	viewer := login(t, br, base, consoleViewer, consoleViewerPassword)
+	viewer.AllowError("console.error", `status of 403`)
+	viewer.Goto(base + "/dead")
+	checkNavigation(t, viewer, "/dead (viewer)")
+	if n := viewer.Count("[data-testid=dead-letter]"); n != 1 {
+		t.Fatalf("/dead: %d dead letters, want 1:\n%s", n, viewer.Text("main"))
+	}
+	if st := viewer.ClickNav("[data-testid=dead-letter] form[data-testid=retry] button"); st != http.StatusForbidden {
+		t.Errorf("/dead: a viewer's retry answered %d, want 403", st)
+	}
+	viewer.WaitFor("[data-testid=forbidden]", 5*time.Second)
+	viewer.Screenshot("dead-viewer-forbidden")
+
+	op.Goto(base + "/dead")
+	if n := op.Count("[data-testid=dead-letter]"); n != 1 {
+		t.Fatalf("/dead: %d dead letters after the viewer's attempt, want 1", n)
+	}
+	if n := op.Count("form[data-testid=retry-all]"); n != 1 {
+		t.Errorf("/dead: %d retry-all forms", n)
+	}
+	op.Screenshot("dead-operator")
+	if st := op.ClickNav("[data-testid=dead-letter] form[data-testid=retry] button"); st != http.StatusOK {
+		t.Errorf("/dead: the operator's retry ended with status %d", st)
+	}
+	op.Goto(base + "/dead")
+	if n := op.Count("[data-testid=dead-letter]"); n != 0 {
+		t.Errorf("/dead: %d dead letters after the retry", n)
+	}
+	b.waitOutcome(t, "sent", 3, 30*time.Second)
+	op.Goto(base + "/history")
+	if n := op.Count("tr[data-testid=action][data-action=retry]"); n != 1 {
+		t.Errorf("/history: %d retry actions recorded, want 1:\n%s", n, op.Text("main"))
+	} else if row := op.Text("tr[data-testid=action][data-action=retry]"); !strings.Contains(row, consoleOperator) {
+		t.Errorf("/history: the retry action does not name %s: %q", consoleOperator, row)
+	}
+	if n := op.Count("tr[data-testid=crossing][data-rule=pricing-hourly] [data-testid=outcome][data-outcome=sent]"); n != 1 {
+		t.Errorf("/history: pricing-hourly shows %d sent outcomes after the retry, want 1", n)
+	}
+	op.Screenshot("history-after-retry")
+	op.Check()
+	t.Logf("console in the browser (Chromium %s): test took %v", br.Version(), time.Since(began).Round(time.Millisecond))
+}
