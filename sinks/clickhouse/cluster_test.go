@@ -21,8 +21,8 @@ import (
 	"github.com/pagewatch/pagewatch/schema"
 )
 
-// No test runs a real cluster: ON CLUSTER and Replicated engines need
-// ZooKeeper. What is proven instead:
+// The replicated cluster (2 shards × 2 replicas on ZooKeeper) is tested
+// in replicated_test.go and internal/e2e. What is proven here:
 //
 //   - every cluster statement parses on the current engine (EXPLAIN AST)
 //     and on 18.16 (it fails for want of ZooKeeper, never as a syntax error);
@@ -44,7 +44,15 @@ func testClusterConfig() Config {
 var clusterRuns = map[string]string{
 	"queryHitsPartitionsBeforeOnCluster": bind(queryHitsPartitionsBeforeOnCluster, "pw", "pagewatch", int64(1800000000)),
 	"alterDropHitsPartitionOnCluster":    bind(fmt.Sprintf(alterDropHitsPartitionOnCluster, "pagewatch", "pw"), "20231114"),
+	"queryClusterHosts":                  bind(queryClusterHosts, "pw"),
+	"queryReplicationMark":               bind(queryReplicationMark, "127.0.0.1:9000,127.0.0.1:9001", "default", "", "pagewatch", "page_minutes_local"),
+	"queryReplicasBehind": bind(queryReplicasBehind, "127.0.0.1:9000,127.0.0.1:9001", "default", "", "pagewatch", "page_minutes_local",
+		sqlText("['/clickhouse/tables/01/pagewatch/page_minutes_local/replicas/s1r1']"), sqlText("[7]"), int64(1800000000)),
+	"queryTablesByHost": bind(queryTablesByHost, "127.0.0.1:9000", "default", "", "pagewatch"),
 }
+
+// sqlText is bound as it is: the client's literal of a slice.
+type sqlText string
 
 // clusterDDL lists the cluster mode statements of cfg, bootstrap first.
 func clusterDDL(t *testing.T, cfg Config) []sqlcheck.Statement {

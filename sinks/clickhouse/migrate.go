@@ -33,12 +33,30 @@ func (c *Client) Migrate(ctx context.Context) (applied int, err error) {
 	if layout.Clustered() {
 		ctx = ch.Context(ctx, ch.WithSettings(ch.Settings{"distributed_ddl_task_timeout": ddlTimeout}))
 	}
+	// schema_migrations says what ran ON CLUSTER, not where: a server
+	// added to the cluster since has none of the tables, nor the
+	// database. The statements are idempotent, so they all run again.
+	missing := false
+	if layout.Clustered() {
+		if missing, err = c.tablesMissing(ctx); err != nil {
+			return 0, err
+		}
+		if missing {
+			c.logger.Info("a host of the cluster lacks tables; applying every migration again ON CLUSTER", "cluster", c.cfg.Cluster)
+			if err := createDatabase(ctx, c.cfg); err != nil {
+				return 0, err
+			}
+		}
+	}
 	if err := c.conn.Exec(ctx, bootstrap); err != nil {
 		return 0, fmt.Errorf("create %s: %w", schema.MigrationsTable, err)
 	}
 	done, err := c.appliedVersions(ctx)
 	if err != nil {
 		return 0, err
+	}
+	if missing {
+		done = map[uint32]bool{}
 	}
 	for _, m := range migrations {
 		if done[m.Version] {
