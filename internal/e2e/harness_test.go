@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -22,6 +23,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/pagewatch/pagewatch/internal/testcheck"
+	"github.com/pagewatch/pagewatch/internal/testserver/chcluster"
 	"github.com/pagewatch/pagewatch/internal/testserver/clickhousetest"
 	"github.com/pagewatch/pagewatch/internal/testserver/natscluster"
 	"github.com/pagewatch/pagewatch/internal/testserver/natstest"
@@ -102,6 +104,9 @@ type bundle struct {
 	// cluster, when set, is the NATS the daemons use instead of nats.
 	cluster *natscluster.Cluster
 	ch      *clickhousetest.Server
+	// chCluster, when set, is the ClickHouse the daemons use (in cluster
+	// mode, every node in clickhouse.addr); ch is then its first node.
+	chCluster *chcluster.Cluster
 	// natsUser and natsPassword log the test's own clients in.
 	natsUser, natsPassword string
 	smtp                   *smtptest.Server
@@ -162,6 +167,18 @@ type setupOptions struct {
 	// cluster: the daemons use this NATS cluster, with streams and
 	// buckets at replicas 3, instead of a server of their own.
 	cluster *natscluster.Cluster
+	// chCluster: the daemons use this ClickHouse cluster in cluster mode
+	// instead of a server of their own.
+	chCluster *chcluster.Cluster
+}
+
+// clickhouseSection is the config's clickhouse line.
+func (b *bundle) clickhouseSection() string {
+	if c := b.chCluster; c != nil {
+		addrs, _ := json.Marshal(c.Addrs())
+		return fmt.Sprintf("clickhouse: {addr: %s, cluster: %s}", addrs, c.Name)
+	}
+	return fmt.Sprintf("clickhouse: {addr: [%q]}", b.ch.Addr)
 }
 
 // natsURL is where the daemons and the test's own clients find NATS.
@@ -216,14 +233,18 @@ func setupWith(t testing.TB, o setupOptions) *bundle {
 		b.nats = natstest.StartWith(t, o.nats)
 	}
 	b.natsUser, b.natsPassword = o.natsUser, o.natsPassword
-	b.ch = clickhousetest.Start(t)
+	if b.chCluster = o.chCluster; b.chCluster != nil {
+		b.ch = b.chCluster.Nodes[0].Server
+	} else {
+		b.ch = clickhousetest.Start(t)
+	}
 	b.smtp = smtptest.Start(t, o.smtp...)
 	b.log = filepath.Join(b.dir, "access.log")
 	b.config = filepath.Join(b.dir, "pagewatch.yaml")
 	cfg := fmt.Sprintf(`log: {level: info}
 shutdown_timeout: 15s
 %s
-clickhouse: {addr: [%q]}
+%s
 ingest:
   tail:
     listen: "127.0.0.1:0"
@@ -251,7 +272,7 @@ worker:
   transport: smtp
   from: pagewatch@example.com
   smtp: {host: %q, port: %d, tls: none}
-`, b.natsSection(), b.ch.Addr, b.log, pages, load.BatchRows, load.BatchAge, load.AckWait, rules, o.worker.yaml(), b.smtp.Host, b.smtp.Port)
+`, b.natsSection(), b.clickhouseSection(), b.log, pages, load.BatchRows, load.BatchAge, load.AckWait, rules, o.worker.yaml(), b.smtp.Host, b.smtp.Port)
 	if err := os.WriteFile(b.config, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
