@@ -74,7 +74,13 @@ func (s *Sweeper) judge(ctx context.Context, set *ruleSet, obs map[string][]obse
 		}
 	}
 	if set.episodic {
+		// A key may also open an episode within this sweep, at a loud
+		// catch-up moment: its later, quiet moments then need the normal
+		// too, for the resolve's why.
 		open := func(key string) bool {
+			if list := obs[key]; len(list) > 1 && slices.ContainsFunc(list, func(o observation) bool { return !quiet(set.rules[o.pt.rule], o.count) }) {
+				return true
+			}
 			st, _, err := s.state.get(ctx, key)
 			return err == nil && st.Open != nil
 		}

@@ -36,7 +36,8 @@ func (b *bundle) spikeHistory(t *testing.T, h time.Time) {
 // fire and the escalate go out once each, stamped when they happened and
 // judged against the normal of that hour (20), not of the hour it caught
 // up in (500); the resolve goes out once, at the sweep that sees the
-// episode settled. Later sweeps send nothing more.
+// episode settled, with the normal of the hour it resolves in. Later
+// sweeps send nothing more.
 func TestSpikeCatchUpAfterDowntimeOnceEach(t *testing.T) {
 	b := setup(t)
 	b.cfg.Rules = []rules.Rule{catchUpSpike()}
@@ -56,7 +57,7 @@ func TestSpikeCatchUpAfterDowntimeOnceEach(t *testing.T) {
 	var got []string
 	for _, x := range b.jobs(t) {
 		l := fmt.Sprintf("%s %s count %d", x.Event, x.CrossedAt.Sub(h), x.Count)
-		if x.Why != nil && x.Event != "resolve" {
+		if x.Why != nil {
 			l += fmt.Sprintf(" base %.0f", x.Why.Baseline)
 		}
 		got = append(got, l)
@@ -65,7 +66,7 @@ func TestSpikeCatchUpAfterDowntimeOnceEach(t *testing.T) {
 	want := []string{
 		"escalate 12m59s count 300 base 20",
 		"fire 10m59s count 100 base 20",
-		"resolve 3h0m0s count 0",
+		"resolve 3h0m0s count 0 base 500",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("jobs after the catch-up:\n%v\nwant\n%v", got, want)
