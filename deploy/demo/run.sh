@@ -2,9 +2,10 @@
 # `make demo`: pagewatch end to end on this machine, all state in ./.demo.
 #
 # Builds the daemons and a nats-server, starts NATS JetStream and ClickHouse
-# on uncommon loopback ports, starts ingest tail, ingest load, sweeper and
-# worker, writes a synthetic access log in which /pricing gets 150 views,
-# and prints the email the worker writes once the sweeper sees the crossing.
+# on uncommon loopback ports, starts ingest tail, ingest load, sweeper,
+# worker and the web console, writes a synthetic access log in which
+# /pricing gets 150 views, prints the email the worker writes once the
+# sweeper sees the crossing, and the console's URL, where the crossing shows.
 # Then everything keeps running until Ctrl-C. Whatever happens, every process
 # this script started is stopped before it exits.
 #
@@ -19,7 +20,8 @@ CONFIG=$DEMO/pagewatch.yaml
 # Ports, all on 127.0.0.1. ClickHouse's are set in clickhouse-config.xml and
 # the daemons' admin ports in pagewatch.yaml: keep them in step.
 NATS_PORT=14222 NATS_HTTP=18222 CH_TCP=19000 CH_HTTP=18123
-ADMIN_PORTS=(19101 19102 19103 19104) # ingest tail, ingest load, sweeper, worker
+ADMIN_PORTS=(19101 19102 19103 19104 19106) # ingest tail, ingest load, sweeper, worker, console
+CONSOLE_PORT=19105                    # the console's pages (auth: none, loopback only)
 MAIL_TIMEOUT=60                       # seconds from daemon start to the first email
 
 say() { printf '\n==> %s\n' "$*"; }
@@ -77,7 +79,7 @@ cleanup() {
   local rc=$?
   set +e
   trap - EXIT INT TERM HUP
-  if ((${#DAEMONS[@]})); then echo "stopping ingest, sweeper and worker..."; stop "${DAEMONS[@]}"; fi
+  if ((${#DAEMONS[@]})); then echo "stopping ingest, sweeper, worker and console..."; stop "${DAEMONS[@]}"; fi
   if ((${#SERVERS[@]})); then echo "stopping NATS and ClickHouse..."; stop "${SERVERS[@]}"; fi
   rm -rf "$DEMO/pids"
   exit "$rc"
@@ -119,9 +121,9 @@ if ((${#LEFT[@]})); then
   echo "stopping what an earlier demo left running: ${NAME[*]}"
   stop "${LEFT[@]}"
 fi
-for port in $NATS_PORT $NATS_HTTP $CH_TCP $CH_HTTP "${ADMIN_PORTS[@]}"; do
+for port in $NATS_PORT $NATS_HTTP $CH_TCP $CH_HTTP $CONSOLE_PORT "${ADMIN_PORTS[@]}"; do
   if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-    die "port $port on 127.0.0.1 is in use; the demo needs ports $NATS_PORT $NATS_HTTP $CH_TCP $CH_HTTP ${ADMIN_PORTS[*]} (see: ss -ltnp 'sport = :$port')"
+    die "port $port on 127.0.0.1 is in use; the demo needs ports $NATS_PORT $NATS_HTTP $CH_TCP $CH_HTTP $CONSOLE_PORT ${ADMIN_PORTS[*]} (see: ss -ltnp 'sport = :$port')"
   fi
 done
 have go || die "Go is needed to build the demo: https://go.dev/dl/"
@@ -142,7 +144,7 @@ if ! find_clickhouse; then
 fi
 
 # ---- 2. build, reset the demo state (keeping .demo/bin for build speed)
-say "building ingest, sweeper, worker and nats-server (go.mod's version) into .demo/bin"
+say "building ingest, sweeper, worker, console and nats-server (go.mod's version) into .demo/bin"
 (cd "$ROOT" && go build -o "$BIN/" ./cmd/... && go build -o "$BIN/nats-server" github.com/nats-io/nats-server/v2)
 rm -rf "$DEMO"/{nats,clickhouse,outbox,logs,pids,access.log,pagewatch.yaml}
 mkdir -p "$DEMO"/{nats,clickhouse/data,clickhouse/log,outbox,logs,pids}
@@ -166,26 +168,30 @@ wait_for 60 "$STARTED" "clickhouse-server" ch_ping ||
 
 # ---- 5. the pagewatch config, checked by every daemon before anything runs
 render "$HERE/pagewatch.yaml" "$CONFIG" @DEMO@ "$DEMO"
-for cmd in "ingest tail" "ingest load" "sweeper run" "worker run"; do
+for cmd in "ingest tail" "ingest load" "sweeper run" "worker run" "console run"; do
   read -r prog sub <<<"$cmd"
   out=$("$BIN/$prog" --config "$CONFIG" --check-config "$sub" 2>&1) || { echo "$out" >&2; die "$cmd rejected $CONFIG"; }
 done
-echo "config: ${CONFIG#"$ROOT/"} (valid for ingest tail, ingest load, sweeper and worker)"
+echo "config: ${CONFIG#"$ROOT/"} (valid for ingest tail, ingest load, sweeper, worker and console)"
 
 # ---- 6. the daemons, then the access log they watch
-say "starting ingest tail, ingest load, sweeper and worker (logs in .demo/logs)"
+say "starting ingest tail, ingest load, sweeper, worker and console (logs in .demo/logs)"
 : >"$DEMO/access.log"
 T0=$(now_us)
 start daemon ingest-tail "$BIN/ingest" --config "$CONFIG" tail
 start daemon ingest-load "$BIN/ingest" --config "$CONFIG" load
 start daemon sweeper "$BIN/sweeper" --config "$CONFIG" run
 start daemon worker "$BIN/worker" --config "$CONFIG" run
-for i in 0 1 2 3; do
+start daemon console "$BIN/console" --config "$CONFIG" run
+for i in 0 1 2 3 4; do
   pid=${DAEMONS[i]}
   wait_for 30 "$pid" "${NAME[$pid]}" http_get "http://127.0.0.1:${ADMIN_PORTS[i]}/readyz" ||
     { show_tail "$DEMO/logs/${NAME[$pid]}.log"; exit 1; }
 done
-echo "all four ready after $(secs_since "$T0") s"
+# The console's pages answer once it has connected to NATS and ClickHouse.
+wait_for 30 "${DAEMONS[4]}" console http_get "http://127.0.0.1:$CONSOLE_PORT/history" ||
+  { show_tail "$DEMO/logs/console.log"; exit 1; }
+echo "all five ready after $(secs_since "$T0") s"
 
 say "writing synthetic traffic to .demo/access.log (deploy/demo/traffic.sh)"
 bash "$HERE/traffic.sh" "$DEMO/access.log"
@@ -199,7 +205,7 @@ pricing_eml() { local f; for f in "$DEMO"/outbox/pricing-demo.*.eml; do [[ -e $f
 until pricing_eml; do
   check_daemons
   if (($(now_us) - T0 > MAIL_TIMEOUT * 1000000)); then
-    show_tail "$DEMO"/logs/{ingest-tail,ingest-load,sweeper,worker}.log
+    show_tail "$DEMO"/logs/{ingest-tail,ingest-load,sweeper,worker,console}.log
     die "no email in .demo/outbox ${MAIL_TIMEOUT}s after the daemons started (daemon logs above)"
   fi
   sleep 0.2
@@ -224,6 +230,14 @@ new_emails
 echo "the email was written ${ELAPSED} s after the daemons started (writing the log ended at ${LOG_SECS} s);" \
   "ClickHouse has $(ch_query 'SELECT+count()+FROM+pagewatch.hits') hits and $(ch_query 'SELECT+count()+FROM+pagewatch.crossings') crossing(s)"
 
+# The console's history lists the crossing (its row carries the rule's
+# name), read as a browser would.
+CONSOLE=http://127.0.0.1:$CONSOLE_PORT
+console_has_crossing() { http_get "$CONSOLE/history?rule=pricing-demo" | grep -qF 'data-rule="pricing-demo"'; }
+wait_for 10 "${DAEMONS[4]}" console console_has_crossing ||
+  { show_tail "$DEMO/logs/console.log"; die "the console's history does not show the pricing-demo crossing"; }
+say "the console: $CONSOLE/ (the crossing: $CONSOLE/history, the page: $CONSOLE/page?site=demo.example&path=/pricing)"
+
 if [[ ${DEMO_EXIT_AFTER_MAIL:-} == 1 ]]; then
   say "DEMO_EXIT_AFTER_MAIL=1: stopping everything"
   exit 0
@@ -233,8 +247,9 @@ fi
 cat <<EOF
 
 Everything keeps running. Poke at it:
+  the console:       $CONSOLE/   (no login: auth none, on loopback only)
   admin (/metrics /healthz /readyz): http://127.0.0.1:19101/metrics (ingest tail), :19102 (ingest load),
-                                     :19103 (sweeper), :19104 (worker)
+                                     :19103 (sweeper), :19104 (worker), :19106 (console)
   NATS monitoring:   http://127.0.0.1:$NATS_HTTP/jsz?streams=true
   ClickHouse:        curl 'http://127.0.0.1:$CH_HTTP/?query=SELECT+path,count()+FROM+pagewatch.hits+GROUP+BY+path'
                      clickhouse-client --host 127.0.0.1 --port $CH_TCP
