@@ -42,11 +42,17 @@ func (c *Client) insertLoadedDays(ctx context.Context, rows []dayBatch) error {
 	if c.http != nil {
 		return c.insertNative(ctx, insertLoadedDays, func(b []byte) []byte { return appendDays(b, rows) })
 	}
+	return c.sendColumns(ctx, insertLoadedDays, dayColumns(rows)...)
+}
+
+// dayColumns are rows as the driver takes them, in insertLoadedDays'
+// order.
+func dayColumns(rows []dayBatch) []any {
 	day, seq := make([]time.Time, len(rows)), make([]uint64, len(rows))
 	for i, r := range rows {
 		day[i], seq[i] = time.Unix(r.day, 0).UTC(), r.seq
 	}
-	return c.sendColumns(ctx, insertLoadedDays, day, seq)
+	return []any{day, seq}
 }
 
 // SealDays brings page_days up to date for the UTC days before before's

@@ -313,6 +313,11 @@ func (c *Client) insertHitRows(ctx context.Context, rows []row, pages []page, re
 	if c.http != nil {
 		return c.insertNative(ctx, insertHits, func(b []byte) []byte { return appendHits(b, rows, pages, refs) })
 	}
+	return c.sendColumns(ctx, insertHits, hitColumns(rows, pages, refs)...)
+}
+
+// hitColumns are rows as the driver takes them, in insertHits' order.
+func hitColumns(rows []row, pages []page, refs []string) []any {
 	n := len(rows)
 	var (
 		ts              = make([]time.Time, n)
@@ -323,13 +328,19 @@ func (c *Client) insertHitRows(ctx context.Context, rows []row, pages []page, re
 		ts[i], site[i], path[i], ref[i] = time.Unix(r.unix, 0).UTC(), pages[r.page].site, pages[r.page].path, refs[r.ref]
 		seq[i], offset[i] = r.seq, r.off
 	}
-	return c.sendColumns(ctx, insertHits, ts, site, path, ref, seq, offset)
+	return []any{ts, site, path, ref, seq, offset}
 }
 
 func (c *Client) insertMinutes(ctx context.Context, counts []minuteCount, pages []page) error {
 	if c.http != nil {
 		return c.insertNative(ctx, insertPageMinutes, func(b []byte) []byte { return appendMinutes(b, counts, pages) })
 	}
+	return c.sendColumns(ctx, insertPageMinutes, minuteColumns(counts, pages)...)
+}
+
+// minuteColumns are counts as the driver takes them, in
+// insertPageMinutes' order.
+func minuteColumns(counts []minuteCount, pages []page) []any {
 	n := len(counts)
 	site, path := make([]string, n), make([]string, n)
 	minute := make([]time.Time, n)
@@ -337,7 +348,7 @@ func (c *Client) insertMinutes(ctx context.Context, counts []minuteCount, pages 
 	for i, k := range counts {
 		site[i], path[i], minute[i], seq[i], hits[i] = pages[k.page].site, pages[k.page].path, time.Unix(k.minute, 0).UTC(), k.seq, k.hits
 	}
-	return c.sendColumns(ctx, insertPageMinutes, site, path, minute, seq, hits)
+	return []any{site, path, minute, seq, hits}
 }
 
 // sendColumns sends one block: each argument is a column's values, in
