@@ -14,9 +14,11 @@ import (
 )
 
 // seasonal writes five weeks of a page's views per 5 minutes from Monday
-// 2026-03-02: a daily rhythm peaking at 14:00 UTC, weekends at 85%, ±15%
-// noise; spike adds views and drop scales them within their spans.
-func seasonal(spike, drop [2]time.Time) (string, time.Time) {
+// 2026-03-02: a daily rhythm peaking at 14:00 UTC (about 120 views an
+// hour at night, 1,300 at the peak), weekends at weekend × a weekday,
+// whole days scaled by holidays, ±15% noise; spike adds views and drop
+// scales them to 2% within their spans.
+func seasonal(weekend float64, holidays map[string]float64, spike, drop [2]time.Time) (string, time.Time) {
 	start := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
 	var b strings.Builder
 	b.WriteString("timestamp,site,path,count\n")
@@ -25,7 +27,10 @@ func seasonal(spike, drop [2]time.Time) (string, time.Time) {
 		h := float64(t.Hour()) + float64(t.Minute())/60
 		v := 10 + 100*math.Exp(-math.Pow((h-14)/3, 2))
 		if wd := t.Weekday(); wd == time.Saturday || wd == time.Sunday {
-			v *= 0.85
+			v *= weekend
+		}
+		if f, ok := holidays[t.Format(time.DateOnly)]; ok {
+			v *= f
 		}
 		v *= 1 + 0.15*math.Sin(float64(i)*12.9898) // deterministic noise
 		if !t.Before(spike[0]) && t.Before(spike[1]) {
@@ -67,7 +72,7 @@ func spikeRuleOf(name string, s rules.Spike) rules.Rule {
 func TestSpikeRulesFireOnAnomaliesNotOnTheRhythm(t *testing.T) {
 	spike := [2]time.Time{time.Date(2026, 4, 1, 3, 0, 0, 0, time.UTC), time.Date(2026, 4, 1, 4, 0, 0, 0, time.UTC)}
 	drop := [2]time.Time{time.Date(2026, 4, 2, 13, 0, 0, 0, time.UTC), time.Date(2026, 4, 2, 17, 0, 0, 0, time.UTC)}
-	csv, start := seasonal(spike, drop)
+	csv, start := seasonal(0.85, nil, spike, drop)
 	since := start.Add(7 * 24 * time.Hour)
 	sameTime := rules.Baseline{SameTime: &rules.SameTime{Days: 7}}
 	up := spikeRuleOf("up", rules.Spike{Factor: 4, MinCount: 60, Baseline: sameTime})
