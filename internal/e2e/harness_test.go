@@ -178,7 +178,8 @@ func (b *bundle) clickhouseSection() string {
 		addrs, _ := json.Marshal(c.Addrs())
 		return fmt.Sprintf("clickhouse: {addr: %s, cluster: %s}", addrs, c.Name)
 	}
-	return fmt.Sprintf("clickhouse: {addr: [%q]}", b.ch.Addr)
+	// Hits go over HTTP, as the lean insert path (clickhouse.http_addr).
+	return fmt.Sprintf("clickhouse: {addr: [%q], http_addr: [%q]}", b.ch.Addr, b.ch.HTTPAddr)
 }
 
 // natsURL is where the daemons and the test's own clients find NATS.

@@ -20,7 +20,8 @@ import (
 // (file storage) and ClickHouse on this machine, while it appends the real
 // log to the tailed file, restamped with the current time, at up to
 // PAGEWATCH_BENCH_RATE lines/s (500,000) for PAGEWATCH_BENCH_SECONDS (10;
-// `make bench` uses 60). It reports lines/s from the first write until
+// `make bench` uses 60). The loader inserts over HTTP, compressed as
+// PAGEWATCH_BENCH_HTTP_COMPRESSION says (lz4, or none). It reports lines/s from the first write until
 // ClickHouse holds every line, the rate the writer kept up, and the
 // largest backlog (lines written, not yet in ClickHouse) seen, and the CPU
 // time per million lines of each process: the tailer, the loader,
@@ -28,6 +29,10 @@ import (
 func BenchmarkTailToClickHouse(b *testing.B) {
 	seconds := envInt(b, "PAGEWATCH_BENCH_SECONDS", 10)
 	rate := envInt(b, "PAGEWATCH_BENCH_RATE", 500_000)
+	compression := os.Getenv("PAGEWATCH_BENCH_HTTP_COMPRESSION")
+	if compression == "" {
+		compression = "lz4"
+	}
 	bb := &bundle{dir: b.TempDir(), bin: binaries(b), starts: map[string]int{}}
 	bb.nats = natstest.Start(b)
 	bb.ch = clickhousetest.Start(b)
@@ -35,7 +40,7 @@ func BenchmarkTailToClickHouse(b *testing.B) {
 	bb.config = filepath.Join(bb.dir, "pagewatch.yaml")
 	cfg := fmt.Sprintf(`log: {level: info}
 nats: {url: %q}
-clickhouse: {addr: [%q]}
+clickhouse: {addr: [%q], http_addr: [%q], http_compression: %s}
 ingest:
   tail:
     listen: "127.0.0.1:0"
@@ -47,7 +52,7 @@ ingest:
   load:
     listen: "127.0.0.1:0"
     retention: {raw_hits_days: 0}
-`, bb.natsURL(), bb.ch.Addr, bb.log)
+`, bb.natsURL(), bb.ch.Addr, bb.ch.HTTPAddr, compression, bb.log)
 	if err := os.WriteFile(bb.config, []byte(cfg), 0o644); err != nil {
 		b.Fatal(err)
 	}

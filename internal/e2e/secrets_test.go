@@ -53,8 +53,8 @@ func TestSecretsNeverLogged(t *testing.T) {
 	wrongCH := filepath.Join(b.dir, "wrong-clickhouse.yaml")
 	data, _ := os.ReadFile(b.config)
 	writeFile(t, wrongCH, strings.Replace(string(data),
-		fmt.Sprintf("clickhouse: {addr: [%q]}", b.ch.Addr),
-		fmt.Sprintf("clickhouse: {addr: [%q], password: {file: %q}}", b.ch.Addr, chFile), 1))
+		b.clickhouseSection(),
+		strings.TrimSuffix(b.clickhouseSection(), "}")+fmt.Sprintf(", password: {file: %q}}", chFile), 1))
 	daemons := [][]string{{"ingest", "tail"}, {"ingest", "load"}, {"sweeper", "run"}, {"worker", "run"}}
 
 	var outputs []string
