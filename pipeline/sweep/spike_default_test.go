@@ -26,9 +26,10 @@ func TestShippedSpikeDefaultOnSeasonalTraffic(t *testing.T) {
 	}{
 		{"weekends at 85%", 0.85, nil},
 		// A B2B site: weekends at 30%; a Friday holiday at a third makes
-		// three quiet days in a row, a sale day doubles traffic, and the
-		// Tuesday after Easter Monday at half.
-		{"weekends at 30%, holidays", 0.3, map[string]float64{"2026-03-20": 0.33, "2026-03-25": 2, "2026-04-06": 0.5, "2026-04-07": 0.5}},
+		// three quiet days in a row, a sale day doubles traffic, and
+		// Maundy Thursday and Good Friday are at half (the day after the
+		// surge, while its episode settles).
+		{"weekends at 30%, holidays", 0.3, map[string]float64{"2026-03-20": 0.33, "2026-03-25": 2, "2026-04-02": 0.5, "2026-04-03": 0.5}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			csv, _ := seasonal(tc.weekend, tc.holidays, spike, drop)
