@@ -173,10 +173,12 @@ func findRow(p *browsertest.Page, sel, attr, value, want string) (attrValue, tex
 
 // TestConsoleInBrowser drives the console in Chromium against the whole
 // pipeline (tail → NATS → load → ClickHouse → sweeper → worker → SMTP):
-// log in, see a crossing with ClickHouse's exact count, see a page's
-// chart drawn, watch a live number change as lines are appended, retry a
-// dead letter as an operator after being refused as a viewer, and see
-// hostile paths and referrers as text on every page, no dialog opening.
+// no data without a login; an open live view gains rows and numbers by
+// server-sent events as lines are appended, never reloading; the history
+// shows a crossing with ClickHouse's exact count; a page's chart is drawn;
+// a dead letter is refused to a viewer and retried by an operator; and
+// hostile paths and referrers show as text on every page, no dialog
+// opening and no element injected.
 func TestConsoleInBrowser(t *testing.T) {
 	began := time.Now()
 	b := setupWith(t, setupOptions{rules: consoleRules, load: defaultLoad, worker: defaultWorker,
@@ -196,22 +198,6 @@ func TestConsoleInBrowser(t *testing.T) {
 	base := console.consoleAddr(t)
 	br := browsertest.Start(t)
 
-	// 1. /pricing crosses 40; its one mail is refused (550): dead-lettered.
-	appendLines(t, b.log, freshLines(45))
-	b.waitHits(t, 45, 60*time.Second)
-	b.waitOutcome(t, "dead_lettered", 1, 60*time.Second)
-
-	// 2. The hostile pages cross; their mails go out.
-	appendLines(t, b.log, hostileLines(hostileScript, 3))
-	appendLines(t, b.log, hostileLines(hostileImg, 3))
-	b.waitHits(t, 51, 60*time.Second)
-	b.waitOutcome(t, "sent", 2, 60*time.Second)
-	stored := strings.Fields(b.ch.Query(t, "SELECT DISTINCT path FROM pagewatch.hits WHERE path != '/pricing' ORDER BY path"))
-	if len(stored) != 2 {
-		t.Fatalf("hostile paths stored: %q", stored)
-	}
-	t.Logf("hostile paths as stored: %q", stored)
-
 	// No data without logging in; a wrong password is refused, saying so.
 	stranger := br.NewPage(t)
 	stranger.AllowError("console.error", `status of 40[14] `)
@@ -223,10 +209,84 @@ func TestConsoleInBrowser(t *testing.T) {
 	stranger.ClickNav("form#login button[type=submit]")
 	stranger.WaitFor("[data-testid=login-error]", 5*time.Second)
 
+	// The viewer opens the live view before any traffic and keeps it open
+	// until the dead letters: every row and number it shows arrives by SSE,
+	// drawn by the page's script.
+	viewer := login(t, br, base, consoleViewer, consoleViewerPassword)
+	viewer.Goto(base + "/live?site=example.com")
+	checkNavigation(t, viewer, "/live")
+	viewer.Eval(`() => { window.__notReloaded = true; return true }`, nil, nil)
+	live := func(path, testid string) string {
+		return `[data-testid=live-row][data-path="` + path + `"] [data-testid=` + testid + `]`
+	}
+	waitLive := func(path string, want int) {
+		t.Helper()
+		testcheck.Eventually(t, 30*time.Second, fmt.Sprintf("the live view to show %d views of %s in 5 minutes and in the hour", want, path), func() error {
+			if viewer.Count(live(path, "views-5m")) == 0 {
+				return fmt.Errorf("no row for %s", path)
+			}
+			m5, h1 := viewer.Text(live(path, "views-5m")), viewer.Text(live(path, "views-1h"))
+			if m5 != strconv.Itoa(want) || h1 != strconv.Itoa(want) {
+				return fmt.Errorf("it shows %q and %q", m5, h1)
+			}
+			return nil
+		})
+	}
+
+	// 1. /pricing crosses 40; its one mail is refused (550): dead-lettered.
+	appendLines(t, b.log, freshLines(45))
+	b.waitHits(t, 45, 60*time.Second)
+	waitLive("/pricing", 45)
+	b.waitOutcome(t, "dead_lettered", 1, 60*time.Second)
+
+	// 2. The hostile pages cross; their mails go out.
+	appendLines(t, b.log, hostileLines(hostileScript, 3))
+	appendLines(t, b.log, hostileLines(hostileImg, 3))
+	b.waitHits(t, 51, 60*time.Second)
+	stored := strings.Fields(b.ch.Query(t, "SELECT DISTINCT path FROM pagewatch.hits WHERE path != '/pricing' ORDER BY path"))
+	if len(stored) != 2 {
+		t.Fatalf("hostile paths stored: %q", stored)
+	}
+	t.Logf("hostile paths as stored: %q", stored)
+	for _, path := range stored {
+		waitLive(path, 3)
+	}
+	checkHostile(t, viewer, "/live (rows added by SSE)", stored...)
+
+	// 3. A live number changes in place: 7 more views of /pricing. How
+	// long after ClickHouse holds them the page shows them is logged.
+	appendLines(t, b.log, freshLines(7))
+	var loaded, shown time.Time
+	testcheck.Eventually(t, 30*time.Second, "ClickHouse to hold 58 hits and the live view to show 52 views of /pricing", func() error {
+		if loaded.IsZero() && b.hitCount(t) == 58 {
+			loaded = time.Now()
+		}
+		if shown.IsZero() && viewer.Text(live("/pricing", "views-5m")) == "52" {
+			shown = time.Now()
+		}
+		if loaded.IsZero() || shown.IsZero() {
+			return fmt.Errorf("loaded at %v, shown at %v", loaded, shown)
+		}
+		return nil
+	})
+	waitLive("/pricing", 52)
+	t.Logf("live view: 52 shown %v after ClickHouse held the 7 new hits (live_interval 500ms; negative: shown before the test saw them loaded)", shown.Sub(loaded).Round(10*time.Millisecond))
+	var same bool
+	viewer.Eval(`() => window.__notReloaded === true`, nil, &same)
+	if !same {
+		t.Errorf("/live: the page was reloaded rather than updated in place")
+	}
+	checkHostile(t, viewer, "/live", stored...)
+	viewer.Screenshot("live")
+	b.waitOutcome(t, "sent", 2, 60*time.Second)
+
 	op := login(t, br, base, consoleOperator, consoleOperatorPassword)
 	checkNavigation(t, op, "/ (after login)")
+	if n := op.Count("[data-testid=live-row]"); n != 3 {
+		t.Errorf("/: %d live rows, want 3 (/pricing and the two hostile pages)", n)
+	}
 
-	// 3. History: the crossing with the count ClickHouse holds.
+	// 4. History: the crossing with the count ClickHouse holds.
 	op.Goto(base + "/history")
 	checkNavigation(t, op, "/history")
 	want := strings.TrimSpace(b.ch.Query(t, "SELECT hits FROM pagewatch.crossings FINAL WHERE rule = 'pricing-hourly'"))
@@ -247,10 +307,10 @@ func TestConsoleInBrowser(t *testing.T) {
 			t.Errorf("/history: no crossing row with data-path %q", path)
 		}
 	}
-	checkHostile(t, op, "/history")
+	checkHostile(t, op, "/history", stored...)
 	op.Screenshot("history")
 
-	// 4. The page view: the chart drawn.
+	// 5. The page view: the chart drawn.
 	op.Goto(base + "/page?" + url.Values{"site": {"example.com"}, "path": {"/pricing"}}.Encode())
 	checkNavigation(t, op, "/page")
 	op.WaitFor("svg[data-testid=chart]", 10*time.Second)
@@ -278,35 +338,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		op.Screenshot("page-hostile-" + strconv.Itoa(i))
 	}
 
-	// 5. Live: a number changes in place as lines are appended.
-	op.Goto(base + "/live?site=example.com")
-	checkNavigation(t, op, "/live")
-	sel := `[data-testid=live-row][data-path="/pricing"] [data-testid=views-5m]`
-	op.WaitFor(sel, 10*time.Second)
-	before := op.Text(sel)
-	op.Eval(`() => { window.__notReloaded = true; return true }`, nil, nil)
-	appendLines(t, b.log, freshLines(7))
-	testcheck.Eventually(t, 30*time.Second, "the live view's 5-minute views of /pricing to reach 52", func() error {
-		if got := strings.TrimSpace(op.Text(sel)); got != "52" {
-			return fmt.Errorf("it shows %s (was %s)", got, before)
-		}
-		return nil
-	})
-	var same bool
-	op.Eval(`() => window.__notReloaded === true`, nil, &same)
-	if !same {
-		t.Errorf("/live: the page was reloaded rather than updated in place")
-	}
-	for _, path := range stored {
-		if _, _, ok := findRow(op, "[data-testid=live-row]", "data-path", path, "data-site"); !ok {
-			t.Errorf("/live: no row with data-path %q", path)
-		}
-	}
-	checkHostile(t, op, "/live")
-	op.Screenshot("live")
-
 	// 6. Dead letters: the viewer is refused, the operator retries.
-	viewer := login(t, br, base, consoleViewer, consoleViewerPassword)
 	viewer.AllowError("console.error", `status of 403`)
 	viewer.Goto(base + "/dead")
 	checkNavigation(t, viewer, "/dead (viewer)")
