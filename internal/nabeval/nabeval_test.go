@@ -2,11 +2,14 @@ package nabeval
 
 import (
 	"bytes"
+	"context"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/pagewatch/pagewatch/internal/realdata"
+	"github.com/pagewatch/pagewatch/internal/testenv"
+	"github.com/pagewatch/pagewatch/pipeline/sweep"
 )
 
 func at(s string) time.Time {
@@ -71,5 +74,48 @@ func TestLoadsTheRealSeries(t *testing.T) {
 	}
 	if !strings.HasPrefix(b.String(), "timestamp,site,path,count\n2015-02-26T21:42:53Z,nab.example,/Twitter_volume_AAPL,104\n") {
 		t.Errorf("counts file starts %q", b.String()[:120])
+	}
+}
+
+// The shipped default, replayed in process as `make eval` replays it
+// through the sweeper, scores what docs/spike-rules.md says: a change to
+// the rules or the spike logic that moves it must update the page.
+func TestShippedDefaultScoresAsDocumented(t *testing.T) {
+	ss, err := Load(realdata.Path(t, "nab-tweets"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := WriteCounts(&b, ss); err != nil {
+		t.Fatal(err)
+	}
+	cf, err := sweep.ReadCounts(&b, "counts.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := sweep.LoadRules(sweep.Config{RulesPath: "../../deploy/rules/spike-default.yaml"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	xs, err := sweep.Backtest(context.Background(), cf, rs, cf.First, cf.Last.Add(time.Minute), testenv.Logger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var alarms []Alarm
+	for _, x := range xs {
+		if x.Event != "resolve" {
+			alarms = append(alarms, Alarm{Rule: x.Rule, Site: x.Site, Path: x.Path, FiredAt: x.CrossedAt, Kind: x.Event})
+		}
+	}
+	var scores []Score
+	fa := 0
+	for _, s := range ss {
+		sc := ScoreSeries(s, alarms)
+		scores = append(scores, sc)
+		fa += sc.FalseAlarms
+	}
+	caught, windows, perWeek := Total(scores)
+	if caught != 21 || windows != 33 || fa != 28 || perWeek > 0.5 {
+		t.Errorf("caught %d/%d, %d false alarms (%.2f per series-week); docs/spike-rules.md says 21/33 and 28 (0.42)", caught, windows, fa, perWeek)
 	}
 }
