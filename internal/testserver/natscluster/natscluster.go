@@ -8,7 +8,9 @@ package natscluster
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,6 +41,8 @@ type Node struct {
 	URL         string
 	ClientPort  int
 	ClusterPort int
+	// MonitorPort serves nats-server's /healthz, which WaitReady asks.
+	MonitorPort int
 	dir, config string
 	log         *os.File
 
@@ -84,7 +88,7 @@ func Start(t testing.TB, n int, bin string) *Cluster {
 	c := &Cluster{bin: bin}
 	base := t.TempDir()
 	for i := range n {
-		c.Nodes = append(c.Nodes, &Node{Name: fmt.Sprintf("n%d", i+1), ClientPort: freePort(t), ClusterPort: freePort(t), dir: filepath.Join(base, fmt.Sprintf("n%d", i+1))})
+		c.Nodes = append(c.Nodes, &Node{Name: fmt.Sprintf("n%d", i+1), ClientPort: freePort(t), ClusterPort: freePort(t), MonitorPort: freePort(t), dir: filepath.Join(base, fmt.Sprintf("n%d", i+1))})
 	}
 	var routes, urls []string
 	for _, nd := range c.Nodes {
@@ -100,6 +104,7 @@ func Start(t testing.TB, n int, bin string) *Cluster {
 		nd.config = filepath.Join(nd.dir, "nats.conf")
 		conf := fmt.Sprintf(`server_name: %s
 listen: 127.0.0.1:%d
+http: 127.0.0.1:%d
 jetstream {
   store_dir: %q
   max_memory_store: 256MB
@@ -110,7 +115,7 @@ cluster {
   listen: 127.0.0.1:%d
   routes: [%s]
 }
-`, nd.Name, nd.ClientPort, filepath.Join(nd.dir, "store"), nd.ClusterPort, strings.Join(routes, ", "))
+`, nd.Name, nd.ClientPort, nd.MonitorPort, filepath.Join(nd.dir, "store"), nd.ClusterPort, strings.Join(routes, ", "))
 		if err := os.WriteFile(nd.config, []byte(conf), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -153,19 +158,30 @@ func (c *Cluster) startNode(t testing.TB, nd *Node) {
 	nd.cmd, nd.done = cmd, done
 }
 
-// WaitReady waits until every running node answers JetStream requests:
-// the cluster has a meta leader and the node has caught up with it.
+// WaitReady waits until every running node is healthy as nats-server's
+// /healthz says (what a Kubernetes readiness probe asks): JetStream is
+// current with the meta leader and every stream and consumer replica on
+// the node has caught up. A JetStream request alone is answered by a node
+// restarted a moment before, so a "rolling" restart that waited for that
+// restarted all three nodes within 0.1 s.
 func (c *Cluster) WaitReady(t testing.TB, within time.Duration) {
 	t.Helper()
+	client := http.Client{Timeout: 2 * time.Second}
 	for _, nd := range c.Nodes {
 		if !nd.running() {
 			continue
 		}
-		testcheck.Eventually(t, within, "JetStream through "+nd.Name, func() error {
-			return withJS(nd.URL, func(ctx context.Context, js jetstream.JetStream) error {
-				_, err := js.AccountInfo(ctx)
+		testcheck.Eventually(t, within, nd.Name+"'s /healthz", func() error {
+			resp, err := client.Get(fmt.Sprintf("http://127.0.0.1:%d/healthz", nd.MonitorPort))
+			if err != nil {
 				return err
-			})
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != http.StatusOK {
+				return fmt.Errorf("/healthz %d: %s", resp.StatusCode, strings.TrimSpace(string(body)))
+			}
+			return nil
 		})
 	}
 }
@@ -239,6 +255,17 @@ func withJS(url string, fn func(context.Context, jetstream.JetStream) error) err
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	return fn(ctx, js)
+}
+
+// PID is the node's process id now (it changes with Restart), or 0 when
+// it is not running: benchmarks read its CPU time from /proc.
+func (nd *Node) PID() int {
+	if !nd.running() {
+		return 0
+	}
+	nd.mu.Lock()
+	defer nd.mu.Unlock()
+	return nd.cmd.Process.Pid
 }
 
 func (nd *Node) running() bool {
