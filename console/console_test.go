@@ -80,7 +80,7 @@ func (f *fakeStore) Live(context.Context, LiveQuery) ([]LivePage, error) {
 	return append([]LivePage(nil), f.live...), nil
 }
 
-func (f *fakeStore) HourTotals(context.Context, []string, []string, time.Time, time.Time) ([]HourTotal, error) {
+func (f *fakeStore) DayTotals(context.Context, []string, []string, time.Time, time.Time) ([]DayTotal, error) {
 	return nil, nil
 }
 

@@ -39,7 +39,10 @@ type pageView struct {
 	Lines     []chartLine    `json:"lines"`
 	Chart     template.HTML  `json:"-"`
 	Referrers []referrerView `json:"referrers"`
-	Crossings []crossingView `json:"crossings"`
+	// ReferrerSpan is the span the referrers are counted over, the
+	// range's last day at most, against the span before it.
+	ReferrerSpan string         `json:"referrer_span"`
+	Crossings    []crossingView `json:"crossings"`
 }
 
 type seriesPoint struct {
@@ -109,7 +112,14 @@ func (s *Server) pagePage(w http.ResponseWriter, r *http.Request) {
 		v.Total += p.Views
 	}
 	v.Lines = s.pageLines(r, site, path, rg.Step)
-	refs, err := s.referrers(r, site, path, from, to)
+	// Referrers are read from the raw hits: at most the range's last day
+	// against the day before, so a busy page's month is not grouped.
+	refFrom := from
+	if to.Sub(from) > 24*time.Hour {
+		refFrom = to.Add(-24 * time.Hour)
+	}
+	v.ReferrerSpan = shortDuration(to.Sub(refFrom))
+	refs, err := s.referrers(r, site, path, refFrom, to)
 	if err != nil {
 		s.failErr(w, r, "reading the page's referrers", err)
 		return
@@ -201,7 +211,7 @@ func windowLength(w rules.Window) time.Duration {
 func windowText(w rules.Window) string {
 	switch w.Kind {
 	case rules.Rolling:
-		return w.Rolling.String()
+		return shortDuration(w.Rolling)
 	case rules.Calendar:
 		return string(w.Calendar)
 	}
@@ -251,4 +261,17 @@ func (s *Server) drawPage(v pageView, rg pageRange) template.HTML {
 	}
 	// chart.SVG escapes every text it writes (see its package comment).
 	return template.HTML(chart.SVG(spec))
+}
+
+// shortDuration writes a window as rules are written: "1h", not "1h0m0s".
+func shortDuration(d time.Duration) string {
+	switch {
+	case d%(24*time.Hour) == 0:
+		return fmt.Sprintf("%dd", d/(24*time.Hour))
+	case d%time.Hour == 0:
+		return fmt.Sprintf("%dh", d/time.Hour)
+	case d%time.Minute == 0:
+		return fmt.Sprintf("%dm", d/time.Minute)
+	}
+	return d.String()
 }

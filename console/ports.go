@@ -40,9 +40,10 @@ type TrafficStore interface {
 	// limit per site, with their views in the last 5 minutes and per
 	// minute over the hour.
 	Live(ctx context.Context, q LiveQuery) ([]LivePage, error)
-	// HourTotals returns the sealed hourly counts in [from, to) of the
-	// given sites' and paths' pages (every pair of them: callers filter).
-	HourTotals(ctx context.Context, sites, paths []string, from, to time.Time) ([]HourTotal, error)
+	// DayTotals returns the sealed daily counts of the days in [from, to)
+	// of the given sites' and paths' pages (every pair of them: callers
+	// filter).
+	DayTotals(ctx context.Context, sites, paths []string, from, to time.Time) ([]DayTotal, error)
 	// PageSeries returns a page's views per minute in [from, to).
 	PageSeries(ctx context.Context, site, path string, from, to time.Time) ([]traffic.MinuteHits, error)
 	// PageHourSeries returns a page's views per hour in [from, to).
@@ -108,10 +109,10 @@ type LivePage struct {
 	Minutes []uint64
 }
 
-// HourTotal is one page's views in one UTC hour.
-type HourTotal struct {
+// DayTotal is one page's views on one UTC day.
+type DayTotal struct {
 	Site, Path string
-	Hour       time.Time
+	Day        time.Time
 	Hits       uint64
 }
 

@@ -14,8 +14,9 @@ const (
 	rulesPageSize = 50
 	nearestPages  = 5
 	// topScan is how many of a site's busiest pages are read per window
-	// to find those nearest a rule's threshold: the nearest are among
-	// the busiest unless the rule matches only quiet pages.
+	// (times the sites on the page of rules) to find those nearest a
+	// rule's threshold: the nearest are among the busiest unless the
+	// rule matches only quiet pages.
 	topScan = 500
 	// lastFiredSpan is how far back "last fired" looks.
 	lastFiredSpan = 90 * 24 * time.Hour
@@ -85,9 +86,18 @@ func (s *Server) rulesPage(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	// One read per (site, window) for the page of rules, however many
-	// rules share it.
-	tops := map[string][]PageViews{}
+	// One read per window length for the page of rules, over the sites
+	// they watch, however many rules share it: a round trip apiece
+	// costs more than the rows.
+	site, sites := "", map[string]bool{}
+	for _, rule := range page {
+		sites[rule.Site] = true
+		site = rule.Site
+	}
+	if len(sites) != 1 {
+		site = ""
+	}
+	tops := map[time.Duration][]PageViews{}
 	for _, rule := range page {
 		rv := ruleView{Name: rule.Name, Kind: ruleKind(rule), Site: rule.Site, Match: matchText(rule), Window: windowText(rule.Window),
 			Aggregate: string(cmp.Or(rule.Aggregate, rules.PerPage)), Thresholds: rule.Thresholds, LastFired: last[rule.Name], Pages: []rulePage{}}
@@ -99,16 +109,15 @@ func (s *Server) rulesPage(w http.ResponseWriter, r *http.Request) {
 		case win == 0:
 			rv.Note = "all-time window: counts are not read here"
 		default:
-			k := rule.Site + "\x00" + win.String()
-			top, ok := tops[k]
+			top, ok := tops[win]
 			if !ok {
 				var err error
-				top, err = s.deps.Store.TopPages(ctx, rule.Site, now.Add(-win), now, topScan)
+				top, err = s.deps.Store.TopPages(ctx, site, now.Add(-win), now, topScan*len(sites))
 				if err != nil {
 					s.failErr(w, r, "reading the busiest pages", err)
 					return
 				}
-				tops[k] = top
+				tops[win] = top
 			}
 			pages, err := s.nearest(r, rule, top, now)
 			if err != nil {

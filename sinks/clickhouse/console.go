@@ -191,22 +191,22 @@ func (c *Client) Live(ctx context.Context, q console.LiveQuery) ([]console.LiveP
 	return out, rows.Err()
 }
 
-// HourTotals returns the sealed hourly views of the given sites' and
-// paths' pages in [from, to).
-func (c *Client) HourTotals(ctx context.Context, sites, paths []string, from, to time.Time) ([]console.HourTotal, error) {
+// DayTotals returns the sealed daily views of the given sites' and
+// paths' pages on the UTC days in [from, to).
+func (c *Client) DayTotals(ctx context.Context, sites, paths []string, from, to time.Time) ([]console.DayTotal, error) {
 	if len(sites) == 0 || len(paths) == 0 {
 		return nil, nil
 	}
-	rows, err := c.conn.Query(ctx, queryConsoleHourTotals, from.Unix(), to.Unix(), keySet(sites), keySet(paths))
+	rows, err := c.conn.Query(ctx, queryConsoleDayTotals, keySet(sites), keySet(paths), from.Unix(), to.Unix())
 	if err != nil {
-		return nil, fmt.Errorf("hour totals of %d pages: %w", len(paths), err)
+		return nil, fmt.Errorf("day totals of %d pages: %w", len(paths), err)
 	}
 	defer rows.Close()
-	var out []console.HourTotal
+	var out []console.DayTotal
 	for rows.Next() {
-		var h console.HourTotal
-		if err := rows.Scan(&h.Site, &h.Path, &h.Hour, &h.Hits); err != nil {
-			return nil, fmt.Errorf("hour totals: %w", err)
+		var h console.DayTotal
+		if err := rows.Scan(&h.Site, &h.Path, &h.Day, &h.Hits); err != nil {
+			return nil, fmt.Errorf("day totals: %w", err)
 		}
 		out = append(out, h)
 	}

@@ -121,7 +121,11 @@ func TestConsoleStore(t *testing.T) {
 	if err != nil || len(last) != 1 || !last[0].CrossedAt.Equal(xs[0].CrossedAt) {
 		t.Errorf("last fired: %+v, %v", last, err)
 	}
-	if _, err := b.client.HourTotals(ctx, []string{"example.com"}, []string{"/pricing"}, now.Add(-7*24*time.Hour), now); err != nil {
-		t.Errorf("hour totals: %v", err)
+	if _, err := b.client.SealDays(ctx, now.Truncate(24*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	days, err := b.client.DayTotals(ctx, []string{"example.com"}, []string{"/pricing", "/other"}, now.Add(-7*24*time.Hour), now)
+	if err != nil || len(days) != 1 || days[0].Hits != 30 || days[0].Path != "/pricing" {
+		t.Errorf("day totals: %+v, %v; want the 30 hits two days ago", days, err)
 	}
 }

@@ -64,16 +64,21 @@ GROUP BY site, path
 ORDER BY v60 DESC, site, path
 LIMIT ? BY site`
 
-	// queryConsoleHourTotals is sealed views per page and hour.
-	queryConsoleHourTotals = `SELECT site, path, hour, hits
-FROM page_hours FINAL
-WHERE hour >= toDateTime(?) AND hour < toDateTime(?) AND site IN ? AND path IN ?
-ORDER BY site, path, hour`
+	// queryConsoleDayTotals is sealed views per page and day, read by
+	// page_days' key (site, path, day).
+	queryConsoleDayTotals = `SELECT site, path, day, hits
+FROM page_days FINAL
+WHERE site IN ? AND path IN ? AND day >= toDate(toDateTime(?)) AND day < toDate(toDateTime(?))
+ORDER BY site, path, day`
 
-	// queryConsolePageHours is one page's views per hour.
-	queryConsolePageHours = `SELECT toStartOfHour(minute) AS h, sum(hits) AS n
-FROM page_minutes FINAL
-WHERE site = ? AND path = ? AND minute >= toDateTime(?) AND minute < toDateTime(?)
+	// queryConsolePageHours is one page's views per hour, deduplicated
+	// like queryPageSeries (one row per minute and batch).
+	queryConsolePageHours = `SELECT toStartOfHour(minute) AS h, sum(n) FROM (
+    SELECT minute, any(hits) AS n
+    FROM page_minutes
+    WHERE site = ? AND path = ? AND minute >= toDateTime(?) AND minute < toDateTime(?)
+    GROUP BY minute, seq
+)
 GROUP BY h
 ORDER BY h`
 
