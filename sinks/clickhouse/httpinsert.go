@@ -3,18 +3,21 @@ package clickhouse
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/ClickHouse/ch-go/compress"
+	"github.com/go-faster/city"
+	"github.com/pierrec/lz4/v4"
 )
 
 // httpInserter posts Native blocks to the servers' HTTP interface as
@@ -86,20 +89,41 @@ func newHTTPInserter(cfg Config, settings map[string]any) (*httpInserter, error)
 	return h, nil
 }
 
-// writers reuse LZ4 compressors and their output buffers.
-var writers = sync.Pool{New: func() any { return compress.NewWriter(compress.LevelZero, compress.LZ4) }}
+// compressors reuse LZ4 compressors (each holds a 64 KiB hash table).
+var compressors = sync.Pool{New: func() any { return new(lz4.Compressor) }}
 
-// framed is data in ClickHouse's compressed framing (what decompress=1
-// reads): frames of a checksum, a method, two sizes and the LZ4 data.
+// The compressed framing's header: a CityHash128 of the rest of the frame,
+// then the method, the frame's size from the method on, and the data's.
+const (
+	frameChecksum = 16
+	frameHeader   = frameChecksum + 1 + 4 + 4
+	methodLZ4     = 0x82
+)
+
+// framed appends data to dst in ClickHouse's compressed framing (what
+// decompress=1 reads): frames of at most frameSize bytes of data, each
+// LZ4-compressed behind its header. ch-go's writer does the same one
+// frame at a time, with a new buffer for every frame.
 func framed(dst, data []byte) ([]byte, error) {
-	w := writers.Get().(*compress.Writer)
-	defer writers.Put(w)
+	c := compressors.Get().(*lz4.Compressor)
+	defer compressors.Put(c)
 	for len(data) > 0 {
 		n := min(len(data), frameSize)
-		if err := w.Compress(data[:n]); err != nil {
-			return dst, fmt.Errorf("lz4: %w", err)
+		start := len(dst)
+		dst = slices.Grow(dst, frameHeader+lz4.CompressBlockBound(n))
+		dst = dst[:start+frameHeader+lz4.CompressBlockBound(n)]
+		m, err := c.CompressBlock(data[:n], dst[start+frameHeader:])
+		if err != nil {
+			return dst[:start], fmt.Errorf("lz4: %w", err)
 		}
-		dst = append(dst, w.Data...)
+		dst = dst[:start+frameHeader+m]
+		f := dst[start:]
+		f[frameChecksum] = methodLZ4
+		binary.LittleEndian.PutUint32(f[frameChecksum+1:], uint32(frameHeader-frameChecksum+m))
+		binary.LittleEndian.PutUint32(f[frameChecksum+5:], uint32(n))
+		h := city.CH128(f[frameChecksum:])
+		binary.LittleEndian.PutUint64(f[0:], h.Low)
+		binary.LittleEndian.PutUint64(f[8:], h.High)
 		data = data[n:]
 	}
 	return dst, nil
