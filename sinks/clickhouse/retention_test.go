@@ -2,6 +2,7 @@ package clickhouse
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -9,6 +10,8 @@ import (
 	"time"
 
 	"github.com/pagewatch/pagewatch/domain/hit"
+	"github.com/pagewatch/pagewatch/internal/testcheck"
+	"github.com/pagewatch/pagewatch/internal/testserver/chcluster"
 	"github.com/pagewatch/pagewatch/internal/testserver/clickhousetest"
 )
 
@@ -124,5 +127,37 @@ func TestDropHitsBeforeRefusesOddPartitionIDs(t *testing.T) {
 		if partitionIDRE.MatchString(id) {
 			t.Errorf("%q accepted", id)
 		}
+	}
+}
+
+// TestClusterDropHitsBeforeOnReplicas: on 2 shards × 2 replicas the old
+// day goes from every replica (ON CLUSTER runs it on one replica per
+// shard; replication drops it on the other) and the kept day stays.
+func TestClusterDropHitsBeforeOnReplicas(t *testing.T) {
+	c := chcluster.Start(t, chcluster.Options{})
+	cl := openCluster(t, c)
+	ctx := context.Background()
+	if _, err := cl.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	base := time.Date(2024, 3, 10, 12, 0, 0, 0, time.UTC)
+	if err := cl.InsertHits(ctx, clusterBatches(base)); err != nil { // 100 hits on each of two days
+		t.Fatal(err)
+	}
+	replicasAgree(t, c, "SELECT count() FROM pagewatch.hits_local")
+	dropped, err := cl.DropHitsBefore(ctx, base)
+	if err != nil || fmt.Sprint(dropped) != "[20240309]" {
+		t.Fatalf("DropHitsBefore = %v, %v; want [20240309]", dropped, err)
+	}
+	testcheck.Eventually(t, 30*time.Second, "the day dropped on every replica", func() error {
+		for i, n := range c.Nodes {
+			if got := nodeCount(t, n, "SELECT groupUniqArray(toYYYYMMDD(ts)) FROM pagewatch.hits_local"); got != "[20240310]" {
+				return fmt.Errorf("node %d holds the days %s", i, got)
+			}
+		}
+		return nil
+	})
+	if n, err := cl.HitCount(ctx); err != nil || n != 100 {
+		t.Fatalf("HitCount = %d, %v; want 100", n, err)
 	}
 }
