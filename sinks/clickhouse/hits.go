@@ -30,6 +30,7 @@ import (
 // the same hits row.
 func (c *Client) InsertHits(ctx context.Context, batches []hit.Batch) error {
 	rows, pages, refs := sortedRows(batches)
+	defer putRows(&rows)
 	if len(rows) == 0 {
 		return nil
 	}
@@ -80,10 +81,11 @@ type page struct{ site, path string }
 
 // sortedRows orders hits by partition, then by the hits table's key
 // (site, path, ts, seq, line_offset), and returns them with their pages
-// in rank order and their referrers. A batch holds far fewer pages than hits, so rows are
-// bucketed by (day, page) in linear time and only each bucket is sorted,
-// by integers; within a page, hits arrive almost in time order, which the
-// sort finishes quickly.
+// in rank order and their referrers; the rows may go back to the pool
+// (putRows) once inserted. A batch holds far fewer pages than hits, so
+// rows are bucketed by (day, page) in linear time and only each bucket is
+// sorted, by integers; within a page, hits arrive almost in time order,
+// which the sort finishes quickly.
 func sortedRows(batches []hit.Batch) ([]row, []page, []string) {
 	n := 0
 	for _, b := range batches {
@@ -144,19 +146,29 @@ func sortedRows(batches []hit.Batch) ([]row, []page, []string) {
 	for i, d := range dayList {
 		days[d] = i
 	}
+	// An insert's hits are of a day or two, in runs: the last day's index
+	// answers most rows without the map.
+	lastDay, lastIdx := int32(-1), 0
+	dayIndex := func(d int32) int {
+		if d != lastDay {
+			lastDay, lastIdx = d, days[d]
+		}
+		return lastIdx
+	}
 	starts := make([]int, len(dayList)*len(pages)+1)
 	for i := range *rows {
 		r := &(*rows)[i]
 		r.page = rank[r.page]
-		starts[days[r.day]*len(pages)+int(r.page)+1]++
+		starts[dayIndex(r.day)*len(pages)+int(r.page)+1]++
 	}
 	for i := 1; i < len(starts); i++ {
 		starts[i] += starts[i-1]
 	}
-	out := make([]row, n)
+	sorted := getRows(n)
+	out := (*sorted)[:n]
 	next := slices.Clone(starts[:len(starts)-1])
 	for _, r := range *rows {
-		b := days[r.day]*len(pages) + int(r.page)
+		b := dayIndex(r.day)*len(pages) + int(r.page)
 		out[next[b]] = r
 		next[b]++
 	}
