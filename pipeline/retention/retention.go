@@ -177,9 +177,9 @@ func (r *Runner) RunOnce(ctx context.Context) ([]string, error) {
 	return dropped, nil
 }
 
-// claim takes the current period (cfg.Every long, aligned to the Unix
-// epoch) for this runner. mine is true without claims: a lone runner
-// always runs.
+// claim takes the current period (cfg.Every long, as time.Truncate cuts
+// it, the same on every loader) for this runner. mine is true without
+// claims: a lone runner always runs.
 func (r *Runner) claim(ctx context.Context) (key string, mine bool, err error) {
 	if r.deps.Claims == nil {
 		return "", true, nil
