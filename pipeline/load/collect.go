@@ -64,6 +64,7 @@ func (b *batch) ack(logger *slog.Logger) {
 			logger.Warn("ack failed; the message will be delivered again", "err", err)
 		}
 	}
+	b.release()
 }
 
 // giveBack hands the messages back for immediate redelivery rather than
@@ -73,6 +74,24 @@ func (b *batch) giveBack() {
 	for _, m := range b.msgs {
 		_ = m.Nak()
 	}
+	b.release()
+}
+
+// hitSlices reuses decoded messages' hits once their batch is done with:
+// a message of 5,000 hits is some 600 KB of them, otherwise allocated and
+// grown afresh for every message.
+var hitSlices = sync.Pool{New: func() any { return new([]hit.Hit) }}
+
+// release returns the batch's hits to hitSlices, emptied so that the pool
+// keeps no message's strings alive.
+func (b *batch) release() {
+	for i := range b.hits {
+		hits := b.hits[i].Hits
+		clear(hits)
+		hits = hits[:0]
+		hitSlices.Put(&hits)
+	}
+	b.hits = nil
 }
 
 // collect fetches messages until the batch is full or old enough. A fetch
@@ -180,9 +199,7 @@ func (l *Loader) decode(ctx context.Context, m jetstream.Msg) (hit.Batch, bool) 
 	if meta.NumDelivered > 1 {
 		l.metrics.redeliveries.Inc()
 	}
-	// Sized for the ~45 bytes a real hit takes (PWH2), so the slice is
-	// not grown, and copied, a dozen times over a 5,000-hit message.
-	hits, err := hit.Decode(m.Data(), make([]hit.Hit, 0, len(m.Data())/40+16))
+	hits, err := hit.Decode(m.Data(), (*hitSlices.Get().(*[]hit.Hit))[:0])
 	if err != nil {
 		l.deadLetter(ctx, m, meta.Sequence.Stream, err.Error())
 		return hit.Batch{}, false
