@@ -197,6 +197,14 @@ func TestConsoleInBrowser(t *testing.T) {
 	console := b.start(t, "console", "run")
 	base := console.consoleAddr(t)
 	br := browsertest.Start(t)
+	// steps logs how long each part took, to see where a slow run spent it.
+	var steps []string
+	last := began
+	step := func(name string) {
+		steps = append(steps, fmt.Sprintf("%s %v", name, time.Since(last).Round(10*time.Millisecond)))
+		last = time.Now()
+	}
+	step("daemons and browser up")
 
 	// No data without logging in; a wrong password is refused, saying so.
 	stranger := br.NewPage(t)
@@ -208,6 +216,8 @@ func TestConsoleInBrowser(t *testing.T) {
 	stranger.Fill("form#login input[name=password]", "not-the-password")
 	stranger.ClickNav("form#login button[type=submit]")
 	stranger.WaitFor("[data-testid=login-error]", 5*time.Second)
+
+	step("login checks")
 
 	// The viewer opens the live view before any traffic and keeps it open
 	// until the dead letters: every row and number it shows arrives by SSE,
@@ -233,11 +243,15 @@ func TestConsoleInBrowser(t *testing.T) {
 		})
 	}
 
+	step("viewer at /live")
+
 	// 1. /pricing crosses 40; its one mail is refused (550): dead-lettered.
 	appendLines(t, b.log, freshLines(45))
 	b.waitHits(t, 45, 60*time.Second)
 	waitLive("/pricing", 45)
 	b.waitOutcome(t, "dead_lettered", 1, 60*time.Second)
+
+	step("pricing crossed and dead-lettered")
 
 	// 2. The hostile pages cross; their mails go out.
 	appendLines(t, b.log, hostileLines(hostileScript, 3))
@@ -252,6 +266,8 @@ func TestConsoleInBrowser(t *testing.T) {
 		waitLive(path, 3)
 	}
 	checkHostile(t, viewer, "/live (rows added by SSE)", stored...)
+
+	step("hostile pages live")
 
 	// 3. A live number changes in place: 7 more views of /pricing. How
 	// long after ClickHouse holds them the page shows them is logged.
@@ -280,11 +296,15 @@ func TestConsoleInBrowser(t *testing.T) {
 	viewer.Screenshot("live")
 	b.waitOutcome(t, "sent", 2, 60*time.Second)
 
+	step("live change")
+
 	op := login(t, br, base, consoleOperator, consoleOperatorPassword)
 	checkNavigation(t, op, "/ (after login)")
 	if n := op.Count("[data-testid=live-row]"); n != 3 {
 		t.Errorf("/: %d live rows, want 3 (/pricing and the two hostile pages)", n)
 	}
+
+	step("operator login")
 
 	// 4. History: the crossing with the count ClickHouse holds.
 	op.Goto(base + "/history")
@@ -309,6 +329,8 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	checkHostile(t, op, "/history", stored...)
 	op.Screenshot("history")
+
+	step("history")
 
 	// 5. The page view: the chart drawn.
 	op.Goto(base + "/page?" + url.Values{"site": {"example.com"}, "path": {"/pricing"}}.Encode())
@@ -337,6 +359,28 @@ func TestConsoleInBrowser(t *testing.T) {
 		}
 		op.Screenshot("page-hostile-" + strconv.Itoa(i))
 	}
+
+	step("page views")
+
+	// The rules, with the hostile pages nearest their threshold; the
+	// pipeline and the silences: each loads without an error.
+	op.Goto(base + "/rules")
+	checkNavigation(t, op, "/rules")
+	for _, path := range stored {
+		if _, _, ok := findRow(op, "[data-testid=rule][data-rule=hostile-pages] [data-testid=rule-page]", "data-path", path, "data-state"); !ok {
+			t.Errorf("/rules: hostile-pages lacks the page %q", path)
+		}
+	}
+	checkHostile(t, op, "/rules", stored...)
+	op.Screenshot("rules")
+	for _, page := range []string{"/pipeline", "/silences"} {
+		if st := op.Goto(base + page); st != http.StatusOK {
+			t.Errorf("%s: status %d", page, st)
+		}
+		checkNavigation(t, op, page)
+	}
+
+	step("rules, pipeline, silences")
 
 	// 6. Dead letters: the viewer is refused, the operator retries.
 	viewer.AllowError("console.error", `status of 403`)
@@ -378,5 +422,6 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	op.Screenshot("history-after-retry")
 	op.Check()
-	t.Logf("console in the browser (Chromium %s): test took %v", br.Version(), time.Since(began).Round(time.Millisecond))
+	step("dead letters")
+	t.Logf("console in the browser (Chromium %s): test took %v: %s", br.Version(), time.Since(began).Round(time.Millisecond), strings.Join(steps, ", "))
 }
