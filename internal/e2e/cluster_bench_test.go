@@ -250,10 +250,14 @@ func benchLoaders(tb *testing.B, ch *chcluster.Cluster) {
 	if _, err := c.nb.HitsStream(context.Background()); err != nil {
 		tb.Fatal(err)
 	}
-	total := 0
+	total, round := 0, 0
 	for _, n := range []int{1, 2, 3} {
 		tb.Run(fmt.Sprintf("loaders=%d", n), func(tb *testing.B) {
-			subject := c.nb.HitsSubject("bench", "loaders"+strconv.Itoa(n))
+			// A subject per run: the benchmark may be run again (a short
+			// run under -benchtime), and the stream would drop the same
+			// message IDs as duplicates.
+			round++
+			subject := c.nb.HitsSubject("bench", fmt.Sprintf("loaders%d-%d", n, round))
 			c.publishHits(tb, subject, hits, rows)
 			total += rows
 			procs := map[string][]int{}
