@@ -289,13 +289,17 @@ func countMinutes(rows []row) []minuteCount {
 		slices.SortFunc(out[first:], func(a, b minuteCount) int { return cmp.Compare(a.seq, b.seq) })
 	}
 	// Rows came ordered by day first; a month holds many days, so restore
-	// (month, site, path, minute, seq) order.
-	slices.SortStableFunc(out, func(a, b minuteCount) int {
+	// (month, site, path, minute, seq) order. An insert of one day's hits,
+	// the usual, is in that order already.
+	byPage := func(a, b minuteCount) int {
 		if c := cmp.Compare(a.month, b.month); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.page, b.page)
-	})
+	}
+	if !slices.IsSortedFunc(out, byPage) {
+		slices.SortStableFunc(out, byPage)
+	}
 	return out
 }
 
