@@ -80,6 +80,12 @@ func run(data, sweeper, rulesPath string) error {
 		inProbation += sc.InProbation
 	}
 	fmt.Printf("rules %s; %d windows lie in the probationary 15%%: at most %d/%d can be caught\n", rulesPath, inProbation, windows-inProbation, windows)
+	var nabCode []nabeval.Score
+	for _, s := range ss {
+		nabCode = append(nabCode, nabeval.ScoreSeriesAfter(s, alarms, s.NABCodeProbationEnd()))
+	}
+	c, n, pw := nabeval.Total(nabCode)
+	fmt.Printf("with NAB's own code's probation (15%% of rows, at most 750): caught=%d/%d false_alarms_per_series_week=%.2f\n", c, n, pw)
 	fmt.Printf("nab-tweets caught=%d/%d false_alarms_per_series_week=%.2f\n", caught, windows, perWeek)
 	return nil
 }
