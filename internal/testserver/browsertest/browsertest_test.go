@@ -7,9 +7,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/pagewatch/pagewatch/internal/testserver/browsertest"
 )
@@ -73,6 +75,13 @@ func (r *recorder) Errorf(format string, args ...any) {
 	r.errs = append(r.errs, fmt.Sprintf(format, args...))
 }
 
+// Fatalf records and ends the goroutine, as t.Fatalf does: steps that
+// should fail run in a goroutine of their own.
+func (r *recorder) Fatalf(format string, args ...any) {
+	r.Errorf(format, args...)
+	runtime.Goexit()
+}
+
 func (r *recorder) errors() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -80,14 +89,21 @@ func (r *recorder) errors() string {
 }
 
 // TestBrowser launches Chromium with browsertest.Flags (headless, no
-// sandbox, no network) and drives a form, a redirect, a script, a
-// screenshot and an evaluation, on a page with a strict CSP and no errors.
+// sandbox, no network) once, for the subtests.
 func TestBrowser(t *testing.T) {
 	srv := site(t)
 	b := browsertest.Start(t)
+	t.Run("steps", func(t *testing.T) { testSteps(t, b, srv.URL) })
+	t.Run("problems", func(t *testing.T) { testProblems(t, b, srv.URL) })
+	t.Run("step fails", func(t *testing.T) { testStepFails(t, b, srv.URL) })
+}
+
+// testSteps drives a form, a redirect, a script, a screenshot and an
+// evaluation, on a page with a strict CSP and no errors.
+func testSteps(t *testing.T, b *browsertest.Browser, base string) {
 	p := b.NewPage(t)
 
-	if got := p.Goto(srv.URL + "/"); got != http.StatusOK {
+	if got := p.Goto(base + "/"); got != http.StatusOK {
 		t.Fatalf("GET / status %d", got)
 	}
 	if got := p.Text("#js"); got != "ran" {
@@ -130,11 +146,9 @@ func TestBrowser(t *testing.T) {
 	}
 }
 
-// TestBrowserReportsProblems: an inline script under the CSP, an alert and
-// a refused page each reach the test as an error, unless allowed.
-func TestBrowserReportsProblems(t *testing.T) {
-	srv := site(t)
-	b := browsertest.Start(t)
+// testProblems: an inline script under the CSP, an alert and a refused
+// page each reach the test as an error, unless allowed.
+func testProblems(t *testing.T, b *browsertest.Browser, base string) {
 
 	cases := []struct {
 		path string
@@ -149,7 +163,7 @@ func TestBrowserReportsProblems(t *testing.T) {
 		t.Run(strings.TrimPrefix(c.path, "/"), func(t *testing.T) {
 			rec := &recorder{TB: t}
 			p := b.NewPage(rec)
-			p.Goto(srv.URL + c.path)
+			p.Goto(base + c.path)
 			p.Check()
 			if errs := rec.errors(); !strings.Contains(errs, c.want) {
 				t.Errorf("errors reported: %q; want one containing %q", errs, c.want)
@@ -169,11 +183,37 @@ func TestBrowserReportsProblems(t *testing.T) {
 			rec2 := &recorder{TB: t}
 			p2 := b.NewPage(rec2)
 			p2.AllowError("", ".")
-			p2.Goto(srv.URL + c.path)
+			p2.Goto(base + c.path)
 			p2.Check()
 			if errs := rec2.errors(); errs != "" {
 				t.Errorf("allowed, still reported: %s", errs)
 			}
 		})
+	}
+}
+
+// testStepFails: a step that cannot complete fails the test within the
+// page's timeout, saying which step and selector, and the browser goes on
+// serving the next step.
+func testStepFails(t *testing.T, b *browsertest.Browser, base string) {
+	rec := &recorder{TB: t}
+	p := b.NewPageWith(rec, browsertest.PageOptions{Timeout: 500 * time.Millisecond})
+	p.Goto(base + "/")
+	start := time.Now()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.Text("#missing")
+		t.Error("Text of a missing element returned")
+	}()
+	<-done
+	if errs := rec.errors(); !strings.Contains(errs, `browser text "#missing"`) || !strings.Contains(errs, "500ms") {
+		t.Errorf("error for a missing element: %q", errs)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("the failing step took %v", d)
+	}
+	if got := p.Text("#js"); got != "ran" {
+		t.Errorf("after the failed step, #js = %q", got)
 	}
 }
