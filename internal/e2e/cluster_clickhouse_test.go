@@ -43,7 +43,9 @@ func startClusterLoad(t *testing.T) *clusterLoad {
 	t.Helper()
 	c := chcluster.Start(t, chcluster.Options{})
 	l := &clusterLoad{c: c, pages: make(chan pageCounts, 1), errs: make(chan error, 1)}
-	l.b = setupWith(t, setupOptions{rules: "    []", load: bigLoad, worker: defaultWorker, chCluster: c})
+	load := bigLoad
+	load.RetryMax = "2s" // back within 2 s of the outage's end
+	l.b = setupWith(t, setupOptions{rules: "    []", load: load, worker: defaultWorker, chCluster: c})
 	l.tr = newTraffic(t, clusterLoadHits, 2, time.Hour)
 	if _, err := l.tr.messages(func(int, int, []byte) error { l.total++; return nil }); err != nil {
 		t.Fatal(err)

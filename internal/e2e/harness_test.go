@@ -119,6 +119,17 @@ type bundle struct {
 type loadConfig struct {
 	BatchRows         int
 	BatchAge, AckWait string // YAML durations, e.g. "200ms"
+	// RetryMax, if set, caps the insert backoff (retry_max), so a loader
+	// finds a server that is back sooner.
+	RetryMax string
+}
+
+// retryMax is the retry_max line, if any, to follow ack_wait.
+func (l loadConfig) retryMax() string {
+	if l.RetryMax == "" {
+		return ""
+	}
+	return "\n    retry_max: " + l.RetryMax
 }
 
 // defaultLoad suits the small tests: batches of a few tailer messages.
@@ -259,7 +270,7 @@ ingest:
     listen: "127.0.0.1:0"
     batch_rows: %d
     batch_age: %s
-    ack_wait: %s
+    ack_wait: %s%s
     # The tests replay a 2015 log; retention would drop it.
     retention: {raw_hits_days: 0}
 sweeper:
@@ -273,7 +284,7 @@ worker:
   transport: smtp
   from: pagewatch@example.com
   smtp: {host: %q, port: %d, tls: none}
-`, b.natsSection(), b.clickhouseSection(), b.log, pages, load.BatchRows, load.BatchAge, load.AckWait, rules, o.worker.yaml(), b.smtp.Host, b.smtp.Port)
+`, b.natsSection(), b.clickhouseSection(), b.log, pages, load.BatchRows, load.BatchAge, load.AckWait, load.retryMax(), rules, o.worker.yaml(), b.smtp.Host, b.smtp.Port)
 	if err := os.WriteFile(b.config, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
