@@ -31,9 +31,9 @@ const (
 	hostileReferrer = `https://evil.example/"><img src=x onerror=alert(2)><script>alert(3)</script>`
 )
 
-// consoleRules: /pricing crosses 40 views in an hour (its first mail is
-// refused for good, so it is dead-lettered), and each hostile page
-// crosses 2.
+// consoleRules: /pricing crosses 40 views in an hour, and each hostile
+// page crosses 2. The SMTP server refuses the first two mails for good:
+// /pricing's and one hostile page's are dead-lettered.
 const consoleRules = `    - {name: pricing-hourly, site: example.com, path: /pricing, threshold: 40, window: 1h, notify: {recipients: [sales@example.com]}}
     - {name: hostile-pages, site: example.com, match: {regex: "/%.*"}, threshold: 2, window: 1h, notify: {recipients: [ops@example.com]}}`
 
@@ -182,7 +182,7 @@ func findRow(p *browsertest.Page, sel, attr, value, want string) (attrValue, tex
 func TestConsoleInBrowser(t *testing.T) {
 	began := time.Now()
 	b := setupWith(t, setupOptions{rules: consoleRules, load: defaultLoad, worker: defaultWorker,
-		smtp: []smtptest.Option{smtptest.WithFailures(550, 1)}})
+		smtp: []smtptest.Option{smtptest.WithFailures(550, 2)}})
 	cfg, err := os.ReadFile(b.config)
 	if err != nil {
 		t.Fatal(err)
@@ -253,7 +253,7 @@ func TestConsoleInBrowser(t *testing.T) {
 
 	step("pricing crossed and dead-lettered")
 
-	// 2. The hostile pages cross; their mails go out.
+	// 2. The hostile pages cross; one's mail is refused, the other's goes out.
 	appendLines(t, b.log, hostileLines(hostileScript, 3))
 	appendLines(t, b.log, hostileLines(hostileImg, 3))
 	b.waitHits(t, 51, 60*time.Second)
@@ -294,7 +294,8 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	checkHostile(t, viewer, "/live", stored...)
 	viewer.Screenshot("live")
-	b.waitOutcome(t, "sent", 2, 60*time.Second)
+	b.waitOutcome(t, "dead_lettered", 2, 60*time.Second)
+	b.waitOutcome(t, "sent", 1, 60*time.Second)
 
 	step("live change")
 
@@ -382,44 +383,62 @@ func TestConsoleInBrowser(t *testing.T) {
 
 	step("rules, pipeline, silences")
 
-	// 6. Dead letters: the viewer is refused, the operator retries.
+	// 6. Dead letters: the viewer is refused; the operator discards the
+	// hostile page's and retries /pricing's.
+	pricingDead := `[data-testid=dead-letter][data-key^="pricing-hourly."]`
+	hostileDead := `[data-testid=dead-letter][data-key^="hostile-pages."]`
 	viewer.AllowError("console.error", `status of 403`)
 	viewer.Goto(base + "/dead")
 	checkNavigation(t, viewer, "/dead (viewer)")
-	if n := viewer.Count("[data-testid=dead-letter]"); n != 1 {
-		t.Fatalf("/dead: %d dead letters, want 1:\n%s", n, viewer.Text("main"))
+	if n, p, h := viewer.Count("[data-testid=dead-letter]"), viewer.Count(pricingDead), viewer.Count(hostileDead); n != 2 || p != 1 || h != 1 {
+		t.Fatalf("/dead: %d dead letters (%d of pricing-hourly, %d of hostile-pages), want 2 (1, 1):\n%s", n, p, h, viewer.Text("main"))
 	}
-	if st := viewer.ClickNav("[data-testid=dead-letter] form[data-testid=retry] button"); st != http.StatusForbidden {
+	hostileKey, _ := viewer.Attr(hostileDead, "data-key")
+	hostilePath := strings.TrimSpace(b.ch.Query(t, fmt.Sprintf("SELECT path FROM pagewatch.crossings FINAL WHERE crossing_key = '%s' FORMAT TabSeparatedRaw", hostileKey)))
+	checkHostile(t, viewer, "/dead", hostilePath)
+	if st := viewer.ClickNav(pricingDead + " form[data-testid=retry] button"); st != http.StatusForbidden {
 		t.Errorf("/dead: a viewer's retry answered %d, want 403", st)
 	}
 	viewer.WaitFor("[data-testid=forbidden]", 5*time.Second)
 	viewer.Screenshot("dead-viewer-forbidden")
+	viewer.Goto(base + "/dead")
+	if st := viewer.ClickNav(hostileDead + " form[data-testid=discard] button"); st != http.StatusForbidden {
+		t.Errorf("/dead: a viewer's discard answered %d, want 403", st)
+	}
 
 	op.Goto(base + "/dead")
-	if n := op.Count("[data-testid=dead-letter]"); n != 1 {
-		t.Fatalf("/dead: %d dead letters after the viewer's attempt, want 1", n)
+	if n := op.Count("[data-testid=dead-letter]"); n != 2 {
+		t.Fatalf("/dead: %d dead letters after the viewer's attempts, want 2", n)
 	}
 	if n := op.Count("form[data-testid=retry-all]"); n != 1 {
 		t.Errorf("/dead: %d retry-all forms", n)
 	}
 	op.Screenshot("dead-operator")
-	if st := op.ClickNav("[data-testid=dead-letter] form[data-testid=retry] button"); st != http.StatusOK {
+	if st := op.ClickNav(hostileDead + " form[data-testid=discard] button"); st != http.StatusOK {
+		t.Errorf("/dead: the operator's discard ended with status %d", st)
+	}
+	op.Goto(base + "/dead")
+	if st := op.ClickNav(pricingDead + " form[data-testid=retry] button"); st != http.StatusOK {
 		t.Errorf("/dead: the operator's retry ended with status %d", st)
 	}
 	op.Goto(base + "/dead")
 	if n := op.Count("[data-testid=dead-letter]"); n != 0 {
-		t.Errorf("/dead: %d dead letters after the retry", n)
+		t.Errorf("/dead: %d dead letters after the discard and the retry:\n%s", n, op.Text("main"))
 	}
-	b.waitOutcome(t, "sent", 3, 30*time.Second)
+	b.waitOutcome(t, "sent", 2, 30*time.Second) // the retried one; the discarded one is not sent
 	op.Goto(base + "/history")
-	if n := op.Count("tr[data-testid=action][data-action=retry]"); n != 1 {
-		t.Errorf("/history: %d retry actions recorded, want 1:\n%s", n, op.Text("main"))
-	} else if row := op.Text("tr[data-testid=action][data-action=retry]"); !strings.Contains(row, consoleOperator) {
-		t.Errorf("/history: the retry action does not name %s: %q", consoleOperator, row)
+	for _, action := range []string{"retry", "discard"} {
+		sel := "tr[data-testid=action][data-action=" + action + "]"
+		if n := op.Count(sel); n != 1 {
+			t.Errorf("/history: %d %s actions recorded, want 1:\n%s", n, action, op.Text("main"))
+		} else if row := op.Text(sel); !strings.Contains(row, consoleOperator) {
+			t.Errorf("/history: the %s action does not name %s: %q", action, consoleOperator, row)
+		}
 	}
 	if n := op.Count("tr[data-testid=crossing][data-rule=pricing-hourly] [data-testid=outcome][data-outcome=sent]"); n != 1 {
 		t.Errorf("/history: pricing-hourly shows %d sent outcomes after the retry, want 1", n)
 	}
+	checkHostile(t, op, "/history (with the actions)", stored...)
 	op.Screenshot("history-after-retry")
 	op.Check()
 	step("dead letters")
