@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -37,15 +36,16 @@ type clusterLoad struct {
 	cancel context.CancelFunc
 }
 
-// startClusterLoad starts the cluster and two loaders, and publishes the
-// first half of the traffic; release lets the rest go.
-func startClusterLoad(t *testing.T) *clusterLoad {
+// startClusterLoad starts the cluster and two loaders (with rules, the
+// sweeper too), and publishes the first half of the traffic; release
+// lets the rest go.
+func startClusterLoad(t *testing.T, rules string) *clusterLoad {
 	t.Helper()
 	c := chcluster.Start(t, chcluster.Options{})
 	l := &clusterLoad{c: c, pages: make(chan pageCounts, 1), errs: make(chan error, 1)}
 	load := bigLoad
 	load.RetryMax = "2s" // back within 2 s of the outage's end
-	l.b = setupWith(t, setupOptions{rules: "    []", load: load, worker: defaultWorker, chCluster: c})
+	l.b = setupWith(t, setupOptions{rules: rules, load: load, worker: defaultWorker, chCluster: c})
 	l.tr = newTraffic(t, clusterLoadHits, 2, time.Hour)
 	if _, err := l.tr.messages(func(int, int, []byte) error { l.total++; return nil }); err != nil {
 		t.Fatal(err)
@@ -105,9 +105,9 @@ func (l *clusterLoad) meetOutage(t *testing.T, before float64, began time.Time, 
 	})
 }
 
-// finish releases the rest, waits until everything is loaded and checks
-// the counts.
-func (l *clusterLoad) finish(t *testing.T) {
+// finish releases the rest, waits until everything is loaded, checks
+// the counts and returns each page's published hits.
+func (l *clusterLoad) finish(t *testing.T) pageCounts {
 	t.Helper()
 	l.prog.release.Store(l.total)
 	pages := <-l.pages
@@ -118,6 +118,7 @@ func (l *clusterLoad) finish(t *testing.T) {
 	l.checkCounts(t, pages)
 	l.b.checkNoDeadLetters(t, l.prog.bb, l.procs)
 	t.Logf("%v failed inserts retried", l.insertErrors(t))
+	return pages
 }
 
 // checkCounts requires exact counts through the Distributed tables and
@@ -150,16 +151,7 @@ func (l *clusterLoad) checkCounts(t *testing.T, pages pageCounts) {
 	if distinct != n || final != n || minutes != n {
 		t.Errorf("distinct event ids %d, rows %d (FINAL), per-minute sum %d; want %d each", distinct, final, minutes, n)
 	}
-	got := map[string]int{}
-	out := l.b.ch.Query(t, "SELECT hex(path), sum(hits) FROM pagewatch.page_minutes FINAL WHERE site = '"+site+"' GROUP BY path")
-	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		hexPath, c, _ := strings.Cut(line, "\t")
-		p, err := unhex(hexPath)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got[p], _ = strconv.Atoi(c)
-	}
+	got := l.b.pageCounts(t)
 	bad := 0
 	for p, want := range pages.all {
 		if got[p] != want {
@@ -174,11 +166,25 @@ func (l *clusterLoad) checkCounts(t *testing.T, pages pageCounts) {
 	t.Logf("%d hits, each once: shards hold (hits, per-minute sum) %v on both replicas", n, perShard)
 }
 
+// clusterMilestone is the sweeper's rule in the replica test: every
+// 500 views of every page, all time, each a crossing of its own.
+const clusterMilestone = 500
+
 // TestClusterReplicaKilledMidLoad SIGKILLs one replica of shard 1 while
-// two loaders load: the Distributed inserts go to its twin, and once
-// restarted it fetches what it missed.
+// two loaders load and the sweeper sweeps every second: the Distributed
+// inserts go to its twin, and once restarted it fetches what it missed.
+// The sweeper, reading through the Distributed tables whatever replica
+// they take, records each milestone the final counts passed exactly
+// once.
 func TestClusterReplicaKilledMidLoad(t *testing.T) {
-	l := startClusterLoad(t)
+	var thresholds []int
+	for v := clusterMilestone; v < clusterLoadHits; v += clusterMilestone {
+		thresholds = append(thresholds, v)
+	}
+	list := strings.Trim(strings.Join(strings.Fields(fmt.Sprint(thresholds)), ", "), "[]")
+	rule := fmt.Sprintf(`    - {name: every-%d, site: example.com, match: {glob: "/**"}, threshold: [%s], window: all, storm_guard: {max_individual: 10000}, notify: {recipients: [ops@example.com]}}`, clusterMilestone, list)
+	l := startClusterLoad(t, rule)
+	sweeper := l.b.start(t, "sweeper", "run")
 	l.waitLoaded(t, l.total/4, 2*time.Minute)
 	killed := l.c.ShardNodes(1)[1] // not node 0, which the test reads through
 	l.c.Kill(killed)
@@ -189,7 +195,28 @@ func TestClusterReplicaKilledMidLoad(t *testing.T) {
 	l.c.Restart(t, killed)
 	t.Logf("replica s1r2 down for %s while %d of %d messages were loaded; its twin then held %s hits rows",
 		time.Since(began).Round(time.Millisecond), l.total*3/4-l.total/4, l.total, behind)
-	l.finish(t)
+	pages := l.finish(t)
+
+	want := 0
+	for _, n := range pages.all {
+		for _, m := range thresholds {
+			if n > m {
+				want++
+			}
+		}
+	}
+	testcheck.Eventually(t, time.Minute, fmt.Sprintf("%d crossings in the history", want), func() error {
+		got := l.b.count(t, "SELECT count() FROM pagewatch.crossings FINAL")
+		if got > want {
+			t.Fatalf("the crossings history holds %d crossings, more than the %d milestones passed", got, want)
+		}
+		if got != want {
+			return fmt.Errorf("%d crossings", got)
+		}
+		return nil
+	})
+	alive(t, sweeper)
+	t.Logf("the sweeper recorded %d crossings (every %d views, up to %d), each once", want, clusterMilestone, thresholds[len(thresholds)-1])
 }
 
 // TestClusterShardDownMidLoad stops both replicas of shard 2 for 30 s:
@@ -197,7 +224,7 @@ func TestClusterReplicaKilledMidLoad(t *testing.T) {
 // it is back, and they wait and retry.
 func TestClusterShardDownMidLoad(t *testing.T) {
 	const outage = 30 * time.Second
-	l := startClusterLoad(t)
+	l := startClusterLoad(t, "    []")
 	l.waitLoaded(t, l.total/4, 2*time.Minute)
 	shard2 := l.c.ShardNodes(2)
 	before := l.insertErrors(t)
@@ -214,7 +241,7 @@ func TestClusterShardDownMidLoad(t *testing.T) {
 // replicated tables are read-only until their sessions are back, and the
 // loaders retry.
 func TestClusterZooKeeperRestartedMidLoad(t *testing.T) {
-	l := startClusterLoad(t)
+	l := startClusterLoad(t, "    []")
 	l.waitLoaded(t, l.total/4, 2*time.Minute)
 	before := l.insertErrors(t)
 	l.c.ZooKeeper.Kill()
