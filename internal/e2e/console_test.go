@@ -206,6 +206,18 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	step("daemons and browser up")
 
+	// The pages carry a strict CSP, so a CSP violation in the browser (which
+	// fails the test) would be a page breaking it, and injected markup
+	// could not run script.
+	resp, err := http.Get(base + "/login")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "unsafe-") {
+		t.Errorf("/login: Content-Security-Policy %q", csp)
+	}
+
 	// No data without logging in; a wrong password is refused, saying so.
 	stranger := br.NewPage(t)
 	stranger.AllowError("console.error", `status of 40[14] `)
