@@ -318,8 +318,36 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 
 	step("operator login")
+	c := &consoleCheck{t: t, b: b, base: base, op: op, viewer: viewer, stored: stored}
 
-	// 4. History: the crossing with the count ClickHouse holds.
+	c.checkHistory()
+	step("history")
+
+	c.checkPageViews()
+	step("page views")
+
+	c.checkOtherPages()
+	step("rules, pipeline, silences")
+
+	c.checkDeadLetters()
+	op.Check()
+	step("dead letters")
+	t.Logf("console in the browser (Chromium %s): test took %v: %s", br.Version(), time.Since(began).Round(time.Millisecond), strings.Join(steps, ", "))
+}
+
+// consoleCheck is what the checks of the console's pages share.
+type consoleCheck struct {
+	t          *testing.T
+	b          *bundle
+	base       string // the console's URL
+	op, viewer *browsertest.Page
+	stored     []string // the hostile paths as ClickHouse holds them
+}
+
+// checkHistory: the crossing with the count ClickHouse holds, and the
+// hostile pages' crossings as text.
+func (c *consoleCheck) checkHistory() {
+	t, b, base, op, stored := c.t, c.b, c.base, c.op, c.stored
 	op.Goto(base + "/history")
 	checkNavigation(t, op, "/history")
 	want := strings.TrimSpace(b.ch.Query(t, "SELECT hits FROM pagewatch.crossings FINAL WHERE rule = 'pricing-hourly'"))
@@ -342,10 +370,12 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	checkHostile(t, op, "/history", stored...)
 	op.Screenshot("history")
+}
 
-	step("history")
-
-	// 5. The page view: the chart drawn.
+// checkPageViews: /pricing's chart drawn; each hostile page's view shows
+// its path (heading, chart title) and its hostile referrer as text.
+func (c *consoleCheck) checkPageViews() {
+	t, b, base, op, stored := c.t, c.b, c.base, c.op, c.stored
 	op.Goto(base + "/page?" + url.Values{"site": {"example.com"}, "path": {"/pricing"}}.Encode())
 	checkNavigation(t, op, "/page")
 	op.WaitFor("svg[data-testid=chart]", 10*time.Second)
@@ -372,11 +402,12 @@ func TestConsoleInBrowser(t *testing.T) {
 		}
 		op.Screenshot("page-hostile-" + strconv.Itoa(i))
 	}
+}
 
-	step("page views")
-
-	// The rules, with the hostile pages nearest their threshold; the
-	// pipeline and the silences: each loads without an error.
+// checkOtherPages: the rules, with the hostile pages nearest their
+// threshold as text; the pipeline and the silences load without an error.
+func (c *consoleCheck) checkOtherPages() {
+	t, base, op, stored := c.t, c.base, c.op, c.stored
 	op.Goto(base + "/rules")
 	checkNavigation(t, op, "/rules")
 	for _, path := range stored {
@@ -392,11 +423,13 @@ func TestConsoleInBrowser(t *testing.T) {
 		}
 		checkNavigation(t, op, page)
 	}
+}
 
-	step("rules, pipeline, silences")
-
-	// 6. Dead letters: the viewer is refused; the operator discards the
-	// hostile page's and retries /pricing's.
+// checkDeadLetters: a viewer's retry and discard are refused (403); the
+// operator discards the hostile page's dead letter and retries /pricing's,
+// which is then sent, and the history records both actions.
+func (c *consoleCheck) checkDeadLetters() {
+	t, b, base, op, viewer, stored := c.t, c.b, c.base, c.op, c.viewer, c.stored
 	pricingDead := `[data-testid=dead-letter][data-key^="pricing-hourly."]`
 	hostileDead := `[data-testid=dead-letter][data-key^="hostile-pages."]`
 	viewer.AllowError("console.error", `status of 403`)
@@ -452,7 +485,4 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	checkHostile(t, op, "/history (with the actions)", stored...)
 	op.Screenshot("history-after-retry")
-	op.Check()
-	step("dead letters")
-	t.Logf("console in the browser (Chromium %s): test took %v: %s", br.Version(), time.Since(began).Round(time.Millisecond), strings.Join(steps, ", "))
 }
