@@ -147,7 +147,8 @@ func (h *httpInserter) insert(ctx context.Context, insert string, native []byte)
 	for k, v := range h.params {
 		params[k] = v
 	}
-	i := int(h.next.Load()) % len(h.urls)
+	next := h.next.Load()
+	i := int(next % uint32(len(h.urls)))
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.urls[i]+"?"+params.Encode(), bytes.NewReader(body))
 	if err != nil {
 		return fmt.Errorf("insert over http: %w", err)
@@ -156,7 +157,7 @@ func (h *httpInserter) insert(ctx context.Context, insert string, native []byte)
 	req.Header.Set("Content-Type", "application/octet-stream")
 	resp, err := h.client.Do(req)
 	if err != nil {
-		h.next.CompareAndSwap(uint32(i), uint32(i+1))
+		h.next.CompareAndSwap(next, next+1)
 		var uerr *url.Error
 		if errors.As(err, &uerr) {
 			err = uerr.Err // without the URL: it holds no secret, but is long

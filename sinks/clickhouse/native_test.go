@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"math/rand/v2"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -324,5 +325,38 @@ func TestHTTPConfigValidate(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "http_addr[0]") {
 		t.Errorf("Validate() = %v; http_addr[0] is fine", err)
+	}
+}
+
+// An http_addr that cannot be reached fails that insert, which the loader
+// retries; the retry goes to the next address.
+func TestHTTPInsertMovesToTheNextAddress(t *testing.T) {
+	srv := clickhousetest.Start(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := l.Addr().String()
+	l.Close()
+	cfg := DefaultConfig()
+	cfg.Addr, cfg.HTTPAddr = []string{srv.Addr}, []string{dead, srv.HTTPAddr}
+	ctx := context.Background()
+	c, err := Open(ctx, cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	batches := hostileBatches()[:1]
+	if err := c.InsertHits(ctx, batches); err == nil || !strings.Contains(err.Error(), dead) {
+		t.Fatalf("first insert: %v; want it refused by %s", err, dead)
+	}
+	if err := c.InsertHits(ctx, batches); err != nil {
+		t.Fatalf("retried insert: %v", err)
+	}
+	if n, err := c.HitCount(ctx); err != nil || n != 40 {
+		t.Fatalf("HitCount = %d, %v; want 40", n, err)
 	}
 }
