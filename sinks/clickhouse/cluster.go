@@ -188,10 +188,10 @@ func (c *Client) awaitReplicas(ctx context.Context, table string) error {
 }
 
 // tablesMissing reports whether a host of the cluster that answers lacks
-// a table another one has: a server added to the cluster after the
-// migrations ran. Hosts that are down are skipped; they are checked the
-// next time.
-func (c *Client) tablesMissing(ctx context.Context) (bool, error) {
+// one of ours (tables) that another one has: a server added to the
+// cluster after the migrations ran. Hosts that are down are skipped; they
+// are checked the next time.
+func (c *Client) tablesMissing(ctx context.Context, ours map[string]bool) (bool, error) {
 	hosts, err := c.clusterHosts(ctx)
 	if err != nil {
 		return false, err
@@ -206,7 +206,9 @@ func (c *Client) tablesMissing(ctx context.Context) (bool, error) {
 		}
 		answered++
 		for _, n := range names {
-			all[n]++
+			if ours[n] {
+				all[n]++
+			}
 		}
 	}
 	for _, n := range all {

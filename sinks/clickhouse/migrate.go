@@ -3,6 +3,7 @@ package clickhouse
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"time"
 
 	ch "github.com/ClickHouse/clickhouse-go/v2"
@@ -38,7 +39,7 @@ func (c *Client) Migrate(ctx context.Context) (applied int, err error) {
 	// database. The statements are idempotent, so they all run again.
 	missing := false
 	if layout.Clustered() {
-		if missing, err = c.tablesMissing(ctx); err != nil {
+		if missing, err = c.tablesMissing(ctx, tablesCreated(bootstrap, migrations)); err != nil {
 			return 0, err
 		}
 		if missing {
@@ -74,6 +75,27 @@ func (c *Client) Migrate(ctx context.Context) (applied int, err error) {
 		applied++
 	}
 	return applied, nil
+}
+
+// createdRE finds the table a CREATE TABLE statement of ours creates.
+var createdRE = regexp.MustCompile(`CREATE TABLE IF NOT EXISTS (?:\w+\.)?(\w+)`)
+
+// tablesCreated is the set of tables the schema creates, so that tables
+// of others in the database do not count as missing anywhere.
+func tablesCreated(bootstrap string, migrations []schema.Migration) map[string]bool {
+	out := map[string]bool{}
+	add := func(stmt string) {
+		if m := createdRE.FindStringSubmatch(stmt); m != nil {
+			out[m[1]] = true
+		}
+	}
+	add(bootstrap)
+	for _, m := range migrations {
+		for _, s := range m.Statements {
+			add(s)
+		}
+	}
+	return out
 }
 
 func (c *Client) appliedVersions(ctx context.Context) (map[uint32]bool, error) {

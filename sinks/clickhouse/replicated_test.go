@@ -12,6 +12,7 @@ import (
 	"github.com/pagewatch/pagewatch/internal/sqlcheck"
 	"github.com/pagewatch/pagewatch/internal/testcheck"
 	"github.com/pagewatch/pagewatch/internal/testserver/chcluster"
+	"github.com/pagewatch/pagewatch/schema"
 )
 
 // The tests on a replicated cluster: 2 shards × 2 replicas of 18.16 on
@@ -184,5 +185,26 @@ func TestClusterReplicationQueriesRunOnCurrentEngine(t *testing.T) {
 		if strings.Contains(r.Output, "remote(") {
 			t.Errorf("%s: remote() left in", r.Name)
 		}
+	}
+}
+
+func TestTablesCreatedAreTheSchemas(t *testing.T) {
+	layout := testClusterConfig().layout()
+	migrations, err := schema.Migrations(layout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bootstrap, err := schema.CreateMigrationsTable(layout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := tablesCreated(bootstrap, migrations)
+	for _, name := range []string{"schema_migrations", "hits", "hits_local", "page_minutes_local", "page_hours", "crossing_whys_local"} {
+		if !got[name] {
+			t.Errorf("%s is not among the tables created: %v", name, got)
+		}
+	}
+	if len(got)%2 != 1 { // each table's two halves, and schema_migrations
+		t.Errorf("%d tables created: %v", len(got), got)
 	}
 }
