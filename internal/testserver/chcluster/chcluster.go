@@ -71,7 +71,7 @@ type Node struct {
 func Start(t testing.TB, opts Options) *Cluster {
 	t.Helper()
 	began := time.Now()
-	shards, replicas := cmp0(opts.Shards, 2), cmp0(opts.Replicas, 2)
+	shards, replicas := orDefault(opts.Shards, 2), orDefault(opts.Replicas, 2)
 	c := &Cluster{Name: Name, ZooKeeper: newZooKeeper(t), member: map[int]bool{}}
 	for s := 1; s <= shards; s++ {
 		for r := 1; r <= replicas; r++ {
@@ -109,7 +109,7 @@ func Start(t testing.TB, opts Options) *Cluster {
 	return c
 }
 
-func cmp0(v, def int) int {
+func orDefault(v, def int) int {
 	if v == 0 {
 		return def
 	}
@@ -184,7 +184,7 @@ func (c *Cluster) Add(t testing.TB, i int) {
 	deadline := time.Now().Add(30 * time.Second)
 	for _, n := range c.Nodes {
 		for n.running() {
-			got, err := n.query("SELECT count() FROM system.clusters WHERE cluster = '" + c.Name + "'")
+			got, err := n.TryQuery("SELECT count() FROM system.clusters WHERE cluster = '" + c.Name + "'")
 			if err == nil && got == want {
 				break
 			}
@@ -235,7 +235,7 @@ func (n *Node) launch() error {
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		_, err := n.query("SELECT count() FROM system.zookeeper WHERE path = '/clickhouse'")
+		_, err := n.TryQuery("SELECT count() FROM system.zookeeper WHERE path = '/clickhouse'")
 		if err == nil {
 			return nil
 		}
@@ -246,16 +246,10 @@ func (n *Node) launch() error {
 	}
 }
 
-// running reports whether a node answers /ping.
+// running reports whether a node answers a query.
 func (n *Node) running() bool {
-	_, err := n.query("SELECT 1")
+	_, err := n.TryQuery("SELECT 1")
 	return err == nil
-}
-
-// query runs sql and returns its error rather than failing a test, for
-// nodes that may be down.
-func (n *Node) query(sql string) (string, error) {
-	return n.Server.TryQuery(sql)
 }
 
 // writeConfigs (re)writes config.d/cluster.xml of every node.
