@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -94,6 +95,16 @@ func (f *fakeStore) PageHourSeries(context.Context, string, string, time.Time, t
 
 func (f *fakeStore) TopReferrers(context.Context, string, string, time.Time, time.Time, int) ([]traffic.Referrer, error) {
 	return f.refs, nil
+}
+
+func (f *fakeStore) PageCounts(_ context.Context, sites, paths []string, _, _ time.Time) ([]PageViews, error) {
+	var out []PageViews
+	for _, p := range f.top {
+		if slices.Contains(sites, p.Site) && slices.Contains(paths, p.Path) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
 }
 
 func (f *fakeStore) TopPages(context.Context, string, time.Time, time.Time, int) ([]PageViews, error) {

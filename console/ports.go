@@ -50,6 +50,10 @@ type TrafficStore interface {
 	PageHourSeries(ctx context.Context, site, path string, from, to time.Time) ([]traffic.MinuteHits, error)
 	// TopReferrers returns the referers that sent a page the most hits.
 	TopReferrers(ctx context.Context, site, path string, from, to time.Time, limit int) ([]traffic.Referrer, error)
+	// PageCounts returns the views in [from, to) of the given sites' and
+	// paths' pages (every pair of them with views: callers filter), read
+	// by the pages' key.
+	PageCounts(ctx context.Context, sites, paths []string, from, to time.Time) ([]PageViews, error)
 	// TopPages returns the pages of a site ("" every site) with the most
 	// views in [from, to), most first.
 	TopPages(ctx context.Context, site string, from, to time.Time, limit int) ([]PageViews, error)

@@ -2,6 +2,7 @@ package console
 
 import (
 	"cmp"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -86,18 +87,11 @@ func (s *Server) rulesPage(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	// One read per window length for the page of rules, over the sites
-	// they watch, however many rules share it: a round trip apiece
-	// costs more than the rows.
-	site, sites := "", map[string]bool{}
-	for _, rule := range page {
-		sites[rule.Site] = true
-		site = rule.Site
+	counts, err := s.ruleCounts(r, page, now)
+	if err != nil {
+		s.failErr(w, r, "reading the rules' counts", err)
+		return
 	}
-	if len(sites) != 1 {
-		site = ""
-	}
-	tops := map[time.Duration][]PageViews{}
 	for _, rule := range page {
 		rv := ruleView{Name: rule.Name, Kind: ruleKind(rule), Site: rule.Site, Match: matchText(rule), Window: windowText(rule.Window),
 			Aggregate: string(cmp.Or(rule.Aggregate, rules.PerPage)), Thresholds: rule.Thresholds, LastFired: last[rule.Name], Pages: []rulePage{}}
@@ -109,17 +103,7 @@ func (s *Server) rulesPage(w http.ResponseWriter, r *http.Request) {
 		case win == 0:
 			rv.Note = "all-time window: counts are not read here"
 		default:
-			top, ok := tops[win]
-			if !ok {
-				var err error
-				top, err = s.deps.Store.TopPages(ctx, site, now.Add(-win), now, topScan*len(sites))
-				if err != nil {
-					s.failErr(w, r, "reading the busiest pages", err)
-					return
-				}
-				tops[win] = top
-			}
-			pages, err := s.nearest(r, rule, top, now)
+			pages, err := s.nearest(r, rule, counts[win], now)
 			if err != nil {
 				s.failErr(w, r, "reading the sweeper's state", err)
 				return
@@ -129,6 +113,70 @@ func (s *Server) rulesPage(w http.ResponseWriter, r *http.Request) {
 		v.Rules = append(v.Rules, rv)
 	}
 	s.render(w, r, "rules", "Rules", v)
+}
+
+// exactPath is the one page a rule watches, if it watches one.
+func exactPath(r rules.Rule) (string, bool) {
+	if r.Site == "" || r.Aggregate == rules.Sum {
+		return "", false
+	}
+	p := cmp.Or(r.Path, r.Match.Exact)
+	return p, p != ""
+}
+
+// ruleCounts reads, per window length of the page's threshold rules,
+// the counts of the pages they watch: the rules of one page each by the
+// pages' key, the others through the busiest pages of their sites. A
+// few reads for the 50 rules, however they are spread.
+func (s *Server) ruleCounts(r *http.Request, page []rules.Rule, now time.Time) (map[time.Duration][]PageViews, error) {
+	type set struct{ sites, paths map[string]bool }
+	exact, wide := map[time.Duration]*set{}, map[time.Duration]*set{}
+	add := func(m map[time.Duration]*set, win time.Duration, site, path string) {
+		if m[win] == nil {
+			m[win] = &set{map[string]bool{}, map[string]bool{}}
+		}
+		m[win].sites[site], m[win].paths[path] = true, true
+	}
+	for _, rule := range page {
+		win := windowLength(rule.Window)
+		if ruleKind(rule) != "threshold" || win == 0 {
+			continue
+		}
+		if p, ok := exactPath(rule); ok {
+			add(exact, win, rule.Site, p)
+		} else {
+			add(wide, win, rule.Site, "")
+		}
+	}
+	out := map[time.Duration][]PageViews{}
+	for win, st := range exact {
+		pv, err := s.deps.Store.PageCounts(r.Context(), slices.Collect(maps.Keys(st.sites)), slices.Collect(maps.Keys(st.paths)), now.Add(-win), now)
+		if err != nil {
+			return nil, err
+		}
+		out[win] = append(out[win], pv...)
+	}
+	for win, st := range wide {
+		site := ""
+		if len(st.sites) == 1 {
+			for k := range st.sites {
+				site = k
+			}
+		}
+		pv, err := s.deps.Store.TopPages(r.Context(), site, now.Add(-win), now, topScan*len(st.sites))
+		if err != nil {
+			return nil, err
+		}
+		out[win] = append(out[win], pv...)
+	}
+	for win, pv := range out {
+		slices.SortFunc(pv, func(a, b PageViews) int {
+			return cmp.Or(cmp.Compare(b.Views, a.Views), cmp.Compare(a.Site, b.Site), cmp.Compare(a.Path, b.Path))
+		})
+		// A page read both ways is the same count twice.
+		out[win] = slices.CompactFunc(pv, func(a, b PageViews) bool { return a.Site == b.Site && a.Path == b.Path })
+	}
+	return out, nil
 }
 
 // nearest are the rule's pages with the highest count against its

@@ -231,6 +231,27 @@ func (c *Client) PageHourSeries(ctx context.Context, site, path string, from, to
 	return out, rows.Err()
 }
 
+// PageCounts returns the given pages' views in [from, to).
+func (c *Client) PageCounts(ctx context.Context, sites, paths []string, from, to time.Time) ([]console.PageViews, error) {
+	if len(sites) == 0 || len(paths) == 0 {
+		return nil, nil
+	}
+	rows, err := c.conn.Query(ctx, queryConsolePageCounts, keySet(sites), keySet(paths), from.Unix(), to.Unix())
+	if err != nil {
+		return nil, fmt.Errorf("counts of %d pages: %w", len(paths), err)
+	}
+	defer rows.Close()
+	var out []console.PageViews
+	for rows.Next() {
+		var p console.PageViews
+		if err := rows.Scan(&p.Site, &p.Path, &p.Views); err != nil {
+			return nil, fmt.Errorf("page counts: %w", err)
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
 // TopPages returns a site's busiest pages in [from, to): from the raw
 // hits for a span of up to a day, else over the whole sealed days in it.
 func (c *Client) TopPages(ctx context.Context, site string, from, to time.Time, limit int) ([]console.PageViews, error) {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/pagewatch/pagewatch/console"
 	"github.com/pagewatch/pagewatch/domain/rules"
+	"github.com/pagewatch/pagewatch/domain/traffic"
 )
 
 // BenchmarkConsole times each console page and API call, whole (the
@@ -71,7 +72,8 @@ func BenchmarkConsole(b *testing.B) {
 	cfg := console.DefaultConfig()
 	cfg.Auth = console.AuthNone
 	cfg.LiveInterval = time.Nanosecond // every live call polls: what is timed is the poll
-	srv, err := console.New(cfg, console.Deps{Store: c, Rules: func() []rules.Rule { return rs },
+	ts := &timedStore{Client: c, times: map[string]time.Duration{}, calls: map[string]int{}}
+	srv, err := console.New(cfg, console.Deps{Store: ts, Rules: func() []rules.Rule { return rs },
 		Logger: slog.New(slog.DiscardHandler), Registry: prometheus.NewRegistry(), Now: func() time.Time { return end }})
 	if err != nil {
 		b.Fatal(err)
@@ -105,9 +107,64 @@ func BenchmarkConsole(b *testing.B) {
 	sort.Strings(names)
 	for _, r := range names {
 		ms := float64(times[r].Microseconds()) / 1000 / float64(b.N)
-		b.Logf("%-60s %8.1f ms", r, ms)
+		fmt.Fprintf(os.Stderr, "console bench: %-60s %8.1f ms\n", r, ms)
 		b.ReportMetric(ms, "ms/"+metricName(r))
 	}
+	for name, d := range ts.times {
+		fmt.Fprintf(os.Stderr, "console bench: store %-14s %5d calls %8.1f ms each\n", name, ts.calls[name], float64(d.Microseconds())/1000/float64(ts.calls[name]))
+	}
+}
+
+// timedStore times each of the console's reads.
+type timedStore struct {
+	*Client
+	times map[string]time.Duration
+	calls map[string]int
+}
+
+func (t *timedStore) since(name string, start time.Time) {
+	t.times[name] += time.Since(start)
+	t.calls[name]++
+}
+
+func (t *timedStore) Live(ctx context.Context, q console.LiveQuery) ([]console.LivePage, error) {
+	defer t.since("Live", time.Now())
+	return t.Client.Live(ctx, q)
+}
+
+func (t *timedStore) DayTotals(ctx context.Context, sites, paths []string, from, to time.Time) ([]console.DayTotal, error) {
+	defer t.since("DayTotals", time.Now())
+	return t.Client.DayTotals(ctx, sites, paths, from, to)
+}
+
+func (t *timedStore) TopPages(ctx context.Context, site string, from, to time.Time, limit int) ([]console.PageViews, error) {
+	defer t.since("TopPages"+to.Sub(from).String(), time.Now())
+	return t.Client.TopPages(ctx, site, from, to, limit)
+}
+
+func (t *timedStore) PageCounts(ctx context.Context, sites, paths []string, from, to time.Time) ([]console.PageViews, error) {
+	defer t.since("PageCounts"+to.Sub(from).String(), time.Now())
+	return t.Client.PageCounts(ctx, sites, paths, from, to)
+}
+
+func (t *timedStore) Crossings(ctx context.Context, q console.HistoryQuery) ([]console.CrossingRow, error) {
+	defer t.since("Crossings", time.Now())
+	return t.Client.Crossings(ctx, q)
+}
+
+func (t *timedStore) LastFired(ctx context.Context, rules []string, since time.Time) ([]console.CrossingRow, error) {
+	defer t.since("LastFired", time.Now())
+	return t.Client.LastFired(ctx, rules, since)
+}
+
+func (t *timedStore) TopReferrers(ctx context.Context, site, path string, from, to time.Time, limit int) ([]traffic.Referrer, error) {
+	defer t.since("TopReferrers", time.Now())
+	return t.Client.TopReferrers(ctx, site, path, from, to, limit)
+}
+
+func (t *timedStore) PageSeries(ctx context.Context, site, path string, from, to time.Time) ([]traffic.MinuteHits, error) {
+	defer t.since("PageSeries", time.Now())
+	return t.Client.PageSeries(ctx, site, path, from, to)
 }
 
 func metricName(route string) string {

@@ -42,6 +42,10 @@ func TestConsoleStore(t *testing.T) {
 	if other, err := b.client.Live(ctx, console.LiveQuery{Site: "other.example", Now: now, PerSite: 10}); err != nil || len(other) != 0 {
 		t.Errorf("live of another site: %+v, %v", other, err)
 	}
+	counts, err := b.client.PageCounts(ctx, []string{"example.com", "o'ther"}, []string{"/pricing", "/nope"}, now.Add(-72*time.Hour), now.Add(time.Minute))
+	if err != nil || len(counts) != 1 || counts[0].Views != 120 {
+		t.Errorf("page counts: %+v, %v; want /pricing's 120", counts, err)
+	}
 	top, err := b.client.TopPages(ctx, "example.com", now.Add(-time.Hour), now, 1)
 	if err != nil || len(top) != 1 || top[0].Views != 90 {
 		t.Errorf("top pages: %+v, %v", top, err)

@@ -65,10 +65,12 @@ ORDER BY v60 DESC, site, path
 LIMIT ? BY site`
 
 	// queryConsoleDayTotals is sealed views per page and day, read by
-	// page_days' key (site, path, day).
-	queryConsoleDayTotals = `SELECT site, path, day, hits
-FROM page_days FINAL
+	// page_days' key (site, path, day); the largest of a page-day's rows
+	// is its latest (see queryConsoleTopPagesDays).
+	queryConsoleDayTotals = `SELECT site, path, day, max(hits)
+FROM page_days
 WHERE site IN ? AND path IN ? AND day >= toDate(toDateTime(?)) AND day < toDate(toDateTime(?))
+GROUP BY site, path, day
 ORDER BY site, path, day`
 
 	// queryConsolePageHours is one page's views per hour, deduplicated
@@ -81,6 +83,17 @@ ORDER BY site, path, day`
 )
 GROUP BY h
 ORDER BY h`
+
+	// queryConsolePageCounts is some pages' views in a span, read by
+	// page_minutes' key (site, path, minute) and deduplicated per
+	// (minute, batch).
+	queryConsolePageCounts = `SELECT site, path, sum(n) FROM (
+    SELECT site, path, minute, any(hits) AS n
+    FROM page_minutes
+    WHERE site IN ? AND path IN ? AND minute >= toDateTime(?) AND minute < toDateTime(?)
+    GROUP BY site, path, minute, seq
+)
+GROUP BY site, path`
 
 	// queryConsoleTopPagesRecent is a site's busiest pages in a span of
 	// at most a day, from the raw hits.
@@ -97,9 +110,15 @@ LIMIT ?`
 
 	// queryConsoleTopPagesDays is a site's busiest pages over whole
 	// sealed days.
-	queryConsoleTopPagesDays = `SELECT site, path, sum(hits) AS n
-FROM page_days FINAL
-WHERE day >= toDate(?) AND day < toDate(?) AND (? OR site = ?)
+	// A page-day's rows only gain hits with their version, so its
+	// largest is its latest: max per day instead of FINAL, which 18.16
+	// makes read whole parts.
+	queryConsoleTopPagesDays = `SELECT site, path, sum(h) AS n FROM (
+    SELECT site, path, day, max(hits) AS h
+    FROM page_days
+    WHERE day >= toDate(toDateTime(?)) AND day < toDate(toDateTime(?)) AND (? OR site = ?)
+    GROUP BY site, path, day
+)
 GROUP BY site, path
 ORDER BY n DESC, site, path
 LIMIT ?`

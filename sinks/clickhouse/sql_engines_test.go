@@ -79,6 +79,8 @@ var sampleRuns = map[string]string{
 	"queryConsoleLive":      bind(queryConsoleLive, int64(1699999700), int64(1699996400), int64(1700000000), true, "", 50),
 	"queryConsoleDayTotals": bind(queryConsoleDayTotals, ch.GroupSet{Value: []any{"example.com"}}, ch.GroupSet{Value: []any{"/p", "o'ther"}},
 		int64(1699392000), int64(1700006400)),
+	"queryConsolePageCounts": bind(queryConsolePageCounts, ch.GroupSet{Value: []any{"example.com"}}, ch.GroupSet{Value: []any{"/p", "o'ther"}},
+		int64(1699990000), int64(1700010000)),
 	"queryConsolePageHours":      bind(queryConsolePageHours, "example.com", "/p", int64(1699990000), int64(1700010000)),
 	"queryConsoleTopPagesRecent": bind(queryConsoleTopPagesRecent, int64(1699990000), int64(1700010000), false, "example.com", 500),
 	"queryConsoleTopPagesDays":   bind(queryConsoleTopPagesDays, int64(1699390000), int64(1700010000), true, "", 500),
