@@ -1,14 +1,18 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/pagewatch/pagewatch/broker/bus"
 	"github.com/pagewatch/pagewatch/internal/testcheck"
 	"github.com/pagewatch/pagewatch/internal/testserver/chcluster"
+	"github.com/pagewatch/pagewatch/pipeline/retention"
 )
 
 // The loader on a replicated ClickHouse cluster (2 shards × 2 replicas on
@@ -46,6 +50,16 @@ func startClusterLoad(t *testing.T, rules string) *clusterLoad {
 	load := bigLoad
 	load.RetryMax = "2s" // back within 2 s of the outage's end
 	l.b = setupWith(t, setupOptions{rules: rules, load: load, worker: defaultWorker, chCluster: c})
+	// Retention on, with nothing old enough to drop: each loader runs it
+	// at start, and of two loaders in one period only one may.
+	cfg, err := os.ReadFile(l.b.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg = bytes.Replace(cfg, []byte("retention: {raw_hits_days: 0}"), []byte("retention: {raw_hits_days: 3650, every: 1h}"), 1)
+	if err := os.WriteFile(l.b.config, cfg, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	l.tr = newTraffic(t, clusterLoadHits, 2, time.Hour)
 	if _, err := l.tr.messages(func(int, int, []byte) error { l.total++; return nil }); err != nil {
 		t.Fatal(err)
@@ -118,7 +132,35 @@ func (l *clusterLoad) finish(t *testing.T) pageCounts {
 	l.checkCounts(t, pages)
 	l.b.checkNoDeadLetters(t, l.prog.bb, l.procs)
 	t.Logf("%v failed inserts retried", l.insertErrors(t))
+	l.checkRetentionClaims(t)
 	return pages
+}
+
+// checkRetentionClaims requires the two loaders' runs at start to have
+// been done once per period: every run either claimed its period (a key
+// in the claims bucket) or found it claimed by the other.
+func (l *clusterLoad) checkRetentionClaims(t *testing.T) {
+	t.Helper()
+	kv, err := l.prog.bb.KV(context.Background(), bus.BucketRetention, retention.ClaimsTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := kv.ListKeys(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	claimed := 0
+	for range keys.Keys() {
+		claimed++
+	}
+	elsewhere := 0.0
+	for _, a := range l.addrs {
+		elsewhere += metric(t, a, "pagewatch_retention_claimed_elsewhere_total")
+	}
+	if claimed < 1 || float64(claimed)+elsewhere != float64(len(l.addrs)) {
+		t.Errorf("retention: %d periods claimed and %v runs found theirs claimed, for %d loaders' runs at start", claimed, elsewhere, len(l.addrs))
+	}
+	t.Logf("retention: %d period claimed, %v loader found it claimed", claimed, elsewhere)
 }
 
 // checkCounts requires exact counts through the Distributed tables and
