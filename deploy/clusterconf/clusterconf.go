@@ -156,13 +156,11 @@ func (s Shape) Check() []error {
 			p, _ := n.One("port").Value(ch.Env)
 			zk = append(zk, h+":"+p)
 		}
-		slices.Sort(zk)
 		var want []string
 		for h, p := range keeperPort {
 			want = append(want, h+":"+p)
 		}
-		slices.Sort(want)
-		if len(want) > 0 && !slices.Equal(zk, want) {
+		if len(want) > 0 && !sameSet(zk, want) {
 			add("clickhouse %s: zookeeper nodes %v, want the Keeper nodes %v", ch.Host, zk, want)
 		}
 		shard, okS := ch.Conf.One("macros", "shard").Value(ch.Env)
@@ -189,13 +187,11 @@ func (s Shape) Check() []error {
 				members = append(members, h)
 			}
 		}
-		slices.Sort(members)
 		var hosts []string
 		for _, o := range s.ClickHouse {
 			hosts = append(hosts, o.Host)
 		}
-		slices.Sort(hosts)
-		if !slices.Equal(members, hosts) {
+		if !sameSet(members, hosts) {
 			add("clickhouse %s: cluster %s holds %v, want every server once: %v", ch.Host, cluster, members, hosts)
 		}
 	}
@@ -232,13 +228,11 @@ func (s Shape) checkNATS() []error {
 		for _, r := range o.Routes {
 			routes = append(routes, r.Host)
 		}
-		slices.Sort(routes)
 		var want []string
 		for _, m := range s.NATS {
 			want = append(want, net.JoinHostPort(m.Host, strconv.Itoa(m.Opts.Cluster.Port)))
 		}
-		slices.Sort(want)
-		if !slices.Equal(routes, want) {
+		if !sameSet(routes, want) {
 			add("nats %s: routes %v, want every node's cluster address %v", n.Host, routes, want)
 		}
 	}
@@ -271,13 +265,11 @@ func (s Shape) checkKeepers(port map[string]string) []error {
 			raft = append(raft, h)
 			mine = mine || (sid == id && h == k.Host)
 		}
-		slices.Sort(raft)
 		var want []string
 		for _, o := range s.Keepers {
 			want = append(want, o.Host)
 		}
-		slices.Sort(want)
-		if !slices.Equal(raft, want) {
+		if !sameSet(raft, want) {
 			add("keeper %s: raft_configuration %v, want every Keeper node %v", k.Host, raft, want)
 		}
 		if !mine {
@@ -303,13 +295,11 @@ func (s Shape) checkConfig() []error {
 		}
 		urls = append(urls, p.Host)
 	}
-	slices.Sort(urls)
 	var want []string
 	for _, n := range s.NATS {
 		want = append(want, net.JoinHostPort(n.Host, strconv.Itoa(n.Opts.Port)))
 	}
-	slices.Sort(want)
-	if !slices.Equal(urls, want) {
+	if !sameSet(urls, want) {
 		add("nats.url lists %v, want every node's client address %v, so a client whose node goes moves to another", urls, want)
 	}
 	if cfg.NATS.Replicas != len(s.NATS) {
@@ -326,4 +316,12 @@ func (s Shape) checkConfig() []error {
 		}
 	}
 	return errs
+}
+
+// sameSet sorts both lists in place (the messages show them sorted) and
+// reports whether they hold the same entries.
+func sameSet(a, b []string) bool {
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
 }
