@@ -3,6 +3,7 @@ package console
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -22,6 +23,7 @@ import (
 	"github.com/pagewatch/pagewatch/config/secret"
 	"github.com/pagewatch/pagewatch/domain/rules"
 	"github.com/pagewatch/pagewatch/domain/traffic"
+	"github.com/pagewatch/pagewatch/pipeline/notify"
 )
 
 // fakeStore is the Store in memory.
@@ -157,16 +159,52 @@ func (d *fakeDead) Discard(_ context.Context, seq uint64) (DeadLetter, error) {
 	return l, nil
 }
 
+// fakeSilences keeps silences in memory.
+type fakeSilences struct {
+	mu   sync.Mutex
+	list []notify.Silence
+}
+
+func (f *fakeSilences) List(context.Context) ([]notify.Silence, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]notify.Silence(nil), f.list...), nil
+}
+
+func (f *fakeSilences) Add(_ context.Context, sl notify.Silence, now time.Time) (notify.Silence, error) {
+	if err := sl.Validate(); err != nil {
+		return sl, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	sl.ID = fmt.Sprintf("s%d", len(f.list)+1)
+	f.list = append(f.list, sl)
+	return sl, nil
+}
+
+func (f *fakeSilences) Expire(_ context.Context, id string, now time.Time) (notify.Silence, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i := range f.list {
+		if f.list[i].ID == id {
+			f.list[i].EndsAt = now
+			return f.list[i], nil
+		}
+	}
+	return notify.Silence{}, io.EOF
+}
+
 const (
 	hostileScript = "/<script>alert(1)</script>"
 	hostileImg    = `/"><img src=x onerror=alert(1)>`
 )
 
 type bundle struct {
-	srv   *httptest.Server
-	store *fakeStore
-	dead  *fakeDead
-	token string
+	srv      *httptest.Server
+	store    *fakeStore
+	dead     *fakeDead
+	silences *fakeSilences
+	token    string
 }
 
 func setup(t *testing.T, mutate func(*Config)) *bundle {
@@ -211,7 +249,8 @@ func setup(t *testing.T, mutate func(*Config)) *bundle {
 			t.Fatal(err)
 		}
 	}
-	s, err := New(cfg, Deps{Store: st, DeadLetters: dead, Rules: func() []rules.Rule { return rs },
+	sil := &fakeSilences{}
+	s, err := New(cfg, Deps{Store: st, DeadLetters: dead, Silences: sil, Rules: func() []rules.Rule { return rs },
 		Logger: slog.New(slog.DiscardHandler), Registry: prometheus.NewRegistry(), Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
@@ -221,7 +260,7 @@ func setup(t *testing.T, mutate func(*Config)) *bundle {
 	go func() { _ = s.live.Run(ctx); close(done) }()
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(func() { srv.Close(); cancel(); <-done })
-	return &bundle{srv: srv, store: st, dead: dead, token: token}
+	return &bundle{srv: srv, store: st, dead: dead, silences: sil, token: token}
 }
 
 // client is a browser: cookies kept, redirects not followed.
@@ -459,4 +498,43 @@ func TestLiveStreamUpdatesInPlace(t *testing.T) {
 		}
 	}
 	t.Fatalf("no event with the new count: %v", sc.Err())
+}
+
+func TestSilencesByOperatorsOnly(t *testing.T) {
+	b := setup(t, nil)
+	alice, _, _ := b.login(t, "alice", "pw-alice")
+	bob, _, _ := b.login(t, "bob", "pw-bob")
+	_, page := get(t, bob, b.srv.URL+"/silences")
+	form := url.Values{"site": {"example.com"}, "page": {"/blog/**"}, "for": {"2h"}, "comment": {"launch"}}
+	form.Set("csrf", csrfOf(t, page))
+	resp, err := bob.PostForm(b.srv.URL+"/silences/add", form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden || len(b.silences.list) != 0 {
+		t.Fatalf("viewer silence: %d, %d silences", resp.StatusCode, len(b.silences.list))
+	}
+	_, page = get(t, alice, b.srv.URL+"/silences")
+	form.Set("csrf", csrfOf(t, page))
+	resp, err = alice.PostForm(b.srv.URL+"/silences/add", form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther || len(b.silences.list) != 1 || b.silences.list[0].Author != "alice" || b.silences.list[0].Match.Page != "/blog/**" {
+		t.Fatalf("operator silence: %d, %+v", resp.StatusCode, b.silences.list)
+	}
+	_, page = get(t, alice, b.srv.URL+"/silences")
+	if !strings.Contains(page, `data-testid="silence" data-id="s1"`) || !strings.Contains(page, `data-testid="silence-expire"`) {
+		t.Fatalf("silences page:\n%s", page)
+	}
+	resp, err = alice.PostForm(b.srv.URL+"/silences/expire", url.Values{"id": {"s1"}, "csrf": {csrfOf(t, page)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther || b.silences.list[0].EndsAt.After(time.Date(2026, 11, 24, 12, 0, 30, 0, time.UTC)) {
+		t.Errorf("expire: %d, %+v", resp.StatusCode, b.silences.list[0])
+	}
 }

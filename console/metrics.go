@@ -14,7 +14,7 @@ type metrics struct {
 
 // routeNames are the request label's values, registered at 0 from the
 // start.
-var routeNames = []string{"login", "logout", "live", "live_stream", "history", "page", "dead", "dead_retry", "dead_discard", "rules", "pipeline", "silences", "whoami"}
+var routeNames = []string{"login", "logout", "live", "live_stream", "history", "page", "dead", "dead_retry", "dead_discard", "rules", "pipeline", "silences", "silence_change", "whoami"}
 
 func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
@@ -29,7 +29,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"result"}),
 		forbidden: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "pagewatch_console_forbidden_total",
-			Help: "Changes (retry, discard) refused because the caller is a viewer.",
+			Help: "Changes (retry, discard, silence) refused because the caller is a viewer.",
 		}),
 		actions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pagewatch_console_dead_letter_actions_total",

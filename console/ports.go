@@ -219,7 +219,10 @@ type RuleState struct {
 	Pending   int       `json:"pending"` // crossings claimed, not yet handed on
 }
 
-// SilenceLister lists the silences (issue 16's, kept in NATS KV).
-type SilenceLister interface {
+// Silences are the worker's silences (kept in NATS KV; pipeline/notify
+// implements this).
+type Silences interface {
 	List(ctx context.Context) ([]notify.Silence, error)
+	Add(ctx context.Context, sl notify.Silence, now time.Time) (notify.Silence, error)
+	Expire(ctx context.Context, id string, now time.Time) (notify.Silence, error)
 }

@@ -33,6 +33,8 @@ func (s *Server) routes() {
 	both("GET", "/rules", "rules", s.rulesPage)
 	both("GET", "/pipeline", "pipeline", s.pipelinePage)
 	both("GET", "/silences", "silences", s.silencesPage)
+	both("POST", "/silences/add", "silence_change", s.silenceAdd)
+	both("POST", "/silences/expire", "silence_change", s.silenceExpire)
 	s.route("GET /api/v1/whoami", "whoami", false, func(w http.ResponseWriter, r *http.Request) {
 		p, _ := principalOf(r.Context())
 		writeJSON(w, http.StatusOK, map[string]string{"name": p.Name, "role": string(p.Role)})

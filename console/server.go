@@ -29,7 +29,7 @@ type Deps struct {
 	DeadLetters DeadLetters // nil: the dead letters page says none are reachable
 	Pipeline    PipelineSource
 	RuleStates  RuleStates
-	Silences    SilenceLister
+	Silences    Silences
 	// Rules gives the sweeper's rules as last loaded (they are read again
 	// on SIGHUP by the caller).
 	Rules    func() []rules.Rule

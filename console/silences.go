@@ -1,7 +1,10 @@
 package console
 
 import (
+	"fmt"
 	"net/http"
+	"net/url"
+	"time"
 
 	"github.com/pagewatch/pagewatch/pipeline/notify"
 )
@@ -18,8 +21,12 @@ type silenceView struct {
 	Ends   string `json:"-"`
 }
 
-// silencesPage lists the silences (create and expire them with
-// `worker silence` or the worker's API, docs/receivers.md).
+// maxSilenceFor bounds a silence made in the console: one forgotten for
+// a year silences a year.
+const maxSilenceFor = 30 * 24 * time.Hour
+
+// silencesPage lists the silences, newest end first, with forms to add
+// one and expire each (operators).
 func (s *Server) silencesPage(w http.ResponseWriter, r *http.Request) {
 	v := silencesView{Silences: []silenceView{}}
 	if s.deps.Silences != nil {
@@ -35,4 +42,59 @@ func (s *Server) silencesPage(w http.ResponseWriter, r *http.Request) {
 		v.Reachable = true
 	}
 	s.render(w, r, "silences", "Silences", v)
+}
+
+// silenceAdd silences crossings matching site, rule and page (a glob)
+// for a duration, in the caller's name.
+func (s *Server) silenceAdd(w http.ResponseWriter, r *http.Request) {
+	p, ok := s.change(w, r)
+	if !ok {
+		return
+	}
+	if s.deps.Silences == nil {
+		s.fail(w, r, http.StatusServiceUnavailable, "no NATS connection")
+		return
+	}
+	d, err := time.ParseDuration(r.FormValue("for"))
+	if err != nil || d <= 0 || d > maxSilenceFor {
+		s.fail(w, r, http.StatusBadRequest, "for: a duration up to 720h, e.g. 2h")
+		return
+	}
+	now := s.deps.Now()
+	sl, err := s.deps.Silences.Add(r.Context(), notify.Silence{
+		Match:    notify.Match{Site: r.FormValue("site"), Rule: r.FormValue("rule"), Page: r.FormValue("page")},
+		StartsAt: now, EndsAt: now.Add(d), Author: p.Name, Comment: r.FormValue("comment"),
+	}, now)
+	if err != nil {
+		s.fail(w, r, http.StatusBadRequest, "silence not added: "+err.Error())
+		return
+	}
+	s.deps.Logger.Info("silence added", "id", sl.ID, "user", p.Name, "ends", sl.EndsAt)
+	s.silenceDone(w, r, sl, fmt.Sprintf("Silence %s added until %s.", sl.ID, s.timeIn(sl.EndsAt)))
+}
+
+func (s *Server) silenceExpire(w http.ResponseWriter, r *http.Request) {
+	p, ok := s.change(w, r)
+	if !ok {
+		return
+	}
+	if s.deps.Silences == nil {
+		s.fail(w, r, http.StatusServiceUnavailable, "no NATS connection")
+		return
+	}
+	sl, err := s.deps.Silences.Expire(r.Context(), r.FormValue("id"), s.deps.Now())
+	if err != nil {
+		s.fail(w, r, http.StatusConflict, "silence not expired: "+err.Error())
+		return
+	}
+	s.deps.Logger.Info("silence expired", "id", sl.ID, "user", p.Name)
+	s.silenceDone(w, r, sl, "Silence "+sl.ID+" expired.")
+}
+
+func (s *Server) silenceDone(w http.ResponseWriter, r *http.Request, sl notify.Silence, msg string) {
+	if isAPI(r) {
+		writeJSON(w, http.StatusOK, sl)
+		return
+	}
+	http.Redirect(w, r, "/silences?"+url.Values{"flash": {msg}}.Encode(), http.StatusSeeOther)
 }
