@@ -2,6 +2,8 @@ package console
 
 import (
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -52,10 +54,11 @@ func (s *Server) pipelinePage(w http.ResponseWriter, r *http.Request) {
 		v.Lags = append(v.Lags, age("sweep lag", now, ps.SweptTo, "since the time the last complete sweep evaluated"))
 		var jobs, pending uint64
 		for _, c := range ps.Consumers {
-			if isStream(ps.Streams, c.Stream, "_JOBS") {
+			// Stream names are <PREFIX>_JOBS and <PREFIX>_HITS (broker/bus).
+			if strings.HasSuffix(c.Stream, "_JOBS") {
 				jobs += c.Pending + uint64(c.AckPending)
 			}
-			if isStream(ps.Streams, c.Stream, "_HITS") {
+			if strings.HasSuffix(c.Stream, "_HITS") {
 				pending += c.Pending
 			}
 		}
@@ -70,10 +73,6 @@ func (s *Server) pipelinePage(w http.ResponseWriter, r *http.Request) {
 	s.render(w, r, "pipeline", "Pipeline", v)
 }
 
-func isStream(streams []StreamState, name, suffix string) bool {
-	return len(name) >= len(suffix) && name[len(name)-len(suffix):] == suffix
-}
-
 func age(name string, now, t time.Time, meaning string) lagView {
 	if t.IsZero() {
 		return lagView{Name: name, Value: "never", Meaning: meaning}
@@ -82,4 +81,4 @@ func age(name string, now, t time.Time, meaning string) lagView {
 	return lagView{Name: name, Seconds: d.Seconds(), Value: d.Round(time.Second).String(), Meaning: meaning}
 }
 
-func itoa(n uint64) string { return funcs["digits"].(func(uint64) string)(n) }
+func itoa(n uint64) string { return strconv.FormatUint(n, 10) }
