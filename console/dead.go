@@ -47,12 +47,8 @@ func (s *Server) deadPage(w http.ResponseWriter, r *http.Request) {
 // "seq") and records it in the history.
 func (s *Server) deadAction(act string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		p, ok := s.change(w, r)
+		p, ok := s.change(w, r, s.deps.DeadLetters != nil)
 		if !ok {
-			return
-		}
-		if s.deps.DeadLetters == nil {
-			s.fail(w, r, http.StatusServiceUnavailable, "no NATS connection")
 			return
 		}
 		seq, err := strconv.ParseUint(r.FormValue("seq"), 10, 64)
@@ -75,12 +71,8 @@ func (s *Server) deadAction(act string) http.HandlerFunc {
 // deadListLimit at a time).
 func (s *Server) deadAll(act string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		p, ok := s.change(w, r)
+		p, ok := s.change(w, r, s.deps.DeadLetters != nil)
 		if !ok {
-			return
-		}
-		if s.deps.DeadLetters == nil {
-			s.fail(w, r, http.StatusServiceUnavailable, "no NATS connection")
 			return
 		}
 		ls, err := s.deps.DeadLetters.List(r.Context(), deadListLimit)

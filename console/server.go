@@ -206,9 +206,10 @@ func (s *Server) who(w http.ResponseWriter, r *http.Request) (Principal, bool) {
 
 func isAPI(r *http.Request) bool { return strings.HasPrefix(r.URL.Path, "/api/") }
 
-// change checks that a POST may change something: an operator, and a
-// valid CSRF token unless the caller came with a bearer token.
-func (s *Server) change(w http.ResponseWriter, r *http.Request) (Principal, bool) {
+// change checks that a POST may change something: an operator, a valid
+// CSRF token unless the caller came with a bearer token, and a reachable
+// store of what it changes (NATS).
+func (s *Server) change(w http.ResponseWriter, r *http.Request, reachable bool) (Principal, bool) {
 	p, _ := principalOf(r.Context())
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
@@ -224,6 +225,10 @@ func (s *Server) change(w http.ResponseWriter, r *http.Request) (Principal, bool
 	if !p.CanChange() {
 		s.metrics.forbidden.Inc()
 		s.fail(w, r, http.StatusForbidden, "only operators may do this; you are "+p.Name+" ("+string(p.Role)+")")
+		return p, false
+	}
+	if !reachable {
+		s.fail(w, r, http.StatusServiceUnavailable, "no NATS connection")
 		return p, false
 	}
 	return p, true

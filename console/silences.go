@@ -47,12 +47,8 @@ func (s *Server) silencesPage(w http.ResponseWriter, r *http.Request) {
 // silenceAdd silences crossings matching site, rule and page (a glob)
 // for a duration, in the caller's name.
 func (s *Server) silenceAdd(w http.ResponseWriter, r *http.Request) {
-	p, ok := s.change(w, r)
+	p, ok := s.change(w, r, s.deps.Silences != nil)
 	if !ok {
-		return
-	}
-	if s.deps.Silences == nil {
-		s.fail(w, r, http.StatusServiceUnavailable, "no NATS connection")
 		return
 	}
 	d, err := time.ParseDuration(r.FormValue("for"))
@@ -74,12 +70,8 @@ func (s *Server) silenceAdd(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) silenceExpire(w http.ResponseWriter, r *http.Request) {
-	p, ok := s.change(w, r)
+	p, ok := s.change(w, r, s.deps.Silences != nil)
 	if !ok {
-		return
-	}
-	if s.deps.Silences == nil {
-		s.fail(w, r, http.StatusServiceUnavailable, "no NATS connection")
 		return
 	}
 	sl, err := s.deps.Silences.Expire(r.Context(), r.FormValue("id"), s.deps.Now())
