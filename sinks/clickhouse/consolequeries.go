@@ -69,7 +69,7 @@ LIMIT ? BY site`
 	// is its latest (see queryConsoleTopPagesDays).
 	queryConsoleDayTotals = `SELECT site, path, day, max(hits)
 FROM page_days
-WHERE site IN ? AND path IN ? AND day >= toDate(toDateTime(?)) AND day < toDate(toDateTime(?))
+WHERE site IN ? AND path IN ? AND day >= toDate(toDateTime(?), 'UTC') AND day < toDate(toDateTime(?), 'UTC')
 GROUP BY site, path, day
 ORDER BY site, path, day`
 
@@ -116,7 +116,7 @@ LIMIT ?`
 	queryConsoleTopPagesDays = `SELECT site, path, sum(h) AS n FROM (
     SELECT site, path, day, max(hits) AS h
     FROM page_days
-    WHERE day >= toDate(toDateTime(?)) AND day < toDate(toDateTime(?)) AND (? OR site = ?)
+    WHERE day >= toDate(toDateTime(?), 'UTC') AND day < toDate(toDateTime(?), 'UTC') AND (? OR site = ?)
     GROUP BY site, path, day
 )
 GROUP BY site, path
