@@ -104,29 +104,11 @@ func TestClusterNATSNodesFailMidNotify(t *testing.T) {
 	}
 
 	at(15)
-	leader := cl.StreamLeader(t, bb.JobsStreamName())
-	progress("SIGKILL of " + cl.Nodes[leader].Name + ", the jobs stream's leader,")
-	cl.Kill(t, leader)
-	time.Sleep(3 * time.Second)
-	cl.Restart(t, leader)
-	cl.WaitReady(t, 60*time.Second)
-	progress(cl.Nodes[leader].Name + " back")
-
+	killAndRestart(t, cl, cl.StreamLeader(t, bb.JobsStreamName()), "the jobs stream's leader", progress)
 	at(35)
-	frozen := cl.StreamLeader(t, "KV_pagewatch_"+bus.BucketLocks)
-	progress("SIGSTOP of " + cl.Nodes[frozen].Name + ", the locks bucket's leader,")
-	cl.Stop(t, frozen)
-	time.Sleep(20 * time.Second)
-	cl.Continue(t, frozen)
-	progress("SIGCONT of " + cl.Nodes[frozen].Name)
-
+	freeze(t, cl, cl.StreamLeader(t, "KV_pagewatch_"+bus.BucketLocks), "the locks bucket's leader", progress)
 	at(85)
-	for i := range cl.Nodes {
-		progress("restart of " + cl.Nodes[i].Name)
-		cl.Restart(t, i)
-		cl.WaitReady(t, 60*time.Second)
-	}
-	progress("rolling restart done")
+	rollingRestart(t, cl, progress)
 
 	if err := <-wrote; err != nil {
 		t.Fatal(err)

@@ -50,29 +50,11 @@ func TestClusterNATSNodesFailMidIngest(t *testing.T) {
 	}
 
 	at(10)
-	leader := cl.StreamLeader(t, bb.HitsStreamName())
-	progress("SIGKILL of " + cl.Nodes[leader].Name + ", the hits stream's leader,")
-	cl.Kill(t, leader)
-	time.Sleep(3 * time.Second)
-	cl.Restart(t, leader)
-	cl.WaitReady(t, 60*time.Second)
-	progress(cl.Nodes[leader].Name + " back")
-
+	killAndRestart(t, cl, cl.StreamLeader(t, bb.HitsStreamName()), "the hits stream's leader", progress)
 	at(25)
-	frozen := (cl.StreamLeader(t, bb.HitsStreamName()) + 1) % len(cl.Nodes)
-	progress("SIGSTOP of " + cl.Nodes[frozen].Name)
-	cl.Stop(t, frozen)
-	time.Sleep(20 * time.Second)
-	cl.Continue(t, frozen)
-	progress("SIGCONT of " + cl.Nodes[frozen].Name)
-
+	freeze(t, cl, (cl.StreamLeader(t, bb.HitsStreamName())+1)%len(cl.Nodes), "", progress)
 	at(70)
-	for i := range cl.Nodes {
-		progress("restart of " + cl.Nodes[i].Name)
-		cl.Restart(t, i)
-		cl.WaitReady(t, 60*time.Second)
-	}
-	progress("rolling restart done")
+	rollingRestart(t, cl, progress)
 
 	if err := <-wrote; err != nil {
 		t.Fatal(err)
@@ -89,4 +71,42 @@ func TestClusterNATSNodesFailMidIngest(t *testing.T) {
 	inserted := b.checkRepeatedLog(t, src)
 	t.Logf("%d lines, every one in ClickHouse once (%d rows inserted, %d copies from batches loaded twice); %d messages on the subject, byte ranges contiguous from 0 to %d; test took %s",
 		src.lines(), inserted, inserted-src.lines(), sf.msgs, sf.end, time.Since(began).Round(time.Millisecond))
+}
+
+// killAndRestart SIGKILLs node i (what names its role, for the log) and
+// starts it again 3 s later, until it is healthy.
+func killAndRestart(t *testing.T, cl *natscluster.Cluster, i int, what string, progress func(string)) {
+	t.Helper()
+	progress("SIGKILL of " + cl.Nodes[i].Name + ", " + what + ",")
+	cl.Kill(t, i)
+	time.Sleep(3 * time.Second)
+	cl.Restart(t, i)
+	cl.WaitReady(t, 60*time.Second)
+	progress(cl.Nodes[i].Name + " back")
+}
+
+// freeze SIGSTOPs node i for 20 s, as a long GC pause or a hung disk
+// would, then resumes it.
+func freeze(t *testing.T, cl *natscluster.Cluster, i int, what string, progress func(string)) {
+	t.Helper()
+	if what != "" {
+		what = ", " + what + ","
+	}
+	progress("SIGSTOP of " + cl.Nodes[i].Name + what)
+	cl.Stop(t, i)
+	time.Sleep(20 * time.Second)
+	cl.Continue(t, i)
+	progress("SIGCONT of " + cl.Nodes[i].Name)
+}
+
+// rollingRestart restarts every node in turn, each waited for until its
+// /healthz says it has caught up.
+func rollingRestart(t *testing.T, cl *natscluster.Cluster, progress func(string)) {
+	t.Helper()
+	for i := range cl.Nodes {
+		progress("restart of " + cl.Nodes[i].Name)
+		cl.Restart(t, i)
+		cl.WaitReady(t, 60*time.Second)
+	}
+	progress("rolling restart done")
 }
