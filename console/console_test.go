@@ -33,6 +33,7 @@ type fakeStore struct {
 	outcomes  []OutcomeRow
 	actions   []Action
 	live      []LivePage
+	liveCalls int
 	series    []traffic.MinuteHits
 	refs      []traffic.Referrer
 	top       []PageViews
@@ -80,6 +81,7 @@ func (f *fakeStore) LastFired(context.Context, []string, time.Time) ([]CrossingR
 func (f *fakeStore) Live(context.Context, LiveQuery) ([]LivePage, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.liveCalls++
 	return append([]LivePage(nil), f.live...), nil
 }
 
@@ -537,4 +539,52 @@ func TestSilencesByOperatorsOnly(t *testing.T) {
 	if resp.StatusCode != http.StatusSeeOther || b.silences.list[0].EndsAt.After(time.Date(2026, 11, 24, 12, 0, 30, 0, time.UTC)) {
 		t.Errorf("expire: %d, %+v", resp.StatusCode, b.silences.list[0])
 	}
+}
+
+// 50 browsers following the live view cost one read per interval, not 50.
+func TestFiftyLiveStreamsShareOnePoll(t *testing.T) {
+	b := setup(t, func(c *Config) { c.Auth, c.LiveInterval = AuthNone, 200*time.Millisecond })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	const browsers, events = 50, 3
+	errs := make(chan error, browsers)
+	for i := 0; i < browsers; i++ {
+		go func() {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, b.srv.URL+"/api/v1/live/stream", nil)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer resp.Body.Close()
+			sc := bufio.NewScanner(resp.Body)
+			sc.Buffer(nil, 1<<20)
+			n := 0
+			for sc.Scan() {
+				if strings.HasPrefix(sc.Text(), "data: ") {
+					if n++; n == events {
+						errs <- nil
+						return
+					}
+				}
+			}
+			errs <- fmt.Errorf("stream ended after %d events: %v", n, sc.Err())
+		}()
+	}
+	start := time.Now()
+	for i := 0; i < browsers; i++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	elapsed := time.Since(start)
+	b.store.mu.Lock()
+	calls := b.store.liveCalls
+	b.store.mu.Unlock()
+	// One read per interval while they were open, give or take the
+	// first: far fewer than one per browser and event.
+	if max := int(elapsed/(200*time.Millisecond)) + 3; calls > max {
+		t.Errorf("%d live reads for %d browsers in %s; want at most %d", calls, browsers, elapsed.Round(time.Millisecond), max)
+	}
+	t.Logf("%d browsers got %d events each in %s from %d reads", browsers, events, elapsed.Round(time.Millisecond), calls)
 }
