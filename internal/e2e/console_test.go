@@ -95,9 +95,6 @@ func (p *proc) consoleAddr(t *testing.T) string {
 func login(t *testing.T, br *browsertest.Browser, base, user, password string) *browsertest.Page {
 	t.Helper()
 	p := br.NewPage(t)
-	// The console serves no favicon.ico, which Chromium asks for once per
-	// context: a 404 in the console log, harmless.
-	p.AllowError("console.error", `status of 404 \(Not Found\) http://[^ ]*/favicon\.ico:`)
 	if st := p.Goto(base + "/login"); st != http.StatusOK {
 		t.Fatalf("GET /login: status %d", st)
 	}
