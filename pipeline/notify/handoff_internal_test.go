@@ -4,14 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/pagewatch/pagewatch/broker/bus"
 	"github.com/pagewatch/pagewatch/internal/testcheck"
-	"github.com/pagewatch/pagewatch/internal/testenv"
+	"github.com/pagewatch/pagewatch/internal/testserver/natstest"
 )
 
 // fwdMsg reads metadata from both forms of the ack subject as nats.go
@@ -66,9 +68,20 @@ func TestFwdMsgMetadata(t *testing.T) {
 // A delivery made to one connection is acked, naked with a delay, kept
 // in progress and terminated from another, as the hand-off needs.
 func TestFwdMsgAcksFromAnotherConnection(t *testing.T) {
-	logger := testenv.Logger(t)
-	b, ns := testenv.NATS(t, logger)
-	other := testenv.NATSClient(t, ns.URL, logger).Conn
+	// Not testenv: it imports sinks/clickhouse, which imports (through
+	// the console's port) this package, a cycle for an internal test.
+	ns := natstest.Start(t)
+	connect := func() *bus.Bus {
+		cfg := bus.DefaultConfig()
+		cfg.URL = ns.URL
+		c, err := bus.Connect(context.Background(), cfg, t.Name(), slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Close)
+		return c
+	}
+	b, other := connect(), connect().Conn
 	ctx := context.Background()
 	stream, err := b.JS.CreateStream(ctx, jetstream.StreamConfig{Name: "T", Subjects: []string{"t.>"}})
 	if err != nil {
