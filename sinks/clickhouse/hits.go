@@ -7,7 +7,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 	"unsafe"
 
@@ -245,10 +244,10 @@ func (t *strTable) id(s string) uint32 {
 }
 
 // rowSlices reuses sortedRows' scratch rows.
-var rowSlices = sync.Pool{New: func() any { return new([]row) }}
+var rowSlices = make(freeList[[]row], 4)
 
 func getRows(n int) *[]row {
-	p := rowSlices.Get().(*[]row)
+	p := rowSlices.get()
 	if cap(*p) < n {
 		*p = make([]row, 0, n)
 	}
@@ -256,7 +255,7 @@ func getRows(n int) *[]row {
 	return p
 }
 
-func putRows(p *[]row) { rowSlices.Put(p) }
+func putRows(p *[]row) { rowSlices.put(p) }
 
 // minuteCount is one page_minutes row.
 type minuteCount struct {

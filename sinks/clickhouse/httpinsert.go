@@ -136,7 +136,7 @@ func (h *httpInserter) insert(ctx context.Context, insert string, native []byte)
 	body := native
 	var compressed *[]byte
 	if h.lz4 {
-		compressed = bodies.Get().(*[]byte)
+		compressed = bodies.get()
 		var err error
 		if *compressed, err = framed((*compressed)[:0], native); err != nil {
 			return err
@@ -174,10 +174,10 @@ func (h *httpInserter) insert(ctx context.Context, insert string, native []byte)
 	}
 	// Reused only now: after a failure the client may still be sending it.
 	if compressed != nil {
-		bodies.Put(compressed)
+		bodies.put(compressed)
 	}
 	return nil
 }
 
 // bodies reuse compressed request bodies.
-var bodies = sync.Pool{New: func() any { return new([]byte) }}
+var bodies = make(freeList[[]byte], 2)
