@@ -95,6 +95,24 @@ ORDER BY h`
 )
 GROUP BY site, path`
 
+	// queryConsolePageCountsSealed is queryConsolePageCounts over a span
+	// longer than a day: the whole sealed days in it from page_days (by
+	// key, one row per page-day), the minutes before and after them —
+	// the ?s after the sets are the two minute spans, then the days.
+	queryConsolePageCountsSealed = `SELECT site, path, sum(n) FROM (
+    SELECT site, path, any(hits) AS n
+    FROM page_minutes
+    WHERE site IN ? AND path IN ?
+        AND ((minute >= toDateTime(?) AND minute < toDateTime(?)) OR (minute >= toDateTime(?) AND minute < toDateTime(?)))
+    GROUP BY site, path, minute, seq
+    UNION ALL
+    SELECT site, path, max(hits) AS n
+    FROM page_days
+    WHERE site IN ? AND path IN ? AND day >= toDate(toDateTime(?), 'UTC') AND day < toDate(toDateTime(?), 'UTC')
+    GROUP BY site, path, day
+)
+GROUP BY site, path`
+
 	// queryConsoleTopPagesRecent is a site's busiest pages in a span of
 	// at most a day, from the raw hits.
 	queryConsoleTopPagesRecent = `SELECT site, path, count() AS n
