@@ -28,8 +28,8 @@ import (
 // referrers and the rules' short windows read them), plus 100k crossings
 // with two outcomes each. It reports ms per call for each route; the
 // live view's figure is its shared poll, made once per live_interval for
-// every open browser. Run it with -benchtime 3x: each run generates its
-// load again.
+// every open browser. -benchtime 1x suffices (each run generates its load
+// again): the timed pass follows an untimed one.
 func BenchmarkConsole(b *testing.B) {
 	hits := 5_000_000
 	if os.Getenv("PAGEWATCH_BENCH_FULL") == "1" {
