@@ -34,6 +34,7 @@ type fakeStore struct {
 	actions   []Action
 	live      []LivePage
 	liveCalls int
+	days      []DayTotal
 	series    []traffic.MinuteHits
 	refs      []traffic.Referrer
 	top       []PageViews
@@ -85,8 +86,14 @@ func (f *fakeStore) Live(context.Context, LiveQuery) ([]LivePage, error) {
 	return append([]LivePage(nil), f.live...), nil
 }
 
-func (f *fakeStore) DayTotals(context.Context, []string, []string, time.Time, time.Time) ([]DayTotal, error) {
-	return nil, nil
+func (f *fakeStore) DayTotals(_ context.Context, sites, paths []string, _, _ time.Time) ([]DayTotal, error) {
+	var out []DayTotal
+	for _, d := range f.days {
+		if slices.Contains(sites, d.Site) && slices.Contains(paths, d.Path) {
+			out = append(out, d)
+		}
+	}
+	return out, nil
 }
 
 func (f *fakeStore) PageSeries(context.Context, string, string, time.Time, time.Time) ([]traffic.MinuteHits, error) {
@@ -232,6 +239,9 @@ func setup(t *testing.T, mutate func(*Config)) *bundle {
 		series: []traffic.MinuteHits{{Minute: now.Add(-10 * time.Minute).Truncate(time.Minute), Hits: 5}},
 		refs:   []traffic.Referrer{{Referer: `https://evil.example/"><script>alert(2)</script>`, Hits: 3}},
 		top:    []PageViews{{Site: "example.com", Path: "/pricing", Views: 90}, {Site: "example.com", Path: hostileScript, Views: 9}},
+		// /pricing's last 7 days: a median day of 2400, 100 an hour.
+		days: []DayTotal{{Site: "example.com", Path: "/pricing", Hits: 2400}, {Site: "example.com", Path: "/pricing", Hits: 2400},
+			{Site: "example.com", Path: "/pricing", Hits: 2400}, {Site: "example.com", Path: "/pricing", Hits: 2400}, {Site: "example.com", Path: "/pricing", Hits: 9000}},
 	}
 	dead := &fakeDead{letters: []DeadLetter{
 		{Seq: 7, Kind: "jobs", Reason: "550 mailbox unavailable", Key: "pricing.k.1", Rule: "pricing", Site: "example.com", Path: "/pricing", Receiver: "email"},
@@ -451,6 +461,12 @@ func TestHostilePathsAreText(t *testing.T) {
 	_, body := get(t, alice, b.srv.URL+"/page?"+url.Values{"site": {"example.com"}, "path": {"/pricing"}}.Encode())
 	if !regexp.MustCompile(`<svg[^>]*data-testid="chart"`).MatchString(body) || !regexp.MustCompile(`<path class="series" d="M[0-9]`).MatchString(body) {
 		t.Errorf("no chart with a series:\n%s", body)
+	}
+	// The threshold and the normal are drawn, in views per minute.
+	for _, want := range []string{`class="threshold"`, `class="baseline"`, "normal: 100 an hour", "pricing: more than 100 in 1h (1.7 per minute on average)"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("page lacks %q", want)
+		}
 	}
 }
 

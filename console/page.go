@@ -111,7 +111,10 @@ func (s *Server) pagePage(w http.ResponseWriter, r *http.Request) {
 	for _, p := range v.Series {
 		v.Total += p.Views
 	}
-	v.Lines = s.pageLines(r, site, path, rg.Step)
+	if v.Lines, err = s.pageLines(r, site, path, rg.Step); err != nil {
+		s.failErr(w, r, "reading the page's normal", err)
+		return
+	}
 	// Referrers are read from the raw hits: at most the range's last day
 	// against the day before, so a busy page's month is not grouped.
 	refFrom := from
@@ -158,7 +161,7 @@ func fill(raw []traffic.MinuteHits, from, to time.Time, step time.Duration) []se
 // normal, in views per step: a rule counts over its window, the chart
 // per minute or hour, so a threshold is drawn as the even rate that
 // would reach it ("1000 in 1h" is 16.7 a minute).
-func (s *Server) pageLines(r *http.Request, site, path string, step time.Duration) []chartLine {
+func (s *Server) pageLines(r *http.Request, site, path string, step time.Duration) ([]chartLine, error) {
 	out := []chartLine{}
 	for _, rule := range s.deps.Rules() {
 		if !rule.Matches(site, path) || rule.Aggregate == rules.Sum {
@@ -172,16 +175,25 @@ func (s *Server) pageLines(r *http.Request, site, path string, step time.Duratio
 		out = append(out, chartLine{Kind: "threshold", Rule: rule.Name, Value: perStep,
 			Label: fmt.Sprintf("%s: more than %d in %s (%.1f per %s on average)", rule.Name, rule.Thresholds[0], windowText(rule.Window), perStep, stepName(step))})
 	}
-	if snap := s.live.latest(); snap != nil {
-		for _, p := range snap.Pages {
-			if p.Site == site && p.Path == path {
-				perStep := p.Baseline * float64(step) / float64(time.Hour)
-				out = append(out, chartLine{Kind: "baseline", Value: perStep,
-					Label: fmt.Sprintf("normal: %.0f an hour (median hour of 7 days)", p.Baseline)})
-			}
+	// The page's normal, as the live view computes it: a 24th of its
+	// median day over the last 7 whole days (page_days, by key).
+	to := s.deps.Now().UTC().Truncate(24 * time.Hour)
+	days, err := s.deps.Store.DayTotals(r.Context(), []string{site}, []string{path}, to.Add(-baselineDays*24*time.Hour), to)
+	if err != nil {
+		return nil, err
+	}
+	var vals []float64
+	for _, d := range days {
+		if d.Site == site && d.Path == path {
+			vals = append(vals, float64(d.Hits))
 		}
 	}
-	return out
+	if len(vals) > 0 {
+		perHour := medianWithZeros(vals, baselineDays) / 24
+		out = append(out, chartLine{Kind: "baseline", Value: perHour * float64(step) / float64(time.Hour),
+			Label: fmt.Sprintf("normal: %.0f an hour (a 24th of the median day of the last 7)", perHour)})
+	}
+	return out, nil
 }
 
 func stepName(step time.Duration) string {
