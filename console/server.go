@@ -113,7 +113,7 @@ func (s *Server) Run(ctx context.Context) error {
 		}
 	}
 	cfg := s.cfg.Load()
-	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second,
+	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		BaseContext: func(net.Listener) context.Context { return ctx }}
 	ln := s.ln
 	if cfg.TLSCert != "" {
@@ -211,6 +211,7 @@ func isAPI(r *http.Request) bool { return strings.HasPrefix(r.URL.Path, "/api/")
 // store of what it changes (NATS).
 func (s *Server) change(w http.ResponseWriter, r *http.Request, reachable bool) (Principal, bool) {
 	p, _ := principalOf(r.Context())
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		s.fail(w, r, http.StatusMethodNotAllowed, "POST only")
