@@ -138,6 +138,18 @@ func (w *Worker) deliver(ctx context.Context, msg jetstream.Msg, x crossing.Cros
 		return w.cfg.DeferDelay, false
 	}
 
+	// Step: record a send whose ledger write failed here before.
+	if _, ok := w.unrecorded.Load(key); ok {
+		if err := w.writeLedger(ctx, key, stateSent); err != nil {
+			log.Error("sent before, and the sent ledger write failed again", "err", err)
+			return w.cfg.DeferDelay, false
+		}
+		w.unrecorded.Delete(key)
+		w.outcome(x, name, crossing.Record{Outcome: crossing.Sent})
+		log.Info("notification sent before; recorded now")
+		return 0, true
+	}
+
 	// Step: quiet hours.
 	if spec.Quiet.Enabled() && spec.Quiet.In(w.now()) {
 		return w.quiet(ctx, x, spec)
@@ -178,9 +190,11 @@ func (w *Worker) deliver(ctx context.Context, msg jetstream.Msg, x crossing.Cros
 
 	// Step: record it as sent, under the lock, before the ack.
 	if err := w.writeLedger(ctx, key, stateSent); err != nil {
-		// It went out; a redelivery would send it again. Keep the job
-		// unacknowledged so a later attempt can still write the ledger;
-		// a mail's Message-ID makes a repeat recognisable.
+		// It went out. Keep the job unacknowledged: when it comes back to
+		// this process the ledger is written, not the mail sent again.
+		// Only if it goes to another worker first is it sent twice; a
+		// mail's Message-ID makes that repeat recognisable.
+		w.unrecorded.Store(key, struct{}{})
 		log.Error("sent but the sent ledger write failed", "err", err)
 		return w.cfg.DeferDelay, false
 	}
@@ -250,12 +264,19 @@ func (w *Worker) writeLedger(ctx context.Context, key, state string) error {
 		return errors.New("empty ledger key")
 	}
 	// The delivery is done: the write must not be cut short by a lost
-	// lease or a shutdown, or it would be done again.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	// lease or a shutdown, or it would be done again. It is tried for as
+	// long as the job stays with this worker (ack_wait, a minute by
+	// default: long enough for a leader election), each try for 5 s: a
+	// request to a frozen or lost bucket leader would otherwise wait out
+	// the whole budget.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.cfg.AckWait)
 	defer cancel()
 	var err error
-	for attempt := 0; attempt < 5; attempt++ {
-		if _, err = w.sent.Put(ctx, key, body); err == nil {
+	for attempt := 0; ctx.Err() == nil; attempt++ {
+		actx, acancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err = w.sent.Put(actx, key, body)
+		acancel()
+		if err == nil {
 			return nil
 		}
 		_ = retry.Sleep(ctx, retry.Delay(attempt, 100*time.Millisecond, 5*time.Second))

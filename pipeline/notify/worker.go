@@ -81,8 +81,12 @@ type Worker struct {
 	// throttledAt is when a rate limit last held a send back (unix ns):
 	// the fetcher looks deep into the queue only while sends wait.
 	throttledAt atomic.Int64
-	logger      *slog.Logger
-	metrics     *metrics
+	// unrecorded holds the ledger keys this process sent but could not
+	// record in the ledger: when the job comes back here, the ledger is
+	// written instead of sending again.
+	unrecorded sync.Map
+	logger     *slog.Logger
+	metrics    *metrics
 }
 
 // New creates the consumer and buckets and returns a Worker.
