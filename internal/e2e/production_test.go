@@ -16,8 +16,10 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/pagewatch/pagewatch/broker/bus"
 	"github.com/pagewatch/pagewatch/internal/realdata"
 	"github.com/pagewatch/pagewatch/internal/testcheck"
+	"github.com/pagewatch/pagewatch/pipeline/retention"
 )
 
 // notMovedHere are the documented metrics this test does not make move,
@@ -28,6 +30,7 @@ var notMovedHere = map[string]string{
 	"pagewatch_ingest_syslog_dropped_messages_total": "the UDP queue overflowing: pipeline/tail syslog tests",
 	"pagewatch_ingest_load_redeliveries_total":       "a loader killed with a batch unacknowledged: TestThreeLoadersKilled20Times",
 	"pagewatch_retention_errors_total":               "ClickHouse failing during a retention run (hourly): pipeline/retention tests",
+	"pagewatch_retention_claimed_elsewhere_total":    "two loaders in one retention period (the restart here starts a new one): TestTwoLoadersClaimEachPeriodOnce, the ClickHouse cluster tests",
 	"pagewatch_sweeper_claim_conflicts_total":        "two sweepers claiming one crossing: pipeline/sweep racing tests",
 	"pagewatch_worker_lock_conflicts_total":          "not deterministic with two workers: TestWorkersNeverSendOnePageTwiceAtOnce",
 	"pagewatch_ratelimit_cas_conflicts_total":        "not deterministic with two workers: pipeline/ratelimit tests",
@@ -161,11 +164,14 @@ func TestProductionMetricsAndReadiness(t *testing.T) {
 	waitReady(t, procs, "ingest load", "sweeper", "worker")
 	t.Logf("ClickHouse back: its daemons ready within %s", time.Since(back).Round(time.Millisecond))
 
-	// A loader restarted, as in a deploy: retention runs at its start and
-	// drops the 2015 days loaded by now.
+	// A loader restarted, as in a deploy, in a new retention period:
+	// retention runs at its start and drops the 2015 days loaded by now.
+	// (The period the first loader claimed at its start is forgotten, as
+	// an hour later; within it the restarted loader would run nothing.)
 	// Lines published meanwhile wait in JetStream: consumer pending.
 	procs["ingest load"][0].stop(t)
 	procs["ingest load"] = nil
+	forgetRetentionClaims(t, b)
 	appendLines(t, filepath.Join(sites, "b", "access.log"), lines[8000:8100])
 	time.Sleep(time.Second)
 	run("ingest load", b.config)
@@ -392,5 +398,25 @@ func publishJunk(t *testing.T, url string) {
 	}
 	if strings.Contains(string(msg.Data), "error") {
 		t.Fatalf("publish junk: %s", msg.Data)
+	}
+}
+
+// forgetRetentionClaims deletes the loaders' retention claims, so that the
+// next loader to start runs retention as in a new period.
+func forgetRetentionClaims(t *testing.T, b *bundle) {
+	t.Helper()
+	bb := b.hitsBus(t)
+	kv, err := bb.KV(context.Background(), bus.BucketRetention, retention.ClaimsTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := kv.ListKeys(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range keys.Keys() {
+		if err := kv.Purge(context.Background(), k); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
