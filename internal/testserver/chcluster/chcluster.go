@@ -68,7 +68,31 @@ type Node struct {
 
 // Start starts ZooKeeper, then every node but the standby ones at once, and
 // returns when all answer. Everything stops with t.Cleanup.
+//
+// Ports are picked free, then bound when the servers start; an outgoing
+// connection of another test can take one in between (they come from the
+// same ephemeral range), so a start that finds its address in use is
+// tried again on fresh ports, up to three times.
 func Start(t testing.TB, opts Options) *Cluster {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		c, err := start(t, opts)
+		if err == nil {
+			return c
+		}
+		if attempt == 3 || !strings.Contains(err.Error(), "Address already in use") {
+			t.Fatal(err)
+		}
+		t.Logf("chcluster: a port was taken before the servers bound it; again on fresh ports: %v", firstLine(err))
+	}
+}
+
+func firstLine(err error) string {
+	s, _, _ := strings.Cut(err.Error(), "\n")
+	return s
+}
+
+func start(t testing.TB, opts Options) (*Cluster, error) {
 	t.Helper()
 	began := time.Now()
 	shards, replicas := orDefault(opts.Shards, 2), orDefault(opts.Replicas, 2)
@@ -77,7 +101,7 @@ func Start(t testing.TB, opts Options) *Cluster {
 		for r := 1; r <= replicas; r++ {
 			port, err := freePort()
 			if err != nil {
-				t.Fatal(err)
+				return nil, err
 			}
 			i := len(c.Nodes)
 			c.Nodes = append(c.Nodes, &Node{Server: clickhousetest.Prepare(t, clickhousetest.Options{}), Shard: s, Replica: r, InterserverPort: port})
@@ -85,7 +109,7 @@ func Start(t testing.TB, opts Options) *Cluster {
 		}
 	}
 	if err := c.writeConfigs(); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	// Registered after each node's own Stop, so it runs first: the nodes
 	// shut down at once (each takes a second or two) rather than in turn.
@@ -93,7 +117,8 @@ func Start(t testing.TB, opts Options) *Cluster {
 	// ZooKeeper first: a server that starts without it has read-only
 	// replicated tables until it reconnects.
 	if err := c.ZooKeeper.Launch(); err != nil {
-		t.Fatal(err)
+		c.stopAll()
+		return nil, err
 	}
 	var up []int
 	for i := range c.Nodes {
@@ -102,11 +127,13 @@ func Start(t testing.TB, opts Options) *Cluster {
 		}
 	}
 	if err := c.launch(up...); err != nil {
-		t.Fatal(err)
+		c.stopAll()
+		c.ZooKeeper.Kill()
+		return nil, err
 	}
 	t.Logf("chcluster: ZooKeeper %s and %d of %d clickhouse-servers (%d shards × %d replicas) ready in %v",
 		c.ZooKeeper.Addr, len(up), len(c.Nodes), shards, replicas, time.Since(began).Round(time.Millisecond))
-	return c
+	return c, nil
 }
 
 func orDefault(v, def int) int {
@@ -160,6 +187,17 @@ func (c *Cluster) Restart(t testing.TB, nodes ...int) {
 	t.Helper()
 	began := time.Now()
 	c.Kill(nodes...)
+	for _, i := range nodes {
+		// A server killed between writing an insert's part and committing
+		// it in ZooKeeper finds the part unknown there, and 18.16 refuses
+		// to start when too many are ("The local set of parts ... doesn't
+		// look like the set of parts in ZooKeeper"). The flag is
+		// ClickHouse's documented way out: it moves them to detached/,
+		// and the loader's retry inserts those rows again.
+		if err := c.Nodes[i].forceRestoreData(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if err := c.launch(nodes...); err != nil {
 		t.Fatal(err)
 	}
@@ -244,6 +282,16 @@ func (n *Node) launch() error {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// forceRestoreData sets the flag that lets a replica start with parts
+// ZooKeeper does not know; the server removes it once read.
+func (n *Node) forceRestoreData() error {
+	dir := filepath.Join(n.Dir, "data", "flags")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "force_restore_data"), nil, 0o644)
 }
 
 // running reports whether a node answers a query.
