@@ -88,32 +88,9 @@ func (s *Server) pagePage(w http.ResponseWriter, r *http.Request) {
 	now := s.deps.Now()
 	to := now.Truncate(rg.Step).Add(rg.Step)
 	from := to.Add(-rg.Span)
-	var (
-		raw []traffic.MinuteHits
-		err error
-	)
-	if rg.Step == time.Minute {
-		raw, err = s.deps.Store.PageSeries(ctx, site, path, from, to)
-	} else {
-		raw, err = s.deps.Store.PageHourSeries(ctx, site, path, from, to)
-	}
-	if err != nil {
-		s.failErr(w, r, "reading the page's views", err)
-		return
-	}
-	v := pageView{Site: site, Path: path, Range: rg.Name, From: from, To: to, Step: "minute", Series: fill(raw, from, to, rg.Step)}
-	if rg.Step == time.Hour {
-		v.Step = "hour"
-	}
+	v := pageView{Site: site, Path: path, Range: rg.Name, From: from, To: to, Step: stepName(rg.Step)}
 	for _, c := range pageRanges {
 		v.Ranges = append(v.Ranges, c.Name)
-	}
-	for _, p := range v.Series {
-		v.Total += p.Views
-	}
-	if v.Lines, err = s.pageLines(r, site, path, rg.Step); err != nil {
-		s.failErr(w, r, "reading the page's normal", err)
-		return
 	}
 	// Referrers are read from the raw hits: at most the range's last day
 	// against the day before, so a busy page's month is not grouped.
@@ -122,20 +99,42 @@ func (s *Server) pagePage(w http.ResponseWriter, r *http.Request) {
 		refFrom = to.Add(-24 * time.Hour)
 	}
 	v.ReferrerSpan = shortDuration(to.Sub(refFrom))
-	refs, err := s.referrers(r, site, path, refFrom, to)
+	// The reads are independent: made at once, the page waits for the
+	// slowest, not for their sum.
+	var raw []traffic.MinuteHits
+	err := together(
+		func() (err error) {
+			if rg.Step == time.Minute {
+				raw, err = s.deps.Store.PageSeries(ctx, site, path, from, to)
+			} else {
+				raw, err = s.deps.Store.PageHourSeries(ctx, site, path, from, to)
+			}
+			return wrap("the page's views", err)
+		},
+		func() (err error) {
+			v.Lines, err = s.pageLines(r, site, path, rg.Step)
+			return wrap("the page's normal", err)
+		},
+		func() (err error) {
+			v.Referrers, err = s.referrers(r, site, path, refFrom, to)
+			return wrap("the page's referrers", err)
+		},
+		func() error {
+			xs, err := s.deps.Store.Crossings(ctx, HistoryQuery{Site: site, Path: path, From: now.Add(-defaultHistorySpan), To: now.Add(time.Minute), Limit: 20})
+			if err != nil {
+				return wrap("the page's crossings", err)
+			}
+			v.Crossings, err = s.withOutcomes(r, xs)
+			return wrap("the page's notifications", err)
+		},
+	)
 	if err != nil {
-		s.failErr(w, r, "reading the page's referrers", err)
+		s.failErr(w, r, "reading the page", err)
 		return
 	}
-	v.Referrers = refs
-	xs, err := s.deps.Store.Crossings(ctx, HistoryQuery{Site: site, Path: path, From: now.Add(-defaultHistorySpan), To: now.Add(time.Minute), Limit: 20})
-	if err != nil {
-		s.failErr(w, r, "reading the page's crossings", err)
-		return
-	}
-	if v.Crossings, err = s.withOutcomes(r, xs); err != nil {
-		s.failErr(w, r, "reading the page's notifications", err)
-		return
+	v.Series = fill(raw, from, to, rg.Step)
+	for _, p := range v.Series {
+		v.Total += p.Views
 	}
 	if !isAPI(r) {
 		v.Chart = s.drawPage(v, rg)
@@ -286,4 +285,11 @@ func shortDuration(d time.Duration) string {
 		return fmt.Sprintf("%dm", d/time.Minute)
 	}
 	return d.String()
+}
+
+func wrap(what string, err error) error {
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
 }

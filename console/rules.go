@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/pagewatch/pagewatch/domain/rules"
@@ -148,13 +149,24 @@ func (s *Server) ruleCounts(r *http.Request, page []rules.Rule, now time.Time) (
 			add(wide, win, rule.Site, "")
 		}
 	}
+	// The reads are independent: made at once, the page waits for the
+	// slowest, not for their sum.
 	out := map[time.Duration][]PageViews{}
-	for win, st := range exact {
-		pv, err := s.deps.Store.PageCounts(r.Context(), slices.Collect(maps.Keys(st.sites)), slices.Collect(maps.Keys(st.paths)), now.Add(-win), now)
-		if err != nil {
-			return nil, err
-		}
+	var (
+		mu    sync.Mutex
+		reads []func() error
+	)
+	keep := func(win time.Duration, pv []PageViews) {
+		mu.Lock()
+		defer mu.Unlock()
 		out[win] = append(out[win], pv...)
+	}
+	for win, st := range exact {
+		reads = append(reads, func() error {
+			pv, err := s.deps.Store.PageCounts(r.Context(), slices.Collect(maps.Keys(st.sites)), slices.Collect(maps.Keys(st.paths)), now.Add(-win), now)
+			keep(win, pv)
+			return err
+		})
 	}
 	for win, st := range wide {
 		site := ""
@@ -163,11 +175,14 @@ func (s *Server) ruleCounts(r *http.Request, page []rules.Rule, now time.Time) (
 				site = k
 			}
 		}
-		pv, err := s.deps.Store.TopPages(r.Context(), site, now.Add(-win), now, topScan*len(st.sites))
-		if err != nil {
-			return nil, err
-		}
-		out[win] = append(out[win], pv...)
+		reads = append(reads, func() error {
+			pv, err := s.deps.Store.TopPages(r.Context(), site, now.Add(-win), now, topScan*len(st.sites))
+			keep(win, pv)
+			return err
+		})
+	}
+	if err := together(reads...); err != nil {
+		return nil, err
 	}
 	for win, pv := range out {
 		slices.SortFunc(pv, func(a, b PageViews) int {
@@ -271,4 +286,19 @@ func matchText(r rules.Rule) string {
 		return "regex " + m.Regex
 	}
 	return "every page"
+}
+
+// together runs independent reads at once and returns the first error.
+func together(reads ...func() error) error {
+	errs := make(chan error, len(reads))
+	for _, read := range reads {
+		go func() { errs <- read() }()
+	}
+	var first error
+	for range reads {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }
