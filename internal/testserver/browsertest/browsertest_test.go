@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -164,7 +165,15 @@ func testProblems(t *testing.T, b *browsertest.Browser, base string) {
 			rec := &recorder{TB: t}
 			p := b.NewPage(rec)
 			p.Goto(base + c.path)
-			p.Check()
+			// The page reports a CSP violation as a DOM event dispatched
+			// after the console's error: it may come a moment later.
+			for deadline := time.Now().Add(5 * time.Second); ; {
+				p.Check()
+				if slices.ContainsFunc(p.Events(), func(e browsertest.Event) bool { return e.Kind == c.kind }) || time.Now().After(deadline) {
+					break
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
 			if errs := rec.errors(); !strings.Contains(errs, c.want) {
 				t.Errorf("errors reported: %q; want one containing %q", errs, c.want)
 			}
