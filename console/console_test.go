@@ -168,6 +168,20 @@ func (d *fakeDead) Discard(_ context.Context, seq uint64) (DeadLetter, error) {
 	return l, nil
 }
 
+// fakeStates says the pricing rule fired on /pricing ten minutes ago
+// and holds a pending crossing for the hostile page.
+type fakeStates struct{ now time.Time }
+
+func (f fakeStates) State(_ context.Context, rule, site, path string, sum bool) (RuleState, bool, error) {
+	switch {
+	case rule == "pricing" && path == "/pricing":
+		return RuleState{Fired: []uint64{100}, LastFired: f.now.Add(-10 * time.Minute)}, true, nil
+	case rule == "any" && path == hostileScript:
+		return RuleState{Pending: 1}, true, nil
+	}
+	return RuleState{}, false, nil
+}
+
 // fakeSilences keeps silences in memory.
 type fakeSilences struct {
 	mu   sync.Mutex
@@ -262,7 +276,7 @@ func setup(t *testing.T, mutate func(*Config)) *bundle {
 		}
 	}
 	sil := &fakeSilences{}
-	s, err := New(cfg, Deps{Store: st, DeadLetters: dead, Silences: sil, Rules: func() []rules.Rule { return rs },
+	s, err := New(cfg, Deps{Store: st, DeadLetters: dead, Silences: sil, RuleStates: fakeStates{now: now}, Rules: func() []rules.Rule { return rs },
 		Logger: slog.New(slog.DiscardHandler), Registry: prometheus.NewRegistry(), Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
@@ -603,4 +617,19 @@ func TestFiftyLiveStreamsShareOnePoll(t *testing.T) {
 		t.Errorf("%d live reads for %d browsers in %s; want at most %d", calls, browsers, elapsed.Round(time.Millisecond), max)
 	}
 	t.Logf("%d browsers got %d events each in %s from %d reads", browsers, events, elapsed.Round(time.Millisecond), calls)
+}
+
+func TestRulesPageStates(t *testing.T) {
+	b := setup(t, nil)
+	alice, _, _ := b.login(t, "alice", "pw-alice")
+	_, body := get(t, alice, b.srv.URL+"/rules")
+	for _, want := range []string{
+		`data-testid="rule-page" data-site="example.com" data-path="/pricing" data-state="fired"`,
+		`data-testid="rule-page" data-site="example.com" data-path="/&lt;script&gt;alert(1)&lt;/script&gt;" data-state="pending"`,
+		">90%<", // /pricing: 90 of pricing's 100
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("rules page lacks %s:\n%s", want, body)
+		}
+	}
 }

@@ -215,18 +215,22 @@ func (s *Server) nearest(r *http.Request, rule rules.Rule, top []PageViews, now 
 	if sum {
 		out = append(out, rulePage{Site: rule.Site, Path: "(sum of " + matchText(rule) + ")", Count: total})
 	}
-	for i := range out {
-		var (
-			st  RuleState
-			ok  bool
-			err error
-		)
-		if s.deps.RuleStates != nil {
-			st, ok, err = s.deps.RuleStates.State(r.Context(), rule.Name, out[i].Site, out[i].Path, sum)
-			if err != nil {
-				return nil, err
+	// The sweeper's state of each page, read at once (a round trip each).
+	states, found := make([]RuleState, len(out)), make([]bool, len(out))
+	if s.deps.RuleStates != nil {
+		reads := make([]func() error, len(out))
+		for i := range out {
+			reads[i] = func() (err error) {
+				states[i], found[i], err = s.deps.RuleStates.State(r.Context(), rule.Name, out[i].Site, out[i].Path, sum)
+				return err
 			}
 		}
+		if err := together(reads...); err != nil {
+			return nil, err
+		}
+	}
+	for i := range out {
+		st, ok := states[i], found[i]
 		th := rule.Thresholds[0]
 		if ok {
 			for _, t := range rule.Thresholds {
