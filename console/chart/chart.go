@@ -55,7 +55,9 @@ const (
 	padBottom = 44
 )
 
-// SVG draws the chart. The series is one path with class "series".
+// SVG draws the chart. The series is one path with class "series". The
+// lines carry their labels as tooltips only, never as text in the plot:
+// put the labels in a legend under the chart, as the console's page view does.
 func SVG(s Spec) string {
 	if s.Width == 0 {
 		s.Width, s.Height = 960, 320
@@ -103,8 +105,11 @@ func SVG(s Spec) string {
 		if l.Class == "baseline" {
 			cls = "baseline"
 		}
-		fmt.Fprintf(&b, `<line class="%s" x1="%d" x2="%d" y1="%.1f" y2="%.1f"/>`, cls, padLeft, s.Width-padRight, y(l.Value), y(l.Value))
-		fmt.Fprintf(&b, `<text class="label-%s" x="%d" y="%.1f">%s</text>`, cls, padLeft+4, y(l.Value)-4, esc(l.Label))
+		// No text beside the line: two lines close together (a small
+		// threshold and a small normal, both near 0) would draw their
+		// labels over each other. The labels are the legend under the
+		// chart (the page's); here each line's label is its tooltip.
+		fmt.Fprintf(&b, `<line class="%s" x1="%d" x2="%d" y1="%.1f" y2="%.1f"><title>%s</title></line>`, cls, padLeft, s.Width-padRight, y(l.Value), y(l.Value), esc(l.Label))
 	}
 	var d strings.Builder
 	for i, p := range s.Points {

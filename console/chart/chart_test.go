@@ -40,3 +40,22 @@ func TestTimeTicksAreRoundInTheZone(t *testing.T) {
 		}
 	}
 }
+
+// TestLineLabelsNeverOverlap: a threshold and a normal both near 0 once
+// drew their labels over each other; the plot holds no label text now
+// (the labels are the page's legend), only each line's escaped tooltip.
+func TestLineLabelsNeverOverlap(t *testing.T) {
+	from := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	svg := SVG(Spec{Title: "t", From: from, To: from.Add(time.Hour), Unit: "views per minute",
+		Points: []Point{{T: from, V: 0}},
+		Lines: []Line{{Label: "rule <a>: more than 2 in 1h", Value: 0.03, Class: "threshold"},
+			{Label: "normal: 0 an hour", Value: 0, Class: "baseline"}}})
+	if strings.Contains(svg, "label-") {
+		t.Errorf("SVG draws line labels as text in the plot:\n%s", svg)
+	}
+	for _, want := range []string{"<title>rule &lt;a&gt;: more than 2 in 1h</title>", "<title>normal: 0 an hour</title>"} {
+		if !strings.Contains(svg, want) {
+			t.Errorf("SVG lacks %q:\n%s", want, svg)
+		}
+	}
+}
