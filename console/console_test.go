@@ -500,6 +500,33 @@ func TestHistoryCountsAndPaging(t *testing.T) {
 	}
 }
 
+// TestOutcomesOldestFirst: a delivery that failed and was dead-lettered
+// in the same second (ClickHouse's DateTime, ties ordered by name) reads
+// failed, then dead_lettered, on the history and on the page view.
+func TestOutcomesOldestFirst(t *testing.T) {
+	b := setup(t, nil)
+	at := time.Date(2026, 11, 24, 11, 0, 40, 0, time.UTC)
+	b.store.mu.Lock()
+	b.store.outcomes = []OutcomeRow{
+		{Key: "pricing.k.1", At: at, Outcome: "dead_lettered", SMTPCode: 550},
+		{Key: "pricing.k.1", At: at, Outcome: "failed", SMTPCode: 550},
+		{Key: "pricing.k.1", At: at.Add(time.Minute), Outcome: "retried"},
+		{Key: "pricing.k.1", At: at.Add(2 * time.Minute), Outcome: "sent"},
+	}
+	b.store.mu.Unlock()
+	alice, _, _ := b.login(t, "alice", "pw-alice")
+	for _, u := range []string{"/history?rule=pricing", "/page?site=example.com&path=/pricing"} {
+		_, body := get(t, alice, b.srv.URL+u)
+		var got []string
+		for _, m := range regexp.MustCompile(`data-outcome="([a-z_]+)"`).FindAllStringSubmatch(body, -1) {
+			got = append(got, m[1])
+		}
+		if want := "failed dead_lettered retried sent"; strings.Join(got, " ") != want {
+			t.Errorf("%s: outcomes %q, want %q", u, strings.Join(got, " "), want)
+		}
+	}
+}
+
 func TestLiveStreamUpdatesInPlace(t *testing.T) {
 	b := setup(t, func(c *Config) { c.Auth, c.LiveInterval = AuthNone, 500*time.Millisecond })
 	resp, body := get(t, b.client(t), b.srv.URL+"/live?site=example.com")

@@ -2,6 +2,7 @@ package console
 
 import (
 	"net/http"
+	"sort"
 	"strconv"
 	"time"
 )
@@ -159,10 +160,38 @@ func (s *Server) withOutcomes(r *http.Request, xs []CrossingRow) ([]crossingView
 	for _, o := range os {
 		byKey[o.Key] = append(byKey[o.Key], outcomeView{At: o.At, Shown: s.timeIn(o.At), Outcome: o.Outcome, SMTPCode: o.SMTPCode, Error: o.Error, Worker: o.Worker})
 	}
+	for _, v := range byKey {
+		sortOutcomes(v)
+	}
 	for _, x := range xs {
 		out = append(out, crossingView{Key: x.Key, Rule: x.Rule, Site: x.Site, Path: x.Path, Window: x.Window,
 			Threshold: x.Threshold, Count: x.Count, CrossedAt: x.CrossedAt, Shown: s.timeIn(x.CrossedAt),
 			Outcomes: append([]outcomeView{}, byKey[x.Key]...)})
 	}
 	return out, nil
+}
+
+// outcomeStage orders outcomes recorded in the same second: the
+// notifications table keeps whole seconds, and ClickHouse broke such ties
+// by name, so a delivery that failed (550) and was dead-lettered at once
+// read "dead_lettered, failed". A crossing's outcomes read oldest first,
+// and within a second in the order they happen: an attempt's result,
+// then its dead-lettering, then an operator's action on the dead letter.
+func outcomeStage(outcome string) int {
+	switch outcome {
+	case "dead_lettered":
+		return 1
+	case "retried", "discarded":
+		return 2
+	}
+	return 0
+}
+
+func sortOutcomes(os []outcomeView) {
+	sort.SliceStable(os, func(i, j int) bool {
+		if !os[i].At.Equal(os[j].At) {
+			return os[i].At.Before(os[j].At)
+		}
+		return outcomeStage(os[i].Outcome) < outcomeStage(os[j].Outcome)
+	})
 }
