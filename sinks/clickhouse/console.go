@@ -107,7 +107,28 @@ func (c *Client) RecordAction(ctx context.Context, a console.Action) error {
 		Worker: consoleWorker + a.User, Crossing: crossing.Crossing{Key: key, Rule: a.Rule, Site: a.Site, Path: a.Path}})
 }
 
-// Actions returns the operators' latest actions, newest first.
+// parseActionText reads back what RecordAction wrote in the error
+// column, "dead letter 7 (jobs, receiver email): why", as the receiver
+// ("email") and the reason ("why"); text of another shape is all reason.
+func parseActionText(text string) (receiver, reason string) {
+	rest, ok := strings.CutPrefix(text, "dead letter ")
+	if !ok {
+		return "", text
+	}
+	_, rest, ok = strings.Cut(rest, " (")
+	if !ok {
+		return "", text
+	}
+	inner, why, ok := strings.Cut(rest, "): ")
+	if !ok {
+		return "", text
+	}
+	_, receiver, _ = strings.Cut(inner, ", receiver ")
+	return receiver, why
+}
+
+// Actions returns the operators' latest actions, newest first, each
+// with the receiver its dead letter was for (jobs) and the reason.
 func (c *Client) Actions(ctx context.Context, since time.Time, limit int) ([]console.Action, error) {
 	rows, err := c.conn.Query(ctx, queryConsoleActions, since.Unix(), min(max(limit, 1), maxConsoleRows))
 	if err != nil {
@@ -128,6 +149,7 @@ func (c *Client) Actions(ctx context.Context, since time.Time, limit int) ([]con
 			a.Action = "discard"
 		}
 		a.User = strings.TrimPrefix(worker, consoleWorker)
+		a.Receiver, a.Reason = parseActionText(a.Reason)
 		if kind, seq, ok := strings.Cut(a.Key, "#"); ok {
 			a.Kind, a.Key = kind, ""
 			fmt.Sscan(seq, &a.Seq)

@@ -131,8 +131,8 @@ func TestConsoleStore(t *testing.T) {
 		t.Fatalf("actions: %+v, %v", acts, err)
 	}
 	for _, a := range acts {
-		if (a.User == "alice" && (a.Action != "retry" || a.Key != "pricing.a.1" || a.Kind != "jobs")) ||
-			(a.User == "bob" && (a.Action != "discard" || a.Kind != "hits" || a.Seq != 9 || a.Key != "")) {
+		if (a.User == "alice" && (a.Action != "retry" || a.Key != "pricing.a.1" || a.Kind != "jobs" || a.Receiver != "email" || a.Reason != "mailbox unavailable")) ||
+			(a.User == "bob" && (a.Action != "discard" || a.Kind != "hits" || a.Seq != 9 || a.Key != "" || a.Receiver != "" || a.Reason != "bad magic")) {
 			t.Errorf("action %+v", a)
 		}
 	}
