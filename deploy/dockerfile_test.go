@@ -74,17 +74,17 @@ func TestDockerfile(t *testing.T) {
 	if uid, _, _ := strings.Cut(final, ":"); !regexp.MustCompile(`^[1-9][0-9]*$`).MatchString(uid) {
 		t.Errorf("final stage USER %q: want a numeric non-root uid (Kubernetes runAsNonRoot checks it)", final)
 	}
-	for _, want := range []string{"CGO_ENABLED=0", "-trimpath", `-ldflags "-s -w"`, "./cmd/ingest", "./cmd/sweeper", "./cmd/worker", "--mount=type=cache,target=/go/pkg/mod"} {
+	for _, want := range []string{"CGO_ENABLED=0", "-trimpath", `-ldflags "-s -w"`, "./cmd/ingest", "./cmd/sweeper", "./cmd/worker", "./cmd/console", "--mount=type=cache,target=/go/pkg/mod"} {
 		if !strings.Contains(build, want) {
 			t.Errorf("go build step %q lacks %s", build, want)
 		}
 	}
-	for _, port := range []string{"9101", "9102", "9103", "9104"} {
+	for _, port := range []string{"9101", "9102", "9103", "9104", "9105", "9106"} {
 		if !slices.Contains(strings.Fields(expose), port) {
 			t.Errorf("EXPOSE%s lacks %s", expose, port)
 		}
 	}
-	if regexp.MustCompile(`ingest|sweeper|worker`).MatchString(entrypoint) {
+	if regexp.MustCompile(`ingest|sweeper|worker|console`).MatchString(entrypoint) {
 		t.Errorf("ENTRYPOINT %s fixes one daemon; compose and Kubernetes pick the command", entrypoint)
 	}
 }
@@ -116,7 +116,7 @@ func TestDockerBuild(t *testing.T) {
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, b)
 	}
-	for _, bin := range []string{"ingest", "sweeper", "worker"} {
+	for _, bin := range []string{"ingest", "sweeper", "worker", "console"} {
 		f, err := elf.Open(filepath.Join(out, bin))
 		if err != nil {
 			t.Fatal(err)
@@ -160,7 +160,7 @@ func TestDockerignore(t *testing.T) {
 	cmd := exec.Command("go", "list", "-deps", "-f",
 		`{{if .Module}}{{if .Module.Main}}{{$d := .Dir}}{{range .GoFiles}}{{$d}}/{{.}}
 {{end}}{{range .EmbedFiles}}{{$d}}/{{.}}
-{{end}}{{end}}{{end}}`, "./cmd/ingest", "./cmd/sweeper", "./cmd/worker")
+{{end}}{{end}}{{end}}`, "./cmd/ingest", "./cmd/sweeper", "./cmd/worker", "./cmd/console")
 	cmd.Dir = root
 	out, err := cmd.Output()
 	if err != nil {
