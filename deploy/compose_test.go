@@ -78,8 +78,8 @@ func daemons(t *testing.T, p *types.Project) []daemon {
 		}
 		out = append(out, daemon{name, s, part})
 	}
-	if len(out) != 4 {
-		t.Fatalf("deploy/%s: want 4 pagewatch services (ingest tail, ingest load, sweeper, worker), found %d", composeFile, len(out))
+	if len(out) != 5 {
+		t.Fatalf("deploy/%s: want 5 pagewatch services (ingest tail, ingest load, sweeper, worker, console), found %d", composeFile, len(out))
 	}
 	return out
 }
@@ -106,12 +106,18 @@ func partOf(argv []string) (config.Part, error) {
 		return config.Sweeper, nil
 	case "worker run", "worker ":
 		return config.Worker, nil
+	case "console run", "console ":
+		return config.Console, nil
 	}
-	return "", fmt.Errorf("not a pagewatch daemon (ingest tail|load, sweeper run, worker run)")
+	return "", fmt.Errorf("not a pagewatch daemon (ingest tail|load, sweeper run, worker run, console run)")
 }
 
+// listenOf is the daemon's admin listener (/metrics, /healthz, /readyz):
+// for the console, console.admin_listen, not its pages' console.listen.
 func listenOf(cfg config.Config, part config.Part) string {
 	switch part {
+	case config.Console:
+		return cfg.Console.AdminListen
 	case config.IngestTail:
 		return cfg.Ingest.Tail.Listen
 	case config.IngestLoad:
@@ -218,6 +224,7 @@ func TestComposeConfig(t *testing.T) {
 		if hc := d.svc.HealthCheck; hc == nil || !regexp.MustCompile(`127\.0\.0\.1:`+port+`/(readyz|healthz)\b`).MatchString(strings.Join(hc.Test, " ")) {
 			t.Errorf("service %s: healthcheck must probe 127.0.0.1:%s/readyz or /healthz", d.name, port)
 		}
+		checkConsolePorts(t, d, *cfg)
 		// The addresses the daemons dial are services of this file.
 		dial := map[string]string{"nats.url": strings.TrimPrefix(cfg.NATS.URL, "nats://")}
 		for i, a := range cfg.ClickHouse.Addr {
@@ -290,6 +297,47 @@ func TestComposeSecrets(t *testing.T) {
 			}
 		}
 		t.Logf("service %s (%s): secrets %v", d.name, d.part, got)
+	}
+}
+
+// checkConsolePorts: a daemon publishes no port but the console's pages,
+// on the host's loopback only; the console listens on 0.0.0.0 in its
+// container, so it must ask for a login (auth: none is loopback only).
+func checkConsolePorts(t *testing.T, d daemon, cfg config.Config) {
+	t.Helper()
+	published := 0
+	for _, pp := range d.svc.Ports {
+		if d.part != config.Console {
+			t.Errorf("service %s: publishes port %s; only the console's pages are published", d.name, pp.Published)
+			continue
+		}
+		_, port, _ := strings.Cut(cfg.Console.Listen, ":")
+		if pp.HostIP != "127.0.0.1" {
+			t.Errorf("service %s: publishes %s on %q; want the host's loopback only (127.0.0.1:PORT:PORT)", d.name, pp.Published, pp.HostIP)
+		}
+		if fmt.Sprint(pp.Target) != port {
+			t.Errorf("service %s: publishes container port %d, but console.listen is %q", d.name, pp.Target, cfg.Console.Listen)
+		}
+		published++
+	}
+	if d.part != config.Console {
+		return
+	}
+	host, port, _ := strings.Cut(cfg.Console.Listen, ":")
+	if host != "0.0.0.0" {
+		t.Errorf("service %s: console.listen %q; in a container it must be 0.0.0.0:PORT", d.name, cfg.Console.Listen)
+	}
+	if !slices.Contains(d.svc.Expose, port) {
+		t.Errorf("service %s: expose %v lacks the console's port %s", d.name, d.svc.Expose, port)
+	}
+	if published != 1 {
+		t.Errorf("service %s: %d published ports, want console.listen's on 127.0.0.1", d.name, published)
+	}
+	if cfg.Console.Auth != "password" || len(cfg.Console.Users)+len(cfg.Console.Tokens) == 0 {
+		t.Errorf("service %s: console.auth %q with %d users and %d tokens; off loopback it must be password with a user or token", d.name, cfg.Console.Auth, len(cfg.Console.Users), len(cfg.Console.Tokens))
+	}
+	if !cfg.Console.SessionKey.IsSet() {
+		t.Errorf("service %s: console.session_key unset: each replica and restart would make its own, logging everyone out", d.name)
 	}
 }
 
