@@ -28,16 +28,22 @@
     return td;
   }
 
+  function link(href, text) {
+    var a = document.createElement("a");
+    a.setAttribute("href", href);
+    a.textContent = text;
+    return a;
+  }
+
   function newRow(p) {
     var tr = document.createElement("tr");
     tr.dataset.testid = "live-row";
     tr.dataset.site = p.site;
     tr.dataset.path = p.path;
-    cell(tr, "site").textContent = p.site;
-    var a = document.createElement("a");
-    a.href = "/page?site=" + encodeURIComponent(p.site) + "&path=" + encodeURIComponent(p.path);
-    a.textContent = p.path;
-    cell(tr, "path", "path").appendChild(a);
+    // As the server renders a row: the site links to its live view, the
+    // path to its page view.
+    cell(tr, "site").appendChild(link("/live?site=" + encodeURIComponent(p.site), p.site));
+    cell(tr, "path", "path").appendChild(link("/page?site=" + encodeURIComponent(p.site) + "&path=" + encodeURIComponent(p.path), p.path));
     cell(tr, "views-5m", "num");
     cell(tr, "views-1h", "num");
     cell(tr, "baseline", "num");
