@@ -527,6 +527,17 @@ func TestOutcomesOldestFirst(t *testing.T) {
 	}
 }
 
+func TestRatioShown(t *testing.T) {
+	for _, c := range []struct {
+		ratio, normal float64
+		want          string
+	}{{52, 0, "new"}, {3, 0.4, "new"}, {52, 1, "52.0×"}, {3, 100, "3.0×"}, {0.25, 100, "0.2×"}, {1234.56, 1, "1234.6×"}} {
+		if got := ratioShown(c.ratio, c.normal); got != c.want {
+			t.Errorf("ratioShown(%v, %v) = %q, want %q", c.ratio, c.normal, got, c.want)
+		}
+	}
+}
+
 func TestLiveStreamUpdatesInPlace(t *testing.T) {
 	b := setup(t, func(c *Config) { c.Auth, c.LiveInterval = AuthNone, 500*time.Millisecond })
 	resp, body := get(t, b.client(t), b.srv.URL+"/live?site=example.com")

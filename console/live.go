@@ -183,7 +183,7 @@ func (h *hub) poll(ctx context.Context) (*liveSnapshot, error) {
 		ratio := float64(p.Views1h) / max(base, 1)
 		snap.Pages = append(snap.Pages, livePage{Site: p.Site, Path: p.Path, Views5m: p.Views5m, Views1h: p.Views1h,
 			Baseline: base, BaselineShown: strconv.FormatFloat(base, 'f', 0, 64), Ratio: ratio,
-			RatioShown: formatRatio(ratio), Spark: chart.Spark(p.Minutes, 120, 24)})
+			RatioShown: ratioShown(ratio, base), Spark: chart.Spark(p.Minutes, 120, 24)})
 	}
 	slices.SortStableFunc(snap.Pages, func(a, b livePage) int {
 		if c := cmp.Compare(b.Ratio, a.Ratio); c != 0 {

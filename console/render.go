@@ -153,9 +153,18 @@ func (s *Server) timeIn(t time.Time) string {
 	return t.In(s.zone).Format("2006-01-02 15:04:05")
 }
 
+// formatRatio writes a ratio one way at every size, "3.0×" and "52.0×"
+// (not "52×" beside "3.0×").
 func formatRatio(v float64) string {
-	if v >= 10 {
-		return strconv.FormatFloat(v, 'f', 0, 64) + "×"
-	}
 	return strconv.FormatFloat(v, 'f', 1, 64) + "×"
+}
+
+// ratioShown is a page's views against its normal as the live view
+// shows it: "new" when the normal shows as 0 (no sealed days, or under
+// half a view an hour), where a ratio would only be the hour's views.
+func ratioShown(ratio, normal float64) string {
+	if normal < 0.5 {
+		return "new"
+	}
+	return formatRatio(ratio)
 }
