@@ -37,6 +37,7 @@ var units = map[string]struct {
 	"pagewatch-ingest-load.service": {config.IngestLoad, "ingest", "load"},
 	"pagewatch-sweeper.service":     {config.Sweeper, "sweeper", "run"},
 	"pagewatch-worker.service":      {config.Worker, "worker", "run"},
+	"pagewatch-console.service":     {config.Console, "console", "run"},
 }
 
 const (
@@ -267,7 +268,7 @@ func inPart(part config.Part, key string) bool {
 
 // unitConfig writes pagewatch.yaml as the unit sees it: every file it
 // names that is a credential of the unit is copied (with placeholder
-// content) under a temp root and the path rewritten to it; any other file
+// content, long enough for a session key) under a temp root and the path rewritten to it; any other file
 // stays missing there, an error only if the unit's own daemon reads it.
 // It returns the rewritten file, the credentials the unit's daemon reads,
 // and the keys of other daemons' secrets the unit cannot read.
@@ -303,7 +304,7 @@ func unitConfig(t *testing.T, name string, u unitFile) (file string, used map[st
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(dst, []byte("placeholder-"+id+"\n"), 0o400); err != nil {
+		if err := os.WriteFile(dst, []byte("placeholder-"+id+"-0123456789abcdef0123456789abcdef\n"), 0o400); err != nil {
 			t.Fatal(err)
 		}
 		n.Value = dst
@@ -346,6 +347,11 @@ func TestUnitConfig(t *testing.T) {
 		}
 		if err != nil {
 			t.Errorf("%s: deploy/systemd/pagewatch.yaml as the unit sees it (without %v): %v", name, missing, err)
+		}
+		// On a shared host any local user reaches a loopback port: the
+		// console asks for a login there too.
+		if part == config.Console && err == nil && (cfg.Console.Auth != "password" || len(cfg.Console.Users)+len(cfg.Console.Tokens) == 0 || !cfg.Console.SessionKey.IsSet()) {
+			t.Errorf("%s: console.auth %q with %d users, %d tokens, session_key set %v: want password, a user or token, and a session_key", name, cfg.Console.Auth, len(cfg.Console.Users), len(cfg.Console.Tokens), cfg.Console.SessionKey.IsSet())
 		}
 		var ids []string
 		for _, lc := range u["Service"]["LoadCredential"] {
