@@ -38,6 +38,7 @@ type fakeStore struct {
 	series    []traffic.MinuteHits
 	refs      []traffic.Referrer
 	top       []PageViews
+	fresh     Freshness
 }
 
 func (f *fakeStore) Crossings(_ context.Context, q HistoryQuery) ([]CrossingRow, error) {
@@ -122,7 +123,11 @@ func (f *fakeStore) TopPages(context.Context, string, time.Time, time.Time, int)
 	return f.top, nil
 }
 
-func (f *fakeStore) Freshness(context.Context) (Freshness, error) { return Freshness{}, nil }
+func (f *fakeStore) Freshness(context.Context) (Freshness, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.fresh, nil
+}
 
 // fakeDead is the dead-letter stream in memory.
 type fakeDead struct {
@@ -535,6 +540,21 @@ func TestRatioShown(t *testing.T) {
 		if got := ratioShown(c.ratio, c.normal); got != c.want {
 			t.Errorf("ratioShown(%v, %v) = %q, want %q", c.ratio, c.normal, got, c.want)
 		}
+	}
+}
+
+// TestPipelineFreshness: data 3 s old reads 3s, not the age of its
+// minute's start (up to 60 s).
+func TestPipelineFreshness(t *testing.T) {
+	b := setup(t, nil)
+	now := time.Date(2026, 11, 24, 12, 0, 30, 0, time.UTC) // setup's clock
+	b.store.mu.Lock()
+	b.store.fresh = Freshness{LastHit: now.Add(-3 * time.Second), LastMinute: now.Truncate(time.Minute)}
+	b.store.mu.Unlock()
+	alice, _, _ := b.login(t, "alice", "pw-alice")
+	_, body := get(t, alice, b.srv.URL+"/pipeline")
+	if !regexp.MustCompile(`data-name="newest hit in ClickHouse"><div class="muted">[^<]*</div><div class="v">3s<`).MatchString(body) {
+		t.Errorf("/pipeline: no newest hit 3s old:\n%s", body)
 	}
 }
 

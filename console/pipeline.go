@@ -41,7 +41,9 @@ func (s *Server) pipelinePage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v.Store = f
-	v.Lags = append(v.Lags, age("newest minute in ClickHouse", now, f.LastMinute, "how far the counts the sweeper reads lag behind now (tail, NATS and load together)"))
+	// Freshness from the newest hit's own second: the newest minute's
+	// start read up to 60 s old with the data fresh.
+	v.Lags = append(v.Lags, age("newest hit in ClickHouse", now, f.LastHit, "the age of the newest loaded hit (by its log time): how far the counts the sweeper reads lag behind now, tail, NATS and load together"))
 	if s.deps.Pipeline != nil {
 		ps, err := s.deps.Pipeline.Pipeline(ctx)
 		if err != nil {
@@ -77,7 +79,7 @@ func age(name string, now, t time.Time, meaning string) lagView {
 	if t.IsZero() {
 		return lagView{Name: name, Value: "never", Meaning: meaning}
 	}
-	d := now.Sub(t)
+	d := max(now.Sub(t), 0) // a log clock a little ahead reads 0s, not a negative age
 	return lagView{Name: name, Seconds: d.Seconds(), Value: d.Round(time.Second).String(), Meaning: meaning}
 }
 
