@@ -26,7 +26,7 @@ import (
 // replicas each Deployment must ask for; hpas, the Deployments that must
 // have a HorizontalPodAutoscaler.
 var (
-	replicas = map[string]int32{"pagewatch-ingest-load": 2, "pagewatch-sweeper": 2, "pagewatch-worker": 2}
+	replicas = map[string]int32{"pagewatch-ingest-load": 2, "pagewatch-sweeper": 2, "pagewatch-worker": 2, "pagewatch-console": 2}
 	hpas     = []string{"pagewatch-ingest-load", "pagewatch-worker"}
 )
 

@@ -64,16 +64,18 @@ func daemons(t *testing.T, o objects) []daemon {
 				x.part = config.Sweeper
 			case "worker run", "worker ":
 				x.part = config.Worker
+			case "console run", "console ":
+				x.part = config.Console
 			default:
-				t.Errorf("%s: command %q is none of ingest tail|load, sweeper run, worker run", x.where, argv)
+				t.Errorf("%s: command %q is none of ingest tail|load, sweeper run, worker run, console run", x.where, argv)
 				continue
 			}
 			seen[x.part] = true
 			out = append(out, x)
 		}
 	}
-	if len(seen) != 4 {
-		t.Fatalf("the manifests run %v; want all of ingest tail, ingest load, sweeper and worker", seen)
+	if len(seen) != 5 {
+		t.Fatalf("the manifests run %v; want all of ingest tail, ingest load, sweeper, worker and console", seen)
 	}
 	return out
 }
@@ -274,8 +276,13 @@ func refs(n *yaml.Node, key string, files map[string]*yaml.Node, envs map[string
 	}
 }
 
+// listenOf is the daemon's admin listener (/metrics, /healthz, /readyz),
+// which the probes and Prometheus use: for the console that is
+// console.admin_listen, not console.listen (its pages).
 func listenOf(cfg *config.Config, p config.Part) string {
 	switch p {
+	case config.Console:
+		return cfg.Console.AdminListen
 	case config.IngestTail:
 		return cfg.Ingest.Tail.Listen
 	case config.IngestLoad:
@@ -306,9 +313,13 @@ func TestDaemonConfig(t *testing.T) {
 	ds := daemons(t, o)
 	t.Logf("%d pagewatch containers", len(ds))
 	for _, x := range ds {
-		cfg := containerConfig(t, o, x).cfg
+		w := containerConfig(t, o, x)
+		cfg := w.cfg
 		if cfg == nil {
 			continue
+		}
+		if x.part == config.Console {
+			checkConsole(t, o, x, w)
 		}
 		// deploy/prometheus/alerts.yml keys on job="pagewatch-<daemon>",
 		// which the PodMonitor in kustomization.yaml takes from the
@@ -361,6 +372,74 @@ func TestDaemonConfig(t *testing.T) {
 		if grace == nil || float64(*grace) <= cfg.ShutdownTimeout.Seconds() {
 			t.Errorf("%s: terminationGracePeriodSeconds %s must exceed shutdown_timeout %s", x.where, ptr(grace), cfg.ShutdownTimeout)
 		}
+	}
+}
+
+// checkConsole: in a pod the console listens on 0.0.0.0 (the Service
+// reaches the pod's IP), so it must ask for a login: auth password with a
+// user or token, every token and the session key from a Secret (never a
+// literal in the ConfigMap); its pages' port is a container port, apart
+// from the admin port, and a Service sends to it.
+func checkConsole(t *testing.T, o objects, x daemon, w view) {
+	t.Helper()
+	cc := w.cfg.Console
+	host, portS, _ := strings.Cut(cc.Listen, ":")
+	port, _ := strconv.Atoi(portS)
+	if host != "0.0.0.0" {
+		t.Errorf("%s: console.listen %q: the Service reaches the pod's IP; want 0.0.0.0:PORT", x.where, cc.Listen)
+	}
+	if cc.Auth != "password" || len(cc.Users)+len(cc.Tokens) == 0 {
+		t.Errorf("%s: console.auth %q with %d users and %d tokens: off loopback it must be password, with a user or token", x.where, cc.Auth, len(cc.Users), len(cc.Tokens))
+	}
+	fromSecret := func(key string) bool {
+		if p, ok := w.files[key]; ok {
+			_, ok = w.secrets[p]
+			return ok
+		}
+		if name, ok := w.envs[key]; ok {
+			for _, e := range x.c.Env {
+				if e.Name == name && e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	for i := range cc.Tokens {
+		if key := fmt.Sprintf("console.tokens[%d].token", i); !fromSecret(key) {
+			t.Errorf("%s: %s is not read from a Secret (a file of a Secret volume or an env from secretKeyRef); a literal would sit in the ConfigMap", x.where, key)
+		}
+	}
+	if !cc.SessionKey.IsSet() || !fromSecret("console.session_key") {
+		t.Errorf("%s: console.session_key must come from a Secret: unset, each replica makes its own and a login holds on one pod only", x.where)
+	}
+	var named string
+	for _, cp := range x.c.Ports {
+		if cp.ContainerPort == int32(port) {
+			named = cp.Name
+		}
+	}
+	if named == "" {
+		t.Errorf("%s: no container port %d (console.listen)", x.where, port)
+	}
+	if listenOf(w.cfg, x.part) == cc.Listen {
+		t.Errorf("%s: console.admin_listen is console.listen (%s): the probes and /metrics need their own port", x.where, cc.Listen)
+	}
+	served := false
+	for _, s := range o.services {
+		if !subset(s.Spec.Selector, x.deploy.Spec.Template.Labels) {
+			continue
+		}
+		for _, sp := range s.Spec.Ports {
+			tp := sp.TargetPort
+			if tp.Type == intstr.Int && tp.IntVal == 0 {
+				tp = intstr.FromInt32(sp.Port)
+			}
+			served = served || probePort(x.c, tp) == int32(port)
+		}
+	}
+	if !served {
+		t.Errorf("%s: no Service sends to the console's port %d", x.where, port)
 	}
 }
 
