@@ -558,6 +558,14 @@ func TestPipelineFreshness(t *testing.T) {
 	}
 }
 
+func TestFormatRate(t *testing.T) {
+	for v, want := range map[float64]string{2.0 / 60: "0.033", 40.0 / 60: "0.67", 1000.0 / 60: "16.7", 1.5: "1.5", 0: "0"} {
+		if got := formatRate(v); got != want {
+			t.Errorf("formatRate(%v) = %q, want %q", v, got, want)
+		}
+	}
+}
+
 func TestLiveStreamUpdatesInPlace(t *testing.T) {
 	b := setup(t, func(c *Config) { c.Auth, c.LiveInterval = AuthNone, 500*time.Millisecond })
 	resp, body := get(t, b.client(t), b.srv.URL+"/live?site=example.com")

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html/template"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/pagewatch/pagewatch/console/chart"
@@ -172,7 +173,7 @@ func (s *Server) pageLines(r *http.Request, site, path string, step time.Duratio
 		}
 		perStep := float64(rule.Thresholds[0]) * float64(step) / float64(win)
 		out = append(out, chartLine{Kind: "threshold", Rule: rule.Name, Value: perStep,
-			Label: fmt.Sprintf("%s: more than %d in %s (%.1f per %s on average)", rule.Name, rule.Thresholds[0], windowText(rule.Window), perStep, stepName(step))})
+			Label: fmt.Sprintf("%s: more than %d in %s (%s per %s on average)", rule.Name, rule.Thresholds[0], windowText(rule.Window), formatRate(perStep), stepName(step))})
 	}
 	// The page's normal, as the live view computes it: a 24th of its
 	// median day over the last 7 whole days (page_days, by key).
@@ -193,6 +194,19 @@ func (s *Server) pageLines(r *http.Request, site, path string, step time.Duratio
 			Label: fmt.Sprintf("normal: %.0f an hour (a 24th of the median day of the last 7)", perHour)})
 	}
 	return out, nil
+}
+
+// formatRate writes a threshold's even rate: one decimal ("16.7"), and
+// two significant digits under 1, so "more than 2 in 1h" reads 0.033 a
+// minute, not "0.0".
+func formatRate(v float64) string {
+	switch {
+	case v == 0:
+		return "0"
+	case v < 1:
+		return strconv.FormatFloat(v, 'g', 2, 64)
+	}
+	return strconv.FormatFloat(v, 'f', 1, 64)
 }
 
 func stepName(step time.Duration) string {
