@@ -124,18 +124,19 @@ func (w *Worker) deliver(ctx context.Context, msg jetstream.Msg, x crossing.Cros
 		return w.deadLetter(ctx, msg, x, name, crossing.Record{Outcome: crossing.Failed, Error: fmt.Sprintf("no receiver named %q", name)})
 	}
 
-	// Step: skip what the ledger has.
+	// Step: skip what the ledger has, as its leader has it: a replica
+	// behind would say "not sent" of what was sent (bus.LeaderGet).
 	key := LedgerKey(x.Key, name)
-	if e, err := w.sent.Get(ctx, key); err == nil {
+	if v, found, err := w.bus.LeaderGet(ctx, bus.BucketSent, key); err != nil {
+		log.Warn("read sent ledger failed; job will be redelivered", "err", err)
+		return w.cfg.DeferDelay, false
+	} else if found {
 		var le ledgerEntry
-		_ = json.Unmarshal(e.Value(), &le)
+		_ = json.Unmarshal(v, &le)
 		if le.State == "" || le.State == stateSent {
 			w.outcome(x, name, crossing.Record{Outcome: crossing.Duplicate})
 		}
 		return 0, true
-	} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
-		log.Warn("read sent ledger failed; job will be redelivered", "err", err)
-		return w.cfg.DeferDelay, false
 	}
 
 	// Step: record a send whose ledger write failed here before.

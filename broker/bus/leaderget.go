@@ -1,0 +1,55 @@
+package bus
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+)
+
+// LeaderGet reads a key of one of pagewatch's buckets (name as given to KV)
+// as the bucket's stream leader has it; found is false for a key never
+// written, deleted or purged.
+//
+// A KeyValue's Get is a direct get, which any replica may answer, and a
+// replica that is behind (just restarted, or cut off for a while) answers
+// with what it has: a write acknowledged a moment ago may be missing
+// (nats-server offers no read-your-writes on direct gets; NATS's docs say
+// to ask the leader where that matters). The sent ledger is such a place:
+// a stale "not sent" mails a crossing twice. The message-get API is
+// answered by the leader only.
+func (b *Bus) LeaderGet(ctx context.Context, name, key string) (value []byte, found bool, err error) {
+	bucket := b.cfg.Prefix + "_" + name
+	req, _ := json.Marshal(map[string]string{"last_by_subj": "$KV." + bucket + "." + key})
+	msg, err := b.Conn.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET.KV_"+bucket, req)
+	if err != nil {
+		return nil, false, fmt.Errorf("get %s from %s's leader: %w", key, bucket, err)
+	}
+	var resp struct {
+		Message *struct {
+			Data []byte `json:"data"` // base64 in the JSON
+			Hdrs []byte `json:"hdrs"`
+		} `json:"message"`
+		Error *struct {
+			Code    int    `json:"code"`
+			ErrCode int    `json:"err_code"`
+			Desc    string `json:"description"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(msg.Data, &resp); err != nil {
+		return nil, false, fmt.Errorf("get %s from %s's leader: %w", key, bucket, err)
+	}
+	switch {
+	case resp.Error != nil && resp.Error.ErrCode == 10037: // no message found
+		return nil, false, nil
+	case resp.Error != nil:
+		return nil, false, fmt.Errorf("get %s from %s's leader: %s (%d)", key, bucket, resp.Error.Desc, resp.Error.ErrCode)
+	case resp.Message == nil:
+		return nil, false, fmt.Errorf("get %s from %s's leader: empty answer", key, bucket)
+	}
+	// A delete or purge leaves a marker message with no value.
+	if bytes.Contains(resp.Message.Hdrs, []byte("KV-Operation: DEL")) || bytes.Contains(resp.Message.Hdrs, []byte("KV-Operation: PURGE")) {
+		return nil, false, nil
+	}
+	return resp.Message.Data, true, nil
+}
