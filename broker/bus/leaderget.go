@@ -5,7 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 )
+
+// leaderGetTimeout bounds one LeaderGet.
+const leaderGetTimeout = 5 * time.Second
 
 // LeaderGet reads a key of one of pagewatch's buckets (name as given to KV)
 // as the bucket's stream leader has it; found is false for a key never
@@ -20,6 +24,11 @@ import (
 // answered by the leader only.
 func (b *Bus) LeaderGet(ctx context.Context, name, key string) (value []byte, found bool, err error) {
 	bucket := b.cfg.Prefix + "_" + name
+	// A request the cluster drops (no leader for the moment, or one just
+	// lost) gets no answer at all: without a bound it would wait for as
+	// long as ctx, which may be forever. 5 s is jetstream's own default.
+	ctx, cancel := context.WithTimeout(ctx, leaderGetTimeout)
+	defer cancel()
 	req, _ := json.Marshal(map[string]string{"last_by_subj": "$KV." + bucket + "." + key})
 	msg, err := b.Conn.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET.KV_"+bucket, req)
 	if err != nil {
