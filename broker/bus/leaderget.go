@@ -12,8 +12,9 @@ import (
 const leaderGetTimeout = 5 * time.Second
 
 // LeaderGet reads a key of one of pagewatch's buckets (name as given to KV)
-// as the bucket's stream leader has it; found is false for a key never
-// written, deleted or purged.
+// as the bucket's stream leader has it, with its revision (for a
+// compare-and-set); found is false for a key never written, deleted or
+// purged.
 //
 // A KeyValue's Get is a direct get, which any replica may answer, and a
 // replica that is behind (just restarted, or cut off for a while) answers
@@ -22,7 +23,7 @@ const leaderGetTimeout = 5 * time.Second
 // to ask the leader where that matters). The sent ledger is such a place:
 // a stale "not sent" mails a crossing twice. The message-get API is
 // answered by the leader only.
-func (b *Bus) LeaderGet(ctx context.Context, name, key string) (value []byte, found bool, err error) {
+func (b *Bus) LeaderGet(ctx context.Context, name, key string) (value []byte, revision uint64, found bool, err error) {
 	bucket := b.cfg.Prefix + "_" + name
 	// A request the cluster drops (no leader for the moment, or one just
 	// lost) gets no answer at all: without a bound it would wait for as
@@ -32,10 +33,11 @@ func (b *Bus) LeaderGet(ctx context.Context, name, key string) (value []byte, fo
 	req, _ := json.Marshal(map[string]string{"last_by_subj": "$KV." + bucket + "." + key})
 	msg, err := b.Conn.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET.KV_"+bucket, req)
 	if err != nil {
-		return nil, false, fmt.Errorf("get %s from %s's leader: %w", key, bucket, err)
+		return nil, 0, false, fmt.Errorf("get %s from %s's leader: %w", key, bucket, err)
 	}
 	var resp struct {
 		Message *struct {
+			Seq  uint64 `json:"seq"`
 			Data []byte `json:"data"` // base64 in the JSON
 			Hdrs []byte `json:"hdrs"`
 		} `json:"message"`
@@ -46,19 +48,19 @@ func (b *Bus) LeaderGet(ctx context.Context, name, key string) (value []byte, fo
 		} `json:"error"`
 	}
 	if err := json.Unmarshal(msg.Data, &resp); err != nil {
-		return nil, false, fmt.Errorf("get %s from %s's leader: %w", key, bucket, err)
+		return nil, 0, false, fmt.Errorf("get %s from %s's leader: %w", key, bucket, err)
 	}
 	switch {
 	case resp.Error != nil && resp.Error.ErrCode == 10037: // no message found
-		return nil, false, nil
+		return nil, 0, false, nil
 	case resp.Error != nil:
-		return nil, false, fmt.Errorf("get %s from %s's leader: %s (%d)", key, bucket, resp.Error.Desc, resp.Error.ErrCode)
+		return nil, 0, false, fmt.Errorf("get %s from %s's leader: %s (%d)", key, bucket, resp.Error.Desc, resp.Error.ErrCode)
 	case resp.Message == nil:
-		return nil, false, fmt.Errorf("get %s from %s's leader: empty answer", key, bucket)
+		return nil, 0, false, fmt.Errorf("get %s from %s's leader: empty answer", key, bucket)
 	}
 	// A delete or purge leaves a marker message with no value.
 	if bytes.Contains(resp.Message.Hdrs, []byte("KV-Operation: DEL")) || bytes.Contains(resp.Message.Hdrs, []byte("KV-Operation: PURGE")) {
-		return nil, false, nil
+		return nil, 0, false, nil
 	}
-	return resp.Message.Data, true, nil
+	return resp.Message.Data, resp.Message.Seq, true, nil
 }

@@ -41,9 +41,15 @@ func TestLeaderGet(t *testing.T) {
 		want  string
 		found bool
 	}{{"a.b", "v-a.b", true}, {"never", "", false}, {"gone", "", false}, {"purged", "", false}} {
-		v, found, err := b.LeaderGet(ctx, bus.BucketSent, c.key)
+		v, rev, found, err := b.LeaderGet(ctx, bus.BucketSent, c.key)
 		if err != nil || found != c.found || string(v) != c.want {
 			t.Errorf("LeaderGet(%q) = %q, %v, %v; want %q, %v", c.key, v, found, err, c.want, c.found)
+		}
+		if found {
+			e, err := kv.Get(ctx, c.key)
+			if err != nil || e.Revision() != rev {
+				t.Errorf("LeaderGet(%q): revision %d, the bucket's %v (%v)", c.key, rev, e, err)
+			}
 		}
 	}
 }

@@ -29,10 +29,13 @@ import (
 
 // ledger states: what a ledger entry says was done for (crossing, receiver).
 const (
-	stateSent  = "sent"
-	stateDead  = "dead_lettered"
-	stateHeld  = "held"
-	stateQuiet = "quiet"
+	stateSent = "sent"
+	stateDead = "dead_lettered"
+	// stateSending is a worker's claim on a delivery, made by a
+	// compare-and-set just before it sends and replaced by the result.
+	stateSending = "sending"
+	stateHeld    = "held"
+	stateQuiet   = "quiet"
 	// stateUnsubscribed: every recipient had unsubscribed from the rule.
 	stateUnsubscribed = "unsubscribed"
 )
@@ -127,28 +130,36 @@ func (w *Worker) deliver(ctx context.Context, msg jetstream.Msg, x crossing.Cros
 	// Step: skip what the ledger has, as its leader has it: a replica
 	// behind would say "not sent" of what was sent (bus.LeaderGet).
 	key := LedgerKey(x.Key, name)
-	if v, found, err := w.bus.LeaderGet(ctx, bus.BucketSent, key); err != nil {
+	var takeOver uint64 // the revision of a dead worker's claim
+	if v, rev, found, err := w.bus.LeaderGet(ctx, bus.BucketSent, key); err != nil {
 		log.Warn("read sent ledger failed; job will be redelivered", "err", err)
 		return w.cfg.DeferDelay, false
 	} else if found {
 		var le ledgerEntry
 		_ = json.Unmarshal(v, &le)
-		if le.State == "" || le.State == stateSent {
-			w.outcome(x, name, crossing.Record{Outcome: crossing.Duplicate})
-		}
-		return 0, true
-	}
-
-	// Step: record a send whose ledger write failed here before.
-	if _, ok := w.unrecorded.Load(key); ok {
-		if err := w.writeLedger(ctx, key, stateSent); err != nil {
-			log.Error("sent before, and the sent ledger write failed again", "err", err)
+		switch {
+		case le.State != stateSending:
+			if le.State == "" || le.State == stateSent {
+				w.outcome(x, name, crossing.Record{Outcome: crossing.Duplicate})
+			}
+			return 0, true
+		case w.isUnrecorded(key):
+			// Step: record a send whose ledger write failed here before.
+			return w.recordSentBefore(ctx, x, name, key)
+		case w.now().Sub(le.At) < w.cfg.AckWait:
+			// Another worker is sending it, or has and is recording it.
 			return w.cfg.DeferDelay, false
+		default:
+			// Its claimer died between the claim and the result: whether
+			// the mail went out is unknown, and it is sent (the exception
+			// of docs/design.md), once: the claim is taken over by a
+			// compare-and-set.
+			takeOver = rev
 		}
-		w.unrecorded.Delete(key)
-		w.outcome(x, name, crossing.Record{Outcome: crossing.Sent})
-		log.Info("notification sent before; recorded now")
-		return 0, true
+	} else if w.isUnrecorded(key) {
+		// Step: record a send whose ledger write failed here before
+		// (and whose claim is gone too).
+		return w.recordSentBefore(ctx, x, name, key)
 	}
 
 	// Step: quiet hours.
@@ -181,11 +192,21 @@ func (w *Worker) deliver(ctx context.Context, msg jetstream.Msg, x crossing.Cros
 		return wait, false
 	}
 
+	// Step: claim it, by a compare-and-set that the bucket's leader
+	// orders: of two workers that both found nothing in the ledger (one
+	// read an answer that was behind, or a job went to both), one sends.
+	claim, err := w.claim(ctx, key, takeOver)
+	if err != nil {
+		log.Warn("delivery claimed by another worker, or the claim failed; job will be redelivered", "err", err)
+		return w.cfg.DeferDelay, false
+	}
+
 	// Step: send.
 	start := time.Now()
-	err := r.Send(ctx, nn)
+	err = r.Send(ctx, nn)
 	w.metrics.sendSeconds.Observe(time.Since(start).Seconds())
 	if err != nil {
+		w.releaseClaim(key, claim)
 		return w.sendFailed(ctx, msg, x, spec, err)
 	}
 
@@ -202,6 +223,48 @@ func (w *Worker) deliver(ctx context.Context, msg jetstream.Msg, x crossing.Cros
 	w.outcome(x, name, crossing.Record{Outcome: crossing.Sent})
 	w.recordUnsubscribed(x, name, gone)
 	log.Info("notification sent", "rule", x.Rule, "recipients", len(nn.Recipients))
+	return 0, true
+}
+
+// claim writes this worker's claim on a delivery: a create, or an update
+// of a dead worker's claim at its revision. It fails if another worker
+// wrote the key first.
+func (w *Worker) claim(ctx context.Context, key string, takeOver uint64) (uint64, error) {
+	body, _ := json.Marshal(ledgerEntry{At: w.now().UTC(), Worker: w.cfg.Name, MessageID: crossing.MessageID(key), State: stateSending})
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if takeOver != 0 {
+		return w.sent.Update(ctx, key, body, takeOver)
+	}
+	return w.sent.Create(ctx, key, body)
+}
+
+// releaseClaim deletes a claim whose send failed, so that the retry can
+// claim again at once; if it cannot, the retry waits for the claim to age
+// past ack_wait.
+func (w *Worker) releaseClaim(key string, rev uint64) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := w.sent.Delete(ctx, key, jetstream.LastRevision(rev)); err != nil {
+		w.logger.Warn("cannot release the claim of a failed send; its retry waits for ack_wait", "key", key, "err", err)
+	}
+}
+
+func (w *Worker) isUnrecorded(key string) bool {
+	_, ok := w.unrecorded.Load(key)
+	return ok
+}
+
+// recordSentBefore writes the ledger of a delivery this process sent but
+// could not record.
+func (w *Worker) recordSentBefore(ctx context.Context, x crossing.Crossing, name, key string) (time.Duration, bool) {
+	if err := w.writeLedger(ctx, key, stateSent); err != nil {
+		w.logger.Error("sent before, and the sent ledger write failed again", "key", x.Key, "receiver", name, "err", err)
+		return w.cfg.DeferDelay, false
+	}
+	w.unrecorded.Delete(key)
+	w.outcome(x, name, crossing.Record{Outcome: crossing.Sent})
+	w.logger.Info("notification sent before; recorded now", "key", x.Key, "receiver", name)
 	return 0, true
 }
 

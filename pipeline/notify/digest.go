@@ -96,7 +96,7 @@ func (w *Worker) sendDigest(ctx context.Context, spec ReceiverSpec) error {
 	}
 	slices.Sort(ids)
 	key := "quiet." + spec.Name + "." + bus.Key(ids...)
-	if _, found, err := w.bus.LeaderGet(lctx, bus.BucketSent, key); err == nil && found {
+	if _, _, found, err := w.bus.LeaderGet(lctx, bus.BucketSent, key); err == nil && found {
 		return w.dropHeld(lctx, heldKeys) // sent before a crash
 	}
 	n := digestOf(held, key)
