@@ -141,12 +141,12 @@ func TestClusterNATSNodesFailMidNotify(t *testing.T) {
 		alive(t, p)
 	}
 	st := checkMails(t, mails, jobs)
-	// A known limitation, not yet explained (docs/limitations.md): under
-	// these disruptions CI runs have seen 2 or 3 of 370 crossings mailed
-	// twice, each repeat with the crossing's Message-ID (checkMails holds
-	// every mail to it), while the history held one "sent" per crossing.
-	// Up to 1% of the crossings mailed twice is logged, not failed, so
-	// that the other guarantees (nothing missing, no overlapping sends,
+	// Before deliveries were claimed by a compare-and-set, CI runs saw 2
+	// or 3 of 370 crossings mailed twice under these disruptions, each
+	// repeat with the crossing's Message-ID (checkMails holds every mail
+	// to it); the runs since saw none, but they are few
+	// (docs/limitations.md). Up to 1% mailed twice is logged, not failed,
+	// so that the other guarantees (nothing missing, no overlapping sends,
 	// no stuck lock, exact counts) stay checked on every run; more, or a
 	// third copy, fails.
 	maxTwice := len(jobs) / 100
