@@ -20,7 +20,7 @@ import (
 func TestSendWhoseLedgerWriteFailedIsNotSentAgain(t *testing.T) {
 	b := setup(t)
 	cfg := b.cfg
-	cfg.AckWait = 2 * cfg.LockTTL // the shortest allowed: the ledger's budget
+	cfg.AckWait = 2 * cfg.LockTTL                               // the shortest allowed: the ledger's budget
 	bucket := bus.DefaultConfig().Prefix + "_" + bus.BucketSent // as setup connects
 	var sends atomic.Int32
 	recv := newFake(func(string, int) error {
