@@ -140,6 +140,7 @@ type workerConfig struct {
 	Concurrency, Prefetch int // 0 leaves the built-in default
 	// YAML durations, e.g. "3s".
 	LockTTL, DeferDelay, AckWait, DrainTimeout string
+	ClaimTimeout                               string // "" leaves the default
 	// NoRateLimit turns both mail rate limits off.
 	NoRateLimit bool
 }
@@ -150,6 +151,9 @@ var defaultWorker = workerConfig{LockTTL: "5s", DeferDelay: "200ms", AckWait: "2
 func (w workerConfig) yaml() string {
 	s := fmt.Sprintf("  lock_ttl: %s\n  defer_delay: %s\n  ack_wait: %s\n  drain_timeout: %s\n",
 		w.LockTTL, w.DeferDelay, w.AckWait, w.DrainTimeout)
+	if w.ClaimTimeout != "" {
+		s += fmt.Sprintf("  claim_timeout: %s\n", w.ClaimTimeout)
+	}
 	if w.Concurrency > 0 {
 		s += fmt.Sprintf("  concurrency: %d\n", w.Concurrency)
 	}

@@ -36,6 +36,13 @@ type Config struct {
 	// AckWait bounds how long a job stays with a worker that stopped
 	// answering before JetStream offers it to another.
 	AckWait time.Duration `yaml:"ack_wait"`
+	// ClaimTimeout is how old a delivery's claim must be before another
+	// worker takes it over and sends: the claimer died between claiming
+	// and recording, or cannot reach the sent ledger. Its claimer keeps
+	// trying to record a send for about this long, so an outage of the
+	// ledger shorter than it sends nothing twice; a worker that died
+	// mid-send has its crossing sent again after it. 0: twice ack_wait.
+	ClaimTimeout time.Duration `yaml:"claim_timeout"`
 	// RateLimit spaces out mail across all workers.
 	RateLimit ratelimit.Config `yaml:"rate_limit"`
 	// DrainTimeout is how long in-flight sends may finish on shutdown.
@@ -95,6 +102,9 @@ func (c Config) Validate() error {
 	if c.AckWait < 2*c.LockTTL {
 		add("worker.ack_wait: must be at least twice worker.lock_ttl (%s), got %s", c.LockTTL, c.AckWait)
 	}
+	if c.ClaimTimeout != 0 && c.ClaimTimeout < c.AckWait {
+		add("worker.claim_timeout: must be 0 (twice worker.ack_wait) or at least worker.ack_wait (%s), got %s", c.AckWait, c.ClaimTimeout)
+	}
 	if c.DrainTimeout <= 0 {
 		add("worker.drain_timeout: must be positive, got %s", c.DrainTimeout)
 	}
@@ -105,4 +115,12 @@ func (c Config) Validate() error {
 	}
 	errs = append(errs, c.RateLimit.Validate("worker.rate_limit"), c.Links.Validate("worker.links"))
 	return errors.Join(errs...)
+}
+
+// claimTimeout is ClaimTimeout with its default applied.
+func (c Config) claimTimeout() time.Duration {
+	if c.ClaimTimeout > 0 {
+		return c.ClaimTimeout
+	}
+	return 2 * c.AckWait
 }

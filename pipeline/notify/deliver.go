@@ -146,13 +146,19 @@ func (w *Worker) deliver(ctx context.Context, msg jetstream.Msg, x crossing.Cros
 		case w.isUnrecorded(key):
 			// Step: record a send whose ledger write failed here before.
 			return w.recordSentBefore(ctx, x, name, key)
-		case w.now().Sub(le.At) < w.cfg.AckWait:
-			// Another worker is sending it, or has and is recording it.
+		case w.ownUnsentClaim(key, le):
+			// This process's claim, whose write it could not confirm and
+			// after which it sent nothing.
+			takeOver = rev
+		case w.now().Sub(le.At) < w.cfg.claimTimeout():
+			// Another worker is sending it, or has and is still trying
+			// to record it.
 			return w.cfg.DeferDelay, false
 		default:
-			// Its claimer died between the claim and the result: whether
-			// the mail went out is unknown, and it is sent (the exception
-			// of docs/design.md), once: the claim is taken over by a
+			// Its claimer died between the claim and the result, or has
+			// not reached the ledger for claim_timeout: whether the mail
+			// went out is unknown, and it is sent (the exception of
+			// docs/design.md), once: the claim is taken over by a
 			// compare-and-set.
 			takeOver = rev
 		}
@@ -206,12 +212,15 @@ func (w *Worker) deliver(ctx context.Context, msg jetstream.Msg, x crossing.Cros
 	err = r.Send(ctx, nn)
 	w.metrics.sendSeconds.Observe(time.Since(start).Seconds())
 	if err != nil {
-		w.releaseClaim(key, claim)
+		w.releaseClaim(key, claim.rev)
 		return w.sendFailed(ctx, msg, x, spec, err)
 	}
 
-	// Step: record it as sent, under the lock, before the ack.
-	if err := w.writeLedger(ctx, key, stateSent); err != nil {
+	// Step: record it as sent, under the lock, before the ack; for as
+	// long as the claim keeps other workers off it, so that a ledger
+	// outage shorter than claim_timeout sends nothing twice.
+	budget := w.cfg.claimTimeout() - w.now().Sub(claim.at) - w.claimMargin()
+	if err := w.writeLedgerFor(ctx, key, stateSent, max(budget, 5*time.Second)); err != nil {
 		// It went out. Keep the job unacknowledged: when it comes back to
 		// this process the ledger is written, not the mail sent again.
 		// Only if it goes to another worker first is it sent twice; a
@@ -226,17 +235,52 @@ func (w *Worker) deliver(ctx context.Context, msg jetstream.Msg, x crossing.Cros
 	return 0, true
 }
 
+// heldClaim is a claim this worker wrote: its revision and time.
+type heldClaim struct {
+	rev uint64
+	at  time.Time
+}
+
 // claim writes this worker's claim on a delivery: a create, or an update
 // of a dead worker's claim at its revision. It fails if another worker
-// wrote the key first.
-func (w *Worker) claim(ctx context.Context, key string, takeOver uint64) (uint64, error) {
-	body, _ := json.Marshal(ledgerEntry{At: w.now().UTC(), Worker: w.cfg.Name, MessageID: crossing.MessageID(key), State: stateSending})
+// wrote the key first. A write whose result is unknown (a timeout, a
+// leader change) is remembered, so that finding it later this worker
+// knows nothing was sent under it.
+func (w *Worker) claim(ctx context.Context, key string, takeOver uint64) (heldClaim, error) {
+	at := w.now().UTC()
+	body, _ := json.Marshal(ledgerEntry{At: at, Worker: w.cfg.Name, MessageID: crossing.MessageID(key), State: stateSending})
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
+	var (
+		rev uint64
+		err error
+	)
 	if takeOver != 0 {
-		return w.sent.Update(ctx, key, body, takeOver)
+		rev, err = w.sent.Update(ctx, key, body, takeOver)
+	} else {
+		rev, err = w.sent.Create(ctx, key, body)
 	}
-	return w.sent.Create(ctx, key, body)
+	switch {
+	case err == nil:
+		w.unsentClaims.Delete(key)
+	case !errors.Is(err, jetstream.ErrKeyExists):
+		w.unsentClaims.Store(key, at)
+	}
+	return heldClaim{rev: rev, at: at}, err
+}
+
+// ownUnsentClaim reports whether le is a claim of this process that it
+// could not confirm, and so sent nothing under.
+func (w *Worker) ownUnsentClaim(key string, le ledgerEntry) bool {
+	v, ok := w.unsentClaims.Load(key)
+	return ok && le.Worker == w.cfg.Name && le.At.Equal(v.(time.Time))
+}
+
+// claimMargin is kept between the claimer's last ledger write and the
+// time another worker may take its claim over: for the clocks of two
+// machines, and a write in flight.
+func (w *Worker) claimMargin() time.Duration {
+	return min(w.cfg.AckWait/4, 15*time.Second)
 }
 
 // releaseClaim deletes a claim whose send failed, so that the retry can
@@ -323,17 +367,21 @@ func (w *Worker) deadLetter(ctx context.Context, msg jetstream.Msg, x crossing.C
 }
 
 func (w *Worker) writeLedger(ctx context.Context, key, state string) error {
+	return w.writeLedgerFor(ctx, key, state, w.cfg.AckWait)
+}
+
+// writeLedgerFor writes a ledger entry, trying for up to budget.
+func (w *Worker) writeLedgerFor(ctx context.Context, key, state string, budget time.Duration) error {
 	body, _ := json.Marshal(ledgerEntry{At: w.now().UTC(), Worker: w.cfg.Name, MessageID: crossing.MessageID(key), State: state})
 	if key == "" {
 		return errors.New("empty ledger key")
 	}
 	// The delivery is done: the write must not be cut short by a lost
-	// lease or a shutdown, or it would be done again. It is tried for as
-	// long as the job stays with this worker (ack_wait, a minute by
-	// default: long enough for a leader election), each try for 5 s: a
-	// request to a frozen or lost bucket leader would otherwise wait out
-	// the whole budget.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.cfg.AckWait)
+	// lease or a shutdown, or it would be done again. It is tried for
+	// the budget (at least ack_wait, a minute by default: long enough
+	// for a leader election), each try for 5 s: a request to a frozen
+	// or lost bucket leader would otherwise wait out the whole budget.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), budget)
 	defer cancel()
 	var err error
 	for attempt := 0; ctx.Err() == nil; attempt++ {

@@ -52,3 +52,43 @@ func TestSendWhoseLedgerWriteFailedIsNotSentAgain(t *testing.T) {
 		t.Fatalf("sent %d times in %d attempts, want once", sent[x.Key], attempts[x.Key])
 	}
 }
+
+// A claim left by another worker (state "sending") keeps the delivery
+// from being sent until it is claim_timeout old: its claimer may have
+// sent and still be trying to record it. Then it is taken over and sent
+// once.
+func TestClaimOfAnotherWorkerIsTakenOverAfterClaimTimeout(t *testing.T) {
+	b := setup(t)
+	cfg := b.cfg
+	cfg.AckWait = 2 * cfg.LockTTL
+	cfg.ClaimTimeout = 3 * cfg.AckWait
+	x := job(1)
+	kv, err := b.bus.KV(context.Background(), bus.BucketSent, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The claim is as old as ack_wait: past it, but not past claim_timeout.
+	claimedAt := time.Now().Add(-cfg.AckWait)
+	claim := fmt.Sprintf(`{"at":%q,"worker":"w-gone","state":"sending"}`, claimedAt.UTC().Format(time.RFC3339Nano))
+	if _, err := kv.Create(context.Background(), notify.LedgerKey(x.Key, notify.DefaultReceiver), []byte(claim)); err != nil {
+		t.Fatal(err)
+	}
+	var sentAt atomic.Int64
+	recv := newFake(func(string, int) error { sentAt.Store(time.Now().UnixNano()); return nil })
+	b.runWorker(t, cfg, []notify.ReceiverSpec{recv.spec(notify.DefaultReceiver)}, nil)
+	b.publish(t, x, "")
+
+	testcheck.Eventually(t, cfg.ClaimTimeout+cfg.AckWait, "the delivery taken over and sent", func() error {
+		if h := b.outcomes(t); !strings.Contains(h, "sent\t1") {
+			return fmt.Errorf("history: %q", h)
+		}
+		return nil
+	})
+	if at := time.Unix(0, sentAt.Load()); at.Sub(claimedAt) < cfg.ClaimTimeout {
+		t.Errorf("sent %s after the claim, before claim_timeout (%s)", at.Sub(claimedAt), cfg.ClaimTimeout)
+	}
+	time.Sleep(time.Second) // would a second send follow?
+	if sent, _ := recv.counts(); sent[x.Key] != 1 {
+		t.Fatalf("sent %d times, want once", sent[x.Key])
+	}
+}

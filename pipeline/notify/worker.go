@@ -85,8 +85,13 @@ type Worker struct {
 	// record in the ledger: when the job comes back here, the ledger is
 	// written instead of sending again.
 	unrecorded sync.Map
-	logger     *slog.Logger
-	metrics    *metrics
+	// unsentClaims holds the claims whose write this process could not
+	// confirm (a timeout, a leader change), by key, with the claim's
+	// time: found in the ledger later, such a claim is known to have
+	// sent nothing and is taken over at once, not after claim_timeout.
+	unsentClaims sync.Map
+	logger       *slog.Logger
+	metrics      *metrics
 }
 
 // New creates the consumer and buckets and returns a Worker.
