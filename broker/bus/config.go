@@ -27,6 +27,12 @@ type Config struct {
 	NkeySeedFile   string           `yaml:"nkey_seed_file"`
 	TLS            tlsconfig.Config `yaml:"tls"`
 	ConnectTimeout time.Duration    `yaml:"connect_timeout"`
+	// PingInterval is how often the client pings its server; two pings
+	// unanswered and it moves to another server of the cluster. nats.go's
+	// own 2 minutes would leave a daemon stalled for minutes on a server
+	// that is frozen (a paused VM, a stopped process) but keeps its
+	// connections open.
+	PingInterval time.Duration `yaml:"ping_interval"`
 	// Prefix namespaces every subject, stream and bucket, so two
 	// pagewatch installations can share one NATS account.
 	Prefix   string `yaml:"prefix"`
@@ -46,6 +52,7 @@ func DefaultConfig() Config {
 	return Config{
 		URL:            nats.DefaultURL,
 		ConnectTimeout: 5 * time.Second,
+		PingInterval:   10 * time.Second,
 		Prefix:         "pagewatch",
 		Replicas:       1,
 		HitsMaxAge:     72 * time.Hour,
@@ -64,6 +71,9 @@ func (c Config) Validate() error {
 	}
 	if c.ConnectTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("nats.connect_timeout: must be positive, got %s", c.ConnectTimeout))
+	}
+	if c.PingInterval < time.Second {
+		errs = append(errs, fmt.Errorf("nats.ping_interval: must be at least 1s, got %s", c.PingInterval))
 	}
 	if !prefixRE.MatchString(c.Prefix) {
 		errs = append(errs, fmt.Errorf("nats.prefix: must match %s, got %q", prefixRE, c.Prefix))

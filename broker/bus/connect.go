@@ -33,6 +33,8 @@ func Connect(ctx context.Context, cfg Config, name string, logger *slog.Logger) 
 	opts := []nats.Option{
 		nats.Name(name),
 		nats.Timeout(cfg.ConnectTimeout),
+		nats.PingInterval(cfg.PingInterval),
+		nats.MaxPingsOutstanding(2),
 		nats.MaxReconnects(-1),
 		nats.RetryOnFailedConnect(true),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
