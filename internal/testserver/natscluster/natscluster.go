@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -306,15 +307,30 @@ func (nd *Node) signal(t testing.TB, sig syscall.Signal) {
 	}
 }
 
+// freePort finds a port free now below Linux's ephemeral range
+// (32768 and up by default). A port the kernel hands out for ":0" can be
+// handed again, to an outgoing connection or another test's listener,
+// before the node binds it; the nodes are started with their ports in
+// their configs, and one that cannot bind leaves the cluster without a
+// quorum. Ports below the range are only ever taken on request.
 func freePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for range 1000 {
+		port := 20000 + int(portSeq.Add(1)%12000+uint32(os.Getpid()*7919%12000))%12000
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue
+		}
+		_ = l.Close()
+		return port
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	t.Fatal("natscluster: no free port in 20000..31999")
+	return 0
 }
+
+// portSeq spreads the ports of one process's clusters; the pid spreads
+// those of test binaries run side by side.
+var portSeq atomic.Uint32
 
 func moduleRoot(t testing.TB) string {
 	dir, err := os.Getwd()
