@@ -287,6 +287,17 @@ type Batch struct {
 	// means Seq names both, as before deterministic keys (Keys).
 	Key, LineKey uint64
 	Hits         []Hit
+	// Lean, when not nil, holds the batch's hits instead of Hits, as
+	// DecodeLean leaves them: the loader's way, which copies no string.
+	Lean *Lean
+}
+
+// Len is the number of hits in the batch.
+func (b *Batch) Len() int {
+	if b.Lean != nil {
+		return len(b.Lean.Hits)
+	}
+	return len(b.Hits)
 }
 
 // MsgKey is the key of the batch's per-minute counts.

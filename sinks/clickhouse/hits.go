@@ -34,6 +34,7 @@ func (c *Client) InsertHits(ctx context.Context, batches []hit.Batch) error {
 		return nil
 	}
 	minutes := countMinutes(rows)
+	defer minuteSlices.put(&minutes)
 	// Counts first: once a batch's raw hits are visible, so are its counts,
 	// which is what anyone comparing the two (tests, operators) assumes.
 	for _, part := range splitBy(len(minutes), func(i int) int { return minutes[i].month }) {
@@ -87,8 +88,8 @@ type page struct{ site, path string }
 // which the sort finishes quickly.
 func sortedRows(batches []hit.Batch) ([]row, []page, []string) {
 	n := 0
-	for _, b := range batches {
-		n += len(b.Hits)
+	for i := range batches {
+		n += batches[i].Len()
 	}
 	rows := getRows(n)
 	defer putRows(rows)
@@ -100,8 +101,25 @@ func sortedRows(batches []hit.Batch) ([]row, []page, []string) {
 	// Consecutive hits of a day share it: dayOf is a date conversion.
 	var dayStart, dayEnd int64
 	var day int32
-	for _, b := range batches {
+	var lean leanIDs
+	for bi := range batches {
+		b := &batches[bi]
 		hitKey, msgKey := b.HitKey(), b.MsgKey()
+		if b.Lean != nil {
+			lean.reset(b.Lean)
+			for _, h := range b.Lean.Hits {
+				id := lean.page(h.Site, h.Path, ids, &pages)
+				ref := lean.ref(h.Referer, &refs)
+				if h.Unix < dayStart || h.Unix >= dayEnd {
+					day = int32(dayOf(h.Unix))
+					dayStart = floorDay(h.Unix)
+					dayEnd = dayStart + 86400
+					days[day] = 0
+				}
+				*rows = append(*rows, row{day: day, page: id, unix: h.Unix, seq: hitKey, msg: msgKey, off: h.Offset, ref: ref})
+			}
+			continue
+		}
 		for i := range b.Hits {
 			h := &b.Hits[i]
 			id, ok := cache.get(h.Site, h.Path)
@@ -243,6 +261,53 @@ func (t *strTable) id(s string) uint32 {
 	return id
 }
 
+// leanIDs finds the pages and referrers of a Lean batch's hits by their
+// strings' ids in the batch: each string is looked up by its bytes once
+// per batch, not once per hit.
+type leanIDs struct {
+	lean *hit.Lean
+	// byPath[path id] is the page of (site, path) for the site id
+	// siteOf[path id] (a batch is of one site, most often), plus one.
+	byPath, siteOf []uint32
+	// refs[id] is the referrer's index in the insert's strings, plus one.
+	refs []uint32
+}
+
+func (l *leanIDs) reset(b *hit.Lean) {
+	l.lean = b
+	n := len(b.Words)
+	if cap(l.byPath) < n {
+		l.byPath, l.siteOf, l.refs = make([]uint32, n), make([]uint32, n), make([]uint32, n)
+	}
+	l.byPath, l.siteOf, l.refs = l.byPath[:n], l.siteOf[:n], l.refs[:n]
+	clear(l.byPath)
+	clear(l.refs)
+}
+
+func (l *leanIDs) page(site, path uint32, ids map[page]uint32, pages *[]page) uint32 {
+	if id := l.byPath[path]; id != 0 && l.siteOf[path] == site {
+		return id - 1
+	}
+	p := page{l.lean.Str(site), l.lean.Str(path)}
+	id, ok := ids[p]
+	if !ok {
+		id = uint32(len(*pages))
+		ids[p] = id
+		*pages = append(*pages, p)
+	}
+	l.byPath[path], l.siteOf[path] = id+1, site
+	return id
+}
+
+func (l *leanIDs) ref(ref uint32, t *strTable) uint32 {
+	if id := l.refs[ref]; id != 0 {
+		return id - 1
+	}
+	id := t.id(l.lean.Str(ref))
+	l.refs[ref] = id + 1
+	return id
+}
+
 // rowSlices reuses sortedRows' scratch rows.
 var rowSlices = make(freeList[[]row], 4)
 
@@ -270,7 +335,7 @@ type minuteCount struct {
 // sortedRows leaves them, and returns the counts in page_minutes' own
 // order within each month.
 func countMinutes(rows []row) []minuteCount {
-	var out []minuteCount
+	out := (*minuteSlices.get())[:0]
 	for i := 0; i < len(rows); {
 		// One run: the rows of one page in one minute, several messages.
 		first := len(out)
@@ -301,6 +366,10 @@ func countMinutes(rows []row) []minuteCount {
 	}
 	return out
 }
+
+// minuteSlices reuses countMinutes' counts, which are about as many as
+// the rows when pages are many and messages small.
+var minuteSlices = make(freeList[[]minuteCount], 2)
 
 // span is a run of equal keys in a sorted slice.
 type span struct{ key, from, to int }
