@@ -1,6 +1,8 @@
 // Command nabeval runs the shipped spike rules over the NAB Twitter series
 // through `sweeper backtest --counts` and prints how they do, counted as
-// ../shared/data/README.md says (see package nabeval). `make eval` runs it.
+// ../shared/data/README.md says, with NAB's own code's probationary
+// period (see package nabeval). `make eval` runs it; -v lists the missed
+// windows and the false alarms.
 package main
 
 import (
@@ -11,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"text/tabwriter"
+	"time"
 
 	"github.com/pagewatch/pagewatch/internal/nabeval"
 )
@@ -19,14 +22,15 @@ func main() {
 	data := flag.String("data", "../shared/data/nab-tweets", "the NAB series and labels.json, read in place")
 	sweeper := flag.String("sweeper", "bin/sweeper", "the sweeper binary")
 	rulesPath := flag.String("rules", "deploy/rules/spike-default.yaml", "the rules file to score")
+	verbose := flag.Bool("v", false, "also list the missed windows and the false alarms")
 	flag.Parse()
-	if err := run(*data, *sweeper, *rulesPath); err != nil {
+	if err := run(*data, *sweeper, *rulesPath, *verbose); err != nil {
 		fmt.Fprintln(os.Stderr, "nabeval:", err)
 		os.Exit(1)
 	}
 }
 
-func run(data, sweeper, rulesPath string) error {
+func run(data, sweeper, rulesPath string, verbose bool) error {
 	ss, err := nabeval.Load(data)
 	if err != nil {
 		return err
@@ -65,27 +69,42 @@ func run(data, sweeper, rulesPath string) error {
 	if err != nil {
 		return err
 	}
-	var scores []nabeval.Score
+	// The table and the last line skip NAB's probationary period as NAB's
+	// own scoring code does (15% of the rows but at most 750, 62.5 hours
+	// here); the README's "first 15%" read literally (8.3 days here) puts
+	// 8 of the 33 windows out of reach and is printed on the line above
+	// the last. See package nabeval.
+	var scores, literal []nabeval.Score
 	w := tabwriter.NewWriter(os.Stdout, 2, 8, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "series\tcaught\t(windows in probation)\talarms\tfalse alarms\tweeks\tper week\t")
+	fmt.Fprintln(w, "series\tcaught\talarms\tfalse alarms\tweeks\tper week\t")
+	var details []string
 	for _, s := range ss {
-		sc := nabeval.ScoreSeries(s, alarms)
+		sc, d := nabeval.ScoreDetail(s, alarms)
 		scores = append(scores, sc)
-		fmt.Fprintf(w, "%s\t%d/%d\t%d\t%d\t%d\t%.1f\t%.2f\t\n", sc.Name, sc.Caught, sc.Windows, sc.InProbation, sc.Alarms, sc.FalseAlarms, sc.Weeks, float64(sc.FalseAlarms)/sc.Weeks)
+		literal = append(literal, nabeval.ScoreSeriesLiteral(s, alarms))
+		fmt.Fprintf(w, "%s\t%d/%d\t%d\t%d\t%.1f\t%.2f\t\n", sc.Name, sc.Caught, sc.Windows, sc.Alarms, sc.FalseAlarms, sc.Weeks, float64(sc.FalseAlarms)/sc.Weeks)
+		for _, m := range d.Missed {
+			details = append(details, fmt.Sprintf("  %s missed %s .. %s", s.Name, m[0].Format(time.DateTime), m[1].Format(time.DateTime)))
+		}
+		for _, t := range d.FalseAlarms {
+			details = append(details, fmt.Sprintf("  %s false alarm at %s", s.Name, t.Format(time.DateTime)))
+		}
 	}
 	w.Flush()
-	caught, windows, perWeek := nabeval.Total(scores)
+	if verbose {
+		fmt.Println("missed windows and false alarms (NAB's code's probation):")
+		for _, l := range details {
+			fmt.Println(l)
+		}
+	}
+	c, n, pw := nabeval.Total(literal)
 	inProbation := 0
-	for _, sc := range scores {
+	for _, sc := range literal {
 		inProbation += sc.InProbation
 	}
-	fmt.Printf("rules %s; %d windows lie in the probationary 15%%: at most %d/%d can be caught\n", rulesPath, inProbation, windows-inProbation, windows)
-	var nabCode []nabeval.Score
-	for _, s := range ss {
-		nabCode = append(nabCode, nabeval.ScoreSeriesAfter(s, alarms, s.NABCodeProbationEnd()))
-	}
-	c, n, pw := nabeval.Total(nabCode)
-	fmt.Printf("with NAB's own code's probation (15%% of rows, at most 750): caught=%d/%d false_alarms_per_series_week=%.2f\n", c, n, pw)
+	fmt.Printf("rules %s\n", rulesPath)
+	fmt.Printf("README's \"first 15%%\" read literally (%d windows in it, at most %d/%d catchable): caught=%d/%d false_alarms_per_series_week=%.2f\n", inProbation, n-inProbation, n, c, n, pw)
+	caught, windows, perWeek := nabeval.Total(scores)
 	fmt.Printf("nab-tweets caught=%d/%d false_alarms_per_series_week=%.2f\n", caught, windows, perWeek)
 	return nil
 }
