@@ -395,7 +395,7 @@ func dayOf(unix int64) int {
 
 func (c *Client) insertHitRows(ctx context.Context, rows []row, pages []page, refs []string) error {
 	if c.http != nil {
-		return c.insertNative(ctx, insertHits, func(b []byte) []byte { return appendHits(b, rows, pages, refs) })
+		return c.insertStream(ctx, insertHits, func(b []byte, s *stream) []byte { return streamHits(b, s, rows, pages, refs) })
 	}
 	return c.sendColumns(ctx, insertHits, hitColumns(rows, pages, refs)...)
 }
@@ -417,7 +417,7 @@ func hitColumns(rows []row, pages []page, refs []string) []any {
 
 func (c *Client) insertMinutes(ctx context.Context, counts []minuteCount, pages []page) error {
 	if c.http != nil {
-		return c.insertNative(ctx, insertPageMinutes, func(b []byte) []byte { return appendMinutes(b, counts, pages) })
+		return c.insertStream(ctx, insertPageMinutes, func(b []byte, s *stream) []byte { return streamMinutes(b, s, counts, pages) })
 	}
 	return c.sendColumns(ctx, insertPageMinutes, minuteColumns(counts, pages)...)
 }

@@ -3,6 +3,7 @@ package clickhouse
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -92,11 +93,9 @@ func leanOf(t testing.TB, b hit.Batch) hit.Batch {
 	return b
 }
 
-// Batches decoded lean insert the very blocks the same hits as Hit
-// values do: hostile strings, more distinct strings than the encoding's
-// dictionary (so that one string has several ids in a batch), and lean
-// batches mixed with others in one insert.
-func TestLeanBatchesEncodeAsHits(t *testing.T) {
+// manyBatches are hostileBatches and one of 20,000 hits with more
+// distinct strings than the encoding's dictionary holds.
+func manyBatches() []hit.Batch {
 	rng := rand.New(rand.NewPCG(5, 6))
 	batches := hostileBatches()
 	many := hit.Batch{Seq: 7, Key: 8, LineKey: 9}
@@ -106,7 +105,15 @@ func TestLeanBatchesEncodeAsHits(t *testing.T) {
 			Site: []string{"a.example", "b.example"}[rng.IntN(2)], Path: fmt.Sprintf("/p/%d", rng.IntN(12_000)),
 			Referer: fmt.Sprintf("r%d", rng.IntN(9_000)), UserAgent: fmt.Sprint(i), Offset: uint64(i) * 100})
 	}
-	batches = append(batches, many)
+	return append(batches, many)
+}
+
+// Batches decoded lean insert the very blocks the same hits as Hit
+// values do: hostile strings, more distinct strings than the encoding's
+// dictionary (so that one string has several ids in a batch), and lean
+// batches mixed with others in one insert.
+func TestLeanBatchesEncodeAsHits(t *testing.T) {
+	batches := manyBatches()
 	var lean, mixed []hit.Batch
 	for i, b := range batches {
 		lean = append(lean, leanOf(t, b))
@@ -152,19 +159,96 @@ func BenchmarkEncodeInsert(b *testing.B) {
 		}
 		batches = append(batches, leanOf(b, bt))
 	}
-	var block, body []byte
-	for b.Loop() {
-		rows, pages, refs := sortedRows(batches)
-		minutes := countMinutes(rows)
-		block = appendMinutes(block[:0], minutes, pages)
-		block = appendDays(block[:0], loadedDays(minutes))
-		block = appendHits(block[:0], rows, pages, refs)
-		var err error
-		if body, err = framed(body[:0], block); err != nil {
-			b.Fatal(err)
+	// Each block whole, then compressed whole, as inserts did before
+	// they streamed.
+	b.Run("whole", func(b *testing.B) {
+		var block, body []byte
+		for b.Loop() {
+			rows, pages, refs := sortedRows(batches)
+			minutes := countMinutes(rows)
+			for _, blk := range [][]byte{appendMinutes(block[:0], minutes, pages), appendDays(block[:0], loadedDays(minutes)), appendHits(block[:0], rows, pages, refs)} {
+				block = blk
+				var err error
+				if body, err = framed(body[:0], block); err != nil {
+					b.Fatal(err)
+				}
+			}
+			minuteSlices.put(&minutes)
+			putRows(&rows)
 		}
-		minuteSlices.put(&minutes)
-		putRows(&rows)
+		b.ReportMetric(b.Elapsed().Seconds()/float64(b.N)/100_000*1e6, "cpu-s/Mrows")
+	})
+	// Each block streamed a frame at a time, as inserts send them.
+	b.Run("streamed", func(b *testing.B) {
+		for b.Loop() {
+			rows, pages, refs := sortedRows(batches)
+			minutes := countMinutes(rows)
+			days := loadedDays(minutes)
+			for _, encode := range []func([]byte, *stream) []byte{
+				func(buf []byte, s *stream) []byte { return streamMinutes(buf, s, minutes, pages) },
+				func(buf []byte, _ *stream) []byte { return appendDays(buf, days) },
+				func(buf []byte, s *stream) []byte { return streamHits(buf, s, rows, pages, refs) },
+			} {
+				body := &nativeBody{lz4: true, encode: encode, done: make(chan struct{})}
+				if _, err := body.WriteTo(io.Discard); err != nil {
+					b.Fatal(err)
+				}
+			}
+			minuteSlices.put(&minutes)
+			putRows(&rows)
+		}
+		b.ReportMetric(b.Elapsed().Seconds()/float64(b.N)/100_000*1e6, "cpu-s/Mrows")
+	})
+}
+
+// An insert's body, streamed a frame at a time as the block is encoded,
+// is the whole block (lz4 off) or its LZ4 frames (on), through WriteTo,
+// which the transport uses, and through Read.
+func TestStreamedBodies(t *testing.T) {
+	batches := manyBatches()
+	for i := range 30 { // a hits block of several frames
+		b := batches[len(batches)-1]
+		b.Seq, b.LineKey = b.Seq+uint64(i)+1, b.LineKey+uint64(i)+1
+		batches = append(batches, b)
 	}
-	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N)/100_000*1e6, "cpu-s/Mrows")
+	rows, pages, refs := sortedRows(batches)
+	minutes := countMinutes(rows)
+	for _, c := range []struct {
+		name   string
+		block  []byte
+		encode func([]byte, *stream) []byte
+	}{
+		{"hits", appendHits(nil, rows, pages, refs), func(b []byte, s *stream) []byte { return streamHits(b, s, rows, pages, refs) }},
+		{"page_minutes", appendMinutes(nil, minutes, pages), func(b []byte, s *stream) []byte { return streamMinutes(b, s, minutes, pages) }},
+	} {
+		if c.name == "hits" && len(c.block) < 3*frameSize {
+			t.Fatalf("hits block of %d bytes, want several frames", len(c.block))
+		}
+		compressed, err := framed(nil, c.block)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, lz4 := range []bool{false, true} {
+			want := c.block
+			if lz4 {
+				want = compressed
+			}
+			var viaWriteTo bytes.Buffer
+			body := &nativeBody{lz4: lz4, encode: c.encode, done: make(chan struct{})}
+			if _, err := body.WriteTo(&viaWriteTo); err != nil {
+				t.Fatal(err)
+			}
+			body = &nativeBody{lz4: lz4, encode: c.encode, done: make(chan struct{})}
+			viaRead, err := io.ReadAll(struct{ io.Reader }{body})
+			if err != nil {
+				t.Fatal(err)
+			}
+			body.wait()
+			for how, got := range map[string][]byte{"WriteTo": viaWriteTo.Bytes(), "Read": viaRead} {
+				if !bytes.Equal(got, want) {
+					t.Errorf("%s, lz4 %v, through %s: %d bytes, want %d; first difference at byte %d", c.name, lz4, how, len(got), len(want), firstDiff(got, want))
+				}
+			}
+		}
+	}
 }

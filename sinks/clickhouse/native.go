@@ -3,16 +3,18 @@ package clickhouse
 import (
 	"context"
 	"encoding/binary"
+	"math"
 )
 
 // The loader's inserts, when clickhouse.http_addr is set, are encoded
 // here in ClickHouse's Native format rather than by the driver's column
 // types: those copy every string into a column buffer that grows by
 // doubling, then again into the connection's, and were most of the
-// loader's CPU. One pass writes each value once into a reused buffer,
-// which goes to the server as the body of an HTTP INSERT (httpinsert.go).
-// One INSERT is still one block, taken whole or not at all, with the
-// same rows in the same order as the driver's batches send.
+// loader's CPU. One pass writes each value once into a reused buffer of
+// about 1 MiB, which goes to the server, compressed or not, whenever it
+// is full, as the body of an HTTP INSERT streams (httpinsert.go). One
+// INSERT is still one block, taken whole or not at all, with the same
+// rows in the same order as the driver's batches send.
 
 // A block is one Native block without the block info a native-protocol
 // Data packet has: the column and row counts, then each column whole, as
@@ -69,39 +71,77 @@ func uvarintLen(v uint64) int {
 	return n
 }
 
+// A stream takes a block in pieces as it is encoded, so that an insert
+// never holds it whole: the encoders hand their buffer to flush whenever
+// it holds limit bytes or more, and carry on with what flush returns.
+type stream struct {
+	limit int
+	flush func([]byte) []byte
+}
+
+// whole is the stream that keeps a block whole in its buffer.
+var whole = &stream{limit: math.MaxInt}
+
 // appendHits appends rows, with their pages and referrers, as insertHits
 // names their columns.
 func appendHits(buf []byte, rows []row, pages []page, refs []string) []byte {
+	return streamHits(buf, whole, rows, pages, refs)
+}
+
+// streamHits is appendHits passing the block on to s as it grows.
+func streamHits(buf []byte, s *stream, rows []row, pages []page, refs []string) []byte {
+	limit := s.limit
 	n := 0
-	for _, r := range rows {
-		p := &pages[r.page]
-		n += strBytes(p.site) + strBytes(p.path) + strBytes(refs[r.ref])
+	if limit == math.MaxInt {
+		for _, r := range rows {
+			p := &pages[r.page]
+			n += strBytes(p.site) + strBytes(p.path) + strBytes(refs[r.ref])
+		}
+		n += len(rows) * (4 + 8 + 8)
 	}
 	buf = appendStart(buf, 6, len(rows))
-	buf = grow(buf, n+len(rows)*(4+8+8)+128)
+	buf = grow(buf, min(n, limit)+128)
 	buf = appendColumn(buf, "ts", "DateTime")
 	for _, r := range rows {
 		buf = appendDateTime(buf, r.unix)
+		if len(buf) >= limit {
+			buf = s.flush(buf)
+		}
 	}
 	buf = appendColumn(buf, "site", "String")
 	for _, r := range rows {
 		buf = appendStr(buf, pages[r.page].site)
+		if len(buf) >= limit {
+			buf = s.flush(buf)
+		}
 	}
 	buf = appendColumn(buf, "path", "String")
 	for _, r := range rows {
 		buf = appendStr(buf, pages[r.page].path)
+		if len(buf) >= limit {
+			buf = s.flush(buf)
+		}
 	}
 	buf = appendColumn(buf, "referer", "String")
 	for _, r := range rows {
 		buf = appendStr(buf, refs[r.ref])
+		if len(buf) >= limit {
+			buf = s.flush(buf)
+		}
 	}
 	buf = appendColumn(buf, "seq", "UInt64")
 	for _, r := range rows {
 		buf = binary.LittleEndian.AppendUint64(buf, r.seq)
+		if len(buf) >= limit {
+			buf = s.flush(buf)
+		}
 	}
 	buf = appendColumn(buf, "line_offset", "UInt64")
 	for _, r := range rows {
 		buf = binary.LittleEndian.AppendUint64(buf, r.off)
+		if len(buf) >= limit {
+			buf = s.flush(buf)
+		}
 	}
 	return buf
 }
@@ -109,26 +149,47 @@ func appendHits(buf []byte, rows []row, pages []page, refs []string) []byte {
 // appendMinutes appends counts, of pages, as insertPageMinutes names
 // their columns.
 func appendMinutes(buf []byte, counts []minuteCount, pages []page) []byte {
+	return streamMinutes(buf, whole, counts, pages)
+}
+
+// streamMinutes is appendMinutes passing the block on to s as it grows.
+func streamMinutes(buf []byte, s *stream, counts []minuteCount, pages []page) []byte {
+	limit := s.limit
 	buf = appendStart(buf, 5, len(counts))
 	buf = appendColumn(buf, "site", "String")
 	for _, k := range counts {
 		buf = appendStr(buf, pages[k.page].site)
+		if len(buf) >= limit {
+			buf = s.flush(buf)
+		}
 	}
 	buf = appendColumn(buf, "path", "String")
 	for _, k := range counts {
 		buf = appendStr(buf, pages[k.page].path)
+		if len(buf) >= limit {
+			buf = s.flush(buf)
+		}
 	}
 	buf = appendColumn(buf, "minute", "DateTime")
 	for _, k := range counts {
 		buf = appendDateTime(buf, k.minute)
+		if len(buf) >= limit {
+			buf = s.flush(buf)
+		}
 	}
 	buf = appendColumn(buf, "seq", "UInt64")
 	for _, k := range counts {
 		buf = binary.LittleEndian.AppendUint64(buf, k.seq)
+		if len(buf) >= limit {
+			buf = s.flush(buf)
+		}
 	}
 	buf = appendColumn(buf, "hits", "UInt64")
 	for _, k := range counts {
 		buf = binary.LittleEndian.AppendUint64(buf, k.hits)
+		if len(buf) >= limit {
+			buf = s.flush(buf)
+		}
 	}
 	return buf
 }
@@ -169,20 +230,14 @@ func (l freeList[T]) put(p *T) {
 	}
 }
 
-// blocks reuses encoding buffers across inserts: one per insert in
-// flight (ingest.load.inserts, 2 by default), each some 11 MB for 100,000
-// hits, as bodies and rowSlices keep their compressed bodies and rows.
-var blocks = make(freeList[[]byte], 2)
-
 // insertNative inserts the block encode appends, for insert (an INSERT
 // naming its columns), over HTTP.
 func (c *Client) insertNative(ctx context.Context, insert string, encode func([]byte) []byte) error {
-	b := blocks.get()
-	*b = encode((*b)[:0])
-	if err := c.http.insert(ctx, insert, *b); err != nil {
-		// Not reused: the HTTP client may still be sending it.
-		return err
-	}
-	blocks.put(b)
-	return nil
+	return c.http.insert(ctx, insert, func(buf []byte, _ *stream) []byte { return encode(buf) })
+}
+
+// insertStream inserts the block encode streams, for insert, over HTTP:
+// the block goes out a frame at a time as it is encoded.
+func (c *Client) insertStream(ctx context.Context, insert string, encode func([]byte, *stream) []byte) error {
+	return c.http.insert(ctx, insert, encode)
 }
