@@ -15,6 +15,9 @@ type Notification struct {
 	Count      uint64
 	Threshold  uint64
 	Window     string // human text: "1h", "all time"
+	// Event is an episodic rule's message: fire (or ""), escalate or
+	// resolve ("back to normal"); see Predicate.
+	Event      string
 	CrossedAt  time.Time
 	Recipients []string
 	// Labels are the rule's notify.labels.

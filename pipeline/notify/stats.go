@@ -29,7 +29,7 @@ const maxChart = 7 * 24 * time.Hour
 func (w *Worker) describe(ctx context.Context, x crossing.Crossing) Notification {
 	n := Notification{
 		Key: x.Key, Rule: x.Rule, Site: x.Site, Path: x.Path, Count: x.Count, Threshold: x.Threshold,
-		Window: x.Window, CrossedAt: x.CrossedAt, Recipients: x.Recipients,
+		Window: x.Window, Event: x.Event, CrossedAt: x.CrossedAt, Recipients: x.Recipients,
 		Subject: x.Subject, Body: x.Body, Labels: x.Labels, Why: x.Why,
 	}
 	if x.Digest != nil {

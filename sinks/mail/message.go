@@ -51,6 +51,10 @@ type view struct {
 	Window    string
 	AllTime   bool
 	CrossedAt string
+	// Predicate is what happened to the page, after its name: "passed
+	// 1,000 views in 1h", "is at 6.2× its normal: ...", "is back to
+	// normal ..." (notify.Notification.Predicate).
+	Predicate string
 
 	WindowText string // "2025-03-04 04:06 – 05:06 UTC", or empty
 	Referrers  []referrerView
@@ -100,11 +104,8 @@ func newView(n notify.Notification) view {
 		AllTime:   allTime,
 		CrossedAt: n.CrossedAt.UTC().Format(time.RFC3339),
 	}
-	v.Subject = "[pagewatch] " + orPlaceholder(clean(n.Path, maxSubjectRunes)) +
-		" passed " + v.Threshold + " views"
-	if !allTime {
-		v.Subject += " in " + window
-	}
+	v.Predicate = n.Predicate(func(s string) string { return orPlaceholder(clean(s, maxReferrerRunes)) })
+	v.Subject = "[pagewatch] " + orPlaceholder(clean(n.Path, maxSubjectRunes)) + " " + v.Predicate
 	if n.Subject != "" {
 		v.Subject = clean(n.Subject, maxSubjectRunes)
 	}
@@ -186,7 +187,7 @@ func views(n uint64) string {
 const textBody = `{{if .Intro}}{{range .Intro}}{{.}}
 {{end}}{{else if .Digest}}{{.DigestN}} pages matching {{.Path}} on {{.Site}} passed their thresholds{{if not .AllTime}} in {{.Window}}{{end}} in one sweep.
 Rule {{.Rule}} mails the busiest one by one; these are the rest.
-{{else}}{{.Path}} on {{.Site}} passed {{.Threshold}} views{{if not .AllTime}} in {{.Window}}{{end}}.
+{{else}}{{.Path}} on {{.Site}} {{.Predicate}}.
 {{end}}
 {{- if .Digest}}
 {{range .Digest}}{{printf "%12s" .Count}}  {{.Path}} (threshold {{.Threshold}})
@@ -247,7 +248,7 @@ const htmlBody = `<!DOCTYPE html>
 <p>...and {{.DigestMore}} more, in the crossings history.</p>
 {{- end}}
 {{- else}}
-<p><strong>{{.Path}}</strong> on {{.Site}} passed <strong>{{.Threshold}}</strong> views{{if not .AllTime}} in {{.Window}}{{end}}.</p>
+<p><strong>{{.Path}}</strong> on {{.Site}} {{.Predicate}}.</p>
 {{- end}}
 {{- if not .Digest}}
 <table cellpadding="4">

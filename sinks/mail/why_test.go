@@ -83,3 +83,43 @@ func TestWhyWithHostileReferrerDomains(t *testing.T) {
 		}
 	}
 }
+
+// A spike's mail says so in its subject and first sentence, naming the
+// referrer that sent most of it; that domain is hostile input like the
+// others, and its CR/LF never splits the Subject header.
+func TestSpikeSubjectNamesTheReferrer(t *testing.T) {
+	n := testNotification()
+	n.Why = &crossing.Why{Kind: "spike", Count: 400, Baseline: 20, Factor: 4, Ratio: 20, Direction: "up",
+		Referrers: []crossing.ReferrerShare{{Domain: "news.example\r\nBcc: evil@example.com", Hits: 300, Share: 0.75}}}
+	p := sendToFile(t, n)
+	subject := p.Subject
+	if !strings.Contains(subject, "is at 20.0× its normal") || !strings.Contains(subject, "mostly from news.example") {
+		t.Errorf("subject %q", subject)
+	}
+	if len(p.Header["Bcc"]) != 0 {
+		t.Errorf("injected Bcc: %v", p.Header["Bcc"])
+	}
+	for name, body := range map[string]string{"text": p.Text, "html": p.HTML} {
+		if !strings.Contains(body, "is at 20.0× its normal") {
+			t.Errorf("%s part lacks the spike's sentence:\n%s", name, body)
+		}
+	}
+}
+
+// "Back to normal" is worded as such, with the episode's peak and total,
+// not as another threshold passed.
+func TestResolveSaysBackToNormal(t *testing.T) {
+	n := testNotification()
+	n.Event = "resolve"
+	n.Why = &crossing.Why{Kind: "spike", Count: 30, Baseline: 20, Peak: 1400, Total: 5200}
+	p := sendToFile(t, n)
+	want := "is back to normal after peaking at 1,400 views in 1h (5,200 views in all)"
+	if subject := p.Subject; !strings.Contains(subject, want) || strings.Contains(subject, "passed") {
+		t.Errorf("subject %q", subject)
+	}
+	for name, body := range map[string]string{"text": p.Text, "html": p.HTML} {
+		if !strings.Contains(body, want) {
+			t.Errorf("%s part lacks %q:\n%s", name, want, body)
+		}
+	}
+}

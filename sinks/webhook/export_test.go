@@ -10,3 +10,6 @@ func ChatFacts(n notify.Notification) [][2]string {
 	}
 	return out
 }
+
+// ChatTitle is a chat message's title for n.
+func ChatTitle(n notify.Notification) string { return newMessage(n).title }

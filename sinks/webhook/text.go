@@ -39,10 +39,10 @@ func newMessage(n notify.Notification) message {
 	window := clean(n.Window, 50)
 	allTime := window == "" || strings.EqualFold(window, "all time")
 	m := message{at: n.CrossedAt.UTC()}
-	m.title = clean(orEmpty(n.Path), maxTitle-40) + " passed " + traffic.FormatCount(n.Threshold) + " views"
-	if !allTime {
-		m.title += " in " + window
-	}
+	predicate := n.Predicate(func(s string) string { return clean(orEmpty(s), 60) })
+	// The page's name gets what the predicate leaves of the title.
+	m.title = clean(orEmpty(n.Path), max(maxTitle-1-utf8.RuneCountInString(predicate), 20)) + " " + predicate
+	m.title = truncate(m.title, maxTitle)
 	if len(n.Digest) > 0 || n.DigestTotal > 0 {
 		total := max(n.DigestTotal, len(n.Digest))
 		m.title = traffic.FormatCount(uint64(total)) + " pages matching " + clean(orEmpty(n.Path), maxTitle-50) + " passed their thresholds"
@@ -64,11 +64,7 @@ func newMessage(n notify.Notification) message {
 		m.intro = []string{traffic.FormatCount(uint64(len(m.digest)+m.more)) + " pages matching " + clean(orEmpty(n.Path), maxLine) + " on " + clean(orEmpty(n.Site), 200) + " passed their thresholds in one sweep."}
 	}
 	if len(m.intro) == 0 {
-		s := clean(orEmpty(n.Path), maxLine) + " on " + clean(orEmpty(n.Site), 200) + " passed " + traffic.FormatCount(n.Threshold) + " views"
-		if !allTime {
-			s += " in " + window
-		}
-		m.intro = []string{s + "."}
+		m.intro = []string{clean(orEmpty(n.Path), maxLine) + " on " + clean(orEmpty(n.Site), 200) + " " + predicate + "."}
 	}
 	if !allTime {
 		window = clean(n.Window, 50)

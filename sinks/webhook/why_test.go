@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/pagewatch/pagewatch/domain/crossing"
 	"github.com/pagewatch/pagewatch/pipeline/notify"
@@ -65,5 +66,23 @@ func TestChatMessagesCarryWhy(t *testing.T) {
 	}
 	if r := got["Referrers"]; !strings.HasPrefix(r, "news.ycombinator.com 75% (before 2%)") || strings.ContainsAny(r, "\r\n") {
 		t.Errorf("Referrers: %q", r)
+	}
+}
+
+// A chat title says what happened to the page and fits Slack's header
+// (150 characters) however long the path and the referrer domain are:
+// the path gives way first.
+func TestChatTitleSaysWhatHappened(t *testing.T) {
+	n := notify.Notification{Path: "/launch", Count: 280, Threshold: 180, Window: "1h",
+		Why: &crossing.Why{Kind: "spike", Ratio: 6.2, Direction: "up",
+			Referrers: []crossing.ReferrerShare{{Domain: "news.ycombinator.com", Share: 0.72}}}}
+	if got, want := webhook.ChatTitle(n), "/launch is at 6.2× its normal: 280 views in 1h, mostly from news.ycombinator.com"; got != want {
+		t.Errorf("title %q, want %q", got, want)
+	}
+	n.Path = "/" + strings.Repeat("p", 5000)
+	n.Why.Referrers[0].Domain = strings.Repeat("d", 5000) + "\r\nBcc: x"
+	got := webhook.ChatTitle(n)
+	if utf8.RuneCountInString(got) > 150 || !strings.Contains(got, "is at 6.2× its normal") || strings.ContainsAny(got, "\r\n") {
+		t.Errorf("title (%d runes) %q", utf8.RuneCountInString(got), got)
 	}
 }

@@ -1,0 +1,105 @@
+package notify
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/pagewatch/pagewatch/domain/rules"
+	"github.com/pagewatch/pagewatch/domain/traffic"
+)
+
+// mostlyFrom is the share of the window's referred views above which one
+// referrer domain is named in the headline: "mostly from".
+const mostlyFrom = 0.5
+
+// Predicate is what a notification says of its page, after the page's
+// name: the default subject is the path and this ("/launch is at 6.2×
+// its normal: 280 views in 1h, mostly from news.example"), the default
+// first sentence the path, the site and this. It follows the rule's kind
+// and the message's event: a threshold passed, a spike, a page gone
+// quiet, a new page, an escalation, back to normal. clean bounds and
+// cleans the one piece of stranger-written text in it (a referrer
+// domain), as the sink cleans the path.
+func (n Notification) Predicate(clean func(string) string) string {
+	in := ""
+	if w := strings.TrimSpace(n.Window); w != "" && !strings.EqualFold(w, "all time") {
+		in = " in " + w
+	}
+	views := func(c uint64) string {
+		if c == 1 {
+			return "1 view" + in
+		}
+		return traffic.FormatCount(c) + " views" + in
+	}
+	w := n.Why
+	kind := ""
+	if w != nil {
+		kind = w.Kind
+	}
+	spiky := kind == "spike" || kind == "new_page"
+	switch n.Event {
+	case string(rules.EventResolve):
+		s := "is back to normal"
+		if !spiky {
+			s = "is back below " + views(n.Threshold)
+		}
+		if w != nil && w.Peak > 0 {
+			s += " after peaking at " + views(w.Peak)
+			if w.Total > 0 {
+				s += " (" + traffic.FormatCount(w.Total) + " views in all)"
+			}
+		}
+		return s
+	case string(rules.EventEscalate):
+		if w != nil && w.Step > 0 {
+			level := "the level it fired at"
+			if !spiky {
+				level = "its threshold"
+			}
+			return "rose to " + trimFloat(w.Step) + "× " + level + ": " + views(n.Count)
+		}
+		return "rose further: " + views(n.Count)
+	}
+	switch {
+	case kind == "spike" && w.Direction == "down":
+		s := "went quiet: " + views(n.Count)
+		if w.Baseline > 0 {
+			s += ", against " + approx(w.Baseline) + " normally"
+		}
+		return s
+	case kind == "spike" && w.Ratio > 0:
+		return "is at " + strconv.FormatFloat(w.Ratio, 'f', 1, 64) + "× its normal: " + views(n.Count) + n.mostlyFrom(clean)
+	case kind == "spike":
+		return "took off from nothing: " + views(n.Count) + n.mostlyFrom(clean)
+	case kind == "new_page":
+		return "took off as a new page: " + views(n.Count) + n.mostlyFrom(clean)
+	}
+	return "passed " + traffic.FormatCount(n.Threshold) + " views" + in
+}
+
+// mostlyFrom names the referrer domain that sent most of the window's
+// referred views, if one did.
+func (n Notification) mostlyFrom(clean func(string) string) string {
+	if n.Why == nil || len(n.Why.Referrers) == 0 {
+		return ""
+	}
+	top := n.Why.Referrers[0]
+	if top.Share <= mostlyFrom || top.Domain == "" {
+		return ""
+	}
+	return ", mostly from " + clean(top.Domain)
+}
+
+// trimFloat writes 4, 2.5 or 0.33: no trailing zeros.
+func trimFloat(f float64) string {
+	return strconv.FormatFloat(f, 'f', -1, 64)
+}
+
+// approx writes a baseline (a median, so maybe a fraction) as people
+// would say it: 41, 3.5.
+func approx(f float64) string {
+	if f >= 10 {
+		return traffic.FormatCount(uint64(f + 0.5))
+	}
+	return trimFloat(float64(int(f*10+0.5)) / 10)
+}

@@ -1,0 +1,79 @@
+package notify_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pagewatch/pagewatch/domain/crossing"
+	"github.com/pagewatch/pagewatch/pipeline/notify"
+)
+
+func TestPredicateSaysWhatHappened(t *testing.T) {
+	hn := []crossing.ReferrerShare{{Domain: "news.ycombinator.com", Share: 0.72, BaselineShare: 0.01}}
+	for _, tc := range []struct {
+		name string
+		n    notify.Notification
+		want string
+	}{
+		{"threshold", notify.Notification{Count: 1001, Threshold: 1000, Window: "1h"},
+			"passed 1,000 views in 1h"},
+		{"milestone, all time", notify.Notification{Count: 10001, Threshold: 10000, Window: "all time"},
+			"passed 10,000 views"},
+		{"threshold, with its why", notify.Notification{Count: 1001, Threshold: 1000, Window: "1h", Why: &crossing.Why{Kind: "threshold", Baseline: 1000}},
+			"passed 1,000 views in 1h"},
+		{"spike", notify.Notification{Count: 280, Threshold: 180, Window: "1h", Why: &crossing.Why{Kind: "spike", Baseline: 45, Factor: 4, Ratio: 6.22, Direction: "up"}},
+			"is at 6.2× its normal: 280 views in 1h"},
+		{"spike, mostly from one referrer", notify.Notification{Count: 280, Threshold: 180, Window: "1h", Why: &crossing.Why{Kind: "spike", Baseline: 45, Ratio: 6.22, Direction: "up", Referrers: hn}},
+			"is at 6.2× its normal: 280 views in 1h, mostly from news.ycombinator.com"},
+		{"spike, referrers spread", notify.Notification{Count: 280, Threshold: 180, Window: "1h", Why: &crossing.Why{Kind: "spike", Baseline: 45, Ratio: 6.22, Direction: "up",
+			Referrers: []crossing.ReferrerShare{{Domain: "a.example", Share: 0.4}}}},
+			"is at 6.2× its normal: 280 views in 1h"},
+		{"spike from nothing", notify.Notification{Count: 90, Threshold: 70, Window: "1h", Why: &crossing.Why{Kind: "spike", Direction: "up"}},
+			"took off from nothing: 90 views in 1h"},
+		{"went quiet", notify.Notification{Count: 3, Threshold: 10, Window: "1h", Why: &crossing.Why{Kind: "spike", Baseline: 41.5, Ratio: 0.07, Direction: "down"}},
+			"went quiet: 3 views in 1h, against 42 normally"},
+		{"new page", notify.Notification{Count: 250, Threshold: 200, Window: "1h", Why: &crossing.Why{Kind: "new_page", Referrers: hn}},
+			"took off as a new page: 250 views in 1h, mostly from news.ycombinator.com"},
+		{"escalate", notify.Notification{Event: "escalate", Count: 1400, Threshold: 180, Window: "1h", Why: &crossing.Why{Kind: "spike", Step: 5, Ratio: 31.1}},
+			"rose to 5× the level it fired at: 1,400 views in 1h"},
+		{"escalate, threshold", notify.Notification{Event: "escalate", Count: 2100, Threshold: 1000, Window: "1h", Why: &crossing.Why{Kind: "threshold", Step: 2}},
+			"rose to 2× its threshold: 2,100 views in 1h"},
+		{"resolve", notify.Notification{Event: "resolve", Count: 60, Threshold: 180, Window: "1h", Why: &crossing.Why{Kind: "spike", Peak: 1400, Total: 5200}},
+			"is back to normal after peaking at 1,400 views in 1h (5,200 views in all)"},
+		{"resolve, threshold", notify.Notification{Event: "resolve", Count: 800, Threshold: 1000, Window: "1h", Why: &crossing.Why{Kind: "threshold", Peak: 1200}},
+			"is back below 1,000 views in 1h after peaking at 1,200 views in 1h"},
+		{"fire event named", notify.Notification{Event: "fire", Count: 6, Threshold: 5, Window: "5m"},
+			"passed 5 views in 5m"},
+	} {
+		if got := tc.n.Predicate(strings.TrimSpace); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// A referrer domain comes from strangers: it reaches the predicate only
+// through the sink's clean.
+func TestPredicateCleansTheReferrer(t *testing.T) {
+	n := notify.Notification{Count: 280, Window: "1h", Why: &crossing.Why{Kind: "spike", Ratio: 6, Direction: "up",
+		Referrers: []crossing.ReferrerShare{{Domain: "evil.example\r\nBcc: all@example.com", Share: 0.9}}}}
+	got := n.Predicate(func(s string) string { return strings.NewReplacer("\r", "?", "\n", "?").Replace(s) })
+	if strings.ContainsAny(got, "\r\n") || !strings.HasSuffix(got, "mostly from evil.example??Bcc: all@example.com") {
+		t.Errorf("%q", got)
+	}
+}
+
+func ExampleNotification_Predicate() {
+	n := notify.Notification{
+		Path: "/launch", Count: 280, Threshold: 180, Window: "1h", CrossedAt: time.Now(),
+		Why: &crossing.Why{Kind: "spike", Count: 280, Baseline: 45, Factor: 4, Ratio: 6.22, Direction: "up",
+			Referrers: []crossing.ReferrerShare{{Domain: "news.ycombinator.com", Hits: 190, Share: 0.72}}},
+	}
+	fmt.Println(n.Path, n.Predicate(strings.TrimSpace))
+	n.Event, n.Why.Peak, n.Why.Total = "resolve", 1400, 5200
+	fmt.Println(n.Path, n.Predicate(strings.TrimSpace))
+	// Output:
+	// /launch is at 6.2× its normal: 280 views in 1h, mostly from news.ycombinator.com
+	// /launch is back to normal after peaking at 1,400 views in 1h (5,200 views in all)
+}
