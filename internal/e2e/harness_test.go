@@ -22,6 +22,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 
+	"github.com/pagewatch/pagewatch/internal/modroot"
 	"github.com/pagewatch/pagewatch/internal/testcheck"
 	"github.com/pagewatch/pagewatch/internal/testserver/chcluster"
 	"github.com/pagewatch/pagewatch/internal/testserver/clickhousetest"
@@ -68,7 +69,7 @@ func binaries(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		cmd := exec.Command("go", "build", "-o", binDir+"/", "./cmd/...")
-		cmd.Dir = repoRoot(t)
+		cmd.Dir = modroot.Must(t)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
@@ -77,22 +78,6 @@ func binaries(t testing.TB) string {
 		t.Fatal(buildErr)
 	}
 	return binDir
-}
-
-func repoRoot(t testing.TB) string {
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		dir = filepath.Dir(dir)
-		if dir == "/" {
-			t.Fatal("go.mod not found")
-		}
-	}
 }
 
 type bundle struct {

@@ -15,13 +15,14 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/pagewatch/pagewatch/internal/metricsdoc"
+	"github.com/pagewatch/pagewatch/internal/modroot"
 )
 
 // documentedMetrics reads deploy/metrics.md: metric names by daemon
 // ("ingest tail", "ingest load", "sweeper", "worker").
 func documentedMetrics(t testing.TB) map[string][]string {
 	t.Helper()
-	doc, err := metricsdoc.Read(filepath.Join(repoRoot(t), "deploy", "metrics.md"))
+	doc, err := metricsdoc.Read(filepath.Join(modroot.Must(t), "deploy", "metrics.md"))
 	if err != nil {
 		t.Fatal(err)
 	}

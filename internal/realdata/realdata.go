@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/pagewatch/pagewatch/internal/modroot"
 	"github.com/pagewatch/pagewatch/internal/testcheck"
 )
 
@@ -20,21 +21,7 @@ const ApacheLog = "apache_logs_semicomplete_2015.log"
 // test under CI and skips it elsewhere, saying so.
 func Path(tb testing.TB, name string) string {
 	tb.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			tb.Fatal("realdata: go.mod not found above the working directory")
-		}
-		dir = parent
-	}
-	path := filepath.Join(dir, "..", "shared", "data", name)
+	path := filepath.Join(modroot.Must(tb), "..", "shared", "data", name)
 	if _, err := os.Stat(path); err != nil {
 		testcheck.SkipOutsideCI(tb, fmt.Sprintf("realdata: shared data file is missing (expected beside the repo in ../shared/data/): %v", err))
 	}

@@ -18,7 +18,6 @@ import (
 	"context"
 	_ "embed"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -26,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pagewatch/pagewatch/internal/modroot"
 	"github.com/pagewatch/pagewatch/internal/testcheck"
 )
 
@@ -156,7 +156,7 @@ func find() (node, modules string, err error) {
 	}
 	modules = os.Getenv(ModulesEnv)
 	if modules == "" {
-		root, err := repoRoot()
+		root, err := modroot.Dir()
 		if err != nil {
 			return "", "", err
 		}
@@ -171,25 +171,4 @@ func find() (node, modules string, err error) {
 		return "", "", fmt.Errorf("chdb not installed in %s: %w", modules, err)
 	}
 	return node, modules, nil
-}
-
-// repoRoot walks up from the working directory, which go test sets to the
-// directory of the package under test, to the one holding go.mod.
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", fmt.Errorf("find repo root: %w", err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		} else if !errors.Is(err, os.ErrNotExist) {
-			return "", fmt.Errorf("find repo root: %w", err)
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("find repo root: no go.mod above the working directory")
-		}
-		dir = parent
-	}
 }

@@ -34,6 +34,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pagewatch/pagewatch/internal/modroot"
 	"github.com/pagewatch/pagewatch/internal/testcheck"
 )
 
@@ -126,7 +127,7 @@ func Tools() (node, chromium, modules string, err error) {
 	}
 	modules = os.Getenv(ModulesEnv)
 	if modules == "" {
-		root, err := repoRoot()
+		root, err := modroot.Dir()
 		if err != nil {
 			return "", "", "", err
 		}
@@ -300,23 +301,4 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.buf.String()
-}
-
-// repoRoot walks up from the working directory, which go test sets to the
-// package under test, to the directory holding go.mod.
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", fmt.Errorf("find repo root: %w", err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("find repo root: no go.mod above the working directory")
-		}
-		dir = parent
-	}
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/pagewatch/pagewatch/internal/modroot"
 	"github.com/pagewatch/pagewatch/internal/testcheck"
 )
 
@@ -67,7 +68,7 @@ func Build(t testing.TB, dir string) string {
 	err, ok := built[bin]
 	if !ok {
 		cmd := exec.Command("go", "build", "-o", bin, "github.com/nats-io/nats-server/v2")
-		cmd.Dir = moduleRoot(t)
+		cmd.Dir = modroot.Must(t)
 		if out, e := cmd.CombinedOutput(); e != nil {
 			err = fmt.Errorf("go build nats-server: %v\n%s", e, out)
 		}
@@ -331,23 +332,6 @@ func freePort(t testing.TB) int {
 // portSeq spreads the ports of one process's clusters; the pid spreads
 // those of test binaries run side by side.
 var portSeq atomic.Uint32
-
-func moduleRoot(t testing.TB) string {
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("natscluster: go.mod not found above the working directory")
-		}
-		dir = parent
-	}
-}
 
 func tail(b []byte, n int) []byte {
 	if len(b) > n {
