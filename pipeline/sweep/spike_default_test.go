@@ -2,22 +2,34 @@ package sweep
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
 
 // The shipped default (deploy/rules/spike-default.yaml), on four judged
 // weeks of a site with a strong daily and weekly rhythm and holidays that
-// halve, double or cut traffic to a third, fires once at the injected
-// surge and resolves once, 30 h after the hour is back; the rhythm, the
-// holidays, an outage and the recovery after it fire nothing.
+// halve, double or cut traffic to a third: the rhythm, the holidays, an
+// outage and the recovery after it fire nothing. spike-default fires once
+// at each surge of at least 4 × normal and 70 views and resolves once,
+// 30 h after the hour is back; spike-huge fires once more when a surge
+// reaches 12 × normal, and alone at a small page's surge of 50 to 69 views
+// (below spike-default's min_count).
 func TestShippedSpikeDefaultOnSeasonalTraffic(t *testing.T) {
 	rs, err := LoadRules(Config{RulesPath: "../../deploy/rules/spike-default.yaml"})
 	if err != nil {
 		t.Fatal(err)
 	}
+	if len(rs) != 2 || rs[0].Name != "spike-default" || rs[1].Name != "spike-huge" {
+		t.Fatalf("rules %d, want spike-default and spike-huge", len(rs))
+	}
 	spike := [2]time.Time{time.Date(2026, 4, 1, 3, 0, 0, 0, time.UTC), time.Date(2026, 4, 1, 4, 0, 0, 0, time.UTC)}
 	drop := [2]time.Time{time.Date(2026, 3, 26, 13, 0, 0, 0, time.UTC), time.Date(2026, 3, 26, 17, 0, 0, 0, time.UTC)}
+	// A surge of 5 × the night's normal: spike-default's alone.
+	moderate := [2]time.Time{time.Date(2026, 3, 17, 2, 0, 0, 0, time.UTC), time.Date(2026, 3, 17, 3, 0, 0, 0, time.UTC)}
+	// A small page (3 views an hour) getting 60 in an hour.
+	small := [2]time.Time{time.Date(2026, 3, 24, 20, 0, 0, 0, time.UTC), time.Date(2026, 3, 24, 21, 0, 0, 0, time.UTC)}
 	since := time.Date(2026, 3, 9, 0, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
 		name     string
@@ -33,21 +45,86 @@ func TestShippedSpikeDefaultOnSeasonalTraffic(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			csv, _ := seasonal(tc.weekend, tc.holidays, spike, drop)
+			csv = addToRows(t, csv, moderate, 40) // about 10 a row at night, 120 an hour: 600 in the surge's hour
+			csv += smallPage(small, 5)            // 5 a row in the surge's hour: 60
 			var got []string
 			for _, x := range backtestCSV(t, csv, since, rs...) {
-				got = append(got, fmt.Sprintf("%s %s", x.Event, x.CrossedAt.Format("01-02 15:04")))
-				if x.Event == "fire" && (x.Why == nil || x.Why.Factor != 4 || x.Why.Baseline < 80 || x.Why.Baseline > 200) {
-					t.Errorf("fire: why %+v, want factor 4 and the night's normal", x.Why)
+				got = append(got, fmt.Sprintf("%s %s %s %s", x.Rule, x.Path, x.Event, x.CrossedAt.Format("01-02 15:04")))
+				if x.Event != "fire" {
+					continue
+				}
+				switch {
+				case x.Why == nil:
+					t.Errorf("%s: no why", x.Rule)
+				case x.Path == "/pricing" && (x.Why.Baseline < 80 || x.Why.Baseline > 200):
+					t.Errorf("%s: why %+v, want the night's normal", x.Rule, x.Why)
+				case x.Rule == "spike-default" && x.Why.Factor != 4, x.Rule == "spike-huge" && x.Why.Factor != 12:
+					t.Errorf("%s: why %+v, want its own factor", x.Rule, x.Why)
 				}
 			}
-			// Fires once the surge's first two 5-minute rows are in the
-			// hour (one, 300 on top of about 120, is short of 4 × 120);
-			// back once its last row leaves the hour (04:55), resolved
-			// 30 h later.
-			want := "[fire 04-01 03:05 resolve 04-02 10:55]"
+			// spike-default fires once enough of a surge's rows are in the
+			// hour: the moderate one's ninth (9 × 40 on top of about 120
+			// is 4 × 120), the big one's second (one, 300 on top of about
+			// 120, is short of 4 × 120); back once the hour holds few
+			// enough of its rows to be under 2.4 × normal (the moderate
+			// one's last four; the big one's none, from 04:55), resolved
+			// 30 h later. spike-huge fires at the big surge's fifth row
+			// (12 × about 120, 1,440) and at the small page's tenth (50
+			// views, 12 × 3 being 36; spike-default needs 70), and sends
+			// no resolve.
+			want := "[spike-default /pricing fire 03-17 02:40" +
+				" spike-default /pricing resolve 03-18 09:35" +
+				" spike-huge /small fire 03-24 20:45" +
+				" spike-default /pricing fire 04-01 03:05" +
+				" spike-huge /pricing fire 04-01 03:20" +
+				" spike-default /pricing resolve 04-02 10:55]"
 			if fmt.Sprint(got) != want {
-				t.Errorf("crossings %v, want %s", got, want)
+				t.Errorf("crossings\n%v\nwant\n%s", got, want)
 			}
 		})
 	}
+}
+
+// addToRows adds n to the count of every /pricing row in [span[0],
+// span[1]).
+func addToRows(t *testing.T, csv string, span [2]time.Time, n int) string {
+	t.Helper()
+	lines := strings.Split(csv, "\n")
+	for i, l := range lines {
+		f := strings.Split(l, ",")
+		if len(f) != 4 || f[2] != "/pricing" {
+			continue
+		}
+		at, err := time.Parse(time.RFC3339, f[0])
+		if err != nil || at.Before(span[0]) || !at.Before(span[1]) {
+			continue
+		}
+		c, err := strconv.Atoi(f[3])
+		if err != nil {
+			t.Fatal(err)
+		}
+		f[3] = strconv.Itoa(c + n)
+		lines[i] = strings.Join(f, ",")
+	}
+	return strings.Join(lines, "\n")
+}
+
+// smallPage is the rows of /small on shop.example over the same five weeks
+// as seasonal: one view every 20 minutes (3 an hour, day and night), and
+// per5 a row within span.
+func smallPage(span [2]time.Time, per5 int) string {
+	start := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
+	var b strings.Builder
+	for i := 0; i < 35*288; i++ {
+		t := start.Add(time.Duration(i) * 5 * time.Minute)
+		v := 0
+		if i%4 == 0 {
+			v = 1
+		}
+		if !t.Before(span[0]) && t.Before(span[1]) {
+			v = per5
+		}
+		fmt.Fprintf(&b, "%s,shop.example,/small,%d\n", t.Format(time.RFC3339), v)
+	}
+	return b.String()
 }
