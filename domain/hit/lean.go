@@ -61,40 +61,103 @@ func DecodeLean(data []byte, dst *Lean) error {
 	}
 	dst.Text = unsafe.String(unsafe.SliceData(body), len(body))
 	d := leanDecoder{data: body, words: dst.Words}
+	var err error
+	if v1 {
+		dst.Hits, err = d.hitsV1(dst.Hits)
+	} else {
+		dst.Hits, err = d.hits(dst.Hits)
+	}
+	dst.Words = d.words
+	return err
+}
+
+// hits appends the hits of a version 2 batch. Most of its values take one
+// or two bytes (a time step of 0, an offset step of a line's length, a
+// status, a reference to one of the first 8,192 strings), which uv reads
+// inline; the rest go the decoder's way.
+func (d *leanDecoder) hits(dst []LeanHit) ([]LeanHit, error) {
+	data := d.data
 	var t int64
 	var off uint64
-	for d.pos < len(d.data) && d.err == nil {
-		var h LeanHit
-		if v1 {
-			t, off = d.varint(), d.uvarint()
-		} else {
+	var strs [5]uint32
+	for d.pos < len(data) {
+		v, p := uv(data, d.pos)
+		if p < 0 {
 			t += d.varint()
-			off += uint64(d.varint())
+		} else {
+			t += int64(v>>1) ^ -int64(v&1)
+			d.pos = p
 		}
-		h.Unix, h.Offset = t, off
+		if v, p = uv(data, d.pos); p < 0 {
+			off += uint64(d.varint())
+		} else {
+			off += uint64(int64(v>>1) ^ -int64(v&1))
+			d.pos = p
+		}
+		if v, p = uv(data, d.pos); p < 0 {
+			v = d.uvarint()
+		} else {
+			d.pos = p
+		}
+		if v > 999 {
+			d.fail("status")
+		}
+		if _, p = uv(data, d.pos); p < 0 {
+			d.uvarint() // bytes
+		} else {
+			d.pos = p
+		}
+		// Site, path, method, referer, user agent.
+		for f := range strs {
+			if v, p = uv(data, d.pos); p >= 0 && v&1 == 1 && v>>1 < uint64(d.dict) {
+				strs[f] = uint32(v >> 1)
+				d.pos = p
+			} else {
+				strs[f] = d.string()
+			}
+		}
+		if d.err != nil {
+			return dst, fmt.Errorf("%w: hit %d: %v", ErrCorrupt, len(dst), d.err)
+		}
+		dst = append(dst, LeanHit{Unix: t, Offset: off, Site: strs[0], Path: strs[1], Referer: strs[3]})
+	}
+	return dst, nil
+}
+
+// uv reads a uvarint of one or two bytes at p and returns it with the
+// position after it, or p < 0 for any other.
+func uv(b []byte, p int) (uint64, int) {
+	if p+1 < len(b) {
+		if b[p] < 0x80 {
+			return uint64(b[p]), p + 1
+		}
+		if b[p+1] < 0x80 {
+			return uint64(b[p]&0x7f) | uint64(b[p+1])<<7, p + 2
+		}
+	}
+	return 0, -1
+}
+
+// hitsV1 appends the hits of a version 1 batch, which tailers wrote
+// before version 2.
+func (d *leanDecoder) hitsV1(dst []LeanHit) ([]LeanHit, error) {
+	for d.pos < len(d.data) {
+		var h LeanHit
+		h.Unix, h.Offset = d.varint(), d.uvarint()
 		if status := d.uvarint(); status > 999 {
 			d.fail("status")
 		}
 		d.uvarint() // bytes
-		if v1 {
-			h.Site, h.Path = d.literal(d.uvarint()), d.literal(d.uvarint())
-			d.literal(d.uvarint()) // method
-			h.Referer = d.literal(d.uvarint())
-			d.literal(d.uvarint()) // user agent
-		} else {
-			h.Site, h.Path = d.string(), d.string()
-			d.string() // method
-			h.Referer = d.string()
-			d.string() // user agent
-		}
+		h.Site, h.Path = d.literal(d.uvarint()), d.literal(d.uvarint())
+		d.literal(d.uvarint()) // method
+		h.Referer = d.literal(d.uvarint())
+		d.literal(d.uvarint()) // user agent
 		if d.err != nil {
-			dst.Words = d.words
-			return fmt.Errorf("%w: hit %d: %v", ErrCorrupt, len(dst.Hits), d.err)
+			return dst, fmt.Errorf("%w: hit %d: %v", ErrCorrupt, len(dst), d.err)
 		}
-		dst.Hits = append(dst.Hits, h)
+		dst = append(dst, h)
 	}
-	dst.Words = d.words
-	return nil
+	return dst, nil
 }
 
 // leanDecoder reads a batch as decoder does, keeping strings as Words. The
@@ -104,6 +167,7 @@ type leanDecoder struct {
 	data  []byte
 	pos   int
 	words []Word
+	dict  uint32 // entries in the dictionary: min(len(words), maxDict)
 	err   error
 }
 
@@ -125,13 +189,6 @@ func (d *leanDecoder) varint() int64 {
 }
 
 func (d *leanDecoder) uvarint() uint64 {
-	// One byte, most often: a small status digit, a reference into the
-	// dictionary, a short string's length.
-	if d.pos < len(d.data) && d.data[d.pos] < 0x80 {
-		v := uint64(d.data[d.pos])
-		d.pos++
-		return v
-	}
 	v, n := binary.Uvarint(d.data[d.pos:])
 	if n <= 0 {
 		d.fail("uvarint")
@@ -146,7 +203,7 @@ func (d *leanDecoder) uvarint() uint64 {
 func (d *leanDecoder) string() uint32 {
 	n := d.uvarint()
 	if n&1 == 1 {
-		if n>>1 >= uint64(min(len(d.words), maxDict)) {
+		if n>>1 >= uint64(d.dict) {
 			d.fail("string reference")
 			return 0
 		}
@@ -166,6 +223,7 @@ func (d *leanDecoder) literal(n uint64) uint32 {
 	}
 	id := uint32(len(d.words))
 	d.words = append(d.words, Word{At: uint32(d.pos), Len: uint32(n)})
+	d.dict = uint32(min(len(d.words), maxDict))
 	d.pos += int(n)
 	return id
 }
