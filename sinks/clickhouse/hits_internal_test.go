@@ -2,10 +2,13 @@ package clickhouse
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -249,6 +252,51 @@ func TestStreamedBodies(t *testing.T) {
 					t.Errorf("%s, lz4 %v, through %s: %d bytes, want %d; first difference at byte %d", c.name, lz4, how, len(got), len(want), firstDiff(got, want))
 				}
 			}
+		}
+	}
+}
+
+// roundTripper answers every request with its function.
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// A transport that sends an insert again (GetBody, as on a kept-alive
+// connection found closed) gets the same body again, and the insert
+// returns only once every body it handed out is done with.
+func TestInsertBodyAgain(t *testing.T) {
+	batches := manyBatches()
+	rows, pages, refs := sortedRows(batches)
+	want, err := framed(nil, appendHits(nil, rows, pages, refs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sent [][]byte
+	h := &httpInserter{urls: []string{"http://127.0.0.1:1/"}, lz4: true, client: &http.Client{Transport: roundTripper(func(r *http.Request) (*http.Response, error) {
+		var first bytes.Buffer
+		if _, err := io.Copy(&first, r.Body); err != nil {
+			return nil, err
+		}
+		again, err := r.GetBody()
+		if err != nil {
+			return nil, err
+		}
+		second, err := io.ReadAll(struct{ io.Reader }{again})
+		if err != nil {
+			return nil, err
+		}
+		sent = append(sent, first.Bytes(), second)
+		return &http.Response{StatusCode: http.StatusOK, Body: io.NopCloser(strings.NewReader(""))}, nil
+	})}}
+	if err := h.insert(context.Background(), insertHits, func(b []byte, s *stream) []byte { return streamHits(b, s, rows, pages, refs) }); err != nil {
+		t.Fatal(err)
+	}
+	if len(sent) != 2 {
+		t.Fatalf("%d bodies sent, want 2", len(sent))
+	}
+	for i, got := range sent {
+		if !bytes.Equal(got, want) {
+			t.Errorf("body %d: %d bytes, want %d", i, len(got), len(want))
 		}
 	}
 }

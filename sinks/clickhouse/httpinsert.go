@@ -138,13 +138,34 @@ func (h *httpInserter) insert(ctx context.Context, insert string, encode func([]
 	}
 	next := h.next.Load()
 	i := int(next % uint32(len(h.urls)))
-	body := &nativeBody{lz4: h.lz4, encode: encode, done: make(chan struct{})}
+	// The request's bodies: the first, and any the transport asks for
+	// (GetBody) to send the insert again on a new connection when a
+	// kept-alive one proves closed, as it does for an in-memory body.
+	var mu sync.Mutex
+	var bodies []*nativeBody
+	newBody := func() *nativeBody {
+		b := &nativeBody{lz4: h.lz4, encode: encode, done: make(chan struct{})}
+		mu.Lock()
+		defer mu.Unlock()
+		bodies = append(bodies, b)
+		return b
+	}
 	// Once sent, or failed: encode's rows are the caller's again.
-	defer body.wait()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.urls[i]+"?"+params.Encode(), body)
+	waitBodies := func() *nativeBody {
+		mu.Lock()
+		bs := slices.Clone(bodies)
+		mu.Unlock()
+		for _, b := range bs {
+			b.wait()
+		}
+		return bs[len(bs)-1]
+	}
+	defer waitBodies()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.urls[i]+"?"+params.Encode(), newBody())
 	if err != nil {
 		return fmt.Errorf("insert over http: %w", err)
 	}
+	req.GetBody = func() (io.ReadCloser, error) { return newBody(), nil }
 	req.SetBasicAuth(h.user, h.password)
 	req.Header.Set("Content-Type", "application/octet-stream")
 	resp, err := h.client.Do(req)
@@ -164,8 +185,7 @@ func (h *httpInserter) insert(ctx context.Context, insert string, encode func([]
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("X-ClickHouse-Exception-Code") != "" {
 		return fmt.Errorf("insert over http to %s: %s: %s", req.URL.Host, resp.Status, strings.TrimSpace(string(msg)))
 	}
-	body.wait()
-	if body.err != nil {
+	if body := waitBodies(); body.err != nil {
 		// The server took a body that ended short: never, short of a bug.
 		return fmt.Errorf("insert over http to %s: sending: %w", req.URL.Host, body.err)
 	}
