@@ -176,7 +176,8 @@ type setupOptions struct {
 func (b *bundle) clickhouseSection() string {
 	if c := b.chCluster; c != nil {
 		addrs, _ := json.Marshal(c.Addrs())
-		return fmt.Sprintf("clickhouse: {addr: %s, cluster: %s}", addrs, c.Name)
+		httpAddrs, _ := json.Marshal(c.HTTPAddrs())
+		return fmt.Sprintf("clickhouse: {addr: %s, http_addr: %s, cluster: %s}", addrs, httpAddrs, c.Name)
 	}
 	// Hits go over HTTP, as the lean insert path (clickhouse.http_addr).
 	return fmt.Sprintf("clickhouse: {addr: [%q], http_addr: [%q]}", b.ch.Addr, b.ch.HTTPAddr)

@@ -183,6 +183,10 @@ func (h *httpInserter) insert(ctx context.Context, insert string, encode func([]
 	// an exception is a status (or, from servers that already sent the
 	// headers, a code header) and its text.
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("X-ClickHouse-Exception-Code") != "" {
+		// The next attempt goes to the next address too: on a cluster, this
+		// server may be the one that is unwell (its tables read-only while
+		// ZooKeeper is away, say).
+		h.next.CompareAndSwap(next, next+1)
 		return fmt.Errorf("insert over http to %s: %s: %s", req.URL.Host, resp.Status, strings.TrimSpace(string(msg)))
 	}
 	if body := waitBodies(); body.err != nil {

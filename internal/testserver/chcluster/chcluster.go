@@ -157,6 +157,20 @@ func (c *Cluster) Addrs() []string {
 	return out
 }
 
+// HTTPAddrs are the HTTP addresses of the nodes in the cluster, for
+// clickhouse.http_addr (the loader's inserts), in Addrs' order.
+func (c *Cluster) HTTPAddrs() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for i, n := range c.Nodes {
+		if c.member[i] {
+			out = append(out, n.HTTPAddr)
+		}
+	}
+	return out
+}
+
 // ShardNodes are the indexes of a shard's replicas (shard from 1).
 func (c *Cluster) ShardNodes(shard int) []int {
 	var out []int
