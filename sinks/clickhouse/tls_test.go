@@ -63,6 +63,21 @@ func TestTLSAndPassword(t *testing.T) {
 		t.Fatalf("database pw_tls: %q", got)
 	}
 
+	// The loader's inserts over HTTPS (clickhouse.http_addr with TLS on),
+	// checked against the same CA and password.
+	hcfg := cfg
+	hcfg.HTTPAddr = []string{srv.HTTPSAddr}
+	hc, err := open(hcfg)
+	if err != nil {
+		t.Fatalf("open with an HTTPS insert address: %v", err)
+	}
+	if err := hc.InsertHits(ctx, batchesAt(time.Now().UTC().Add(-10*time.Minute))); err != nil {
+		t.Fatalf("insert over HTTPS: %v", err)
+	}
+	if n, err := hc.HitCount(ctx); err != nil || n != 125 {
+		t.Fatalf("after the insert over HTTPS, HitCount = %d, %v; want 125", n, err)
+	}
+
 	failures := []struct {
 		name string
 		edit func(*clickhouse.Config)

@@ -76,7 +76,10 @@ type Server struct {
 	// CAFile the PEM of the CA that signed its certificate (for 127.0.0.1
 	// and localhost); both empty unless Options.TLS.
 	SecureAddr string
-	CAFile     string
+	// HTTPSAddr is the HTTP interface over TLS (https_port), with the
+	// same certificate; empty unless Options.TLS.
+	HTTPSAddr string
+	CAFile    string
 
 	argv []string // binary and leading arguments, without --config-file
 	opts Options
@@ -266,7 +269,7 @@ func (s *Server) query(sql string) (string, error) {
 
 // configure picks fresh ports and writes the config files.
 func (s *Server) configure() error {
-	ports, err := freePorts(3)
+	ports, err := freePorts(4)
 	if err != nil {
 		return err
 	}
@@ -282,7 +285,8 @@ func (s *Server) configure() error {
 	}
 	if s.opts.TLS {
 		s.SecureAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[2]))
-		p.SecurePort = ports[2]
+		s.HTTPSAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[3]))
+		p.SecurePort, p.HTTPSPort = ports[2], ports[3]
 		p.CertFile, p.KeyFile = filepath.Join(s.Dir, "server.crt"), filepath.Join(s.Dir, "server.key")
 	}
 	if err := os.MkdirAll(p.LogDir, 0o755); err != nil {

@@ -30,6 +30,7 @@ var configTmpl = template.Must(template.New("config.xml").Funcs(template.FuncMap
     <http_port>{{.HTTPPort}}</http_port>
 {{- if .SecurePort}}
     <tcp_port_secure>{{.SecurePort}}</tcp_port_secure>
+    <https_port>{{.HTTPSPort}}</https_port>
     <!-- The server section serves tcp_port_secure. No dhParamsFile: ECDHE
          needs none, and generating DH parameters takes minutes. No client
          certificates are asked for (verificationMode none). -->
@@ -130,6 +131,7 @@ type configParams struct {
 	Dir, DataDir, LogDir string
 	TCPPort, HTTPPort    int
 	SecurePort           int // 0: no TLS
+	HTTPSPort            int // with SecurePort
 	CertFile, KeyFile    string
 	Users                []User
 }
