@@ -16,6 +16,7 @@ import (
 
 	"github.com/pagewatch/pagewatch/broker/bus"
 	"github.com/pagewatch/pagewatch/domain/hit"
+	"github.com/pagewatch/pagewatch/internal/procstat"
 	"github.com/pagewatch/pagewatch/internal/realdata"
 	"github.com/pagewatch/pagewatch/internal/testserver/chcluster"
 	"github.com/pagewatch/pagewatch/internal/testserver/natscluster"
@@ -75,28 +76,28 @@ func (c *clusterBench) meter(tb *testing.B, parts map[string][]int) *cpuMeter {
 		parts["nats-server"] = append(parts["nats-server"], nd.PID())
 	}
 	if c.ch == nil {
-		parts["clickhouse-server"] = []int{clickhousePID(tb, c.b.ch.Dir)}
+		parts["clickhouse-server"] = []int{c.b.ch.PID()}
 	} else {
 		for _, n := range c.ch.Nodes {
-			parts["clickhouse-server"] = append(parts["clickhouse-server"], clickhousePID(tb, n.Dir))
+			parts["clickhouse-server"] = append(parts["clickhouse-server"], n.PID())
 		}
-		parts["zookeeper"] = []int{pidRunningFrom(tb, c.ch.ZooKeeper.Dir, "java")}
+		parts["zookeeper"] = []int{procstat.Find(tb, c.ch.ZooKeeper.Dir, "java")}
 	}
 	m := &cpuMeter{pids: parts, start: map[string]time.Duration{}}
 	for part := range parts {
 		m.start[part] = m.cpu(tb, part)
 	}
 	for _, pid := range parts["nats-server"] {
-		m.natsStart = append(m.natsStart, procCPU(tb, pid))
+		m.natsStart = append(m.natsStart, procstat.CPU(tb, pid))
 	}
-	m.self, m.began = selfCPU(), time.Now()
+	m.self, m.began = procstat.SelfCPU(), time.Now()
 	return m
 }
 
 func (m *cpuMeter) cpu(tb *testing.B, part string) time.Duration {
 	var d time.Duration
 	for _, pid := range m.pids[part] {
-		d += procCPU(tb, pid)
+		d += procstat.CPU(tb, pid)
 	}
 	return d
 }
@@ -112,12 +113,12 @@ func (m *cpuMeter) report(tb *testing.B, units float64, unit string) {
 		all += d
 		tb.ReportMetric(d.Seconds()/units, part+"-cpu-s/"+unit)
 	}
-	all += selfCPU() - m.self
+	all += procstat.SelfCPU() - m.self
 	tb.ReportMetric(100*all.Seconds()/wall.Seconds()/float64(runtime.NumCPU()), "machine-busy-%")
 	// The stream's leader works hardest: the node that limits a stream.
 	var busiest time.Duration
 	for i, pid := range m.pids["nats-server"] {
-		busiest = max(busiest, procCPU(tb, pid)-m.natsStart[i])
+		busiest = max(busiest, procstat.CPU(tb, pid)-m.natsStart[i])
 	}
 	tb.ReportMetric(busiest.Seconds()/units, "nats-busiest-node-cpu-s/"+unit)
 	// How many runnable tasks the machine had: what else competed for it.
@@ -128,25 +129,6 @@ func (m *cpuMeter) report(tb *testing.B, units float64, unit string) {
 			}
 		}
 	}
-}
-
-// pidRunningFrom finds the process whose command line names word and
-// which runs in dir or names it (ZooKeeper runs in its directory).
-func pidRunningFrom(tb *testing.B, dir, word string) int {
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		cmdline, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		cwd, _ := os.Readlink("/proc/" + e.Name() + "/cwd")
-		if (cwd == dir || strings.Contains(string(cmdline), dir)) && strings.Contains(string(cmdline), word) {
-			return pid
-		}
-	}
-	tb.Fatalf("no %s process running from %s", word, dir)
-	return 0
 }
 
 // benchHits is the real log as hits, each pass with its own offsets.
@@ -277,7 +259,7 @@ func benchLoaders(tb *testing.B, ch *chcluster.Cluster) {
 			}
 			natsCPU := func() (sum time.Duration, each []time.Duration) {
 				for _, pid := range natsPIDs {
-					d := procCPU(tb, pid)
+					d := procstat.CPU(tb, pid)
 					each = append(each, d)
 					sum += d
 				}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pagewatch/pagewatch/internal/procstat"
 	"github.com/pagewatch/pagewatch/internal/realdata"
 	"github.com/pagewatch/pagewatch/internal/testserver/clickhousetest"
 	"github.com/pagewatch/pagewatch/internal/testserver/natstest"
@@ -75,11 +76,11 @@ ingest:
 	tailer := bb.start(b, "ingest", "tail")
 	loader := bb.start(b, "ingest", "load")
 	admin := loader.adminAddr(b)
-	chPID := clickhousePID(b, bb.ch.Dir)
+	chPID := bb.ch.PID()
 	pids := []int{tailer.cmd.Process.Pid, loader.cmd.Process.Pid, chPID, os.Getpid()}
 	cpu0 := make([]time.Duration, len(pids))
 	for i, pid := range pids {
-		cpu0[i] = procCPU(b, pid)
+		cpu0[i] = procstat.CPU(b, pid)
 	}
 	b.ResetTimer()
 
@@ -113,12 +114,12 @@ ingest:
 	b.StopTimer()
 	mlines := float64(written) / 1e6
 	for i, unit := range []string{"tail-cpu-s/Mlines", "loader-cpu-s/Mlines", "clickhouse-cpu-s/Mlines", "nats-writer-cpu-s/Mlines"} {
-		b.ReportMetric((procCPU(b, pids[i])-cpu0[i]).Seconds()/mlines, unit)
+		b.ReportMetric((procstat.CPU(b, pids[i])-cpu0[i]).Seconds()/mlines, unit)
 	}
 	b.ReportMetric(float64(written)/elapsed.Seconds(), "lines/s")
 	b.ReportMetric(float64(written)/writing.Seconds(), "written-lines/s")
 	b.ReportMetric(float64(maxLag), "max-backlog-lines")
-	b.ReportMetric(float64(procStatus(b, pids[1], "VmHWM"))/(1<<20), "loader-peak-rss-MB")
+	b.ReportMetric(float64(procstat.StatusBytes(b, pids[1], "VmHWM"))/(1<<20), "loader-peak-rss-MB")
 	// Logged as well, so that a failed check below does not lose them.
 	b.Logf("%d lines written in %s (%.0f/s), all in ClickHouse after %s (%.0f lines/s), in %.0f inserts; %s active parts of hits",
 		written, writing.Round(time.Millisecond), float64(written)/writing.Seconds(), elapsed.Round(time.Millisecond), float64(written)/elapsed.Seconds(),
@@ -159,23 +160,6 @@ func stampableChunk(b *testing.B) ([]byte, []int) {
 		chunk = append(chunk, '\n')
 	}
 	return chunk, stamps
-}
-
-// clickhousePID finds the clickhouse-server running from dir.
-func clickhousePID(tb *testing.B, dir string) int {
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if strings.Contains(string(cmdline), dir) && strings.Contains(string(cmdline), "clickhouse") {
-			return pid
-		}
-	}
-	tb.Fatalf("no clickhouse process running from %s", dir)
-	return 0
 }
 
 func envInt(b *testing.B, name string, def int) int {

@@ -1,21 +1,19 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pagewatch/pagewatch/broker/bus"
+	"github.com/pagewatch/pagewatch/internal/procstat"
 	"github.com/pagewatch/pagewatch/internal/realdata"
 	"github.com/pagewatch/pagewatch/internal/testserver/natstest"
 	"github.com/pagewatch/pagewatch/pipeline/tail"
@@ -150,7 +148,7 @@ ingest:
 	if err != nil {
 		b.Fatal(err)
 	}
-	r := &tailRound{cons: it, cpu0: selfCPU()}
+	r := &tailRound{cons: it, cpu0: procstat.SelfCPU()}
 	r.start = time.Now()
 	r.p = bb.start(b, "ingest", "tail")
 	return r
@@ -178,13 +176,13 @@ func (r *tailRound) wait(b *testing.B, end int64, lines int) (time.Duration, tim
 		}
 	}
 	elapsed := time.Since(r.start)
-	natsCPU := selfCPU() - r.cpu0
+	natsCPU := procstat.SelfCPU() - r.cpu0
 	if got != lines {
 		b.Fatalf("the stream's messages hold %d lines, want %d", got, lines)
 	}
 	pid := r.p.cmd.Process.Pid
-	tailCPU := procCPU(b, pid)
-	hwm := procStatus(b, pid, "VmHWM")
+	tailCPU := procstat.CPU(b, pid)
+	hwm := procstat.StatusBytes(b, pid, "VmHWM")
 	r.p.stop(b)
 	return elapsed, tailCPU, natsCPU, hwm
 }
@@ -199,46 +197,4 @@ func natsBus(b *testing.B, url string) *bus.Bus {
 	}
 	b.Cleanup(nb.Close)
 	return nb
-}
-
-// selfCPU is the CPU this process has used, user and system.
-func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// procCPU is the CPU process pid has used, user and system.
-func procCPU(b *testing.B, pid int) time.Duration {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		b.Fatal(err)
-	}
-	// Fields after the command name, which is in parentheses: utime and
-	// stime are the 14th and 15th of the line, in clock ticks (1/100 s).
-	f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
-	utime, _ := strconv.ParseInt(f[11], 10, 64)
-	stime, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(utime+stime) * 10 * time.Millisecond
-}
-
-// procStatus is a "kB" field of /proc/pid/status, in bytes.
-func procStatus(b *testing.B, pid int, field string) int64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, field+":"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			if err != nil {
-				b.Fatalf("%s: %q", field, line)
-			}
-			return kb << 10
-		}
-	}
-	b.Fatalf("/proc/%d/status has no %s", pid, field)
-	return 0
 }

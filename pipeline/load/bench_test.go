@@ -32,7 +32,7 @@ func BenchmarkJetStreamToClickHouse(b *testing.B) {
 
 func benchLoad(b *testing.B, loaders, inserts, total int) {
 	bb := benchSetup(b)
-	cpu := cpuSampler{natsPID: bb.natsPID, chPID: pidWithArg(b, bb.chSrv.Dir)}
+	cpu := cpuSampler{natsPID: bb.natsPID, chPID: bb.chSrv.PID()}
 	bb.cfg.Inserts = inserts
 	bb.cfg.BatchRows = 100_000
 	bb.cfg.BatchAge = time.Second

@@ -5,14 +5,13 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/pagewatch/pagewatch/internal/procstat"
 )
 
 // cpuSplit is the CPU time used so far by this process (the loaders), the
@@ -28,46 +27,13 @@ func (s cpuSampler) sample(tb testing.TB) cpuSplit {
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return cpuSplit{
 		self: time.Duration(ru.Utime.Nano() + ru.Stime.Nano()),
-		nats: procCPU(tb, s.natsPID),
-		ch:   procCPU(tb, s.chPID),
+		nats: procstat.CPU(tb, s.natsPID),
+		ch:   procstat.CPU(tb, s.chPID),
 	}
 }
 
 func (a cpuSplit) since(b cpuSplit) cpuSplit {
 	return cpuSplit{self: a.self - b.self, nats: a.nats - b.nats, ch: a.ch - b.ch}
-}
-
-// procCPU is a process's user and system time (fields 14 and 15 of
-// /proc/PID/stat, in clock ticks of 10 ms).
-func procCPU(tb testing.TB, pid int) time.Duration {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		tb.Fatalf("cpu of process %d: %v", pid, err)
-	}
-	// The command name, field 2, is in parentheses and may hold spaces.
-	_, rest, _ := strings.Cut(string(data), ") ")
-	f := strings.Fields(rest)
-	utime, _ := strconv.ParseInt(f[11], 10, 64)
-	stime, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(utime+stime) * 10 * time.Millisecond
-}
-
-// pidWithArg finds the process whose command line holds arg, such as a
-// clickhouse-server's own directory.
-func pidWithArg(tb testing.TB, arg string) int {
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if strings.Contains(string(cmdline), arg) && strings.Contains(string(cmdline), "clickhouse") {
-			return pid
-		}
-	}
-	tb.Fatalf("no clickhouse process with %q in its command line", arg)
-	return 0
 }
 
 // envNATSChild makes the test binary a NATS server storing in its value's

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pagewatch/pagewatch/domain/hit"
+	"github.com/pagewatch/pagewatch/internal/procstat"
 	"github.com/pagewatch/pagewatch/internal/realdata"
 	"github.com/pagewatch/pagewatch/internal/testserver/clickhousetest"
 	"github.com/pagewatch/pagewatch/pipeline/logformat"
@@ -80,7 +80,7 @@ func benchInsertMerges(b *testing.B, batchRows, total int) {
 	if _, err := c.Migrate(ctx); err != nil {
 		b.Fatal(err)
 	}
-	pid := serverPID(b, srv.Dir)
+	pid := srv.PID()
 	lines := realdata.Lines(b, realdata.ApacheLog)
 	var e logformat.Entry
 	var enc hit.Encoder
@@ -101,7 +101,7 @@ func benchInsertMerges(b *testing.B, batchRows, total int) {
 	}
 	b.ResetTimer()
 	for n := range b.N {
-		cpu0, start := procCPU(b, pid), time.Now()
+		cpu0, start := procstat.CPU(b, pid), time.Now()
 		var batches []hit.Batch
 		for i, m := range msgs {
 			lean := new(hit.Lean)
@@ -116,7 +116,7 @@ func benchInsertMerges(b *testing.B, batchRows, total int) {
 				batches = nil
 			}
 		}
-		inserted := procCPU(b, pid) - cpu0
+		inserted := procstat.CPU(b, pid) - cpu0
 		insertWall := time.Since(start)
 		var quiet time.Time
 		for ; ; time.Sleep(100 * time.Millisecond) {
@@ -130,7 +130,7 @@ func benchInsertMerges(b *testing.B, batchRows, total int) {
 				break
 			}
 		}
-		all := procCPU(b, pid) - cpu0
+		all := procstat.CPU(b, pid) - cpu0
 		parts := strings.TrimSpace(srv.Query(b, "SELECT count() FROM system.parts WHERE active AND table = 'hits'"))
 		b.Logf("ClickHouse CPU: %s inserting (%s wall), %s with merges; %s active parts of hits", inserted.Round(10*time.Millisecond), insertWall.Round(10*time.Millisecond), all.Round(10*time.Millisecond), parts)
 		// Every row once, counted as the e2e benchmark counts them.
@@ -150,35 +150,4 @@ func benchInsertMerges(b *testing.B, batchRows, total int) {
 		b.ReportMetric(all.Seconds()/(float64(total)/1e6), "ch-cpu-s/Mrows")
 		b.ReportMetric(float64(total)/insertWall.Seconds(), "rows/s")
 	}
-}
-
-// serverPID finds the clickhouse-server running from dir.
-func serverPID(tb testing.TB, dir string) int {
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if strings.Contains(string(cmdline), dir) && strings.Contains(string(cmdline), "clickhouse") {
-			return pid
-		}
-	}
-	tb.Fatalf("no clickhouse-server running from %s", dir)
-	return 0
-}
-
-// procCPU is a process's user and system time (/proc/PID/stat fields 14
-// and 15, in clock ticks of 10 ms).
-func procCPU(tb testing.TB, pid int) time.Duration {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	_, rest, _ := strings.Cut(string(data), ") ")
-	f := strings.Fields(rest)
-	utime, _ := strconv.ParseInt(f[11], 10, 64)
-	stime, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(utime+stime) * 10 * time.Millisecond
 }

@@ -203,6 +203,16 @@ func (s *Server) Restart(t testing.TB) {
 	t.Logf("clickhouse-server restarted in %v", time.Since(began).Round(time.Millisecond))
 }
 
+// PID is the running server's process id; 0 while it is stopped.
+func (s *Server) PID() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc == nil {
+		return 0
+	}
+	return s.proc.cmd.Process.Pid
+}
+
 // Stop shuts the server down: SIGTERM, then SIGKILL to its process group if
 // it has not exited after a few seconds. It is safe to call repeatedly and
 // concurrently.
