@@ -145,27 +145,21 @@ func orDefault(v, def int) int {
 
 // Addrs are the native addresses of the nodes in the cluster, for
 // clickhouse.addr.
-func (c *Cluster) Addrs() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var out []string
-	for i, n := range c.Nodes {
-		if c.member[i] {
-			out = append(out, n.Addr)
-		}
-	}
-	return out
-}
+func (c *Cluster) Addrs() []string { return c.memberAddrs(func(n *Node) string { return n.Addr }) }
 
 // HTTPAddrs are the HTTP addresses of the nodes in the cluster, for
 // clickhouse.http_addr (the loader's inserts), in Addrs' order.
 func (c *Cluster) HTTPAddrs() []string {
+	return c.memberAddrs(func(n *Node) string { return n.HTTPAddr })
+}
+
+func (c *Cluster) memberAddrs(addr func(*Node) string) []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var out []string
 	for i, n := range c.Nodes {
 		if c.member[i] {
-			out = append(out, n.HTTPAddr)
+			out = append(out, addr(n))
 		}
 	}
 	return out
