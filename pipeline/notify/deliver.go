@@ -212,7 +212,7 @@ func (w *Worker) deliver(ctx context.Context, msg jetstream.Msg, x crossing.Cros
 	err = r.Send(ctx, nn)
 	w.metrics.sendSeconds.Observe(time.Since(start).Seconds())
 	if err != nil {
-		w.releaseClaim(key, claim.rev)
+		w.releaseClaim(key, claim)
 		return w.sendFailed(ctx, msg, x, spec, err)
 	}
 
@@ -284,13 +284,15 @@ func (w *Worker) claimMargin() time.Duration {
 }
 
 // releaseClaim deletes a claim whose send failed, so that the retry can
-// claim again at once; if it cannot, the retry waits for the claim to age
-// past ack_wait.
-func (w *Worker) releaseClaim(key string, rev uint64) {
+// claim again at once. If it cannot, this worker still knows nothing was
+// sent under the claim and takes it over when the job comes back here;
+// another worker waits for claim_timeout.
+func (w *Worker) releaseClaim(key string, c heldClaim) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := w.sent.Delete(ctx, key, jetstream.LastRevision(rev)); err != nil {
-		w.logger.Warn("cannot release the claim of a failed send; its retry waits for ack_wait", "key", key, "err", err)
+	if err := w.sent.Delete(ctx, key, jetstream.LastRevision(c.rev)); err != nil {
+		w.unsentClaims.Store(key, c.at)
+		w.logger.Warn("cannot release the claim of a failed send; this worker takes it over on the retry, another waits for claim_timeout", "key", key, "err", err)
 	}
 }
 
