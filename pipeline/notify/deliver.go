@@ -150,6 +150,7 @@ func (w *Worker) deliver(ctx context.Context, msg jetstream.Msg, x crossing.Cros
 			// This process's claim, whose write it could not confirm and
 			// after which it sent nothing.
 			takeOver = rev
+			w.metrics.takeovers.WithLabelValues("own").Inc()
 		case w.now().Sub(le.At) < w.cfg.claimTimeout():
 			// Another worker is sending it, or has and is still trying
 			// to record it.
@@ -161,6 +162,8 @@ func (w *Worker) deliver(ctx context.Context, msg jetstream.Msg, x crossing.Cros
 			// docs/design.md), once: the claim is taken over by a
 			// compare-and-set.
 			takeOver = rev
+			w.metrics.takeovers.WithLabelValues("expired").Inc()
+			log.Warn("taking over a claim older than claim_timeout: its worker died or was cut off, and may have sent", "claimed_by", le.Worker, "claimed_at", le.At)
 		}
 	} else if w.isUnrecorded(key) {
 		// Step: record a send whose ledger write failed here before

@@ -13,6 +13,11 @@ type metrics struct {
 	deliveries    *prometheus.CounterVec
 	lockConflicts prometheus.Counter
 	sendSeconds   prometheus.Histogram
+	// takeovers counts claims taken over, by whose: "own" (this worker's,
+	// known to have sent nothing) or "expired" (another's, past
+	// claim_timeout: whether that worker sent is unknown, so the crossing
+	// may reach its receiver twice).
+	takeovers *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer, receivers []string) *metrics {
@@ -29,13 +34,19 @@ func newMetrics(reg prometheus.Registerer, receivers []string) *metrics {
 			Name: "pagewatch_worker_lock_conflicts_total",
 			Help: "Jobs deferred because another worker held the page's lock.",
 		}),
+		takeovers: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pagewatch_worker_claims_taken_over_total",
+			Help: "Delivery claims taken over, by whose: own (this worker's, whose write it could not confirm or release; nothing was sent under it) or expired (another worker's, older than worker.claim_timeout: that worker died or was cut off from NATS, and may have sent, so the crossing may reach its receiver twice).",
+		}, []string{"whose"}),
 		sendSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "pagewatch_worker_send_duration_seconds",
 			Help:    "Time one mail send took.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
 		}),
 	}
-	reg.MustRegister(m.jobs, m.deliveries, m.lockConflicts, m.sendSeconds)
+	reg.MustRegister(m.jobs, m.deliveries, m.lockConflicts, m.sendSeconds, m.takeovers)
+	m.takeovers.WithLabelValues("own")
+	m.takeovers.WithLabelValues("expired")
 	for _, o := range []crossing.Outcome{crossing.Sent, crossing.Duplicate, crossing.Deferred, crossing.HandedOff, crossing.RateLimited, crossing.Failed, crossing.DeadLettered, crossing.Silenced, crossing.Held, crossing.Quiet, crossing.Unsubscribed, "invalid"} {
 		m.jobs.WithLabelValues(string(o))
 	}
