@@ -17,6 +17,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -130,7 +132,11 @@ func (w *Worker) deliver(ctx context.Context, msg jetstream.Msg, x crossing.Cros
 	// Step: skip what the ledger has, as its leader has it: a replica
 	// behind would say "not sent" of what was sent (bus.LeaderGet).
 	key := LedgerKey(x.Key, name)
-	var takeOver uint64 // the revision of a dead worker's claim
+	var (
+		takeOver uint64 // the revision of a claim to take over
+		whose    string // own or expired: which claim, for the metric
+		claimer  ledgerEntry
+	)
 	if v, rev, found, err := w.bus.LeaderGet(ctx, bus.BucketSent, key); err != nil {
 		log.Warn("read sent ledger failed; job will be redelivered", "err", err)
 		return w.cfg.DeferDelay, false
@@ -139,6 +145,7 @@ func (w *Worker) deliver(ctx context.Context, msg jetstream.Msg, x crossing.Cros
 		_ = json.Unmarshal(v, &le)
 		switch {
 		case le.State != stateSending:
+			w.unsentClaims.Delete(key)
 			if le.State == "" || le.State == stateSent {
 				w.outcome(x, name, crossing.Record{Outcome: crossing.Duplicate})
 			}
@@ -149,8 +156,7 @@ func (w *Worker) deliver(ctx context.Context, msg jetstream.Msg, x crossing.Cros
 		case w.ownUnsentClaim(key, le):
 			// This process's claim, whose write it could not confirm and
 			// after which it sent nothing.
-			takeOver = rev
-			w.metrics.takeovers.WithLabelValues("own").Inc()
+			takeOver, whose = rev, "own"
 		case w.now().Sub(le.At) < w.cfg.claimTimeout():
 			// Another worker is sending it, or has and is still trying
 			// to record it.
@@ -161,9 +167,7 @@ func (w *Worker) deliver(ctx context.Context, msg jetstream.Msg, x crossing.Cros
 			// went out is unknown, and it is sent (the exception of
 			// docs/design.md), once: the claim is taken over by a
 			// compare-and-set.
-			takeOver = rev
-			w.metrics.takeovers.WithLabelValues("expired").Inc()
-			log.Warn("taking over a claim older than claim_timeout: its worker died or was cut off, and may have sent", "claimed_by", le.Worker, "claimed_at", le.At)
+			takeOver, whose, claimer = rev, "expired", le
 		}
 	} else if w.isUnrecorded(key) {
 		// Step: record a send whose ledger write failed here before
@@ -209,6 +213,12 @@ func (w *Worker) deliver(ctx context.Context, msg jetstream.Msg, x crossing.Cros
 		log.Warn("delivery claimed by another worker, or the claim failed; job will be redelivered", "err", err)
 		return w.cfg.DeferDelay, false
 	}
+	if takeOver != 0 {
+		w.metrics.takeovers.WithLabelValues(whose).Inc()
+		if whose == "expired" {
+			log.Warn("took over a claim older than claim_timeout: its worker died or was cut off from NATS, and may have sent", "claimed_by", claimer.Worker, "claimed_at", claimer.At)
+		}
+	}
 
 	// Step: send.
 	start := time.Now()
@@ -222,8 +232,8 @@ func (w *Worker) deliver(ctx context.Context, msg jetstream.Msg, x crossing.Cros
 	// Step: record it as sent, under the lock, before the ack; for as
 	// long as the claim keeps other workers off it, so that a ledger
 	// outage shorter than claim_timeout sends nothing twice.
-	budget := w.cfg.claimTimeout() - w.now().Sub(claim.at) - w.claimMargin()
-	if err := w.writeLedgerFor(ctx, key, stateSent, max(budget, 5*time.Second)); err != nil {
+	budget := time.Until(claim.began.Add(w.cfg.claimTimeout() - w.claimMargin()))
+	if err := w.writeLedgerFor(ctx, key, stateSent, max(budget, time.Second)); err != nil {
 		// It went out. Keep the job unacknowledged: when it comes back to
 		// this process the ledger is written, not the mail sent again.
 		// Only if it goes to another worker first is it sent twice; a
@@ -238,10 +248,12 @@ func (w *Worker) deliver(ctx context.Context, msg jetstream.Msg, x crossing.Cros
 	return 0, true
 }
 
-// heldClaim is a claim this worker wrote: its revision and time.
+// heldClaim is a claim this worker wrote: its revision, its time as
+// written (at) and as this process's monotonic clock read it (began).
 type heldClaim struct {
-	rev uint64
-	at  time.Time
+	rev   uint64
+	at    time.Time
+	began time.Time
 }
 
 // claim writes this worker's claim on a delivery: a create, or an update
@@ -250,6 +262,7 @@ type heldClaim struct {
 // leader change) is remembered, so that finding it later this worker
 // knows nothing was sent under it.
 func (w *Worker) claim(ctx context.Context, key string, takeOver uint64) (heldClaim, error) {
+	began := time.Now()
 	at := w.now().UTC()
 	body, _ := json.Marshal(ledgerEntry{At: at, Worker: w.cfg.Name, MessageID: crossing.MessageID(key), State: stateSending})
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -266,17 +279,30 @@ func (w *Worker) claim(ctx context.Context, key string, takeOver uint64) (heldCl
 	switch {
 	case err == nil:
 		w.unsentClaims.Delete(key)
-	case !errors.Is(err, jetstream.ErrKeyExists):
-		w.unsentClaims.Store(key, at)
+	case errors.Is(err, jetstream.ErrKeyExists), errors.Is(err, jetstream.ErrKeyRevisionMismatch):
+		// Another worker's write came first (R1 and R3 streams say so
+		// with different codes). An earlier claim of ours that is
+		// unconfirmed stays remembered: it may be the one in the way.
+	default:
+		w.unsentClaims.Store(key, appendUnsent(&w.unsentClaims, key, at))
 	}
-	return heldClaim{rev: rev, at: at}, err
+	return heldClaim{rev: rev, at: at, began: began}, err
 }
 
 // ownUnsentClaim reports whether le is a claim of this process that it
 // could not confirm, and so sent nothing under.
 func (w *Worker) ownUnsentClaim(key string, le ledgerEntry) bool {
 	v, ok := w.unsentClaims.Load(key)
-	return ok && le.Worker == w.cfg.Name && le.At.Equal(v.(time.Time))
+	return ok && le.Worker == w.cfg.Name && slices.ContainsFunc(v.([]time.Time), le.At.Equal)
+}
+
+// appendUnsent adds a claim time to a key's unconfirmed claims.
+func appendUnsent(m *sync.Map, key string, at time.Time) []time.Time {
+	var ats []time.Time
+	if v, ok := m.Load(key); ok {
+		ats = v.([]time.Time)
+	}
+	return append(slices.Clone(ats), at)
 }
 
 // claimMargin is kept between the claimer's last ledger write and the
@@ -294,7 +320,7 @@ func (w *Worker) releaseClaim(key string, c heldClaim) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := w.sent.Delete(ctx, key, jetstream.LastRevision(c.rev)); err != nil {
-		w.unsentClaims.Store(key, c.at)
+		w.unsentClaims.Store(key, appendUnsent(&w.unsentClaims, key, c.at))
 		w.logger.Warn("cannot release the claim of a failed send; this worker takes it over on the retry, another waits for claim_timeout", "key", key, "err", err)
 	}
 }
@@ -388,6 +414,10 @@ func (w *Worker) writeLedgerFor(ctx context.Context, key, state string, budget t
 	// or lost bucket leader would otherwise wait out the whole budget.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), budget)
 	defer cancel()
+	// Past drain_timeout at shutdown the process is leaving: it stops
+	// trying, and the send stays unrecorded (logged by the caller).
+	stop := context.AfterFunc(w.drainOver, cancel)
+	defer stop()
 	var err error
 	for attempt := 0; ctx.Err() == nil; attempt++ {
 		actx, acancel := context.WithTimeout(ctx, 5*time.Second)

@@ -90,8 +90,12 @@ type Worker struct {
 	// time: found in the ledger later, such a claim is known to have
 	// sent nothing and is taken over at once, not after claim_timeout.
 	unsentClaims sync.Map
-	logger       *slog.Logger
-	metrics      *metrics
+	// drainOver is cancelled when a shutdown's drain_timeout has passed:
+	// ledger writes still being retried give up then.
+	drainOver       context.Context
+	cancelDrainOver context.CancelFunc
+	logger          *slog.Logger
+	metrics         *metrics
 }
 
 // New creates the consumer and buckets and returns a Worker.
@@ -168,8 +172,9 @@ func New(ctx context.Context, cfg Config, deps Deps) (*Worker, error) {
 	if now == nil {
 		now = time.Now
 	}
+	drainOver, cancelDrainOver := context.WithCancel(context.Background())
 	return &Worker{cfg: cfg, cons: cons, locks: locks, sent: sent, held: held, silences: silences, unsubs: unsubs, signer: NewSigner(cfg.Links), bus: b, specs: specs, spec: spec, now: now,
-		stats: deps.Stats, hist: newHistory(deps.History, logger),
+		stats: deps.Stats, hist: newHistory(deps.History, logger), drainOver: drainOver, cancelDrainOver: cancelDrainOver,
 		limiter: ratelimit.New(limits, logger, reg, nil), logger: logger, metrics: newMetrics(reg, names)}, nil
 }
 
@@ -238,6 +243,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	case <-drained:
 	case <-time.After(w.cfg.DrainTimeout):
 		w.logger.Warn("drain timeout: abandoning in-flight jobs to redelivery")
+		w.cancelDrainOver()
 		cancelJobs()
 		<-drained
 	}
