@@ -25,16 +25,18 @@ func (n Notification) Predicate(clean func(string) string) string {
 	if w := strings.TrimSpace(n.Window); w != "" && !strings.EqualFold(w, "all time") {
 		in = " in " + w
 	}
-	views := func(c uint64) string {
+	count := func(c uint64) string {
 		if c == 1 {
-			return "1 view" + in
+			return "1 view"
 		}
-		return traffic.FormatCount(c) + " views" + in
+		return traffic.FormatCount(c) + " views"
 	}
+	views := func(c uint64) string { return count(c) + in }
 	w := n.Why
 	kind := ""
+	down := false
 	if w != nil {
-		kind = w.Kind
+		kind, down = w.Kind, w.Direction == "down"
 	}
 	spiky := kind == "spike" || kind == "new_page"
 	switch n.Event {
@@ -44,19 +46,33 @@ func (n Notification) Predicate(clean func(string) string) string {
 			s = "is back below " + views(n.Threshold)
 		}
 		if w != nil && w.Peak > 0 {
-			s += " after peaking at " + views(w.Peak)
+			// A threshold's window is said once, in "below".
+			peak := views(w.Peak)
+			if !spiky {
+				peak = traffic.FormatCount(w.Peak)
+			}
+			if down {
+				s += " after falling to " + peak
+			} else {
+				s += " after peaking at " + peak
+			}
 			if w.Total > 0 {
-				s += " (" + traffic.FormatCount(w.Total) + " views in all)"
+				s += " (" + count(w.Total) + " in all)"
 			}
 		}
 		return s
 	case string(rules.EventEscalate):
-		if w != nil && w.Step > 0 {
-			level := "the level it fired at"
-			if !spiky {
-				level = "its threshold"
-			}
+		level := "the level it fired at"
+		if !spiky {
+			level = "its threshold"
+		}
+		switch {
+		case w != nil && w.Step > 0 && down:
+			return "fell to 1/" + trimFloat(w.Step) + " of " + level + ": " + views(n.Count)
+		case w != nil && w.Step > 0:
 			return "rose to " + trimFloat(w.Step) + "× " + level + ": " + views(n.Count)
+		case down:
+			return "fell further: " + views(n.Count)
 		}
 		return "rose further: " + views(n.Count)
 	}

@@ -11,6 +11,7 @@ import (
 	texttemplate "text/template"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/pagewatch/pagewatch/domain/crossing"
 	"github.com/pagewatch/pagewatch/domain/traffic"
@@ -23,8 +24,10 @@ import (
 // 10 KB URL is still noise, not information.
 const (
 	maxSubjectRunes = 200
-	maxBodyRunes    = 2000
-	maxLabelRunes   = 100 // rule, window, key: ours, but cheap to bound
+	// A referrer domain named in the subject ("mostly from ...").
+	maxSubjectDomainRunes = 60
+	maxBodyRunes          = 2000
+	maxLabelRunes         = 100 // rule, window, key: ours, but cheap to bound
 	// A referrer is one line of a list: room for a real URL, not for a
 	// stranger's essay.
 	maxReferrerRunes = 200
@@ -104,8 +107,10 @@ func newView(n notify.Notification) view {
 		AllTime:   allTime,
 		CrossedAt: n.CrossedAt.UTC().Format(time.RFC3339),
 	}
-	v.Predicate = n.Predicate(func(s string) string { return orPlaceholder(clean(s, maxReferrerRunes)) })
-	v.Subject = "[pagewatch] " + orPlaceholder(clean(n.Path, maxSubjectRunes)) + " " + v.Predicate
+	v.Predicate = n.Predicate(func(s string) string { return orPlaceholder(clean(s, maxSubjectDomainRunes)) })
+	// The page's name gets what the predicate leaves of the subject.
+	pathRunes := max(maxSubjectRunes-utf8.RuneCountInString(v.Predicate), 40)
+	v.Subject = "[pagewatch] " + orPlaceholder(clean(n.Path, pathRunes)) + " " + v.Predicate
 	if n.Subject != "" {
 		v.Subject = clean(n.Subject, maxSubjectRunes)
 	}

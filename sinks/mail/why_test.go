@@ -123,3 +123,16 @@ func TestResolveSaysBackToNormal(t *testing.T) {
 		}
 	}
 }
+
+// However long the path and the referrer domain, the subject stays short
+// enough for a mail client to show what happened.
+func TestSpikeSubjectIsBounded(t *testing.T) {
+	n := testNotification()
+	n.Path = "/" + strings.Repeat("p", 5000)
+	n.Why = &crossing.Why{Kind: "spike", Count: 400, Baseline: 20, Ratio: 20, Direction: "up",
+		Referrers: []crossing.ReferrerShare{{Domain: strings.Repeat("d", 5000), Hits: 300, Share: 0.75}}}
+	p := sendToFile(t, n)
+	if got := utf8.RuneCountInString(p.Subject); got > 260 || !strings.Contains(p.Subject, "is at 20.0× its normal") {
+		t.Errorf("subject of %d runes: %q", got, p.Subject)
+	}
+}
