@@ -27,8 +27,9 @@ type Config struct {
 	NkeySeedFile   string           `yaml:"nkey_seed_file"`
 	TLS            tlsconfig.Config `yaml:"tls"`
 	ConnectTimeout time.Duration    `yaml:"connect_timeout"`
-	// PingInterval is how often the client pings its server; two pings
-	// unanswered and it moves to another server of the cluster. nats.go's
+	// PingInterval is how often the client pings its server; with more
+	// than two pings unanswered at a tick (20 to 30 s at 10 s) it moves to
+	// another server of the cluster. nats.go's
 	// own 2 minutes would leave a daemon stalled for minutes on a server
 	// that is frozen (a paused VM, a stopped process) but keeps its
 	// connections open.
