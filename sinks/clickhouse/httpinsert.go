@@ -342,6 +342,9 @@ func (f *frameWriter) finish(buf []byte) {
 }
 
 func (f *frameWriter) compress(data []byte) {
+	if f.err != nil {
+		return // the body is dead: compressing the rest would only delay the error
+	}
 	var err error
 	if *f.frame, err = framed((*f.frame)[:0], data); err != nil && f.err == nil {
 		f.err = err
