@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/pagewatch/pagewatch/broker/bus"
+	"github.com/pagewatch/pagewatch/internal/freeport"
 	"github.com/pagewatch/pagewatch/internal/realdata"
 	"github.com/pagewatch/pagewatch/internal/testcheck"
 	"github.com/pagewatch/pagewatch/pipeline/retention"
@@ -36,6 +37,7 @@ var notMovedHere = map[string]string{
 	"pagewatch_ratelimit_cas_conflicts_total":        "not deterministic with two workers: pipeline/ratelimit tests",
 	"pagewatch_ratelimit_errors_total":               "NATS failing mid-reservation: pipeline/ratelimit tests",
 	"pagewatch_worker_reports_total":                 "no report is configured here: pipeline/report tests",
+	"pagewatch_worker_claims_taken_over_total":       "a worker dying between its claim and its record: TestClaimOfAnotherWorkerIsTakenOverAfterClaimTimeout, the worker kill tests",
 }
 
 const productionRules = `    - {name: home-milestone, site: example.com, path: /, threshold: 150, window: all, notify: {recipients: [ops@example.com]}}
@@ -53,7 +55,7 @@ const productionRules = `    - {name: home-milestone, site: example.com, path: /
 func TestProductionMetricsAndReadiness(t *testing.T) {
 	b := setupWith(t, setupOptions{rules: productionRules, pages: "{}", load: defaultLoad, worker: defaultWorker})
 	lines := realdata.Lines(t, realdata.ApacheLog)
-	syslogAddr := freeUDP(t)
+	syslogAddr := fmt.Sprintf("127.0.0.1:%d", freeport.TCPAndUDP(t)) // one port, both protocols
 	sites := filepath.Join(b.dir, "sites")
 	editConfig(t, b.config,
 		fmt.Sprintf("inputs: [{path: %q, site: example.com}]", b.log),
@@ -322,16 +324,6 @@ func mustRename(t *testing.T, from, to string) {
 	if err := os.Rename(from, to); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func freeUDP(t *testing.T) string {
-	t.Helper()
-	c, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	return c.LocalAddr().String()
 }
 
 // sendSyslog sends each line as nginx does (access_log syslog:...,tag=nginx),

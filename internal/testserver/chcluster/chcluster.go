@@ -31,6 +31,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pagewatch/pagewatch/internal/freeport"
 	"github.com/pagewatch/pagewatch/internal/testserver/clickhousetest"
 )
 
@@ -99,7 +100,7 @@ func start(t testing.TB, opts Options) (*Cluster, error) {
 	c := &Cluster{Name: Name, ZooKeeper: newZooKeeper(t), member: map[int]bool{}}
 	for s := 1; s <= shards; s++ {
 		for r := 1; r <= replicas; r++ {
-			port, err := freePort()
+			port, err := freeport.One()
 			if err != nil {
 				return nil, err
 			}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pagewatch/pagewatch/internal/freeport"
 	"github.com/pagewatch/pagewatch/internal/testcheck"
 )
 
@@ -45,7 +46,7 @@ func newZooKeeper(t testing.TB) *ZooKeeper {
 	if _, err := os.Stat(zookeeperJar); err != nil {
 		testcheck.Require(t, false, "ZooKeeper ("+zookeeperJar+")", zkInstallHint)
 	}
-	port, err := freePort()
+	port, err := freeport.One()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,14 +153,4 @@ func (z *ZooKeeper) Restart(t testing.TB) {
 	if err := z.Launch(); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// freePort returns a port that was free on 127.0.0.1 a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("pick free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

@@ -53,6 +53,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pagewatch/pagewatch/internal/freeport"
 	"github.com/pagewatch/pagewatch/internal/testcheck"
 )
 
@@ -279,7 +280,7 @@ func (s *Server) query(sql string) (string, error) {
 
 // configure picks fresh ports and writes the config files.
 func (s *Server) configure() error {
-	ports, err := freePorts(4)
+	ports, err := freeport.Ports(4)
 	if err != nil {
 		return err
 	}
@@ -419,21 +420,6 @@ func tail(path string, n int64) string {
 		return err.Error()
 	}
 	return strings.TrimSpace(string(b))
-}
-
-// freePorts returns n distinct ports that were free on 127.0.0.1 a moment ago.
-// All listeners are held until the end so the kernel hands out n different ports.
-func freePorts(n int) ([]int, error) {
-	ports := make([]int, 0, n)
-	for i := 0; i < n; i++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("pick free port: %w", err)
-		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }
 
 // findServer returns the command prefix that runs a ClickHouse server, or

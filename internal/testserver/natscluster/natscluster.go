@@ -9,14 +9,12 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -24,6 +22,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/pagewatch/pagewatch/internal/freeport"
 	"github.com/pagewatch/pagewatch/internal/modroot"
 	"github.com/pagewatch/pagewatch/internal/testcheck"
 )
@@ -90,7 +89,7 @@ func Start(t testing.TB, n int, bin string) *Cluster {
 	c := &Cluster{bin: bin}
 	base := t.TempDir()
 	for i := range n {
-		c.Nodes = append(c.Nodes, &Node{Name: fmt.Sprintf("n%d", i+1), ClientPort: freePort(t), ClusterPort: freePort(t), MonitorPort: freePort(t), dir: filepath.Join(base, fmt.Sprintf("n%d", i+1))})
+		c.Nodes = append(c.Nodes, &Node{Name: fmt.Sprintf("n%d", i+1), ClientPort: freeport.TCP(t), ClusterPort: freeport.TCP(t), MonitorPort: freeport.TCP(t), dir: filepath.Join(base, fmt.Sprintf("n%d", i+1))})
 	}
 	var routes, urls []string
 	for _, nd := range c.Nodes {
@@ -307,31 +306,6 @@ func (nd *Node) signal(t testing.TB, sig syscall.Signal) {
 		t.Fatalf("natscluster: %s: %v", nd.Name, err)
 	}
 }
-
-// freePort finds a port free now below Linux's ephemeral range
-// (32768 and up by default). A port the kernel hands out for ":0" can be
-// handed again, to an outgoing connection or another test's listener,
-// before the node binds it; the nodes are started with their ports in
-// their configs, and one that cannot bind leaves the cluster without a
-// quorum. Ports below the range are only ever taken on request.
-func freePort(t testing.TB) int {
-	t.Helper()
-	for range 1000 {
-		port := 20000 + int(portSeq.Add(1)%12000+uint32(os.Getpid()*7919%12000))%12000
-		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-		if err != nil {
-			continue
-		}
-		_ = l.Close()
-		return port
-	}
-	t.Fatal("natscluster: no free port in 20000..31999")
-	return 0
-}
-
-// portSeq spreads the ports of one process's clusters; the pid spreads
-// those of test binaries run side by side.
-var portSeq atomic.Uint32
 
 func tail(b []byte, n int) []byte {
 	if len(b) > n {
