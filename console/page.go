@@ -28,17 +28,19 @@ var pageRanges = []pageRange{
 }
 
 type pageView struct {
-	Site      string         `json:"site"`
-	Path      string         `json:"path"`
-	Range     string         `json:"range"`
-	Ranges    []string       `json:"-"`
-	Step      string         `json:"step"` // minute or hour
-	From      time.Time      `json:"from"`
-	To        time.Time      `json:"to"`
-	Series    []seriesPoint  `json:"series"`
-	Total     uint64         `json:"total"`
-	Lines     []chartLine    `json:"lines"`
-	Chart     template.HTML  `json:"-"`
+	Site   string        `json:"site"`
+	Path   string        `json:"path"`
+	Range  string        `json:"range"`
+	Ranges []string      `json:"-"`
+	Step   string        `json:"step"` // minute or hour
+	From   time.Time     `json:"from"`
+	To     time.Time     `json:"to"`
+	Series []seriesPoint `json:"series"`
+	Total  uint64        `json:"total"`
+	Lines  []chartLine   `json:"lines"`
+	Chart  template.HTML `json:"-"`
+	// Marks name the crossings marked on the chart, for its legend.
+	Marks     []string       `json:"-"`
 	Referrers []referrerView `json:"referrers"`
 	// ReferrerSpan is the span the referrers are counted over, the
 	// range's last day at most, against the span before it.
@@ -138,7 +140,7 @@ func (s *Server) pagePage(w http.ResponseWriter, r *http.Request) {
 		v.Total += p.Views
 	}
 	if !isAPI(r) {
-		v.Chart = s.drawPage(v, rg)
+		v.Chart, v.Marks = s.drawPage(v, rg)
 	}
 	s.render(w, r, "page", path, v)
 }
@@ -272,7 +274,8 @@ func (s *Server) referrers(r *http.Request, site, path string, from, to time.Tim
 	return out, nil
 }
 
-func (s *Server) drawPage(v pageView, rg pageRange) template.HTML {
+// drawPage draws the page's chart, and names the crossings it marks.
+func (s *Server) drawPage(v pageView, rg pageRange) (template.HTML, []string) {
 	spec := chart.Spec{Title: "Views per " + stepName(rg.Step) + " of " + v.Site + v.Path, From: v.From, To: v.To,
 		Unit: "views per " + stepName(rg.Step), Zone: s.zone}
 	for _, p := range v.Series {
@@ -281,11 +284,17 @@ func (s *Server) drawPage(v pageView, rg pageRange) template.HTML {
 	for _, l := range v.Lines {
 		spec.Lines = append(spec.Lines, chart.Line{Label: l.Label, Value: l.Value, Class: l.Kind})
 	}
+	var marks []string
 	for _, x := range v.Crossings {
-		spec.Marks = append(spec.Marks, chart.Mark{T: x.CrossedAt, Label: x.Rule + " crossed at " + x.Shown + ": " + fmt.Sprint(x.Count)})
+		if x.CrossedAt.Before(v.From) || x.CrossedAt.After(v.To) {
+			continue
+		}
+		label := fmt.Sprintf("%s crossed at %s: %s views in %s", x.Rule, x.Shown, traffic.FormatCount(x.Count), x.Window)
+		spec.Marks = append(spec.Marks, chart.Mark{T: x.CrossedAt, Label: label})
+		marks = append(marks, label)
 	}
 	// chart.SVG escapes every text it writes (see its package comment).
-	return template.HTML(chart.SVG(spec))
+	return template.HTML(chart.SVG(spec)), marks
 }
 
 // shortDuration writes a window as rules are written: "1h", not "1h0m0s".

@@ -128,6 +128,10 @@ func SVG(s Spec) string {
 		if m.T.Before(s.From) || m.T.After(s.To) {
 			continue
 		}
+		// A rule down the plot at the moment, and a dot on its top: the
+		// crossing is of the rule's window, not of one point's value, so it
+		// is a time, named in the legend under the chart.
+		fmt.Fprintf(&b, `<line class="crossing-rule" x1="%.1f" x2="%.1f" y1="%d" y2="%d"><title>%s</title></line>`, x(m.T), x(m.T), padTop, s.Height-padBottom, esc(m.Label))
 		fmt.Fprintf(&b, `<circle class="crossing" cx="%.1f" cy="%d" r="4"><title>%s</title></circle>`, x(m.T), padTop, esc(m.Label))
 	}
 	b.WriteString(`</svg>`)

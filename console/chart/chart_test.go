@@ -17,7 +17,9 @@ func TestLabelsAreEscaped(t *testing.T) {
 			t.Errorf("SVG holds %q:\n%s", bad, svg)
 		}
 	}
-	for _, want := range []string{`data-testid="chart"`, `<path class="series" d="M`, "time (UTC)", "views per minute", "&lt;script&gt;"} {
+	for _, want := range []string{`data-testid="chart"`, `<path class="series" d="M`, "time (UTC)", "views per minute", "&lt;script&gt;",
+		// The crossing: a rule down the plot at its time, and a dot on it.
+		`<line class="crossing-rule" x1="78.7" x2="78.7" y1="20" y2="276">`, `<circle class="crossing" cx="78.7"`} {
 		if !strings.Contains(svg, want) {
 			t.Errorf("SVG lacks %q:\n%s", want, svg)
 		}

@@ -381,6 +381,13 @@ func (c *consoleCheck) checkPageViews() {
 	if len(series) == 0 || strings.TrimSpace(series[0]) == "" {
 		t.Errorf("/page: chart series %q: nothing drawn", series)
 	}
+	// The crossing is marked on the chart and named in its legend.
+	if marks := op.Count("svg[data-testid=chart] .crossing-rule"); marks != 1 {
+		t.Errorf("/page: %d crossings marked on the chart, want 1", marks)
+	}
+	if legend := op.Text("li[data-testid=chart-mark]"); !strings.Contains(legend, "pricing-hourly crossed at ") || !strings.Contains(legend, " views in 1h") {
+		t.Errorf("/page: the chart's legend names the crossing as %q", legend)
+	}
 	op.Screenshot("page-pricing")
 	// A hostile page's view: its path in the heading and the chart's
 	// title, its hostile referrer in the referrers, all as text.
