@@ -1,7 +1,6 @@
 package hit
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -81,14 +80,7 @@ func TestDecodeV1(t *testing.T) {
 	}
 	data := []byte("PWH1")
 	for _, h := range want {
-		data = binary.AppendVarint(data, h.Time.Unix())
-		data = binary.AppendUvarint(data, h.Offset)
-		data = binary.AppendUvarint(data, uint64(h.Status))
-		data = binary.AppendUvarint(data, h.Bytes)
-		for _, s := range [...]string{h.Site, h.Path, h.Method, h.Referer, h.UserAgent} {
-			data = binary.AppendUvarint(data, uint64(len(s)))
-			data = append(data, s...)
-		}
+		data = appendV1(data, h)
 	}
 	got, err := Decode(data, nil)
 	if err != nil {

@@ -273,20 +273,11 @@ func (c *Client) PageCounts(ctx context.Context, sites, paths []string, from, to
 			args = []any{keySet(sites), keySet(paths), from.Unix(), daysFrom, daysTo, to.Unix(), keySet(sites), keySet(paths), daysFrom, daysTo}
 		}
 	}
-	rows, err := c.conn.Query(ctx, query, args...)
+	out, err := c.pageViews(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("counts of %d pages: %w", len(paths), err)
 	}
-	defer rows.Close()
-	var out []console.PageViews
-	for rows.Next() {
-		var p console.PageViews
-		if err := rows.Scan(&p.Site, &p.Path, &p.Views); err != nil {
-			return nil, fmt.Errorf("page counts: %w", err)
-		}
-		out = append(out, p)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // TopPages returns a site's busiest pages in [from, to): from the raw
@@ -296,16 +287,25 @@ func (c *Client) TopPages(ctx context.Context, site string, from, to time.Time, 
 	if to.Sub(from) > 24*time.Hour {
 		query = queryConsoleTopPagesDays
 	}
-	rows, err := c.conn.Query(ctx, query, a, b, site == "", site, min(max(limit, 1), maxConsoleRows))
+	out, err := c.pageViews(ctx, query, a, b, site == "", site, min(max(limit, 1), maxConsoleRows))
 	if err != nil {
 		return nil, fmt.Errorf("top pages of %q: %w", site, err)
+	}
+	return out, nil
+}
+
+// pageViews runs a query whose rows are (site, path, views).
+func (c *Client) pageViews(ctx context.Context, query string, args ...any) ([]console.PageViews, error) {
+	rows, err := c.conn.Query(ctx, query, args...)
+	if err != nil {
+		return nil, err
 	}
 	defer rows.Close()
 	var out []console.PageViews
 	for rows.Next() {
 		var p console.PageViews
 		if err := rows.Scan(&p.Site, &p.Path, &p.Views); err != nil {
-			return nil, fmt.Errorf("top pages: %w", err)
+			return nil, err
 		}
 		out = append(out, p)
 	}
