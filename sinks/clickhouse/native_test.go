@@ -295,14 +295,7 @@ func TestHTTPInsertPassword(t *testing.T) {
 	cfg.Addr, cfg.HTTPAddr = []string{srv.Addr}, []string{srv.HTTPAddr}
 	cfg.Username, cfg.Password = "loader", secret.New(pass)
 	ctx := context.Background()
-	c, err := Open(ctx, cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if _, err := c.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	c := openMigratedWith(t, cfg)
 	batches := hostileBatches()[:1]
 	if err := c.InsertHits(ctx, batches); err != nil {
 		t.Fatal(err)
@@ -313,7 +306,7 @@ func TestHTTPInsertPassword(t *testing.T) {
 	// The native connection stays logged in; only the inserts use the
 	// wrong password.
 	c.http.password = "wrong-" + pass
-	err = c.InsertHits(ctx, batches)
+	err := c.InsertHits(ctx, batches)
 	if err == nil || strings.Contains(err.Error(), pass) || !strings.Contains(err.Error(), "loader") {
 		t.Fatalf("insert with a wrong password: %v; want a refusal naming the user and not the password", err)
 	}
@@ -347,14 +340,7 @@ func TestHTTPInsertMovesToTheNextAddress(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Addr, cfg.HTTPAddr = []string{srv.Addr}, []string{dead, srv.HTTPAddr}
 	ctx := context.Background()
-	c, err := Open(ctx, cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if _, err := c.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	c := openMigratedWith(t, cfg)
 	batches := hostileBatches()[:1]
 	if err := c.InsertHits(ctx, batches); err == nil || !strings.Contains(err.Error(), dead) {
 		t.Fatalf("first insert: %v; want it refused by %s", err, dead)
@@ -365,4 +351,20 @@ func TestHTTPInsertMovesToTheNextAddress(t *testing.T) {
 	if n, err := c.HitCount(ctx); err != nil || n != 40 {
 		t.Fatalf("HitCount = %d, %v; want 40", n, err)
 	}
+}
+
+// openMigratedWith opens a client on cfg with the schema in place,
+// closed when the test ends.
+func openMigratedWith(t *testing.T, cfg Config) *Client {
+	t.Helper()
+	ctx := context.Background()
+	c, err := Open(ctx, cfg, slog.New(slog.NewTextHandler(t.Output(), nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if _, err := c.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

@@ -3,7 +3,6 @@ package clickhouse
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"slices"
 	"sync"
 	"testing"
@@ -22,15 +21,7 @@ func openMigrated(t *testing.T) (*Client, *clickhousetest.Server) {
 	cfg := DefaultConfig()
 	cfg.Addr = []string{srv.Addr}
 	cfg.Database = "pw_test"
-	c, err := Open(context.Background(), cfg, slog.New(slog.NewTextHandler(t.Output(), nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	if _, err := c.Migrate(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return c, srv
+	return openMigratedWith(t, cfg), srv
 }
 
 // daysOfHits is 10 hits of one page on each of the days before last,
