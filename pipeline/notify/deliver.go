@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -284,7 +283,7 @@ func (w *Worker) claim(ctx context.Context, key string, takeOver uint64) (heldCl
 		// with different codes). An earlier claim of ours that is
 		// unconfirmed stays remembered: it may be the one in the way.
 	default:
-		w.unsentClaims.Store(key, appendUnsent(&w.unsentClaims, key, at))
+		w.rememberUnsent(key, at)
 	}
 	return heldClaim{rev: rev, at: at, began: began}, err
 }
@@ -296,13 +295,14 @@ func (w *Worker) ownUnsentClaim(key string, le ledgerEntry) bool {
 	return ok && le.Worker == w.cfg.Name && slices.ContainsFunc(v.([]time.Time), le.At.Equal)
 }
 
-// appendUnsent adds a claim time to a key's unconfirmed claims.
-func appendUnsent(m *sync.Map, key string, at time.Time) []time.Time {
+// rememberUnsent adds a claim to the key's claims this process sent
+// nothing under. The page's lock keeps one runner on a key at a time.
+func (w *Worker) rememberUnsent(key string, at time.Time) {
 	var ats []time.Time
-	if v, ok := m.Load(key); ok {
+	if v, ok := w.unsentClaims.Load(key); ok {
 		ats = v.([]time.Time)
 	}
-	return append(slices.Clone(ats), at)
+	w.unsentClaims.Store(key, append(slices.Clone(ats), at))
 }
 
 // claimMargin is kept between the claimer's last ledger write and the
@@ -320,7 +320,7 @@ func (w *Worker) releaseClaim(key string, c heldClaim) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := w.sent.Delete(ctx, key, jetstream.LastRevision(c.rev)); err != nil {
-		w.unsentClaims.Store(key, appendUnsent(&w.unsentClaims, key, c.at))
+		w.rememberUnsent(key, c.at)
 		w.logger.Warn("cannot release the claim of a failed send; this worker takes it over on the retry, another waits for claim_timeout", "key", key, "err", err)
 	}
 }
