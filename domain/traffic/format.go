@@ -16,3 +16,11 @@ func FormatCount(n uint64) string {
 	}
 	return string(out)
 }
+
+// FormatViews writes a count of views: "1 view", "1,234 views".
+func FormatViews(n uint64) string {
+	if n == 1 {
+		return "1 view"
+	}
+	return FormatCount(n) + " views"
+}

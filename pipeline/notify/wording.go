@@ -25,12 +25,7 @@ func (n Notification) Predicate(clean func(string) string) string {
 	if w := strings.TrimSpace(n.Window); w != "" && !strings.EqualFold(w, "all time") {
 		in = " in " + w
 	}
-	count := func(c uint64) string {
-		if c == 1 {
-			return "1 view"
-		}
-		return traffic.FormatCount(c) + " views"
-	}
+	count := traffic.FormatViews
 	views := func(c uint64) string { return count(c) + in }
 	w := n.Why
 	kind := ""
@@ -90,7 +85,7 @@ func (n Notification) Predicate(clean func(string) string) string {
 	case kind == "new_page":
 		return "took off as a new page: " + views(n.Count) + n.mostlyFrom(clean)
 	}
-	return "passed " + traffic.FormatCount(n.Threshold) + " views" + in
+	return "passed " + views(n.Threshold)
 }
 
 // mostlyFrom names the referrer domain that sent most of the window's

@@ -151,7 +151,7 @@ func (v *view) withChart(c *chart, cid string) {
 		if !sameDay(c.start, c.end.Add(-time.Nanosecond)) {
 			layout = "2006-01-02 15:04 UTC"
 		}
-		v.Peak = c.peakAt.Format(layout) + ", " + views(c.peak)
+		v.Peak = c.peakAt.Format(layout) + ", " + traffic.FormatViews(c.peak)
 	}
 }
 
@@ -180,13 +180,6 @@ func sameDay(a, b time.Time) bool {
 	ay, am, ad := a.UTC().Date()
 	by, bm, bd := b.UTC().Date()
 	return ay == by && am == bm && ad == bd
-}
-
-func views(n uint64) string {
-	if n == 1 {
-		return "1 view"
-	}
-	return traffic.FormatCount(n) + " views"
 }
 
 const textBody = `{{if .Intro}}{{range .Intro}}{{.}}

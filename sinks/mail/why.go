@@ -66,7 +66,7 @@ func newWhyView(w *crossing.Why, chartPeak string) *whyView {
 		v.Rank = fmt.Sprintf("%s of %s pages with views on the site in the window", ordinal(w.Rank), traffic.FormatCount(uint64(w.RankOf)))
 	}
 	if !w.BusiestMinute.IsZero() && chartPeak == "" {
-		v.Busiest = w.BusiestMinute.UTC().Format(time.DateTime[:16]+" UTC") + ", " + views(w.BusiestHits)
+		v.Busiest = w.BusiestMinute.UTC().Format(time.DateTime[:16]+" UTC") + ", " + traffic.FormatViews(w.BusiestHits)
 	}
 	isNew := map[string]bool{}
 	for _, d := range w.NewReferrers {

@@ -16,7 +16,7 @@ import (
 func whyFacts(w *crossing.Why) []fact {
 	var out []fact
 	if w.Kind != "threshold" && w.Kind != "" {
-		normal := traffic.FormatCount(uint64(math.Round(w.Baseline))) + " views"
+		normal := traffic.FormatViews(uint64(math.Round(w.Baseline)))
 		if w.Ratio > 0 {
 			normal += fmt.Sprintf(" (now %.1f×)", w.Ratio)
 		}
@@ -40,7 +40,7 @@ func whyFacts(w *crossing.Why) []fact {
 		out = append(out, fact{"New referrers", clean(strings.Join(names, ", "), maxLine)})
 	}
 	if !w.BusiestMinute.IsZero() {
-		out = append(out, fact{"Busiest minute", w.BusiestMinute.UTC().Format("15:04 UTC") + ", " + traffic.FormatCount(w.BusiestHits) + " views"})
+		out = append(out, fact{"Busiest minute", w.BusiestMinute.UTC().Format("15:04 UTC") + ", " + traffic.FormatViews(w.BusiestHits)})
 	}
 	return out
 }
