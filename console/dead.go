@@ -62,7 +62,7 @@ func (s *Server) deadAction(act string) http.HandlerFunc {
 			s.fail(w, r, http.StatusConflict, fmt.Sprintf("%s of dead letter %d failed: %v", act, seq, err))
 			return
 		}
-		s.done(w, r, map[string]any{"action": act, "dead_letters": []DeadLetter{d}},
+		s.done(w, r, "/dead", map[string]any{"action": act, "dead_letters": []DeadLetter{d}},
 			fmt.Sprintf("%s: dead letter %d (%s).", act, seq, d.Kind))
 	}
 }
@@ -94,7 +94,7 @@ func (s *Server) deadAll(act string) http.HandlerFunc {
 		if len(failed) > 0 {
 			msg += fmt.Sprintf(" %d failed (first: %s).", len(failed), failed[0])
 		}
-		s.done(w, r, map[string]any{"action": act, "dead_letters": done, "failed": failed}, msg)
+		s.done(w, r, "/dead", map[string]any{"action": act, "dead_letters": done, "failed": failed}, msg)
 	}
 }
 
@@ -123,12 +123,13 @@ func (s *Server) act(r *http.Request, p Principal, act string, seq uint64) (Dead
 	return d, nil
 }
 
-// done answers a change: JSON on the API, a redirect back to the dead
-// letters with a message otherwise (POST, redirect, GET).
-func (s *Server) done(w http.ResponseWriter, r *http.Request, v any, msg string) {
+// done answers a change: JSON on the API, a redirect back to the page
+// it was made on (back: "/dead", "/silences") with a message otherwise
+// (POST, redirect, GET).
+func (s *Server) done(w http.ResponseWriter, r *http.Request, back string, v any, msg string) {
 	if isAPI(r) {
 		writeJSON(w, http.StatusOK, v)
 		return
 	}
-	http.Redirect(w, r, "/dead?"+url.Values{"flash": {msg}}.Encode(), http.StatusSeeOther)
+	http.Redirect(w, r, back+"?"+url.Values{"flash": {msg}}.Encode(), http.StatusSeeOther)
 }

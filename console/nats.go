@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -20,6 +21,9 @@ import (
 // state straight from JetStream, and puts dead letters back.
 type NATS struct {
 	b *bus.Bus
+	// buckets are the buckets opened so far, by name: opening one asks
+	// the server for its stream's info, and /rules reads a state per page.
+	buckets sync.Map
 }
 
 // NewNATS reads through b.
@@ -32,6 +36,9 @@ func (n *NATS) prefix() string { return strings.TrimSuffix(n.b.DeadLetterSubject
 
 // bucket opens an existing bucket; ok is false when no daemon made it yet.
 func (n *NATS) bucket(ctx context.Context, name string) (jetstream.KeyValue, bool, error) {
+	if kv, ok := n.buckets.Load(name); ok {
+		return kv.(jetstream.KeyValue), true, nil
+	}
 	kv, err := n.b.JS.KeyValue(ctx, n.prefix()+"_"+name)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		return nil, false, nil
@@ -39,6 +46,7 @@ func (n *NATS) bucket(ctx context.Context, name string) (jetstream.KeyValue, boo
 	if err != nil {
 		return nil, false, fmt.Errorf("open bucket %s: %w", name, err)
 	}
+	n.buckets.Store(name, kv) // not a bucket not made yet: that is asked again
 	return kv, true, nil
 }
 

@@ -75,24 +75,37 @@ func (s *Server) rulesPage(w http.ResponseWriter, r *http.Request) {
 	for i, rule := range page {
 		names[i] = rule.Name
 	}
-	last := map[string]time.Time{}
-	if len(names) > 0 {
-		fired, err := s.deps.Store.LastFired(ctx, names, now.Add(-lastFiredSpan))
-		if err != nil {
-			s.failErr(w, r, "reading when rules last fired", err)
-			return
-		}
-		for _, x := range fired {
-			if x.CrossedAt.After(last[x.Rule]) {
-				last[x.Rule] = x.CrossedAt
+	// When each rule last fired and the counts of their pages, read at
+	// once: neither needs the other.
+	var (
+		fired  []CrossingRow
+		counts map[time.Duration][]PageViews
+	)
+	err := together(
+		func() (err error) {
+			if len(names) > 0 {
+				fired, err = s.deps.Store.LastFired(ctx, names, now.Add(-lastFiredSpan))
 			}
-		}
-	}
-	counts, err := s.ruleCounts(r, page, now)
+			return wrap("when rules last fired", err)
+		},
+		func() (err error) {
+			counts, err = s.ruleCounts(r, page, now)
+			return wrap("the rules' counts", err)
+		},
+	)
 	if err != nil {
-		s.failErr(w, r, "reading the rules' counts", err)
+		s.failErr(w, r, "reading the rules", err)
 		return
 	}
+	last := map[string]time.Time{}
+	for _, x := range fired {
+		if x.CrossedAt.After(last[x.Rule]) {
+			last[x.Rule] = x.CrossedAt
+		}
+	}
+	// Each rule's nearest pages with the sweeper's states, all rules at
+	// once: a state is a NATS read.
+	var nearest []func() error
 	for _, rule := range page {
 		rv := ruleView{Name: rule.Name, Kind: ruleKind(rule), Site: rule.Site, Match: matchText(rule), Window: windowText(rule.Window),
 			Aggregate: string(cmp.Or(rule.Aggregate, rules.PerPage)), Thresholds: rule.Thresholds, LastFired: last[rule.Name], Pages: []rulePage{}}
@@ -104,14 +117,17 @@ func (s *Server) rulesPage(w http.ResponseWriter, r *http.Request) {
 		case win == 0:
 			rv.Note = "all-time window: counts are not read here"
 		default:
-			pages, err := s.nearest(r, rule, counts[win], now)
-			if err != nil {
-				s.failErr(w, r, "reading the sweeper's state", err)
-				return
-			}
-			rv.Pages = pages
+			i := len(v.Rules)
+			nearest = append(nearest, func() (err error) {
+				v.Rules[i].Pages, err = s.nearest(r, rule, counts[win], now)
+				return err
+			})
 		}
 		v.Rules = append(v.Rules, rv)
+	}
+	if err := together(nearest...); err != nil {
+		s.failErr(w, r, "reading the sweeper's state", err)
+		return
 	}
 	s.render(w, r, "rules", "Rules", v)
 }

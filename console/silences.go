@@ -3,7 +3,6 @@ package console
 import (
 	"fmt"
 	"net/http"
-	"net/url"
 	"time"
 
 	"github.com/pagewatch/pagewatch/pipeline/notify"
@@ -66,7 +65,7 @@ func (s *Server) silenceAdd(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.deps.Logger.Info("silence added", "id", sl.ID, "user", p.Name, "ends", sl.EndsAt)
-	s.silenceDone(w, r, sl, fmt.Sprintf("Silence %s added until %s.", sl.ID, s.timeIn(sl.EndsAt)))
+	s.done(w, r, "/silences", sl, fmt.Sprintf("Silence %s added until %s.", sl.ID, s.timeIn(sl.EndsAt)))
 }
 
 func (s *Server) silenceExpire(w http.ResponseWriter, r *http.Request) {
@@ -80,13 +79,5 @@ func (s *Server) silenceExpire(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.deps.Logger.Info("silence expired", "id", sl.ID, "user", p.Name)
-	s.silenceDone(w, r, sl, "Silence "+sl.ID+" expired.")
-}
-
-func (s *Server) silenceDone(w http.ResponseWriter, r *http.Request, sl notify.Silence, msg string) {
-	if isAPI(r) {
-		writeJSON(w, http.StatusOK, sl)
-		return
-	}
-	http.Redirect(w, r, "/silences?"+url.Values{"flash": {msg}}.Encode(), http.StatusSeeOther)
+	s.done(w, r, "/silences", sl, "Silence "+sl.ID+" expired.")
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -128,11 +129,14 @@ func BenchmarkConsole(b *testing.B) {
 // timedStore times each of the console's reads.
 type timedStore struct {
 	*Client
+	mu    sync.Mutex // /rules and /page make their reads at once
 	times map[string]time.Duration
 	calls map[string]int
 }
 
 func (t *timedStore) since(name string, start time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	t.times[name] += time.Since(start)
 	t.calls[name]++
 }
