@@ -39,7 +39,7 @@ func (n *NATS) bucket(ctx context.Context, name string) (jetstream.KeyValue, boo
 	if kv, ok := n.buckets.Load(name); ok {
 		return kv.(jetstream.KeyValue), true, nil
 	}
-	kv, err := n.b.JS.KeyValue(ctx, n.prefix()+"_"+name)
+	kv, err := n.b.JS.KeyValue(ctx, n.b.BucketName(name))
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		return nil, false, nil
 	}

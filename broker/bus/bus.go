@@ -165,10 +165,14 @@ const (
 	BucketRetention = "retention"
 )
 
+// BucketName is the JetStream name of one of pagewatch's buckets (name
+// as given to KV): nats.prefix, "_", name.
+func (b *Bus) BucketName(name string) string { return b.cfg.Prefix + "_" + name }
+
 // KV creates or opens the named bucket. ttl > 0 makes entries lapse unless
 // rewritten, which is what turns a lock into a lease.
 func (b *Bus) KV(ctx context.Context, name string, ttl time.Duration) (jetstream.KeyValue, error) {
-	bucket := b.cfg.Prefix + "_" + name
+	bucket := b.BucketName(name)
 	kv, err := createWithRetry(ctx, func(ctx context.Context) (jetstream.KeyValue, error) {
 		return b.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 			Bucket:   bucket,

@@ -1,11 +1,13 @@
 package bus
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // leaderGetTimeout bounds one LeaderGet.
@@ -24,7 +26,7 @@ const leaderGetTimeout = 5 * time.Second
 // a stale "not sent" mails a crossing twice. The message-get API is
 // answered by the leader only.
 func (b *Bus) LeaderGet(ctx context.Context, name, key string) (value []byte, revision uint64, found bool, err error) {
-	bucket := b.cfg.Prefix + "_" + name
+	bucket := b.BucketName(name)
 	// A request the cluster drops (no leader for the moment, or one just
 	// lost) gets no answer at all: without a bound it would wait for as
 	// long as ctx, which may be forever. 5 s is jetstream's own default.
@@ -51,7 +53,7 @@ func (b *Bus) LeaderGet(ctx context.Context, name, key string) (value []byte, re
 		return nil, 0, false, fmt.Errorf("get %s from %s's leader: %w", key, bucket, err)
 	}
 	switch {
-	case resp.Error != nil && resp.Error.ErrCode == 10037: // no message found
+	case resp.Error != nil && resp.Error.ErrCode == int(jetstream.JSErrCodeMessageNotFound):
 		return nil, 0, false, nil
 	case resp.Error != nil:
 		return nil, 0, false, fmt.Errorf("get %s from %s's leader: %s (%d)", key, bucket, resp.Error.Desc, resp.Error.ErrCode)
@@ -59,8 +61,14 @@ func (b *Bus) LeaderGet(ctx context.Context, name, key string) (value []byte, re
 		return nil, 0, false, fmt.Errorf("get %s from %s's leader: empty answer", key, bucket)
 	}
 	// A delete or purge leaves a marker message with no value.
-	if bytes.Contains(resp.Message.Hdrs, []byte("KV-Operation: DEL")) || bytes.Contains(resp.Message.Hdrs, []byte("KV-Operation: PURGE")) {
-		return nil, 0, false, nil
+	if len(resp.Message.Hdrs) > 0 {
+		h, err := nats.DecodeHeadersMsg(resp.Message.Hdrs)
+		if err != nil {
+			return nil, 0, false, fmt.Errorf("get %s from %s's leader: headers: %w", key, bucket, err)
+		}
+		if op := h.Get("KV-Operation"); op == "DEL" || op == "PURGE" {
+			return nil, 0, false, nil
+		}
 	}
 	return resp.Message.Data, resp.Message.Seq, true, nil
 }

@@ -136,42 +136,44 @@ func (w *Worker) deliver(ctx context.Context, msg jetstream.Msg, x crossing.Cros
 		whose    string // own or expired: which claim, for the metric
 		claimer  ledgerEntry
 	)
-	if v, rev, found, err := w.bus.LeaderGet(ctx, bus.BucketSent, key); err != nil {
+	v, rev, found, err := w.bus.LeaderGet(ctx, bus.BucketSent, key)
+	if err != nil {
 		log.Warn("read sent ledger failed; job will be redelivered", "err", err)
 		return w.cfg.DeferDelay, false
-	} else if found {
-		var le ledgerEntry
+	}
+	var le ledgerEntry
+	if found {
 		_ = json.Unmarshal(v, &le)
-		switch {
-		case le.State != stateSending:
-			w.unsentClaims.Delete(key)
-			if le.State == "" || le.State == stateSent {
-				w.outcome(x, name, crossing.Record{Outcome: crossing.Duplicate})
-			}
-			return 0, true
-		case w.isUnrecorded(key):
-			// Step: record a send whose ledger write failed here before.
-			return w.recordSentBefore(ctx, x, name, key)
-		case w.ownUnsentClaim(key, le):
-			// This process's claim, whose write it could not confirm and
-			// after which it sent nothing.
-			takeOver, whose = rev, "own"
-		case w.now().Sub(le.At) < w.cfg.claimTimeout():
-			// Another worker is sending it, or has and is still trying
-			// to record it.
-			return w.cfg.DeferDelay, false
-		default:
-			// Its claimer died between the claim and the result, or has
-			// not reached the ledger for claim_timeout: whether the mail
-			// went out is unknown, and it is sent (the exception of
-			// docs/design.md), once: the claim is taken over by a
-			// compare-and-set.
-			takeOver, whose, claimer = rev, "expired", le
+	}
+	switch {
+	case found && le.State != stateSending:
+		// Done, here or by another worker.
+		w.unsentClaims.Delete(key)
+		w.unrecorded.Delete(key)
+		if le.State == "" || le.State == stateSent {
+			w.outcome(x, name, crossing.Record{Outcome: crossing.Duplicate})
 		}
-	} else if w.isUnrecorded(key) {
+		return 0, true
+	case w.isUnrecorded(key):
 		// Step: record a send whose ledger write failed here before
-		// (and whose claim is gone too).
+		// (its claim still there, or gone too).
 		return w.recordSentBefore(ctx, x, name, key)
+	case !found:
+		// Nothing in the ledger: claimed afresh below.
+	case w.ownUnsentClaim(key, le):
+		// This process's claim, whose write it could not confirm and
+		// after which it sent nothing.
+		takeOver, whose = rev, "own"
+	case w.now().Sub(le.At) < w.cfg.claimTimeout():
+		// Another worker is sending it, or has and is still trying to
+		// record it.
+		return w.cfg.DeferDelay, false
+	default:
+		// Its claimer died between the claim and the result, or has not
+		// reached the ledger for claim_timeout: whether the mail went out
+		// is unknown, and it is sent (the exception of docs/design.md),
+		// once: the claim is taken over by a compare-and-set.
+		takeOver, whose, claimer = rev, "expired", le
 	}
 
 	// Step: quiet hours.

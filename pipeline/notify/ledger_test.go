@@ -20,8 +20,8 @@ import (
 func TestSendWhoseLedgerWriteFailedIsNotSentAgain(t *testing.T) {
 	b := setup(t)
 	cfg := b.cfg
-	cfg.AckWait = 2 * cfg.LockTTL                               // the shortest allowed: the ledger's budget
-	bucket := bus.DefaultConfig().Prefix + "_" + bus.BucketSent // as setup connects
+	cfg.AckWait = 2 * cfg.LockTTL // the shortest allowed: the ledger's budget
+	bucket := b.bus.BucketName(bus.BucketSent)
 	var sends atomic.Int32
 	recv := newFake(func(string, int) error {
 		if sends.Add(1) == 1 {
