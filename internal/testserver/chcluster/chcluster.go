@@ -70,10 +70,11 @@ type Node struct {
 // Start starts ZooKeeper, then every node but the standby ones at once, and
 // returns when all answer. Everything stops with t.Cleanup.
 //
-// Ports are picked free, then bound when the servers start; an outgoing
-// connection of another test can take one in between (they come from the
-// same ephemeral range), so a start that finds its address in use is
-// tried again on fresh ports, up to three times.
+// Ports are picked free (internal/freeport, below the kernel's ephemeral
+// range), then bound when the servers start; a test binary run beside
+// this one can still pick the same port in between, so a start that
+// finds its address in use is tried again on fresh ports, up to three
+// times.
 func Start(t testing.TB, opts Options) *Cluster {
 	t.Helper()
 	for attempt := 1; ; attempt++ {
