@@ -220,8 +220,7 @@ func (h *hub) refreshBaselines(ctx context.Context, now time.Time, pages []LiveP
 	if len(paths) == 0 {
 		return nil
 	}
-	to := now.UTC().Truncate(24 * time.Hour)
-	from := to.Add(-baselineDays * 24 * time.Hour)
+	from, to := baselineSpan(now)
 	rows, err := h.store.DayTotals(ctx, sites, paths, from, to)
 	if err != nil {
 		return fmt.Errorf("live baselines: %w", err)
@@ -234,11 +233,22 @@ func (h *hub) refreshBaselines(ctx context.Context, now time.Time, pages []LiveP
 	for _, p := range pages {
 		k := [2]string{p.Site, p.Path}
 		if _, ok := h.baselines[k]; !ok {
-			h.baselines[k] = medianWithZeros(days[k], baselineDays) / 24
+			h.baselines[k] = normalPerHour(days[k])
 		}
 	}
 	return nil
 }
+
+// baselineSpan is the whole UTC days a page's normal is made from: the
+// baselineDays before today.
+func baselineSpan(now time.Time) (from, to time.Time) {
+	to = now.UTC().Truncate(24 * time.Hour)
+	return to.Add(-baselineDays * 24 * time.Hour), to
+}
+
+// normalPerHour is a page's normal hour from its day totals over the
+// baseline span: a 24th of its median day, days without a row being 0.
+func normalPerHour(days []float64) float64 { return medianWithZeros(days, baselineDays) / 24 }
 
 // medianWithZeros is the median of n values of which those not given
 // are 0: days without views have no row.

@@ -179,19 +179,17 @@ func (s *Server) pageLines(r *http.Request, site, path string, step time.Duratio
 	}
 	// The page's normal, as the live view computes it: a 24th of its
 	// median day over the last 7 whole days (page_days, by key).
-	to := s.deps.Now().UTC().Truncate(24 * time.Hour)
-	days, err := s.deps.Store.DayTotals(r.Context(), []string{site}, []string{path}, to.Add(-baselineDays*24*time.Hour), to)
+	from, to := baselineSpan(s.deps.Now())
+	days, err := s.deps.Store.DayTotals(r.Context(), []string{site}, []string{path}, from, to)
 	if err != nil {
 		return nil, err
 	}
 	var vals []float64
 	for _, d := range days {
-		if d.Site == site && d.Path == path {
-			vals = append(vals, float64(d.Hits))
-		}
+		vals = append(vals, float64(d.Hits))
 	}
 	if len(vals) > 0 {
-		perHour := medianWithZeros(vals, baselineDays) / 24
+		perHour := normalPerHour(vals)
 		out = append(out, chartLine{Kind: "baseline", Value: perHour * float64(step) / float64(time.Hour),
 			Label: fmt.Sprintf("normal: %.0f an hour (a 24th of the median day of the last 7)", perHour)})
 	}
