@@ -13,6 +13,14 @@ type Observation struct {
 	At       time.Time
 	Count    uint64
 	Expected Expected
+	// Short is the count over the detector's short window ending with
+	// the rule's (Reach.Short: bursts), Past the views over Reach.Past
+	// before the window. Zero when the detector reads neither.
+	Short uint64
+	Past  uint64
+	// Late is set when the site's data is behind: a low count may be
+	// hits not loaded yet, so no drop is judged on it.
+	Late bool
 }
 
 // Episode is the open episode of an episodic rule, kept in State.
@@ -43,72 +51,14 @@ type judgement struct {
 	level    float64 // the count it is measured against: threshold, factor × baseline, min_count
 	severity float64 // how many times past level (down: how many times below)
 	known    bool    // the normal was known: back and escalate can be judged
-}
-
-// weigh judges an observation in the direction given (for an open
-// episode: the episode's), or in every direction the rule looks.
-func (r *Rule) weigh(o Observation, open bool, down bool) judgement {
-	c := float64(o.Count)
-	switch r.Kind() {
-	case KindThreshold:
-		t := float64(r.Thresholds[0])
-		return judgement{fires: Crossed(o.Count, r.Thresholds[0]), level: t, severity: c / t, known: true}
-	case KindNewPage:
-		min := float64(r.NewPage.MinCount)
-		// Once open the page has a past, so only min_count matters.
-		fires := o.Expected.OK && o.Expected.Value == 0 && o.Count >= r.NewPage.MinCount
-		return judgement{fires: fires, level: min, severity: c / min, known: true}
-	}
-	s := r.Spike
-	e := o.Expected
-	if open && !down && c < float64(s.MinCount)*(1-r.Rearm.Hysteresis) {
-		// Back whatever the normal: below min_count nothing is a spike.
-		return judgement{known: true, level: float64(s.MinCount)}
-	}
-	if !e.OK {
-		return judgement{}
-	}
-	up := judgement{down: false, known: true, level: max(s.Factor*e.Value, float64(s.MinCount))}
-	up.severity = c / up.level
-	up.fires = o.Count >= s.MinCount && c >= s.Factor*e.Value
-	dn := judgement{down: true, known: true, level: e.Value / s.Factor}
-	dn.severity = dn.level / max(c, 1)
-	// A page whose normal is below min_count (zero included) never goes
-	// quiet: 3 views falling to none is noise.
-	dn.fires = e.Value >= float64(s.MinCount) && e.Value > 0 && c <= e.Value/s.Factor
-	if z := s.Baseline.ZScore; z != nil {
-		up.fires = up.fires && (c-e.Value)/e.Scale >= z.K
-		dn.fires = dn.fires && (e.Value-c)/e.Scale >= z.K
-	}
-	switch {
-	case open:
-		if down {
-			return dn
-		}
-		return up
-	case s.Direction == Down:
-		return dn
-	case s.Direction == Both && dn.fires:
-		return dn
-	}
-	return up
-}
-
-// back reports whether an open episode's count is back at the re-arm
-// level: the level × (1 − hysteresis), measured the episode's way.
-func (r *Rule) back(j judgement, o Observation, ep *Episode) bool {
-	h := 1 - r.Rearm.Hysteresis
-	if r.Kind() == KindThreshold {
-		return o.Count <= r.RearmLevel(r.Thresholds[0])
-	}
-	if ep.Down {
-		// Back once the count is within factor × (1 − h) of normal again.
-		return float64(o.Count)*r.Spike.Factor*h >= o.Expected.Value
-	}
-	if r.Kind() == KindSpike && float64(o.Count) < float64(r.Spike.MinCount)*h {
-		return true
-	}
-	return float64(o.Count) < j.level*h
+	// sustain, when set with pending, is how long the condition must
+	// hold before it fires: a page below its range for an hour of a
+	// quiet afternoon is not yet a page gone quiet.
+	pending bool
+	sustain time.Duration
+	// short: the severity is the burst window's (Reach.Short), not the
+	// rule's window.
+	short bool
 }
 
 // StepEpisode is the state machine of episodic rules (spike, new_page,
@@ -134,27 +84,42 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 		next.Open = &ep
 	}
 	ep := next.Open
+	det := r.Detector()
 	if ep == nil {
-		j := r.weigh(o, false, false)
+		j := det.weigh(o, nil)
+		if !j.known {
+			return next, nil // the normal is unknown: hold what was building
+		}
+		if j.pending {
+			// A condition that must last: it fires once it has held
+			// for j.sustain, from the first observation it held at.
+			if next.Building.IsZero() {
+				next.Building = o.At
+			}
+			j.fires = o.At.Sub(next.Building) >= j.sustain
+		} else {
+			next.Building = time.Time{}
+		}
 		if !j.fires {
 			return next, nil
 		}
+		next.Building = time.Time{}
 		next.Episode++
 		next.LastFired = o.At
 		next.Open = &Episode{Since: o.At, Peak: o.Count, PeakAt: o.At, Down: j.down}
 		if r.Kind() == KindThreshold {
 			next.Fired = []uint64{r.Thresholds[0]}
 		}
-		return next, r.firings(next, Firing{Event: EventFire, Level: j.level, Severity: j.severity})
+		return next, r.firings(next, Firing{Event: EventFire, Level: j.level, Severity: j.severity, Short: shortOf(det, j)})
 	}
-	j := r.weigh(o, true, ep.Down)
+	j := det.weigh(o, ep)
 	if !j.known {
 		return next, nil
 	}
 	if (!ep.Down && o.Count > ep.Peak) || (ep.Down && o.Count < ep.Peak) {
 		ep.Peak, ep.PeakAt = o.Count, o.At
 	}
-	if r.back(j, o, ep) {
+	if det.back(j, o, ep) {
 		if ep.Back.IsZero() {
 			ep.Back = o.At
 		}
@@ -174,7 +139,7 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 		return next, nil
 	}
 	ep.Steps = step
-	return next, r.firings(next, Firing{Event: EventEscalate, Level: j.level, Severity: j.severity, Step: r.Escalate[step-1]})
+	return next, r.firings(next, Firing{Event: EventEscalate, Level: j.level, Severity: j.severity, Step: r.Escalate[step-1], Short: shortOf(det, j)})
 }
 
 func sameEpisode(a, b *Episode) bool {
@@ -209,4 +174,12 @@ func (r *Rule) firings(s State, f Firing) []Firing {
 		return nil
 	}
 	return []Firing{f}
+}
+
+// shortOf is the burst window a judgement's severity is of, 0: the rule's.
+func shortOf(d Detector, j judgement) time.Duration {
+	if !j.short {
+		return 0
+	}
+	return d.Reach().Short
 }

@@ -71,11 +71,14 @@ type Rule struct {
 	// Thresholds is one threshold, or milestones in strictly increasing
 	// order. YAML takes a number or a list.
 	Thresholds Thresholds `yaml:"threshold"`
-	// Spike and NewPage make the rule judge each page against its own
-	// past instead of a threshold (spike.go); exactly one of threshold,
-	// spike and new_page is set.
+	// Spike, NewPage and Unusual make the rule judge each page against
+	// its own past instead of a threshold; exactly one of threshold,
+	// spike, new_page and unusual is set. Each is a Detector (detector.go).
 	Spike   *Spike   `yaml:"spike,omitempty"`
 	NewPage *NewPage `yaml:"new_page,omitempty"`
+	// Unusual judges each page against the normal of its own week, up
+	// and down, on two time scales (unusual.go): the shipped default.
+	Unusual *Unusual `yaml:"unusual,omitempty"`
 	Window  Window   `yaml:"window"`
 	// Zone is the IANA time zone calendar windows are cut in ("" = UTC).
 	// Validate loads it into Window.Zone.
@@ -95,6 +98,7 @@ type Rule struct {
 	// Compiled by Validate. Unexported and untagged, so config decoding and
 	// printing never see them.
 	matcher matcher
+	det     Detector
 	subject *template.Template
 	body    *template.Template
 }

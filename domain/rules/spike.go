@@ -2,6 +2,7 @@ package rules
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -19,18 +20,8 @@ const (
 	KindThreshold Kind = "threshold"
 	KindSpike     Kind = "spike"
 	KindNewPage   Kind = "new_page"
+	KindUnusual   Kind = "unusual"
 )
-
-// Kind reports the rule's kind.
-func (r *Rule) Kind() Kind {
-	switch {
-	case r.Spike != nil:
-		return KindSpike
-	case r.NewPage != nil:
-		return KindNewPage
-	}
-	return KindThreshold
-}
 
 // Spike fires when a page's count over the rule's window is far from the
 // page's own normal (its baseline), so one rule fits pages of every size
@@ -92,15 +83,6 @@ type ZScore struct {
 // DefaultZScoreWindows is zscore.windows when not given: a day of hourly
 // windows.
 const DefaultZScoreWindows = 24
-
-// NewPage fires for a page that had no views at all over Lookback before
-// the window and passes MinCount within it: a new post taking off.
-//
-//	new_page: {lookback: 30d, min_count: 200}
-type NewPage struct {
-	Lookback Span   `yaml:"lookback"`
-	MinCount uint64 `yaml:"min_count"`
-}
 
 // Event is one kind of message an episode sends.
 type Event string
@@ -206,11 +188,14 @@ func (r *Rule) validateKinds(add func(field, format string, args ...any)) {
 	if r.NewPage != nil {
 		kinds++
 	}
+	if r.Unusual != nil {
+		kinds++
+	}
 	switch {
 	case kinds == 0:
-		add(".threshold", "required: a number of views, or a list of milestones (or give spike or new_page instead)")
+		add(".threshold", "required: a number of views, or a list of milestones (or give unusual, spike or new_page instead)")
 	case kinds > 1:
-		add("", "give one of threshold, spike and new_page, not %d of them", kinds)
+		add("", "give one of threshold, unusual, spike and new_page, not %d of them", kinds)
 	}
 }
 
@@ -233,6 +218,9 @@ func (r *Rule) validateKind(add func(field, format string, args ...any), windowO
 	}
 	if r.Spike != nil {
 		r.validateSpike(add)
+	}
+	if r.Unusual != nil && windowOK && r.Window.Kind == Rolling {
+		r.validateUnusual(add)
 	}
 	if p := r.NewPage; p != nil {
 		if p.MinCount == 0 {
@@ -321,4 +309,157 @@ func (r *Rule) validateSpike(add func(field, format string, args ...any)) {
 	if set != 1 {
 		add(".spike.baseline", "exactly one of same_time, trailing, zscore must be set")
 	}
+}
+
+// spikeDetector judges a page's count against a multiple of the median
+// of its past windows (or a robust z-score over them).
+type spikeDetector struct{ r *Rule }
+
+func (d *spikeDetector) Kind() Kind   { return KindSpike }
+func (d *spikeDetector) Reach() Reach { return Reach{} }
+func (d *spikeDetector) LooksDown() bool {
+	return d.r.Spike.Direction != Up && d.r.Spike.Direction != ""
+}
+
+// QuietBelow: below min_count × (1 − hysteresis) nothing fires and an
+// episode is back; 0 when the rule looks down.
+func (d *spikeDetector) QuietBelow() uint64 {
+	if d.LooksDown() {
+		return 0
+	}
+	return uint64(math.Ceil(float64(d.r.Spike.MinCount) * (1 - d.r.Rearm.Hysteresis)))
+}
+
+func (d *spikeDetector) Spans(end, dataStart time.Time) []Interval {
+	r := d.r
+	w := r.Window.Rolling
+	floor := end.UTC().Truncate(time.Hour)
+	var out []Interval
+	add := func(to time.Time) {
+		from := to.Add(-w)
+		if !from.Before(dataStart) {
+			out = append(out, Interval{From: from, To: to})
+		}
+	}
+	b := r.Spike.Baseline
+	switch {
+	case b.SameTime != nil:
+		// The nearest whole hour: a window ending at 14:37 is compared
+		// with those ending at 15:00 on past days, at most half an hour
+		// off either way.
+		near := end.UTC().Round(time.Hour).In(r.Window.zone())
+		y, m, dd := near.Date()
+		hh, mm := near.Hour(), near.Minute()
+		// The same wall-clock time k days or weeks back, in the rule's
+		// zone: across a DST change that is 23 or 25 hours per day away.
+		for k := 1; k <= b.SameTime.Days; k++ {
+			add(time.Date(y, m, dd-k, hh, mm, 0, 0, near.Location()).UTC().Truncate(time.Hour))
+		}
+		for k := 1; k <= b.SameTime.Weeks; k++ {
+			if k*7 <= b.SameTime.Days {
+				continue // already taken as a day
+			}
+			add(time.Date(y, m, dd-7*k, hh, mm, 0, 0, near.Location()).UTC().Truncate(time.Hour))
+		}
+	case b.Trailing != 0:
+		// The window ending at every whole hour of the trailing period
+		// before the current window.
+		last := floor.Add(-w)
+		n := int(time.Duration(b.Trailing) / time.Hour)
+		for j := 0; j < n; j++ {
+			add(last.Add(-time.Duration(j) * time.Hour))
+		}
+	case b.ZScore != nil:
+		// The windows before the current one, end to end.
+		for j := 1; j <= b.ZScore.Windows; j++ {
+			add(floor.Add(-time.Duration(j-1) * w))
+		}
+	}
+	return out
+}
+
+// minSamples is how many known windows a baseline needs: half of what the
+// rule asks for, rounded up, so a page that is one week old can already
+// be judged by a rule over four, but not by a single past day.
+func (d *spikeDetector) minSamples() int {
+	b := d.r.Spike.Baseline
+	switch {
+	case b.SameTime != nil:
+		n := b.SameTime.Days
+		for k := 1; k <= b.SameTime.Weeks; k++ {
+			if k*7 > b.SameTime.Days {
+				n++
+			}
+		}
+		return (n + 1) / 2
+	case b.Trailing != 0:
+		return int(time.Duration(b.Trailing)/time.Hour+1) / 2
+	case b.ZScore != nil:
+		return (b.ZScore.Windows + 1) / 2
+	}
+	return 0
+}
+
+// Expect is the median of the counts, in any order, with their spread.
+func (d *spikeDetector) Expect(_ []Interval, counts []uint64) Expected {
+	if len(counts) < d.minSamples() || len(counts) == 0 {
+		return Expected{Samples: len(counts)}
+	}
+	xs := make([]float64, len(counts))
+	for i, c := range counts {
+		xs[i] = float64(c)
+	}
+	med := median(xs)
+	scale := max(1.4826*mad(xs, med), math.Sqrt(med), 1)
+	return Expected{Value: med, Scale: scale, Samples: len(counts), OK: true}
+}
+
+func (d *spikeDetector) weigh(o Observation, ep *Episode) judgement {
+	r, s, e := d.r, d.r.Spike, o.Expected
+	c := float64(o.Count)
+	if ep != nil && !ep.Down && c < float64(s.MinCount)*(1-r.Rearm.Hysteresis) {
+		// Back whatever the normal: below min_count nothing is a spike.
+		return judgement{known: true, level: float64(s.MinCount)}
+	}
+	if !e.OK {
+		return judgement{}
+	}
+	up := judgement{down: false, known: true, level: max(s.Factor*e.Value, float64(s.MinCount))}
+	up.severity = c / up.level
+	up.fires = o.Count >= s.MinCount && c >= s.Factor*e.Value
+	dn := judgement{down: true, known: true, level: e.Value / s.Factor}
+	dn.severity = dn.level / max(c, 1)
+	// A page whose normal is below min_count (zero included) never goes
+	// quiet: 3 views falling to none is noise.
+	dn.fires = e.Value >= float64(s.MinCount) && e.Value > 0 && c <= e.Value/s.Factor
+	if z := s.Baseline.ZScore; z != nil {
+		up.fires = up.fires && (c-e.Value)/e.Scale >= z.K
+		dn.fires = dn.fires && (e.Value-c)/e.Scale >= z.K
+	}
+	switch {
+	case ep != nil:
+		if ep.Down {
+			return dn
+		}
+		return up
+	case s.Direction == Down:
+		return dn
+	case s.Direction == Both && dn.fires:
+		return dn
+	}
+	return up
+}
+
+// back: an episode up is back below its level × (1 − hysteresis) (or
+// below min_count × it); one down once the count is within factor × (1 −
+// hysteresis) of normal again.
+func (d *spikeDetector) back(j judgement, o Observation, ep *Episode) bool {
+	h := 1 - d.r.Rearm.Hysteresis
+	if ep.Down {
+		return float64(o.Count)*d.r.Spike.Factor*h >= o.Expected.Value
+	}
+	if float64(o.Count) < float64(d.r.Spike.MinCount)*h {
+		return true
+	}
+	return float64(o.Count) < j.level*h
 }

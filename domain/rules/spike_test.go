@@ -80,7 +80,7 @@ rules:
 		t.Fatal("no error")
 	}
 	for _, want := range []string{
-		`sweeper.rules[0]: give one of threshold, spike and new_page, not 2 of them`,
+		`sweeper.rules[0]: give one of threshold, unusual, spike and new_page, not 2 of them`,
 		`sweeper.rules[0].window: spike rules count whole hours, 1h to 168h (baselines are kept per hour), got 1h30m`,
 		`sweeper.rules[0].rearm.cooldown: spike episodes end when the page is back to normal`,
 		`sweeper.rules[0].spike.factor: required: a multiple of the baseline above 1`,

@@ -29,6 +29,10 @@ type State struct {
 	// an older progress than the state's must not replay what another
 	// sweeper already judged (and fire a second episode over it).
 	Seen time.Time `json:"seen,omitzero"`
+	// Building is when a condition that must last before it fires (a
+	// page far below its range, for unusual rules) was first seen; zero:
+	// none is building.
+	Building time.Time `json:"building,omitzero"`
 }
 
 // Armed reports whether threshold t may fire.
@@ -52,6 +56,9 @@ type Firing struct {
 	Severity float64
 	Step     float64
 	Episode  Episode
+	// Short is the burst window the count that fired was over (unusual
+	// rules), 0: the rule's window.
+	Short time.Duration
 }
 
 // Crossed is the one comparison every rule uses: "passed 1,000 views"

@@ -80,9 +80,9 @@ func (r *Rule) Validate(key string) error {
 		add(".window", "%v", err)
 		windowOK = false
 	}
-	sameTime := r.Spike != nil && r.Spike.Baseline.SameTime != nil
+	sameTime := (r.Spike != nil && r.Spike.Baseline.SameTime != nil) || r.Unusual != nil
 	if r.Zone != "" && windowOK && r.Window.Kind != Calendar && !sameTime {
-		add(".zone", "only calendar windows (day, week, month) and same_time baselines have a zone; window is %s", r.Window)
+		add(".zone", "only calendar windows (day, week, month), unusual rules and same_time baselines have a zone; window is %s", r.Window)
 	} else if r.Zone != "" {
 		loc, err := time.LoadLocation(r.Zone)
 		if err != nil {
@@ -93,6 +93,7 @@ func (r *Rule) Validate(key string) error {
 	}
 
 	r.validateKind(add, windowOK)
+	r.det = r.newDetector()
 
 	h := r.Rearm.Hysteresis
 	if math.IsNaN(h) || h < 0 || h >= 1 {

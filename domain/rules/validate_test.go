@@ -121,7 +121,7 @@ func TestValidateErrorsNameKeys(t *testing.T) {
 			`sweeper.rules[3].notify.subject: fails on a sample crossing: template: subject:1:9: executing "subject" at <.Labels.team>: map has no entry for key "team"`,
 			`sweeper.rules[4].name: "m3" is already the name of sweeper.rules[3]`,
 			`sweeper.rules[4].match.prefix: must start with /, got "x"`,
-			`sweeper.rules[4].zone: only calendar windows (day, week, month) and same_time baselines have a zone; window is 1h`,
+			`sweeper.rules[4].zone: only calendar windows (day, week, month), unusual rules and same_time baselines have a zone; window is 1h`,
 		}},
 		{"milestones do not re-arm", `
   - name: ms

@@ -1,0 +1,82 @@
+package rules
+
+import "time"
+
+// Detector is what a rule's kind decides, and the only place that does:
+// which past windows make a page's normal, what the normal and its usual
+// range are, whether a count fires, is back, or is too small to matter.
+// The sweep, the backtest, the console and the messages ask the rule's
+// detector and switch on nothing. Each kind is one file implementing it
+// (threshold.go, spike.go, newpage.go, unusual.go); Validate compiles the
+// rule's detector once.
+type Detector interface {
+	Kind() Kind
+	// Spans lists the past windows whose counts make a page's normal for
+	// the rule's window ending at end. Windows starting before dataStart
+	// are left out: before a site's data began its views are unknown, not
+	// zero. Nil: the kind has no normal (threshold).
+	Spans(end, dataStart time.Time) []Interval
+	// Expect makes the normal from spans' counts (counts[i] is spans[i]'s,
+	// in Spans' order with the unknown ones left out).
+	Expect(spans []Interval, counts []uint64) Expected
+	// Reach is what a count query reads besides the window: Short, a
+	// window ending with it for bursts (Observation.Short), and Past, the
+	// span before it whose total is Observation.Past. Zero: none.
+	Reach() Reach
+	// QuietBelow is the count below which a page is, for the rule, the
+	// same as a page without views: it neither fires nor holds an
+	// episode open. 0: every count matters (a rule looking down).
+	QuietBelow() uint64
+	// LooksDown reports whether the rule hears pages going quiet, which
+	// must then be judged as their hours pass even with no views.
+	LooksDown() bool
+
+	weigh(o Observation, ep *Episode) judgement
+	back(j judgement, o Observation, ep *Episode) bool
+}
+
+// Reach is the extra windows a detector's count query reads.
+type Reach struct {
+	Short time.Duration
+	Past  time.Duration
+}
+
+// Detector is the rule's detector, compiled by Validate (built afresh,
+// unstored, on a rule that was not validated, as in tests).
+func (r *Rule) Detector() Detector {
+	if r.det != nil {
+		return r.det
+	}
+	return r.newDetector()
+}
+
+func (r *Rule) newDetector() Detector {
+	switch {
+	case r.Spike != nil:
+		return &spikeDetector{r: r}
+	case r.NewPage != nil:
+		return &newPageDetector{r: r}
+	case r.Unusual != nil:
+		return &unusualDetector{r: r, u: r.Unusual}
+	}
+	return &thresholdDetector{r: r}
+}
+
+// Kind reports the rule's kind.
+func (r *Rule) Kind() Kind { return r.Detector().Kind() }
+
+// BaselineSpans lists the windows whose counts make a page's normal for
+// the rule's window ending at end (Detector.Spans).
+func (r *Rule) BaselineSpans(end, dataStart time.Time) []Interval {
+	return r.Detector().Spans(end, dataStart)
+}
+
+// Normal makes the page's normal from the counts of BaselineSpans'
+// windows (Detector.Expect).
+func (r *Rule) Normal(spans []Interval, counts []uint64) Expected {
+	return r.Detector().Expect(spans, counts)
+}
+
+// Expect makes the normal from counts alone, for kinds whose normal does
+// not depend on which window each count is of (spike, new_page).
+func (r *Rule) Expect(counts []uint64) Expected { return r.Detector().Expect(nil, counts) }

@@ -1,0 +1,360 @@
+package rules
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+)
+
+// Unusual judges each page against the normal of its own history at this
+// time of the week, with a noise model made for counts, in both
+// directions and on two time scales, so one rule fits every page of
+// every site:
+//
+//	unusual:
+//	  direction: both        # up, down or both (default)
+//	  sensitivity: 5         # how many noise units from the normal fires (default 5)
+//	  factor: 1.5            # and at least 1.5 × the top of the normal (down: below the bottom / 1.5)
+//	  min_count: 20          # and at least 20 views (down: a normal of at least 20)
+//	  burst: 10m             # also judge the last 10 minutes against the same normal; 0s: off
+//	  down_for: 2h           # a drop must last this long before it is heard
+//	  weeks: 4               # weeks of history the weekly profile reads
+//
+// The normal (docs/spike-rules.md has the why of each choice):
+//   - with 3 or more past weeks: the median of the same window at the
+//     same wall-clock time on the same weekday of each past week, in the
+//     rule's zone (DST-aware): the week's rhythm, robust to a past surge
+//     or holiday in one of them;
+//   - with 1 or 2 weeks: a range from that weekly figure to the median of
+//     the same hour over the last 6 days, since neither alone is sure yet;
+//   - with 2 to 6 days: the median of the same hour over the days there
+//     are ("normal from 3 days of history");
+//   - less: not judged.
+//
+// The noise is a negative binomial: a count's variance is μ + φμ², with
+// φ estimated from the spread of the page's own samples (shrunk towards
+// a prior while they are few), and the normal's own uncertainty added.
+// A count fires up when its variance-stabilised distance above the top
+// of the normal is at least sensitivity (and above the floors); down
+// when it is as far below the bottom for down_for.
+type Unusual struct {
+	Direction   Direction      `yaml:"direction"`
+	Sensitivity float64        `yaml:"sensitivity"`
+	Factor      float64        `yaml:"factor"`
+	MinCount    uint64         `yaml:"min_count"`
+	Burst       *time.Duration `yaml:"burst,omitempty"`
+	DownFor     time.Duration  `yaml:"down_for"`
+	Weeks       int            `yaml:"weeks"`
+}
+
+// Defaults of the unusual detector: what the shipped rule file uses, and
+// why, is in docs/spike-rules.md.
+const (
+	DefaultSensitivity   = 5.0
+	DefaultUpFactor      = 1.5
+	DefaultUnusualMin    = 20
+	DefaultBurst         = 10 * time.Minute
+	DefaultDownFor       = 2 * time.Hour
+	DefaultWeeks         = 4
+	DefaultUnusualSettle = time.Hour
+	MaxUnusualWeeks      = 12
+
+	// pastSpan is how far back Observation.Past reaches: the page's
+	// views of the last 4 weeks, against which a burst is weighed on a
+	// page whose normal is bursts.
+	pastSpan = 28 * 24 * time.Hour
+	// burstyShare: on a page with 2 weeks of history or more, a count
+	// fires only above this share of the page's views over pastSpan.
+	// A page whose month is 10 bursts of 100 views holds 100 as normal
+	// (a tenth of its month); a steady page never comes near it (an
+	// hour holds under 1% of its month).
+	burstyShare = 0.25
+	// phiPrior is the overdispersion assumed before a page's own samples
+	// say otherwise (√0.04: a 20% spread between like hours of large
+	// pages), and phiPriorWeight how many samples it counts as.
+	phiPrior       = 0.04
+	phiPriorWeight = 2.0
+	// usualZ is how wide the usual range is: about 19 in 20 normal
+	// windows fall inside ±2 noise units.
+	usualZ = 2.0
+)
+
+func (u *Unusual) burst() time.Duration {
+	if u.Burst == nil {
+		return DefaultBurst
+	}
+	return *u.Burst
+}
+
+// validateUnusual fills in defaults and checks the settings.
+func (r *Rule) validateUnusual(add func(field, format string, args ...any)) {
+	u := r.Unusual
+	switch u.Direction {
+	case "":
+		u.Direction = Both
+	case Up, Down, Both:
+	default:
+		add(".unusual.direction", "must be up, down or both, got %q", u.Direction)
+	}
+	if u.Sensitivity == 0 {
+		u.Sensitivity = DefaultSensitivity
+	}
+	if !(u.Sensitivity >= 1) || u.Sensitivity > 100 {
+		add(".unusual.sensitivity", "noise units from the normal, 1 to 100 (like 5), got %v", u.Sensitivity)
+	}
+	if u.Factor == 0 {
+		u.Factor = DefaultUpFactor
+	}
+	if !(u.Factor >= 1) || u.Factor > 1e6 {
+		add(".unusual.factor", "a multiple of the normal's top, at least 1 (like 1.5), got %v", u.Factor)
+	}
+	if u.MinCount == 0 {
+		u.MinCount = DefaultUnusualMin
+	}
+	if u.Burst == nil {
+		b := DefaultBurst
+		u.Burst = &b
+	}
+	if b := *u.Burst; b < 0 || b%time.Minute != 0 || (b != 0 && (b < time.Minute || b >= r.Window.Rolling)) {
+		add(".unusual.burst", "whole minutes shorter than the window (like 10m), or 0s for none, got %s", b)
+	}
+	if u.DownFor == 0 {
+		u.DownFor = DefaultDownFor
+	}
+	if u.DownFor < 0 || u.DownFor > 7*24*time.Hour {
+		add(".unusual.down_for", "how long a drop must last, up to 7d (like 2h), got %s", u.DownFor)
+	}
+	if u.Weeks == 0 {
+		u.Weeks = DefaultWeeks
+	}
+	if u.Weeks < 1 || u.Weeks > MaxUnusualWeeks {
+		add(".unusual.weeks", "must be 1..%d, got %d", MaxUnusualWeeks, u.Weeks)
+	}
+	if r.Rearm.Settle == 0 {
+		r.Rearm.Settle = DefaultUnusualSettle
+	}
+	if r.Rearm.Hysteresis != 0 {
+		add(".rearm.hysteresis", "unusual episodes end when the count is back in its usual range (rearm.settle says for how long); hysteresis does not apply")
+	}
+}
+
+// unusualDetector is the compiled Unusual.
+type unusualDetector struct {
+	r *Rule
+	u *Unusual
+}
+
+func (d *unusualDetector) Kind() Kind      { return KindUnusual }
+func (d *unusualDetector) LooksDown() bool { return d.u.Direction != Up }
+
+func (d *unusualDetector) Reach() Reach {
+	if d.u.Direction == Down {
+		return Reach{}
+	}
+	return Reach{Short: d.u.burst(), Past: pastSpan}
+}
+
+// QuietBelow: 0 when the rule looks down (a page at 0 views is what it
+// listens for); else the smallest count that can fire, the burst's.
+func (d *unusualDetector) QuietBelow() uint64 {
+	if d.LooksDown() {
+		return 0
+	}
+	return d.burstMin()
+}
+
+// burstMin is the floor of a burst's count: min_count scaled to the
+// burst, but at least 5 views.
+func (d *unusualDetector) burstMin() uint64 {
+	b := d.u.burst()
+	if b == 0 {
+		return d.u.MinCount
+	}
+	return max(5, uint64(math.Ceil(float64(d.u.MinCount)*float64(b)/float64(d.r.Window.Rolling))))
+}
+
+// dailyDays is how many past days the hour-of-day normal reads.
+const dailyDays = 6
+
+// Spans are the same window at the same wall-clock time (the nearest
+// whole hour) on each of the last 6 days and on the same weekday of the
+// last weeks, in the rule's zone: across a DST change a day back is 23
+// or 25 hours back. Tag is how many days back.
+func (d *unusualDetector) Spans(end, dataStart time.Time) []Interval {
+	w := d.r.Window.Rolling
+	near := end.UTC().Round(time.Hour).In(d.r.Window.zone())
+	y, m, dd := near.Date()
+	hh, mm := near.Hour(), near.Minute()
+	var out []Interval
+	add := func(k int) {
+		to := time.Date(y, m, dd-k, hh, mm, 0, 0, near.Location()).UTC().Truncate(time.Hour)
+		if from := to.Add(-w); !from.Before(dataStart) {
+			out = append(out, Interval{From: from, To: to, Tag: k})
+		}
+	}
+	for k := 1; k <= dailyDays; k++ {
+		add(k)
+	}
+	for k := 1; k <= d.u.Weeks; k++ {
+		add(7 * k)
+	}
+	return out
+}
+
+// Expect makes the normal from the samples (see Unusual).
+func (d *unusualDetector) Expect(spans []Interval, counts []uint64) Expected {
+	var daily, weekly []float64
+	days := 0
+	for i, sp := range spans {
+		if sp.Tag%7 == 0 {
+			weekly = append(weekly, float64(counts[i]))
+		} else {
+			daily = append(daily, float64(counts[i]))
+		}
+		days = max(days, sp.Tag)
+	}
+	e := Expected{Samples: len(counts), Days: days}
+	var samples []float64
+	switch {
+	case len(weekly) >= 3:
+		e.Value = median(slices.Clone(weekly))
+		e.Low, e.High = e.Value, e.Value
+		e.Weekly = true
+		samples = weekly
+	case len(weekly) >= 1 && len(daily) >= 1:
+		w, dd := median(slices.Clone(weekly)), median(slices.Clone(daily))
+		e.Value = (w + dd) / 2
+		e.Low, e.High = min(w, dd), max(w, dd)
+		e.Weekly = true
+		samples = daily
+	case len(daily) >= 2:
+		e.Value = median(slices.Clone(daily))
+		e.Low, e.High = e.Value, e.Value
+		samples = daily
+	default:
+		return e
+	}
+	e.OK = true
+	n := float64(len(samples))
+	m := median(slices.Clone(samples))
+	phi := 0.0
+	if m > 0 {
+		s := 1.4826 * mad(slices.Clone(samples), m)
+		phi = max(0, (s*s-m)/(m*m))
+	}
+	// The prior keeps three alike samples from claiming a page has no
+	// noise beyond Poisson's; the page's own spread wins as they grow.
+	e.Scale = (n*phi + phiPriorWeight*phiPrior) / (n + phiPriorWeight)
+	e.Samples = len(samples)
+	lo, hi := d.countAt(e, e.Low, -usualZ), d.countAt(e, e.High, usualZ)
+	e.Low, e.High = max(0, lo), hi
+	return e
+}
+
+// noise is how many times Poisson's spread a count about mu has on the
+// square-root scale: the negative binomial's (1 + φμ), times the
+// normal's own uncertainty (a median of n samples: 1.57/n of a count's).
+func noise(e Expected, mu float64) float64 {
+	return math.Sqrt((1 + e.Scale*mu) * (1 + 1.57/float64(max(e.Samples, 1))))
+}
+
+// countAt is the count z noise units from mu (Anscombe's square root,
+// on which a count's spread is about ½ × noise). Below 0 it is -1: no
+// count is that low.
+func (d *unusualDetector) countAt(e Expected, mu, z float64) float64 {
+	r := math.Sqrt(mu+0.375) + z*noise(e, mu)/2
+	if r < 0 {
+		return -1
+	}
+	return r*r - 0.375
+}
+
+// NoiseZ is how many noise units count is from mu (for the why and the
+// console): positive above.
+func NoiseZ(e Expected, mu float64, count uint64) float64 {
+	return 2 * (math.Sqrt(float64(count)+0.375) - math.Sqrt(mu+0.375)) / noise(e, mu)
+}
+
+func (d *unusualDetector) weigh(o Observation, ep *Episode) judgement {
+	e, u := o.Expected, d.u
+	if !e.OK {
+		return judgement{}
+	}
+	up := d.weighUp(o)
+	dn := d.weighDown(o)
+	switch {
+	case ep != nil && ep.Down:
+		if o.Late {
+			return judgement{}
+		}
+		return dn
+	case ep != nil:
+		return up
+	case u.Direction == Up:
+		return up
+	case u.Direction == Down:
+		return dn
+	case up.fires:
+		return up
+	}
+	return dn
+}
+
+// weighUp: the window's count, or the burst's against the normal scaled
+// to it, far enough above the top of the normal, past the floors.
+func (d *unusualDetector) weighUp(o Observation) judgement {
+	e, u := o.Expected, d.u
+	c := float64(o.Count)
+	floor := 0.0
+	if e.Days >= 14 && o.Past > 0 {
+		floor = burstyShare * float64(o.Past)
+	}
+	j := judgement{known: true}
+	j.level = max(d.countAt(e, e.High, u.Sensitivity), u.Factor*e.High, float64(u.MinCount), floor)
+	j.severity = c / j.level
+	j.fires = c >= j.level
+	if b := u.burst(); b > 0 && u.Direction != Down {
+		f := float64(b) / float64(d.r.Window.Rolling)
+		mu := e.High * f
+		lb := max(d.countAt(e, mu, u.Sensitivity), u.Factor*mu, float64(d.burstMin()), floor)
+		if s := float64(o.Short) / lb; s > j.severity {
+			j.severity, j.short = s, true
+		}
+		j.fires = j.fires || float64(o.Short) >= lb
+	}
+	return j
+}
+
+// weighDown: the count far below the bottom of a normal of at least
+// min_count, pending until it has lasted down_for. Data that is late is
+// not judged: a count with hits missing is no drop.
+func (d *unusualDetector) weighDown(o Observation) judgement {
+	e, u := o.Expected, d.u
+	if o.Late {
+		return judgement{}
+	}
+	j := judgement{known: true, down: true, sustain: u.DownFor}
+	if e.Low < float64(u.MinCount) {
+		return j // a page this small never goes quiet: 3 views falling to none is noise
+	}
+	j.level = min(d.countAt(e, e.Low, -u.Sensitivity), e.Low/u.Factor)
+	if j.level < 0 {
+		return j
+	}
+	j.severity = max(j.level, 1) / max(float64(o.Count), 1)
+	j.pending = float64(o.Count) <= j.level
+	return j
+}
+
+// back: inside the usual range again.
+func (d *unusualDetector) back(_ judgement, o Observation, ep *Episode) bool {
+	if ep.Down {
+		return float64(o.Count) >= o.Expected.Low
+	}
+	return float64(o.Count) <= max(o.Expected.High, float64(d.u.MinCount))
+}
+
+func (u *Unusual) String() string {
+	return fmt.Sprintf("unusual(%s, %.3g noise units)", u.Direction, u.Sensitivity)
+}
