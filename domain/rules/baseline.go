@@ -21,6 +21,10 @@ type Expected struct {
 	// views over the whole lookback; unusual: the profile's expected
 	// count).
 	Value float64
+	// Bottom and Top bound the normal itself while it is unsure (unusual
+	// with a week or two of history: between the weekly and the daily
+	// figure); both are Value once it is sure.
+	Bottom, Top float64
 	// Low and High are the usual range of the count (unusual: about 19
 	// windows in 20 of a normal page fall in it). Zero for other kinds.
 	Low, High float64

@@ -18,6 +18,9 @@ type Observation struct {
 	// before the window. Zero when the detector reads neither.
 	Short uint64
 	Past  uint64
+	// Bursts are the page's recent surges, from its state (StepEpisode
+	// fills them in).
+	Bursts []Burst
 	// Late is set when the site's data is behind: a low count may be
 	// hits not loaded yet, so no drop is judged on it.
 	Late bool
@@ -56,6 +59,9 @@ type judgement struct {
 	// quiet afternoon is not yet a page gone quiet.
 	pending bool
 	sustain time.Duration
+	// burst: a surge past the normal, to remember (State.Bursts) whether
+	// or not it fires.
+	burst bool
 	// short: the severity is the burst window's (Reach.Short), not the
 	// rule's window.
 	short bool
@@ -85,8 +91,12 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 	}
 	ep := next.Open
 	det := r.Detector()
+	o.Bursts = prev.Bursts
 	if ep == nil {
 		j := det.weigh(o, nil)
+		if j.burst {
+			next.Bursts = rememberBurst(next.Bursts, o.At, o.Count)
+		}
 		if !j.known {
 			return next, nil // the normal is unknown: hold what was building
 		}
@@ -118,6 +128,9 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 	}
 	if (!ep.Down && o.Count > ep.Peak) || (ep.Down && o.Count < ep.Peak) {
 		ep.Peak, ep.PeakAt = o.Count, o.At
+		if j.burst {
+			next.Bursts = rememberBurst(next.Bursts, o.At, o.Count)
+		}
 	}
 	if det.back(j, o, ep) {
 		if ep.Back.IsZero() {

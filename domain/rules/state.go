@@ -33,6 +33,15 @@ type State struct {
 	// page far below its range, for unusual rules) was first seen; zero:
 	// none is building.
 	Building time.Time `json:"building,omitzero"`
+	// Bursts are the page's recent surges, told or not (unusual rules):
+	// a count it reached twice in 4 weeks is its normal.
+	Bursts []Burst `json:"bursts,omitempty"`
+}
+
+// Burst is one surge of a page: when, and its highest count.
+type Burst struct {
+	At    time.Time `json:"at"`
+	Count uint64    `json:"count"`
 }
 
 // Armed reports whether threshold t may fire.

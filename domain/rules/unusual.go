@@ -60,16 +60,10 @@ const (
 	DefaultUnusualSettle = time.Hour
 	MaxUnusualWeeks      = 12
 
-	// pastSpan is how far back Observation.Past reaches: the page's
-	// views of the last 4 weeks, against which a burst is weighed on a
-	// page whose normal is bursts.
+	// pastSpan is how long a page's bursts are remembered
+	// (Observation.Bursts): a count it reached twice in 4 weeks is its
+	// normal, not news.
 	pastSpan = 28 * 24 * time.Hour
-	// burstyShare: on a page with 2 weeks of history or more, a count
-	// fires only above this share of the page's views over pastSpan.
-	// A page whose month is 10 bursts of 100 views holds 100 as normal
-	// (a tenth of its month); a steady page never comes near it (an
-	// hour holds under 1% of its month).
-	burstyShare = 0.25
 	// phiPrior is the overdispersion assumed before a page's own samples
 	// say otherwise (√0.04: a 20% spread between like hours of large
 	// pages), and phiPriorWeight how many samples it counts as.
@@ -152,7 +146,7 @@ func (d *unusualDetector) Reach() Reach {
 	if d.u.Direction == Down {
 		return Reach{}
 	}
-	return Reach{Short: d.u.burst(), Past: pastSpan}
+	return Reach{Short: d.u.burst()}
 }
 
 // QuietBelow: 0 when the rule looks down (a page at 0 views is what it
@@ -177,33 +171,74 @@ func (d *unusualDetector) burstMin() uint64 {
 // dailyDays is how many past days the hour-of-day normal reads.
 const dailyDays = 6
 
-// Spans are the same window at the same wall-clock time (the nearest
-// whole hour) on each of the last 6 days and on the same weekday of the
-// last weeks, in the rule's zone: across a DST change a day back is 23
-// or 25 hours back. Tag is how many days back.
+// nextHour tags the spans of the hour after (see Spans).
+const nextHour = 1000
+
+// Spans are the same window at the same wall-clock time on each of the
+// last 6 days and on the same weekday of the last weeks, in the rule's
+// zone: across a DST change a day back is 23 or 25 hours back. Each is
+// taken twice, ending at the whole hour before end and at the one after
+// (Tag: days back, plus nextHour for the latter): a window ending at
+// 20:10 holds minutes of two hours, and a page whose evening starts at
+// 20:00, or whose newsletter goes out at 9:00, is judged against both.
 func (d *unusualDetector) Spans(end, dataStart time.Time) []Interval {
 	w := d.r.Window.Rolling
-	near := end.UTC().Round(time.Hour).In(d.r.Window.zone())
-	y, m, dd := near.Date()
-	hh, mm := near.Hour(), near.Minute()
 	var out []Interval
-	add := func(k int) {
-		to := time.Date(y, m, dd-k, hh, mm, 0, 0, near.Location()).UTC().Truncate(time.Hour)
-		if from := to.Add(-w); !from.Before(dataStart) {
-			out = append(out, Interval{From: from, To: to, Tag: k})
+	for i, e := range []time.Time{end.UTC().Truncate(time.Hour), end.UTC().Truncate(time.Hour).Add(time.Hour)} {
+		if e.Equal(end.UTC()) && i == 1 {
+			break // a window ending on the hour is one hour's
 		}
-	}
-	for k := 1; k <= dailyDays; k++ {
-		add(k)
-	}
-	for k := 1; k <= d.u.Weeks; k++ {
-		add(7 * k)
+		near := e.In(d.r.Window.zone())
+		y, m, dd := near.Date()
+		hh, mm := near.Hour(), near.Minute()
+		add := func(k int) {
+			to := time.Date(y, m, dd-k, hh, mm, 0, 0, near.Location()).UTC().Truncate(time.Hour)
+			if from := to.Add(-w); !from.Before(dataStart) {
+				out = append(out, Interval{From: from, To: to, Tag: k + i*nextHour})
+			}
+		}
+		for k := 1; k <= dailyDays; k++ {
+			add(k)
+		}
+		for k := 1; k <= d.u.Weeks; k++ {
+			add(7 * k)
+		}
 	}
 	return out
 }
 
-// Expect makes the normal from the samples (see Unusual).
+// Expect makes the normal from the samples (see Unusual): one for each
+// hour a window ending mid-hour touches, the top of the two the top,
+// the bottom of the two the bottom.
 func (d *unusualDetector) Expect(spans []Interval, counts []uint64) Expected {
+	var before, after []Interval
+	var cb, ca []uint64
+	for i, sp := range spans {
+		if sp.Tag >= nextHour {
+			sp.Tag -= nextHour
+			after, ca = append(after, sp), append(ca, counts[i])
+		} else {
+			before, cb = append(before, sp), append(cb, counts[i])
+		}
+	}
+	e := d.expectHour(before, cb)
+	if len(after) == 0 || !e.OK {
+		return e
+	}
+	f := d.expectHour(after, ca)
+	if !f.OK {
+		return e
+	}
+	e.Value = (e.Value + f.Value) / 2
+	e.Bottom, e.Top = min(e.Bottom, f.Bottom), max(e.Top, f.Top)
+	e.Low, e.High = min(e.Low, f.Low), max(e.High, f.High)
+	e.Scale = max(e.Scale, f.Scale)
+	e.Samples = min(e.Samples, f.Samples)
+	return e
+}
+
+// expectHour is the normal from one hour's samples.
+func (d *unusualDetector) expectHour(spans []Interval, counts []uint64) Expected {
 	var daily, weekly []float64
 	days := 0
 	for i, sp := range spans {
@@ -247,8 +282,8 @@ func (d *unusualDetector) Expect(spans []Interval, counts []uint64) Expected {
 	// noise beyond Poisson's; the page's own spread wins as they grow.
 	e.Scale = (n*phi + phiPriorWeight*phiPrior) / (n + phiPriorWeight)
 	e.Samples = len(samples)
-	lo, hi := d.countAt(e, e.Low, -usualZ), d.countAt(e, e.High, usualZ)
-	e.Low, e.High = max(0, lo), hi
+	e.Bottom, e.Top = e.Low, e.High
+	e.Low, e.High = max(0, d.countAt(e, e.Bottom, -usualZ)), d.countAt(e, e.Top, usualZ)
 	return e
 }
 
@@ -298,30 +333,37 @@ func (d *unusualDetector) weigh(o Observation, ep *Episode) judgement {
 	case up.fires:
 		return up
 	}
+	dn.burst = up.burst
 	return dn
 }
 
 // weighUp: the window's count, or the burst's against the normal scaled
-// to it, far enough above the top of the normal, past the floors.
+// to it, far enough above the top of the normal, past the floors. A
+// count that passes them but not the page's own usual bursts
+// (Observation.Bursts) is a burst to remember, not to tell.
 func (d *unusualDetector) weighUp(o Observation) judgement {
 	e, u := o.Expected, d.u
 	c := float64(o.Count)
 	floor := 0.0
-	if e.Days >= 14 && o.Past > 0 {
-		floor = burstyShare * float64(o.Past)
+	if b := secondHighest(o.Bursts, o.At.Add(-pastSpan)); b > 0 && e.Top < float64(u.MinCount) {
+		// Only where the normal is next to nothing: a page with a real
+		// normal is judged against it, however often it surged.
+		floor = u.Factor * float64(b)
 	}
-	j := judgement{known: true}
-	j.level = max(d.countAt(e, e.High, u.Sensitivity), u.Factor*e.High, float64(u.MinCount), floor)
+	profile := max(d.countAt(e, e.Top, u.Sensitivity), u.Factor*e.Top, float64(u.MinCount))
+	j := judgement{known: true, level: max(profile, floor)}
 	j.severity = c / j.level
 	j.fires = c >= j.level
+	j.burst = c >= profile
 	if b := u.burst(); b > 0 && u.Direction != Down {
-		f := float64(b) / float64(d.r.Window.Rolling)
-		mu := e.High * f
-		lb := max(d.countAt(e, mu, u.Sensitivity), u.Factor*mu, float64(d.burstMin()), floor)
+		mu := e.Top * float64(b) / float64(d.r.Window.Rolling)
+		pb := max(d.countAt(e, mu, u.Sensitivity), u.Factor*mu, float64(d.burstMin()))
+		lb := max(pb, floor)
 		if s := float64(o.Short) / lb; s > j.severity {
 			j.severity, j.short = s, true
 		}
 		j.fires = j.fires || float64(o.Short) >= lb
+		j.burst = j.burst || float64(o.Short) >= pb
 	}
 	return j
 }
@@ -335,10 +377,10 @@ func (d *unusualDetector) weighDown(o Observation) judgement {
 		return judgement{}
 	}
 	j := judgement{known: true, down: true, sustain: u.DownFor}
-	if e.Low < float64(u.MinCount) {
+	if e.Bottom < float64(u.MinCount) {
 		return j // a page this small never goes quiet: 3 views falling to none is noise
 	}
-	j.level = min(d.countAt(e, e.Low, -u.Sensitivity), e.Low/u.Factor)
+	j.level = min(d.countAt(e, e.Bottom, -u.Sensitivity), e.Bottom/u.Factor)
 	if j.level < 0 {
 		return j
 	}
@@ -357,4 +399,45 @@ func (d *unusualDetector) back(_ judgement, o Observation, ep *Episode) bool {
 
 func (u *Unusual) String() string {
 	return fmt.Sprintf("unusual(%s, %.3g noise units)", u.Direction, u.Sensitivity)
+}
+
+// secondHighest is the second highest count of bursts at or after since
+// (0 with fewer than two).
+func secondHighest(bursts []Burst, since time.Time) uint64 {
+	var a, b uint64
+	for _, x := range bursts {
+		if x.At.Before(since) {
+			continue
+		}
+		switch {
+		case x.Count >= a:
+			a, b = x.Count, a
+		case x.Count > b:
+			b = x.Count
+		}
+	}
+	return b
+}
+
+// maxBursts is how many bursts a state remembers.
+const maxBursts = 16
+
+// rememberBurst notes a page's burst: one per 6 hours (the highest),
+// those older than pastSpan forgotten.
+func rememberBurst(bursts []Burst, at time.Time, count uint64) []Burst {
+	out := make([]Burst, 0, len(bursts)+1)
+	for _, b := range bursts {
+		if !b.At.Before(at.Add(-pastSpan)) {
+			out = append(out, b)
+		}
+	}
+	if n := len(out); n > 0 && at.Sub(out[n-1].At) < 6*time.Hour {
+		out[n-1].Count = max(out[n-1].Count, count)
+		return out
+	}
+	out = append(out, Burst{At: at, Count: count})
+	if len(out) > maxBursts {
+		out = out[len(out)-maxBursts:]
+	}
+	return out
 }

@@ -129,7 +129,7 @@ func (s *Sweeper) expect(ctx context.Context, set *ruleSet, obs map[string][]obs
 					counts[j] += h[t.Unix()]
 				}
 			}
-			e := set.rules[w.rule].Expect(counts)
+			e := set.rules[w.rule].Normal(spans, counts)
 			obs[w.key][w.i].exp = e
 			b.cache[w.key] = cachedExpected{slot: g.slot, exp: e}
 		}

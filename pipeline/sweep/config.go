@@ -27,6 +27,9 @@ type Config struct {
 	// are still waited for: the window is judged that much later, so hits
 	// that reach ClickHouse late still count. Rolling windows need none.
 	LagTolerance time.Duration `yaml:"lag_tolerance"`
+	// DataLateAfter is how old a site's newest loaded hit may be before
+	// its data counts as late: drops are then not judged for its pages.
+	DataLateAfter time.Duration `yaml:"data_late_after"`
 	// CatchUp is how far back a sweeper that was not running evaluates
 	// what it missed: calendar windows that closed meanwhile, and rolling
 	// windows at each minute that passed. 0 turns catching up off.
@@ -42,12 +45,13 @@ type Config struct {
 // DefaultConfig returns the defaults documented in deploy/pagewatch.example.yaml.
 func DefaultConfig() Config {
 	return Config{
-		Listen:       "127.0.0.1:9103",
-		Schedule:     "@every 10s",
-		LagTolerance: 2 * time.Minute,
-		CatchUp:      24 * time.Hour,
-		LeaderTTL:    15 * time.Second,
-		SweepTimeout: 5 * time.Minute,
+		Listen:        "127.0.0.1:9103",
+		Schedule:      "@every 10s",
+		LagTolerance:  2 * time.Minute,
+		DataLateAfter: 10 * time.Minute,
+		CatchUp:       24 * time.Hour,
+		LeaderTTL:     15 * time.Second,
+		SweepTimeout:  5 * time.Minute,
 	}
 }
 
@@ -64,6 +68,9 @@ func (c Config) Validate() error {
 	}
 	if err := rules.ValidateAll("sweeper.rules", c.Rules); err != nil {
 		errs = append(errs, err)
+	}
+	if c.DataLateAfter < time.Minute || c.DataLateAfter > 24*time.Hour {
+		add("sweeper.data_late_after: must be 1m..24h, got %s", c.DataLateAfter)
 	}
 	if c.LagTolerance < 0 || c.LagTolerance > 24*time.Hour {
 		add("sweeper.lag_tolerance: must be 0..24h, got %s", c.LagTolerance)

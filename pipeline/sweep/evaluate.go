@@ -3,7 +3,6 @@ package sweep
 import (
 	"context"
 	"fmt"
-	"math"
 	"slices"
 	"sync"
 	"time"
@@ -23,6 +22,8 @@ type Counter interface {
 	// For the baselines of spike and new_page rules (baseline.go).
 	HourCounts(ctx context.Context, q traffic.HourQuery, fn func(site, path string, hour time.Time, hits uint64)) error
 	DataStarts(ctx context.Context) (map[string]time.Time, error)
+	// For holding drops while a site's data is late (freshness.go).
+	DataEnds(ctx context.Context, since time.Time) (map[string]time.Time, error)
 }
 
 // ruleSet is the rules in force, with what a sweep derives from them once:
@@ -141,23 +142,8 @@ func quiet(r *rules.Rule, n uint64) bool {
 }
 
 // quietBelow is the count below which a page is, for the rule, the same
-// as a page without views: a threshold rule's re-arm level plus one; for
-// spike rules looking up and new_page rules, min_count × (1 − hysteresis),
-// below which nothing fires and an episode is back; 0 (every count
-// matters) for spike rules looking down.
-func quietBelow(r *rules.Rule) uint64 {
-	h := 1 - r.Rearm.Hysteresis
-	switch r.Kind() {
-	case rules.KindSpike:
-		if r.Spike.Direction != rules.Up {
-			return 0
-		}
-		return uint64(math.Ceil(float64(r.Spike.MinCount) * h))
-	case rules.KindNewPage:
-		return uint64(math.Ceil(float64(r.NewPage.MinCount) * h))
-	}
-	return r.RearmLevel(r.Thresholds[0]) + 1
-}
+// as a page without views (Detector.QuietBelow).
+func quietBelow(r *rules.Rule) uint64 { return r.Detector().QuietBelow() }
 
 // stateKey names a rule's state for one page, or for the rule when it
 // sums its pages. Crossing keys start with it.
@@ -211,6 +197,15 @@ type observation struct {
 	count      uint64
 	pages      []rules.PageCount // a sum rule's shares
 	exp        rules.Expected    // spike and new_page rules: the page's normal
+	// short and past are the counts the detector's Reach asks for: the
+	// burst window's, and the views over the span before the window.
+	short, past uint64
+	late        bool // the site's data is behind: no drop is judged
+}
+
+// ruleObservation is what the rule's detector is shown of o.
+func (o observation) ruleObservation() rules.Observation {
+	return rules.Observation{At: o.pt.at, Count: o.count, Expected: o.exp, Short: o.short, Past: o.past, Late: o.late}
 }
 
 // count runs the queries for a set of points and turns the rows into
@@ -253,6 +248,24 @@ func (s *Sweeper) count(ctx context.Context, set *ruleSet, pts []point, every bo
 			if from, ok := quietReach(set.rules[p.rule], p); ok && !slices.ContainsFunc(starts, from.Equal) {
 				starts = append(starts, from) // no point reads it: it only widens the pages returned
 			}
+		}
+		// Each point's burst and past windows, by index into starts (-1:
+		// none). The past's total is its start's count less the window's.
+		shortIdx, pastIdx := make([]int, len(group)), make([]int, len(group))
+		startIdx := func(t time.Time) int {
+			if t.IsZero() {
+				return -1
+			}
+			j := slices.IndexFunc(starts, t.Equal)
+			if j < 0 {
+				j = len(starts)
+				starts = append(starts, t)
+			}
+			return j
+		}
+		for i, p := range group {
+			short, past := reachStarts(set.rules[p.rule], p)
+			shortIdx[i], pastIdx[i] = startIdx(short), startIdx(past)
 		}
 		q := traffic.WindowQuery{Starts: starts, End: end, SealedBefore: s.sealedBefore(), Floor: floor}
 		for site := range sites {
@@ -297,7 +310,14 @@ func (s *Sweeper) count(ctx context.Context, set *ruleSet, pts []point, every bo
 					if !every && quiet(r, n) {
 						continue
 					}
-					obs[m.key] = append(obs[m.key], observation{key: m.key, pt: p, site: pc.Site, path: pc.Path, count: n})
+					o := observation{key: m.key, pt: p, site: pc.Site, path: pc.Path, count: n}
+					if j := shortIdx[gi]; j >= 0 {
+						o.short = pc.Counts[j]
+					}
+					if j := pastIdx[gi]; j >= 0 && pc.Counts[j] >= n {
+						o.past = pc.Counts[j] - n
+					}
+					obs[m.key] = append(obs[m.key], o)
 				}
 			}
 		}
@@ -320,17 +340,17 @@ func (s *Sweeper) count(ctx context.Context, set *ruleSet, pts []point, every bo
 	return obs, rows, nil
 }
 
-// quietReach is, for a spike rule that looks down, the start of a
-// window reaching back over the rule's baseline period: counted with the
-// rule's own, it makes the query return the pages that had views there,
-// which a page whose views fell to zero in the window no longer has in
-// it. Such a page is then observed with a count of 0 and judged against
-// its normal: "went quiet" is most worth hearing when a page stops
-// entirely. A normal of at least min_count needs views in the baseline
-// period, so no page that can fire is left out; pages silent over all of
-// it are (an episode open that long included).
+// quietReach is, for a rule that looks down, the start of a window
+// reaching back over the rule's baseline period: counted with the rule's
+// own, it makes the query return the pages that had views there, which a
+// page whose views fell to zero in the window no longer has in it. Such a
+// page is then observed with a count of 0 and judged against its normal:
+// "went quiet" is most worth hearing when a page stops entirely. A normal
+// big enough to fall needs views in the baseline period, so no page that
+// can fire is left out; pages silent over all of it are (an episode open
+// that long included).
 func quietReach(r *rules.Rule, p point) (time.Time, bool) {
-	if r.Kind() != rules.KindSpike || r.Spike.Direction == rules.Up {
+	if !r.Detector().LooksDown() {
 		return time.Time{}, false
 	}
 	var from time.Time
@@ -340,6 +360,23 @@ func quietReach(r *rules.Rule, p point) (time.Time, bool) {
 		}
 	}
 	return from, !from.IsZero() && from.Before(p.from)
+}
+
+// reachStarts are the starts of the extra windows a rule's detector reads
+// with its own (Detector.Reach), ending with it: the burst's and the
+// past's. Zero when it reads none.
+func reachStarts(r *rules.Rule, p point) (short, past time.Time) {
+	if r.Window.Kind != rules.Rolling {
+		return
+	}
+	re := r.Detector().Reach()
+	if re.Short > 0 {
+		short = p.to.Add(-re.Short)
+	}
+	if re.Past > 0 {
+		past = p.from.Add(-re.Past)
+	}
+	return
 }
 
 // sealBudget bounds the sealing one sweep does.

@@ -87,6 +87,9 @@ func (s *Sweeper) judge(ctx context.Context, set *ruleSet, obs map[string][]obse
 		if err := s.expect(ctx, set, obs, open, s.now()); err != nil {
 			return nil, err
 		}
+		if err := s.markLate(ctx, set, obs, s.now()); err != nil {
+			return nil, err
+		}
 	}
 	for key, list := range obs {
 		r := set.rules[list[0].pt.rule]
@@ -101,7 +104,7 @@ func (s *Sweeper) judge(ctx context.Context, set *ruleSet, obs map[string][]obse
 			if r.Kind() == rules.KindThreshold {
 				v.next, fire = r.Step(v.next, o.count, o.pt.at)
 			} else {
-				v.next, fire = r.StepEpisode(v.next, rules.Observation{At: o.pt.at, Count: o.count, Expected: o.exp})
+				v.next, fire = r.StepEpisode(v.next, o.ruleObservation())
 				if v.next.Open != nil && v.next.Open.Path == "" {
 					v.next.Open.Site, v.next.Open.Path = o.site, o.path
 				}

@@ -31,6 +31,9 @@ func replay(ctx context.Context, src MinuteSource, set *ruleSet, base map[string
 			for _, sp := range r.BaselineSpans(since, time.Time{}) {
 				scanFrom = minTime(scanFrom, sp.From)
 			}
+			if past := r.Detector().Reach().Past; past > 0 {
+				scanFrom = minTime(scanFrom, since.Add(-r.Window.Rolling-past))
+			}
 		case rules.Calendar:
 			from, _ := r.Window.Bounds(since)
 			scanFrom = minTime(scanFrom, from)
@@ -115,11 +118,12 @@ func replaySeries(k string, sr *series, r *rules.Rule, base uint64, since, allFr
 		for i, sp := range spans {
 			counts[i] = upTo(sp.To) - upTo(sp.From)
 		}
-		e := r.Expect(counts)
+		e := r.Normal(spans, counts)
 		expected[key] = e
 		return e
 	}
-	lookDown := r.Spike != nil && r.Spike.Direction != rules.Up
+	lookDown := r.Detector().LooksDown()
+	reach := r.Detector().Reach()
 	var (
 		st  rules.State
 		out []crossing.Crossing
@@ -141,7 +145,13 @@ func replaySeries(k string, sr *series, r *rules.Rule, base uint64, since, allFr
 		var fire []rules.Firing
 		if episodic {
 			o.exp = expect(pt.to)
-			st, fire = r.StepEpisode(st, rules.Observation{At: at, Count: o.count, Expected: o.exp})
+			if reach.Short > 0 {
+				o.short = upTo(pt.to) - upTo(pt.to.Add(-reach.Short))
+			}
+			if reach.Past > 0 {
+				o.past = upTo(pt.from) - upTo(maxTime(dataStart, pt.from.Add(-reach.Past)))
+			}
+			st, fire = r.StepEpisode(st, o.ruleObservation())
 		} else {
 			st, fire = r.Step(st, o.count, at)
 		}
@@ -184,3 +194,4 @@ func minTime(a, b time.Time) time.Time {
 	}
 	return a
 }
+

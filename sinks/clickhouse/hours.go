@@ -95,9 +95,20 @@ func hourCountsSQL(query, column string, q traffic.HourQuery, spans []timeSpan) 
 
 // DataStarts returns each site's first minute with hits.
 func (c *Client) DataStarts(ctx context.Context) (map[string]time.Time, error) {
-	rows, err := c.conn.Query(ctx, queryDataStarts)
+	return c.siteMinutes(ctx, "data starts", queryDataStarts)
+}
+
+// DataEnds returns each site's newest minute with hits at or after since
+// (sites with none since are missing).
+func (c *Client) DataEnds(ctx context.Context, since time.Time) (map[string]time.Time, error) {
+	return c.siteMinutes(ctx, "data ends", queryDataEnds, since.Unix())
+}
+
+// siteMinutes reads (site, minute) rows into a map.
+func (c *Client) siteMinutes(ctx context.Context, what, query string, args ...any) (map[string]time.Time, error) {
+	rows, err := c.conn.Query(ctx, query, args...)
 	if err != nil {
-		return nil, fmt.Errorf("data starts: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	defer rows.Close()
 	out := map[string]time.Time{}
@@ -107,12 +118,12 @@ func (c *Client) DataStarts(ctx context.Context) (map[string]time.Time, error) {
 			t    time.Time
 		)
 		if err := rows.Scan(&site, &t); err != nil {
-			return nil, fmt.Errorf("data starts: %w", err)
+			return nil, fmt.Errorf("%s: %w", what, err)
 		}
 		out[site] = t.UTC()
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("data starts: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	return out, nil
 }

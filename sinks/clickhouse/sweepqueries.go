@@ -134,6 +134,11 @@ GROUP BY site, path, hour`
 	// not reach before it, where views are unknown rather than zero.
 	queryDataStarts = `SELECT site, min(minute) FROM page_minutes GROUP BY site`
 
+	// queryDataEnds is each site's newest minute with hits since a time:
+	// a site whose data is late has its drops held (no page "went
+	// quiet" because its hits are not loaded yet).
+	queryDataEnds = `SELECT site, max(minute) FROM page_minutes WHERE minute >= toDateTime(?) GROUP BY site`
+
 	// queryScanMinutes returns per-minute counts of the pages of some
 	// sites (the first ? true: every site) in [from, to), in key order.
 	queryScanMinutes = `SELECT site, path, minute, sum(hits) AS n

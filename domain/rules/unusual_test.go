@@ -1,0 +1,305 @@
+package rules
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// synth is a page's views per minute from t0, and what an unusual rule
+// says of them when judged every 10 minutes, as a sweep would.
+type synth struct {
+	t0      time.Time
+	minutes []uint64
+	prefix  []uint64
+}
+
+// newSynth draws views per minute from rate(t) (views per hour) with
+// Poisson noise from a fixed seed.
+func newSynth(t0 time.Time, days int, seed uint64, rate func(t time.Time) float64) *synth {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	s := &synth{t0: t0, minutes: make([]uint64, days*24*60)}
+	for i := range s.minutes {
+		s.minutes[i] = poisson(rng, rate(t0.Add(time.Duration(i)*time.Minute))/60)
+	}
+	return s
+}
+
+func poisson(rng *rand.Rand, mean float64) uint64 {
+	if mean <= 0 {
+		return 0
+	}
+	if mean > 30 {
+		return uint64(max(0, math.Round(mean+math.Sqrt(mean)*rng.NormFloat64())))
+	}
+	l, k, p := math.Exp(-mean), uint64(0), 1.0
+	for {
+		p *= rng.Float64()
+		if p <= l {
+			return k
+		}
+		k++
+	}
+}
+
+// count is the views of the minutes in [from, to).
+func (s *synth) count(from, to time.Time) uint64 {
+	if s.prefix == nil {
+		s.prefix = make([]uint64, len(s.minutes)+1)
+		for i, v := range s.minutes {
+			s.prefix[i+1] = s.prefix[i] + v
+		}
+	}
+	idx := func(t time.Time) int {
+		return min(max(0, int(t.Sub(s.t0)/time.Minute)), len(s.minutes))
+	}
+	return s.prefix[idx(to)] - s.prefix[idx(from)]
+}
+
+// run judges the page every 10 minutes from judgeFrom to the end and
+// returns its messages, one line each: "fire up 03-08 Mon 14:10".
+func (s *synth) run(t *testing.T, r *Rule, judgeFrom time.Time) []string {
+	t.Helper()
+	var st State
+	var out []string
+	end := s.t0.Add(time.Duration(len(s.minutes)) * time.Minute)
+	reach := r.Detector().Reach()
+	for at := judgeFrom; !at.After(end); at = at.Add(10 * time.Minute) {
+		spans := r.BaselineSpans(at, s.t0)
+		counts := make([]uint64, len(spans))
+		for i, sp := range spans {
+			counts[i] = s.count(sp.From, sp.To)
+		}
+		o := Observation{At: at, Count: s.count(at.Add(-r.Window.Rolling), at), Expected: r.Normal(spans, counts)}
+		if reach.Short > 0 {
+			o.Short = s.count(at.Add(-reach.Short), at)
+		}
+		var fire []Firing
+		st, fire = r.StepEpisode(st, o)
+		for _, f := range fire {
+			dir := "up"
+			if f.Episode.Down {
+				dir = "down"
+			}
+			out = append(out, fmt.Sprintf("%s %s %s", f.Event, dir, at.Format("01-02 Mon 15:04")))
+		}
+	}
+	return out
+}
+
+func unusualRule(t *testing.T, u Unusual) *Rule {
+	t.Helper()
+	r := &Rule{Name: "unusual", Match: Match{Prefix: "/"}, Window: ParseWindow("1h"), Unusual: &u,
+		NotifyOn: []Event{EventFire, EventEscalate, EventResolve}, Notify: Notify{Recipients: []string{"ops@example.com"}}}
+	if err := r.Validate("rule"); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// monday is a Monday at midnight UTC.
+var monday = time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
+
+// daily is a day's rhythm: 10 views an hour at night, peak at 15:00.
+func daily(peak float64) func(time.Time) float64 {
+	return func(t time.Time) float64 {
+		h := float64(t.Hour()) + float64(t.Minute())/60
+		return 10 + (peak-10)*math.Max(0, math.Sin((h-6)/18*math.Pi))
+	}
+}
+
+func weekendNight(t time.Time) bool {
+	wd := t.Weekday()
+	return (wd == time.Friday || wd == time.Saturday) && t.Hour() >= 20 || (wd == time.Saturday || wd == time.Sunday) && t.Hour() < 3
+}
+
+func TestUnusualWeeklyRhythmsFireNothing(t *testing.T) {
+	r := unusualRule(t, Unusual{})
+	cases := map[string]func(time.Time) float64{
+		"weekend nights 4x the weekdays'": func(t time.Time) float64 {
+			v := daily(120)(t)
+			if weekendNight(t) {
+				v *= 4
+			}
+			return v
+		},
+		"weekends at 30%": func(t time.Time) float64 {
+			v := daily(120)(t)
+			if wd := t.Weekday(); wd == time.Saturday || wd == time.Sunday {
+				v *= 0.3
+			}
+			return v
+		},
+	}
+	for name, rate := range cases {
+		t.Run(name, func(t *testing.T) {
+			// A week to learn from, then 5 weeks judged.
+			s := newSynth(monday, 42, 7, rate)
+			if got := s.run(t, r, monday.Add(7*24*time.Hour)); len(got) > 0 {
+				t.Errorf("fired over 5 weeks of a normal rhythm:\n%s", strings.Join(got, "\n"))
+			}
+		})
+	}
+}
+
+func TestUnusualHolidayDropFiresAndResolves(t *testing.T) {
+	r := unusualRule(t, Unusual{})
+	holiday := monday.Add(24 * 24 * time.Hour) // Thursday of the 4th week
+	s := newSynth(monday, 28, 3, func(t time.Time) float64 {
+		v := daily(200)(t)
+		if !t.Before(holiday) && t.Before(holiday.Add(24*time.Hour)) {
+			v *= 0.25
+		}
+		return v
+	})
+	got := s.run(t, r, monday.Add(7*24*time.Hour))
+	// The night's 10 views an hour falling to 2.5 prove nothing; by the
+	// morning the fall is far below the range, and after down_for (2h)
+	// it fires. Past midnight the day is back, and an hour later resolved.
+	want := []string{"fire down 03-26 Thu 14:00", "resolve down 03-27 Fri 01:00"}
+	if !slices.Equal(got, want) {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestUnusualLateDataHoldsDrops(t *testing.T) {
+	r := unusualRule(t, Unusual{})
+	e := Expected{Value: 200, Bottom: 200, Top: 200, Low: 150, High: 250, Scale: 0.02, Samples: 4, OK: true}
+	var st State
+	at := monday
+	for i := 0; i < 30; i++ {
+		var fire []Firing
+		st, fire = r.StepEpisode(st, Observation{At: at, Count: 0, Expected: e, Late: true})
+		if len(fire) > 0 || !st.Building.IsZero() {
+			t.Fatalf("late data judged as a drop at step %d: %v %+v", i, fire, st)
+		}
+		at = at.Add(10 * time.Minute)
+	}
+	// Once the data is on time, the drop builds for down_for, then fires.
+	var fired []string
+	for i := 0; i <= 13; i++ {
+		var fire []Firing
+		st, fire = r.StepEpisode(st, Observation{At: at, Count: 0, Expected: e})
+		for _, f := range fire {
+			fired = append(fired, fmt.Sprintf("%s after %s", f.Event, time.Duration(i)*10*time.Minute))
+		}
+		at = at.Add(10 * time.Minute)
+	}
+	if want := []string{"fire after 2h0m0s"}; !slices.Equal(fired, want) {
+		t.Errorf("got %v, want %v", fired, want)
+	}
+}
+
+func TestUnusualShortBurstFiresOnce(t *testing.T) {
+	r := unusualRule(t, Unusual{})
+	burst := monday.Add(15*24*time.Hour + 14*time.Hour) // Tuesday 14:00, 3rd week
+	s := newSynth(monday, 17, 5, func(t time.Time) float64 {
+		v := daily(120)(t)
+		if !t.Before(burst) && t.Before(burst.Add(10*time.Minute)) {
+			v *= 6
+		}
+		return v
+	})
+	got := s.run(t, r, monday.Add(7*24*time.Hour))
+	// Heard at the first sweep after it, in its 10 minutes; the hour's
+	// count holds it until 15:10, then settle (1h) resolves it.
+	want := []string{"fire up 03-17 Tue 14:10", "resolve up 03-17 Tue 16:10"}
+	if !slices.Equal(got, want) {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestUnusualShortHistory(t *testing.T) {
+	r := unusualRule(t, Unusual{})
+	surge := monday.Add(3*24*time.Hour + 13*time.Hour) // its 4th day, 13:00
+	s := newSynth(monday, 4, 11, func(t time.Time) float64 {
+		v := daily(100)(t)
+		if !t.Before(surge) && t.Before(surge.Add(2*time.Hour)) {
+			v *= 5
+		}
+		return v
+	})
+	got := s.run(t, r, monday.Add(24*time.Hour))
+	if len(got) == 0 || !strings.HasPrefix(got[0], "fire up 03-05 Thu 13:") {
+		t.Fatalf("a 5x surge on the 4th day: got %v", got)
+	}
+	spans := r.BaselineSpans(surge.Add(time.Hour), monday)
+	counts := make([]uint64, len(spans))
+	for i, sp := range spans {
+		counts[i] = s.count(sp.From, sp.To)
+	}
+	if e := r.Normal(spans, counts); !e.OK || e.Days != 3 || e.Weekly {
+		t.Errorf("normal of a page with 3 days of history: %+v, want OK, Days 3, not weekly", e)
+	}
+	// With a single day behind it, a page is not judged at all.
+	one := r.BaselineSpans(monday.Add(30*time.Hour), monday)
+	if e := r.Normal(one, make([]uint64, len(one))); e.OK {
+		t.Errorf("a page with 1 day of history was judged: %+v", e)
+	}
+}
+
+func TestUnusualDailyBurstsThenASurge(t *testing.T) {
+	r := unusualRule(t, Unusual{})
+	surge := monday.Add(24*24*time.Hour + 20*time.Hour) // 4th week, 20:00
+	s := newSynth(monday, 26, 13, func(t time.Time) float64 {
+		v := daily(60)(t)
+		if t.Hour() == 9 { // a newsletter every morning: 10x for an hour
+			v *= 10
+		}
+		if !t.Before(surge) && t.Before(surge.Add(time.Hour)) {
+			v *= 20
+		}
+		return v
+	})
+	got := s.run(t, r, monday.Add(7*24*time.Hour))
+	// The 9:00 newsletter is the page's normal from its first week (the
+	// hour after 9:10 is judged against 9:00 to 10:00 of past days); the
+	// surge is heard at once and the episode closes once back in range.
+	want := []string{"fire up 03-26 Thu 20:10", "resolve up 03-26 Thu 23:00"}
+	if !slices.Equal(got, want) {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestUnusualBurstsAreTheNormalOfAPageAtZero(t *testing.T) {
+	r := unusualRule(t, Unusual{})
+	// About 100 views in an hour every 2 to 3 days, at varying hours,
+	// nothing between; then a burst of 1,000.
+	rng := rand.New(rand.NewPCG(17, 1))
+	var bursts []time.Time
+	for at := monday.Add(9 * time.Hour); at.Before(monday.Add(40 * 24 * time.Hour)); {
+		bursts = append(bursts, at)
+		at = at.Add(time.Duration(48+rng.IntN(24)) * time.Hour).Add(time.Duration(rng.IntN(6)) * time.Hour)
+	}
+	big := bursts[len(bursts)-1]
+	s := newSynth(monday, 41, 19, func(t time.Time) float64 {
+		for _, b := range bursts {
+			if !t.Before(b) && t.Before(b.Add(time.Hour)) {
+				if b.Equal(big) {
+					return 1000
+				}
+				return 100
+			}
+		}
+		return 0
+	})
+	got := s.run(t, r, monday.Add(2*24*time.Hour))
+	// The first two bursts fire: nothing says yet that bursts are its
+	// normal. From then on only the burst of 1,000 does (1.5 × the
+	// second highest of its remembered bursts is the bar).
+	want := []string{
+		"fire up 03-04 Wed 14:20", "resolve up 03-04 Wed 16:50",
+		"fire up 03-07 Sat 06:10", "resolve up 03-07 Sat 08:50",
+		"fire up " + big.Add(10*time.Minute).Format("01-02 Mon 15:04"), "resolve up 04-10 Fri 18:00",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if n := len(bursts); n < 14 {
+		t.Errorf("only %d bursts of 100 before the big one; the test means a month of them", n)
+	}
+}
