@@ -1,6 +1,10 @@
 package crossing
 
-import "time"
+import (
+	"math"
+	"strconv"
+	"time"
+)
 
 // Why says why a page moved, for the people a crossing reaches and for
 // other channels (it is the JSON form under "why" in the job): how far
@@ -17,8 +21,18 @@ type Why struct {
 	// Factor the rule's multiple of it; Ratio is Count / Baseline (0 when
 	// the baseline is 0).
 	Baseline float64 `json:"baseline"`
-	Factor   float64 `json:"factor,omitempty"`
-	Ratio    float64 `json:"ratio,omitempty"`
+	// Low and High are the page's usual range for the window (unusual
+	// rules): "640 views in 1h, expected 120–180". Days is how many days
+	// of history the normal came from, Weekly whether it knew the week
+	// (same weekday) or only the hour of day; Burst, when set, is the
+	// short window the count that fired was over (a burst of minutes).
+	Low    float64       `json:"low,omitempty"`
+	High   float64       `json:"high,omitempty"`
+	Days   int           `json:"days,omitempty"`
+	Weekly bool          `json:"weekly,omitempty"`
+	Burst  time.Duration `json:"burst,omitempty"`
+	Factor float64       `json:"factor,omitempty"`
+	Ratio  float64       `json:"ratio,omitempty"`
 	// Direction is up or down (a page gone quiet).
 	Direction string `json:"direction,omitempty"`
 	// Step is the escalate step reached (an escalate message).
@@ -50,4 +64,26 @@ type ReferrerShare struct {
 	Hits          uint64  `json:"hits"`
 	Share         float64 `json:"share"`          // of the window's views with a referrer, 0..1
 	BaselineShare float64 `json:"baseline_share"` // the same over the baseline period
+}
+
+// ExpectedText is the usual range in words, for every receiver alike:
+// "expected 120–180 views, from 4 weeks of history (same weekday)", or
+// "" when the rule has none (threshold, spike, new_page).
+func (w *Why) ExpectedText() string {
+	if w == nil || w.High <= 0 {
+		return ""
+	}
+	s := "expected " + strconv.FormatFloat(math.Floor(w.Low), 'f', 0, 64) + "–" + strconv.FormatFloat(math.Ceil(w.High), 'f', 0, 64) + " views"
+	switch {
+	case w.Days >= 14 && w.Weekly:
+		s += ", from " + strconv.Itoa(w.Days/7) + " weeks of history (same weekday)"
+	case w.Days == 1:
+		s += ", from 1 day of history"
+	case w.Days > 0:
+		s += ", from " + strconv.Itoa(w.Days) + " days of history"
+	}
+	if w.Burst > 0 {
+		s += "; fired on a burst of " + strconv.Itoa(int(w.Burst/time.Minute)) + " minutes"
+	}
+	return s
 }

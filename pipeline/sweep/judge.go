@@ -186,6 +186,13 @@ func whyOf(r *rules.Rule, o observation, f rules.Firing) *crossing.Why {
 		}
 	case rules.KindNewPage:
 		w.Baseline = o.exp.Value
+	case rules.KindUnusual:
+		w.Baseline, w.Low, w.High = o.exp.Value, o.exp.Low, o.exp.High
+		w.Days, w.Weekly, w.Burst = o.exp.Days, o.exp.Weekly, f.Short
+		w.Direction = "up"
+		if f.Episode.Down {
+			w.Direction = "down"
+		}
 	case rules.KindThreshold:
 		w.Baseline = float64(f.Threshold) // the level crossed
 	}

@@ -194,4 +194,3 @@ func minTime(a, b time.Time) time.Time {
 	}
 	return a
 }
-

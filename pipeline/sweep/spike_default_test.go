@@ -10,19 +10,20 @@ import (
 
 // The shipped default (deploy/rules/spike-default.yaml), on four judged
 // weeks of a site with a strong daily and weekly rhythm and holidays that
-// halve, double or cut traffic to a third: the rhythm, the holidays, an
-// outage and the recovery after it fire nothing. spike-default fires once
+// halve, double or cut traffic to a third: the rhythm, the holidays at
+// half and double, and the recovery after an outage fire nothing. spike-default fires once
 // at each surge of at least 4 × normal and 70 views and resolves once,
 // 30 h after the hour is back; spike-huge fires once more when a surge
 // reaches 12 × normal, and alone at a small page's surge of 50 to 69 views
-// (below spike-default's min_count).
+// (below spike-default's min_count). went-quiet hears the outage and the
+// holiday at a third, each once, and resolves each.
 func TestShippedSpikeDefaultOnSeasonalTraffic(t *testing.T) {
 	rs, err := LoadRules(Config{RulesPath: "../../deploy/rules/spike-default.yaml"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rs) != 2 || rs[0].Name != "spike-default" || rs[1].Name != "spike-huge" {
-		t.Fatalf("rules %d, want spike-default and spike-huge", len(rs))
+	if len(rs) != 3 || rs[0].Name != "spike-default" || rs[1].Name != "spike-huge" || rs[2].Name != "went-quiet" {
+		t.Fatalf("rules %d, want spike-default, spike-huge and went-quiet", len(rs))
 	}
 	spike := [2]time.Time{time.Date(2026, 4, 1, 3, 0, 0, 0, time.UTC), time.Date(2026, 4, 1, 4, 0, 0, 0, time.UTC)}
 	drop := [2]time.Time{time.Date(2026, 3, 26, 13, 0, 0, 0, time.UTC), time.Date(2026, 3, 26, 17, 0, 0, 0, time.UTC)}
@@ -56,7 +57,9 @@ func TestShippedSpikeDefaultOnSeasonalTraffic(t *testing.T) {
 				switch {
 				case x.Why == nil:
 					t.Errorf("%s: no why", x.Rule)
-				case x.Path == "/pricing" && (x.Why.Baseline < 80 || x.Why.Baseline > 200):
+				case x.Rule == "went-quiet" && (x.Why.Direction != "down" || x.Why.Low <= float64(x.Count) || x.Why.Days < 7 || !x.Why.Weekly):
+					t.Errorf("%s: why %+v, want a fall below the usual range of a normal that knows the week", x.Rule, x.Why)
+				case x.Rule != "went-quiet" && x.Path == "/pricing" && (x.Why.Baseline < 80 || x.Why.Baseline > 200):
 					t.Errorf("%s: why %+v, want the night's normal", x.Rule, x.Why)
 				case x.Rule == "spike-default" && x.Why.Factor != 4, x.Rule == "spike-huge" && x.Why.Factor != 12:
 					t.Errorf("%s: why %+v, want its own factor", x.Rule, x.Why)
@@ -72,9 +75,17 @@ func TestShippedSpikeDefaultOnSeasonalTraffic(t *testing.T) {
 			// (12 × about 120, 1,440) and at the small page's tenth (50
 			// views, 12 × 3 being 36; spike-default needs 70), and sends
 			// no resolve.
+			// went-quiet hears the outage (03-26 13:00 to 17:00) after
+			// its 2 h, and the day at a third (03-20), and says when
+			// each is back in range.
+			quiet := ""
+			if tc.holidays != nil {
+				quiet = " went-quiet /pricing fire 03-20 06:00 went-quiet /pricing resolve 03-21 01:00"
+			}
 			want := "[spike-default /pricing fire 03-17 02:40" +
-				" spike-default /pricing resolve 03-18 09:35" +
+				" spike-default /pricing resolve 03-18 09:35" + quiet +
 				" spike-huge /small fire 03-24 20:45" +
+				" went-quiet /pricing fire 03-26 15:40 went-quiet /pricing resolve 03-26 18:40" +
 				" spike-default /pricing fire 04-01 03:05" +
 				" spike-huge /pricing fire 04-01 03:20" +
 				" spike-default /pricing resolve 04-02 10:55]"

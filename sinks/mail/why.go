@@ -44,6 +44,8 @@ func newWhyView(w *crossing.Why, chartPeak string) *whyView {
 		switch {
 		case w.Kind == "new_page":
 			v.Normal = "no views before"
+		case w.ExpectedText() != "":
+			v.Normal = w.ExpectedText()
 		case w.Baseline > 0:
 			v.Normal = trimFloat(w.Baseline) + " views in a normal window"
 		default:

@@ -17,6 +17,9 @@ func whyFacts(w *crossing.Why) []fact {
 	var out []fact
 	if w.Kind != "threshold" && w.Kind != "" {
 		normal := traffic.FormatViews(uint64(math.Round(w.Baseline)))
+		if e := w.ExpectedText(); e != "" {
+			normal = e
+		}
 		if w.Ratio > 0 {
 			normal += fmt.Sprintf(" (now %.1f×)", w.Ratio)
 		}
