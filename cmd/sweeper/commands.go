@@ -224,7 +224,14 @@ type backtestLine struct {
 	Kind     string    `json:"kind"` // fire, escalate or resolve
 	Count    uint64    `json:"count"`
 	Baseline *float64  `json:"baseline"` // null for threshold rules
-	Key      string    `json:"key"`
+	// Expected, Low and High are the page's normal and its usual range
+	// (unusual rules; expected is the baseline for spike rules); Direction
+	// is up or down for rules with a normal.
+	Expected  *float64 `json:"expected,omitempty"`
+	Low       *float64 `json:"low,omitempty"`
+	High      *float64 `json:"high,omitempty"`
+	Direction string   `json:"direction,omitempty"`
+	Key       string   `json:"key"`
 }
 
 func printJSON(out io.Writer, xs []crossing.Crossing) error {
@@ -236,7 +243,11 @@ func printJSON(out io.Writer, xs []crossing.Crossing) error {
 		}
 		if x.Why != nil && x.Why.Kind != string(rules.KindThreshold) {
 			b := x.Why.Baseline
-			l.Baseline = &b
+			l.Baseline, l.Expected, l.Direction = &b, &b, x.Why.Direction
+			if x.Why.High > 0 {
+				lo, hi := x.Why.Low, x.Why.High
+				l.Low, l.High = &lo, &hi
+			}
 		}
 		if err := enc.Encode(l); err != nil {
 			return err

@@ -154,6 +154,9 @@ type Alarm struct {
 	Path    string    `json:"path"`
 	FiredAt time.Time `json:"fired_at"`
 	Kind    string    `json:"kind"`
+	// Direction is up or down (a page gone quiet); empty for threshold
+	// rules, which only look up.
+	Direction string `json:"direction"`
 }
 
 // ReadAlarms reads backtest JSON lines, keeping fire and escalate.

@@ -104,6 +104,22 @@ func run(data, sweeper, rulesPath string, verbose bool) error {
 	}
 	fmt.Printf("rules %s\n", rulesPath)
 	fmt.Printf("README's \"first 15%%\" read literally (%d windows in it, at most %d/%d catchable): caught=%d/%d false_alarms_per_series_week=%.2f\n", inProbation, n-inProbation, n, c, n, pw)
+	// A line per direction: the NAB windows are surges, so what looks
+	// down can only add false alarms here; its line says how many.
+	for _, dir := range []string{"up", "down"} {
+		var only []nabeval.Alarm
+		for _, a := range alarms {
+			if a.Direction == dir || (dir == "up" && a.Direction == "") {
+				only = append(only, a)
+			}
+		}
+		var sc []nabeval.Score
+		for _, s := range ss {
+			sc = append(sc, nabeval.ScoreSeries(s, only))
+		}
+		c, n, pw := nabeval.Total(sc)
+		fmt.Printf("direction %s: %d alarms, caught=%d/%d false_alarms_per_series_week=%.2f\n", dir, len(only), c, n, pw)
+	}
 	caught, windows, perWeek := nabeval.Total(scores)
 	fmt.Printf("nab-tweets caught=%d/%d false_alarms_per_series_week=%.2f\n", caught, windows, perWeek)
 	return nil
