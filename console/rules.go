@@ -281,15 +281,8 @@ func pageState(rule rules.Rule, st RuleState, ok bool, now time.Time) string {
 	return "armed"
 }
 
-func ruleKind(r rules.Rule) string {
-	switch {
-	case r.Spike != nil:
-		return "spike"
-	case r.NewPage != nil:
-		return "new_page"
-	}
-	return "threshold"
-}
+// ruleKind is the rule's kind as its detector names it.
+func ruleKind(r rules.Rule) string { return string(r.Kind()) }
 
 func matchText(r rules.Rule) string {
 	m := r.Match
