@@ -30,9 +30,11 @@ type Expected struct {
 	Low, High float64
 	// Scale is the spread zscore divides by: 1.4826 × the median absolute
 	// deviation, at least √Value and 1, so a page whose past was flat is
-	// still judged against the noise any count has. Unusual: the noise
-	// multiplier of a count over Poisson's, √((1 + φ·Value)(1 + 1.57/n)).
+	// still judged against the noise any count has.
 	Scale float64
+	// Dispersion is φ of the negative binomial a count is judged with
+	// (unusual): its variance is μ + φμ².
+	Dispersion float64
 	// Samples is how many windows it was computed from.
 	Samples int
 	// Days is how many days of the page's history the normal reached back

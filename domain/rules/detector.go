@@ -20,8 +20,7 @@ type Detector interface {
 	// in Spans' order with the unknown ones left out).
 	Expect(spans []Interval, counts []uint64) Expected
 	// Reach is what a count query reads besides the window: Short, a
-	// window ending with it for bursts (Observation.Short), and Past, the
-	// span before it whose total is Observation.Past. Zero: none.
+	// window ending with it for bursts (Observation.Short). Zero: none.
 	Reach() Reach
 	// QuietBelow is the count below which a page is, for the rule, the
 	// same as a page without views: it neither fires nor holds an
@@ -38,7 +37,6 @@ type Detector interface {
 // Reach is the extra windows a detector's count query reads.
 type Reach struct {
 	Short time.Duration
-	Past  time.Duration
 }
 
 // Detector is the rule's detector, compiled by Validate (built afresh,

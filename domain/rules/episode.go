@@ -14,15 +14,14 @@ type Observation struct {
 	Count    uint64
 	Expected Expected
 	// Short is the count over the detector's short window ending with
-	// the rule's (Reach.Short: bursts), Past the views over Reach.Past
-	// before the window. Zero when the detector reads neither.
+	// the rule's (Reach.Short: bursts); zero when it reads none.
 	Short uint64
-	Past  uint64
 	// Bursts are the page's recent surges, from its state (StepEpisode
 	// fills them in).
 	Bursts []Burst
 	// Late is set when the site's data is behind: a low count may be
-	// hits not loaded yet, so no drop is judged on it.
+	// hits not loaded yet, so the unusual detector judges no drop on it
+	// (spike rules looking down still do: docs/unusual-rules.md).
 	Late bool
 }
 

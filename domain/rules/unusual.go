@@ -1,7 +1,6 @@
 package rules
 
 import (
-	"fmt"
 	"math"
 	"slices"
 	"time"
@@ -21,7 +20,7 @@ import (
 //	  down_for: 2h           # a drop must last this long before it is heard
 //	  weeks: 4               # weeks of history the weekly profile reads
 //
-// The normal (docs/spike-rules.md has the why of each choice):
+// The normal (docs/unusual-rules.md has the why of each choice):
 //   - with 3 or more past weeks: the median of the same window at the
 //     same wall-clock time on the same weekday of each past week, in the
 //     rule's zone (DST-aware): the week's rhythm, robust to a past surge
@@ -48,8 +47,7 @@ type Unusual struct {
 	Weeks       int            `yaml:"weeks"`
 }
 
-// Defaults of the unusual detector: what the shipped rule file uses, and
-// why, is in docs/spike-rules.md.
+// Defaults of the unusual detector (docs/unusual-rules.md).
 const (
 	DefaultSensitivity   = 5.0
 	DefaultUpFactor      = 1.5
@@ -185,7 +183,7 @@ func (d *unusualDetector) Spans(end, dataStart time.Time) []Interval {
 	w := d.r.Window.Rolling
 	var out []Interval
 	for i, e := range []time.Time{end.UTC().Truncate(time.Hour), end.UTC().Truncate(time.Hour).Add(time.Hour)} {
-		if e.Equal(end.UTC()) && i == 1 {
+		if i == 1 && end.UTC().Truncate(time.Hour).Equal(end.UTC()) {
 			break // a window ending on the hour is one hour's
 		}
 		near := e.In(d.r.Window.zone())
@@ -232,7 +230,7 @@ func (d *unusualDetector) Expect(spans []Interval, counts []uint64) Expected {
 	e.Value = (e.Value + f.Value) / 2
 	e.Bottom, e.Top = min(e.Bottom, f.Bottom), max(e.Top, f.Top)
 	e.Low, e.High = min(e.Low, f.Low), max(e.High, f.High)
-	e.Scale = max(e.Scale, f.Scale)
+	e.Dispersion = max(e.Dispersion, f.Dispersion)
 	e.Samples = min(e.Samples, f.Samples)
 	return e
 }
@@ -280,7 +278,7 @@ func (d *unusualDetector) expectHour(spans []Interval, counts []uint64) Expected
 	}
 	// The prior keeps three alike samples from claiming a page has no
 	// noise beyond Poisson's; the page's own spread wins as they grow.
-	e.Scale = (n*phi + phiPriorWeight*phiPrior) / (n + phiPriorWeight)
+	e.Dispersion = (n*phi + phiPriorWeight*phiPrior) / (n + phiPriorWeight)
 	e.Samples = len(samples)
 	e.Bottom, e.Top = e.Low, e.High
 	e.Low, e.High = max(0, d.countAt(e, e.Bottom, -usualZ)), d.countAt(e, e.Top, usualZ)
@@ -291,7 +289,7 @@ func (d *unusualDetector) expectHour(spans []Interval, counts []uint64) Expected
 // square-root scale: the negative binomial's (1 + φμ), times the
 // normal's own uncertainty (a median of n samples: 1.57/n of a count's).
 func noise(e Expected, mu float64) float64 {
-	return math.Sqrt((1 + e.Scale*mu) * (1 + 1.57/float64(max(e.Samples, 1))))
+	return math.Sqrt((1 + e.Dispersion*mu) * (1 + 1.57/float64(max(e.Samples, 1))))
 }
 
 // countAt is the count z noise units from mu (Anscombe's square root,
@@ -321,7 +319,7 @@ func (d *unusualDetector) weigh(o Observation, ep *Episode) judgement {
 	switch {
 	case ep != nil && ep.Down:
 		if o.Late {
-			return judgement{}
+			return judgement{} // a drop in data not all there: hold
 		}
 		return dn
 	case ep != nil:
@@ -395,10 +393,6 @@ func (d *unusualDetector) back(_ judgement, o Observation, ep *Episode) bool {
 		return float64(o.Count) >= o.Expected.Low
 	}
 	return float64(o.Count) <= max(o.Expected.High, float64(d.u.MinCount))
-}
-
-func (u *Unusual) String() string {
-	return fmt.Sprintf("unusual(%s, %.3g noise units)", u.Direction, u.Sensitivity)
 }
 
 // secondHighest is the second highest count of bursts at or after since

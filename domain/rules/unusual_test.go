@@ -91,6 +91,14 @@ func (s *synth) run(t *testing.T, r *Rule, judgeFrom time.Time) []string {
 	return out
 }
 
+// wantMessages fails t unless got is want, line for line.
+func wantMessages(t *testing.T, got, want []string) {
+	t.Helper()
+	if !slices.Equal(got, want) {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
 func unusualRule(t *testing.T, u Unusual) *Rule {
 	t.Helper()
 	r := &Rule{Name: "unusual", Match: Match{Prefix: "/"}, Window: ParseWindow("1h"), Unusual: &u,
@@ -159,16 +167,15 @@ func TestUnusualHolidayDropFiresAndResolves(t *testing.T) {
 	got := s.run(t, r, monday.Add(7*24*time.Hour))
 	// The night's 10 views an hour falling to 2.5 prove nothing; by the
 	// morning the fall is far below the range, and after down_for (2h)
-	// it fires. Past midnight the day is back, and an hour later resolved.
-	want := []string{"fire down 03-26 Thu 14:00", "resolve down 03-27 Fri 01:00"}
-	if !slices.Equal(got, want) {
-		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
+	// it fires. Past midnight the day is back in range (00:10, the hour
+	// holding 10 minutes of the next day), resolved after settle (1h).
+	want := []string{"fire down 03-26 Thu 14:00", "resolve down 03-27 Fri 01:10"}
+	wantMessages(t, got, want)
 }
 
 func TestUnusualLateDataHoldsDrops(t *testing.T) {
 	r := unusualRule(t, Unusual{})
-	e := Expected{Value: 200, Bottom: 200, Top: 200, Low: 150, High: 250, Scale: 0.02, Samples: 4, OK: true}
+	e := Expected{Value: 200, Bottom: 200, Top: 200, Low: 150, High: 250, Dispersion: 0.02, Samples: 4, OK: true}
 	var st State
 	at := monday
 	for i := 0; i < 30; i++ {
@@ -208,9 +215,7 @@ func TestUnusualShortBurstFiresOnce(t *testing.T) {
 	// Heard at the first sweep after it, in its 10 minutes; the hour's
 	// count holds it until 15:10, then settle (1h) resolves it.
 	want := []string{"fire up 03-17 Tue 14:10", "resolve up 03-17 Tue 16:10"}
-	if !slices.Equal(got, want) {
-		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
+	wantMessages(t, got, want)
 }
 
 func TestUnusualShortHistory(t *testing.T) {
@@ -260,9 +265,7 @@ func TestUnusualDailyBurstsThenASurge(t *testing.T) {
 	// hour after 9:10 is judged against 9:00 to 10:00 of past days); the
 	// surge is heard at once and the episode closes once back in range.
 	want := []string{"fire up 03-26 Thu 20:10", "resolve up 03-26 Thu 23:00"}
-	if !slices.Equal(got, want) {
-		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
+	wantMessages(t, got, want)
 }
 
 func TestUnusualBurstsAreTheNormalOfAPageAtZero(t *testing.T) {
@@ -296,9 +299,7 @@ func TestUnusualBurstsAreTheNormalOfAPageAtZero(t *testing.T) {
 		"fire up 03-07 Sat 06:10", "resolve up 03-07 Sat 08:50",
 		"fire up " + big.Add(10*time.Minute).Format("01-02 Mon 15:04"), "resolve up 04-10 Fri 18:00",
 	}
-	if !slices.Equal(got, want) {
-		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
+	wantMessages(t, got, want)
 	if n := len(bursts); n < 14 {
 		t.Errorf("only %d bursts of 100 before the big one; the test means a month of them", n)
 	}

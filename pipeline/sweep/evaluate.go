@@ -197,15 +197,13 @@ type observation struct {
 	count      uint64
 	pages      []rules.PageCount // a sum rule's shares
 	exp        rules.Expected    // spike and new_page rules: the page's normal
-	// short and past are the counts the detector's Reach asks for: the
-	// burst window's, and the views over the span before the window.
-	short, past uint64
-	late        bool // the site's data is behind: no drop is judged
+	short      uint64            // the count over the detector's burst window (Reach.Short)
+	late       bool              // the site's data is behind: no drop is judged
 }
 
 // ruleObservation is what the rule's detector is shown of o.
 func (o observation) ruleObservation() rules.Observation {
-	return rules.Observation{At: o.pt.at, Count: o.count, Expected: o.exp, Short: o.short, Past: o.past, Late: o.late}
+	return rules.Observation{At: o.pt.at, Count: o.count, Expected: o.exp, Short: o.short, Late: o.late}
 }
 
 // count runs the queries for a set of points and turns the rows into
@@ -233,29 +231,8 @@ func (s *Sweeper) count(ctx context.Context, set *ruleSet, pts []point, every bo
 	for _, end := range ends {
 		group := byEnd[end]
 		var starts []time.Time
-		idx := make([]int, len(group)) // point → index into starts
-		sites := map[string]bool{}
-		for i, p := range group {
-			j := slices.IndexFunc(starts, func(t time.Time) bool { return t.Equal(p.from) })
-			if j < 0 {
-				j = len(starts)
-				starts = append(starts, p.from)
-			}
-			idx[i] = j
-			sites[siteOf(set.rules[p.rule])] = true
-		}
-		for _, p := range group {
-			if from, ok := quietReach(set.rules[p.rule], p); ok && !slices.ContainsFunc(starts, from.Equal) {
-				starts = append(starts, from) // no point reads it: it only widens the pages returned
-			}
-		}
-		// Each point's burst and past windows, by index into starts (-1:
-		// none). The past's total is its start's count less the window's.
-		shortIdx, pastIdx := make([]int, len(group)), make([]int, len(group))
+		// startIdx is t's index into starts, added if new.
 		startIdx := func(t time.Time) int {
-			if t.IsZero() {
-				return -1
-			}
 			j := slices.IndexFunc(starts, t.Equal)
 			if j < 0 {
 				j = len(starts)
@@ -263,9 +240,24 @@ func (s *Sweeper) count(ctx context.Context, set *ruleSet, pts []point, every bo
 			}
 			return j
 		}
+		idx := make([]int, len(group)) // point → index into starts
+		sites := map[string]bool{}
 		for i, p := range group {
-			short, past := reachStarts(set.rules[p.rule], p)
-			shortIdx[i], pastIdx[i] = startIdx(short), startIdx(past)
+			idx[i] = startIdx(p.from)
+			sites[siteOf(set.rules[p.rule])] = true
+		}
+		for _, p := range group {
+			if from, ok := quietReach(set.rules[p.rule], p); ok {
+				startIdx(from) // no point reads it: it only widens the pages returned
+			}
+		}
+		// Each point's burst window, by index into starts (-1: none).
+		shortIdx := make([]int, len(group))
+		for i, p := range group {
+			shortIdx[i] = -1
+			if from, ok := shortStart(set.rules[p.rule], p); ok {
+				shortIdx[i] = startIdx(from)
+			}
 		}
 		q := traffic.WindowQuery{Starts: starts, End: end, SealedBefore: s.sealedBefore(), Floor: floor}
 		for site := range sites {
@@ -314,9 +306,6 @@ func (s *Sweeper) count(ctx context.Context, set *ruleSet, pts []point, every bo
 					if j := shortIdx[gi]; j >= 0 {
 						o.short = pc.Counts[j]
 					}
-					if j := pastIdx[gi]; j >= 0 && pc.Counts[j] >= n {
-						o.past = pc.Counts[j] - n
-					}
 					obs[m.key] = append(obs[m.key], o)
 				}
 			}
@@ -362,21 +351,11 @@ func quietReach(r *rules.Rule, p point) (time.Time, bool) {
 	return from, !from.IsZero() && from.Before(p.from)
 }
 
-// reachStarts are the starts of the extra windows a rule's detector reads
-// with its own (Detector.Reach), ending with it: the burst's and the
-// past's. Zero when it reads none.
-func reachStarts(r *rules.Rule, p point) (short, past time.Time) {
-	if r.Window.Kind != rules.Rolling {
-		return
-	}
-	re := r.Detector().Reach()
-	if re.Short > 0 {
-		short = p.to.Add(-re.Short)
-	}
-	if re.Past > 0 {
-		past = p.from.Add(-re.Past)
-	}
-	return
+// shortStart is the start of the burst window a rule's detector reads
+// with its own (Reach.Short), ending with it; false when it reads none.
+func shortStart(r *rules.Rule, p point) (time.Time, bool) {
+	short := r.Detector().Reach().Short
+	return p.to.Add(-short), short > 0 && r.Window.Kind == rules.Rolling
 }
 
 // sealBudget bounds the sealing one sweep does.

@@ -31,9 +31,6 @@ func replay(ctx context.Context, src MinuteSource, set *ruleSet, base map[string
 			for _, sp := range r.BaselineSpans(since, time.Time{}) {
 				scanFrom = minTime(scanFrom, sp.From)
 			}
-			if past := r.Detector().Reach().Past; past > 0 {
-				scanFrom = minTime(scanFrom, since.Add(-r.Window.Rolling-past))
-			}
 		case rules.Calendar:
 			from, _ := r.Window.Bounds(since)
 			scanFrom = minTime(scanFrom, from)
@@ -147,9 +144,6 @@ func replaySeries(k string, sr *series, r *rules.Rule, base uint64, since, allFr
 			o.exp = expect(pt.to)
 			if reach.Short > 0 {
 				o.short = upTo(pt.to) - upTo(pt.to.Add(-reach.Short))
-			}
-			if reach.Past > 0 {
-				o.past = upTo(pt.from) - upTo(maxTime(dataStart, pt.from.Add(-reach.Past)))
 			}
 			st, fire = r.StepEpisode(st, o.ruleObservation())
 		} else {
