@@ -58,6 +58,10 @@ const (
 	DefaultUnusualSettle = time.Hour
 	MaxUnusualWeeks      = 12
 
+	// burstMargin is how many noise units (of pure counting noise) a
+	// count must pass the second highest of the page's remembered bursts
+	// by to be news.
+	burstMargin = 1.0
 	// pastSpan is how long a page's bursts are remembered
 	// (Observation.Bursts): a count it reached twice in 4 weeks is its
 	// normal, not news.
@@ -314,6 +318,7 @@ func (d *unusualDetector) weigh(o Observation, ep *Episode) judgement {
 	if !e.OK {
 		return judgement{}
 	}
+
 	up := d.weighUp(o)
 	dn := d.weighDown(o)
 	switch {
@@ -342,11 +347,12 @@ func (d *unusualDetector) weigh(o Observation, ep *Episode) judgement {
 func (d *unusualDetector) weighUp(o Observation) judgement {
 	e, u := o.Expected, d.u
 	c := float64(o.Count)
+	// A page's bursts are its normal: a count it reached twice in the
+	// last 4 weeks is no news, nor one within a noise unit of it.
 	floor := 0.0
-	if b := secondHighest(o.Bursts, o.At.Add(-pastSpan)); b > 0 && e.Top < float64(u.MinCount) {
-		// Only where the normal is next to nothing: a page with a real
-		// normal is judged against it, however often it surged.
-		floor = u.Factor * float64(b)
+	if b := secondHighest(o.Bursts, o.At.Add(-pastSpan)); b > 0 {
+		r := math.Sqrt(float64(b)+0.375) + burstMargin/2
+		floor = r*r - 0.375
 	}
 	profile := max(d.countAt(e, e.Top, u.Sensitivity), u.Factor*e.Top, float64(u.MinCount))
 	j := judgement{known: true, level: max(profile, floor)}
