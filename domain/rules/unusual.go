@@ -388,7 +388,9 @@ func (d *unusualDetector) weighDown(o Observation) judgement {
 	if j.level < 0 {
 		return j
 	}
-	j.severity = max(j.level, 1) / max(float64(o.Count), 1)
+	// A drop is told once and resolved once: it does not escalate (a
+	// count of 0 would be "infinitely" below its level at the first look).
+	j.severity = min(1, max(j.level, 1)/max(float64(o.Count), 1))
 	j.pending = float64(o.Count) <= j.level
 	return j
 }
