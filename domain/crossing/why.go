@@ -66,6 +66,15 @@ type ReferrerShare struct {
 	BaselineShare float64 `json:"baseline_share"` // the same over the baseline period
 }
 
+// RangeText is the usual range, short, for headlines: "expected
+// 120–180"; "" when the rule has none.
+func (w *Why) RangeText() string {
+	if w == nil || w.High <= 0 {
+		return ""
+	}
+	return "expected " + strconv.FormatFloat(math.Floor(w.Low), 'f', 0, 64) + "–" + strconv.FormatFloat(math.Ceil(w.High), 'f', 0, 64)
+}
+
 // ExpectedText is the usual range in words, for every receiver alike:
 // "expected 120–180 views, from 4 weeks of history (same weekday)", or
 // "" when the rule has none (threshold, spike, new_page).
@@ -73,7 +82,7 @@ func (w *Why) ExpectedText() string {
 	if w == nil || w.High <= 0 {
 		return ""
 	}
-	s := "expected " + strconv.FormatFloat(math.Floor(w.Low), 'f', 0, 64) + "–" + strconv.FormatFloat(math.Ceil(w.High), 'f', 0, 64) + " views"
+	s := w.RangeText() + " views"
 	switch {
 	case w.Days >= 14 && w.Weekly:
 		s += ", from " + strconv.Itoa(w.Days/7) + " weeks of history (same weekday)"

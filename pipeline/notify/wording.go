@@ -1,6 +1,7 @@
 package notify
 
 import (
+	"github.com/pagewatch/pagewatch/domain/crossing"
 	"strconv"
 	"strings"
 
@@ -33,7 +34,10 @@ func (n Notification) Predicate(clean func(string) string) string {
 	if w != nil {
 		kind, down = w.Kind, w.Direction == "down"
 	}
-	spiky := kind == "spike" || kind == "new_page"
+	// Rules with a normal (spike, unusual) and new pages speak of their
+	// page against its past; threshold rules of their threshold.
+	normal := kind == "spike" || kind == "unusual"
+	spiky := normal || kind == "new_page"
 	switch n.Event {
 	case string(rules.EventResolve):
 		s := "is back to normal"
@@ -72,20 +76,31 @@ func (n Notification) Predicate(clean func(string) string) string {
 		return "rose further: " + views(n.Count)
 	}
 	switch {
-	case kind == "spike" && w.Direction == "down":
+	case normal && w.Direction == "down":
 		s := "went quiet: " + views(n.Count)
-		if w.Baseline > 0 {
+		switch {
+		case w.High > 0:
+			s += ", " + w.RangeText()
+		case w.Baseline > 0:
 			s += ", against " + approx(w.Baseline) + " normally"
 		}
 		return s
-	case kind == "spike" && w.Ratio > 0:
-		return "is at " + strconv.FormatFloat(w.Ratio, 'f', 1, 64) + "× its normal: " + views(n.Count) + n.mostlyFrom(clean)
-	case kind == "spike":
+	case normal && w.Ratio > 0:
+		return "is at " + strconv.FormatFloat(w.Ratio, 'f', 1, 64) + "× its normal: " + views(n.Count) + rangeOf(w) + n.mostlyFrom(clean)
+	case normal:
 		return "took off from nothing: " + views(n.Count) + n.mostlyFrom(clean)
 	case kind == "new_page":
 		return "took off as a new page: " + views(n.Count) + n.mostlyFrom(clean)
 	}
 	return "passed " + views(n.Threshold)
+}
+
+// rangeOf is ", expected 120–180" for a rule with a usual range.
+func rangeOf(w *crossing.Why) string {
+	if r := w.RangeText(); r != "" {
+		return ", " + r
+	}
+	return ""
 }
 
 // mostlyFrom names the referrer domain that sent most of the window's

@@ -50,6 +50,12 @@ func TestPredicateSaysWhatHappened(t *testing.T) {
 			"fell to 1/2 of the level it fired at: 2 views in 1h"},
 		{"escalate, no step", notify.Notification{Event: "escalate", Count: 2, Window: "1h", Why: &crossing.Why{Kind: "spike", Direction: "down"}},
 			"fell further: 2 views in 1h"},
+		{"unusual", notify.Notification{Count: 640, Threshold: 300, Window: "1h", Why: &crossing.Why{Kind: "unusual", Baseline: 150, Low: 120, High: 180, Ratio: 4.27, Direction: "up", Referrers: hn}},
+			"is at 4.3× its normal: 640 views in 1h, expected 120–180, mostly from news.ycombinator.com"},
+		{"unusual, went quiet", notify.Notification{Count: 3, Threshold: 60, Window: "1h", Why: &crossing.Why{Kind: "unusual", Baseline: 150, Low: 120.4, High: 180, Ratio: 0.02, Direction: "down"}},
+			"went quiet: 3 views in 1h, expected 120–180"},
+		{"unusual, resolve", notify.Notification{Event: "resolve", Count: 150, Threshold: 300, Window: "1h", Why: &crossing.Why{Kind: "unusual", Direction: "up", Peak: 900, Total: 2400}},
+			"is back to normal after peaking at 900 views in 1h (2,400 views in all)"},
 		{"fire event named", notify.Notification{Event: "fire", Count: 6, Threshold: 5, Window: "5m"},
 			"passed 5 views in 5m"},
 	} {

@@ -75,6 +75,24 @@ func BenchmarkSweepSpike(b *testing.B) {
 	benchmarkSweep(b, rs)
 }
 
+// BenchmarkSweepUnusual is BenchmarkSweep with every third rule the
+// shipped unusual rule (both directions, its defaults), each over the
+// pages of its site (prefix /page/): looking down, it observes every page
+// with views in its 4 weeks, and reads the burst window with its own.
+func BenchmarkSweepUnusual(b *testing.B) {
+	rs := benchRules(10)
+	for i := range rs {
+		if i%3 != 0 {
+			continue
+		}
+		r := &rs[i]
+		*r = rules.Rule{Name: r.Name, Site: r.Site, Match: rules.Match{Prefix: "/page/"}, Window: rules.ParseWindow("1h"),
+			Unusual: &rules.Unusual{Direction: rules.Both}, Escalate: []float64{4},
+			NotifyOn: []rules.Event{rules.EventFire, rules.EventEscalate, rules.EventResolve}, Notify: r.Notify}
+	}
+	benchmarkSweep(b, rs)
+}
+
 func benchmarkSweep(b *testing.B, rs []rules.Rule) {
 	hits := 5_000_000
 	if os.Getenv("PAGEWATCH_BENCH_FULL") == "1" {
