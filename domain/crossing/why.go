@@ -66,6 +66,14 @@ type ReferrerShare struct {
 	BaselineShare float64 `json:"baseline_share"` // the same over the baseline period
 }
 
+// KindNoData is the why's kind of a message about a whole site whose
+// data stopped arriving (a "no data" episode of a rule that hears drops),
+// not about a page.
+const KindNoData = "no_data"
+
+// SiteWide reports whether the message is of a whole site, not a page.
+func (w *Why) SiteWide() bool { return w != nil && w.Kind == KindNoData }
+
 // RangeText is the usual range, short, for headlines: "expected
 // 120–180"; "" when the rule has none.
 func (w *Why) RangeText() string {

@@ -29,6 +29,10 @@ type Detector interface {
 	// LooksDown reports whether the rule hears pages going quiet, which
 	// must then be judged as their hours pass even with no views.
 	LooksDown() bool
+	// HoldsLateDrops reports whether the rule judges no drop while a
+	// site's data is late (Observation.Late), and so tells its receivers
+	// when a site's data stops and starts again.
+	HoldsLateDrops() bool
 
 	weigh(o Observation, ep *Episode) judgement
 	back(j judgement, o Observation, ep *Episode) bool

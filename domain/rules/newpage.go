@@ -60,3 +60,6 @@ func (d *newPageDetector) weigh(o Observation, _ *Episode) judgement {
 func (d *newPageDetector) back(j judgement, o Observation, _ *Episode) bool {
 	return float64(o.Count) < j.level*(1-d.r.Rearm.Hysteresis)
 }
+
+// HoldsLateDrops: no.
+func (d *newPageDetector) HoldsLateDrops() bool { return false }

@@ -463,3 +463,6 @@ func (d *spikeDetector) back(j judgement, o Observation, ep *Episode) bool {
 	}
 	return float64(o.Count) < j.level*h
 }
+
+// HoldsLateDrops: no (its drops are judged on whatever data there is).
+func (d *spikeDetector) HoldsLateDrops() bool { return false }

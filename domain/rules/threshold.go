@@ -23,3 +23,6 @@ func (d *thresholdDetector) weigh(o Observation, _ *Episode) judgement {
 func (d *thresholdDetector) back(_ judgement, o Observation, _ *Episode) bool {
 	return o.Count <= d.r.RearmLevel(d.r.Thresholds[0])
 }
+
+// HoldsLateDrops: no.
+func (d *thresholdDetector) HoldsLateDrops() bool { return false }

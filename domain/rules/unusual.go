@@ -144,6 +144,9 @@ type unusualDetector struct {
 func (d *unusualDetector) Kind() Kind      { return KindUnusual }
 func (d *unusualDetector) LooksDown() bool { return d.u.Direction != Up }
 
+// HoldsLateDrops: when it looks down.
+func (d *unusualDetector) HoldsLateDrops() bool { return d.LooksDown() }
+
 func (d *unusualDetector) Reach() Reach {
 	if d.u.Direction == Down {
 		return Reach{}

@@ -7,6 +7,15 @@ import (
 	"github.com/pagewatch/pagewatch/domain/traffic"
 )
 
+// Name is what the message is of: the page's path, or the site for a
+// message about a whole site (crossing.Why.SiteWide).
+func (n Notification) Name() string {
+	if n.Why.SiteWide() {
+		return n.Site
+	}
+	return n.Path
+}
+
 // Notification is one threshold crossing to tell people about.
 type Notification struct {
 	Key        string // crossing key, unique per crossing, e.g. "pricing-hourly.3f2a9c.1"

@@ -38,6 +38,13 @@ func (n Notification) Predicate(clean func(string) string) string {
 	// page against its past; threshold rules of their threshold.
 	normal := kind == "spike" || kind == "unusual"
 	spiky := normal || kind == "new_page"
+	if w.SiteWide() {
+		since := w.Since.UTC().Format("15:04 UTC, 2 Jan")
+		if n.Event == string(rules.EventResolve) {
+			return "sends data again (none had come since " + since + "): drops on its pages are judged again"
+		}
+		return "sent no data since " + since + ": drops on its pages are held until it does"
+	}
 	switch n.Event {
 	case string(rules.EventResolve):
 		s := "is back to normal"

@@ -56,9 +56,16 @@ func TestPredicateSaysWhatHappened(t *testing.T) {
 			"went quiet: 3 views in 1h, expected 120–180"},
 		{"unusual, resolve", notify.Notification{Event: "resolve", Count: 150, Threshold: 300, Window: "1h", Why: &crossing.Why{Kind: "unusual", Direction: "up", Peak: 900, Total: 2400}},
 			"is back to normal after peaking at 900 views in 1h (2,400 views in all)"},
+		{"no data from a site", notify.Notification{Event: "fire", Site: "example.com", Why: &crossing.Why{Kind: crossing.KindNoData, Since: time.Date(2026, 11, 27, 14, 5, 0, 0, time.UTC)}},
+			"sent no data since 14:05 UTC, 27 Nov: drops on its pages are held until it does"},
+		{"data again", notify.Notification{Event: "resolve", Site: "example.com", Why: &crossing.Why{Kind: crossing.KindNoData, Since: time.Date(2026, 11, 27, 14, 5, 0, 0, time.UTC)}},
+			"sends data again (none had come since 14:05 UTC, 27 Nov): drops on its pages are judged again"},
 		{"fire event named", notify.Notification{Event: "fire", Count: 6, Threshold: 5, Window: "5m"},
 			"passed 5 views in 5m"},
 	} {
+		if tc.n.Why.SiteWide() && tc.n.Name() != tc.n.Site {
+			t.Errorf("%s: named %q, want the site", tc.name, tc.n.Name())
+		}
 		if got := tc.n.Predicate(strings.TrimSpace); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}

@@ -54,7 +54,8 @@ func (s *Sweeper) explain(ctx context.Context, jobs []job) {
 	}
 	var todo []crossing.Crossing
 	for _, j := range jobs {
-		if j.x.Digest == nil && j.x.Why != nil && len(todo) < maxExplained {
+		// A "no data" message is of a site, with no page to explain.
+		if j.x.Digest == nil && j.x.Why != nil && !j.x.Why.SiteWide() && len(todo) < maxExplained {
 			todo = append(todo, j.x)
 		}
 	}

@@ -2,64 +2,109 @@ package sweep
 
 import (
 	"context"
+	"maps"
+	"slices"
+	"strconv"
 	"time"
+
+	"github.com/pagewatch/pagewatch/broker/bus"
+	"github.com/pagewatch/pagewatch/domain/crossing"
+	"github.com/pagewatch/pagewatch/domain/rules"
 )
 
-// freshness knows how current each site's data is: the newest minute
-// loaded per site. A site whose newest hit is older than data_late_after
-// is late, and no drop is judged on its pages: a tailer that stopped, or
-// a loader behind, is not a page gone quiet. The sweeper says so once
-// when a site goes late and once when its data flows again.
-type freshness struct {
-	late map[string]time.Time // late site → its newest minute when found late
-}
+// Freshness: each site's newest loaded minute. A site whose newest hit is
+// older than data_late_after is late, and no drop is judged on its pages:
+// a tailer that stopped, or a loader behind, is not a page gone quiet.
+// Each rule that hears drops tells its receivers once that no data came
+// from the site since its newest hit, and once when data flows again: an
+// episode per (rule, site) in the state store, claimed like any other,
+// so two sweepers racing send each message once.
 
 // freshnessReach is how far back a site's newest minute is looked for:
-// a site silent for longer is not late but gone, and its pages' own
-// normals stop expecting views.
+// a site silent for longer is not late but gone (its "no data" episode
+// stays open until data comes again).
 const freshnessReach = 48 * time.Hour
 
-// markLate reads each site's newest minute and flags the observations of
-// late sites. It reads only when some rule looks down.
-func (s *Sweeper) markLate(ctx context.Context, set *ruleSet, obs map[string][]observation, now time.Time) error {
-	looksDown := false
+// noDataPrefix starts the state keys of "no data" episodes. Rule names
+// start with [a-z0-9], so these keys are never taken for a page's state.
+const noDataPrefix = "_nodata."
+
+// freshness marks the observations of late sites and steps the "no data"
+// episodes of the rules that hold drops while data is late
+// (Detector.HoldsLateDrops). It reads only when one does.
+func (s *Sweeper) freshness(ctx context.Context, set *ruleSet, obs map[string][]observation, now time.Time) ([]*verdict, error) {
+	var down []*rules.Rule
 	for _, r := range set.rules {
-		looksDown = looksDown || r.Detector().LooksDown()
+		if r.Detector().HoldsLateDrops() && r.Aggregate != rules.Sum {
+			down = append(down, r)
+		}
 	}
-	if !looksDown {
-		return nil
+	if len(down) == 0 {
+		return nil, nil
 	}
 	ends, err := s.counts.DataEnds(ctx, now.Add(-freshnessReach))
 	if err != nil {
-		return err
-	}
-	f := s.fresh
-	if f.late == nil {
-		f.late = map[string]time.Time{}
+		return nil, err
 	}
 	lateAt := now.Add(-s.cfg.DataLateAfter)
-	for site, end := range ends {
-		_, was := f.late[site]
-		switch late := end.Before(lateAt); {
-		case late && !was:
-			f.late[site] = end
-			s.logger.Warn("no data from site since its newest hit; drops are held until it flows again", "site", site, "since", end, "late_after", s.cfg.DataLateAfter)
-		case !late && was:
-			delete(f.late, site)
-			s.logger.Info("data flows again from site; drops are judged again", "site", site, "newest", end)
-		}
-	}
-	for site := range f.late {
-		if _, ok := ends[site]; !ok {
-			delete(f.late, site) // silent past the reach: gone, not late
-		}
+	late := func(site string) bool {
+		end, ok := ends[site]
+		return ok && end.Before(lateAt)
 	}
 	for k, list := range obs {
 		for i := range list {
-			if _, late := f.late[list[i].site]; late {
-				obs[k][i].late = true
+			obs[k][i].late = late(list[i].site)
+		}
+	}
+	var out []*verdict
+	for _, r := range down {
+		for _, site := range slices.Sorted(maps.Keys(ends)) {
+			if r.Site != "" && r.Site != site {
+				continue
+			}
+			v, err := s.noData(ctx, r, site, ends[site], late(site), now)
+			if err != nil {
+				return nil, err
+			}
+			if v != nil {
+				out = append(out, v)
 			}
 		}
 	}
-	return nil
+	return out, nil
+}
+
+// noData steps one rule's "no data" episode for one site: it opens when
+// the site is late, and resolves when its data is on time again.
+func (s *Sweeper) noData(ctx context.Context, r *rules.Rule, site string, end time.Time, late bool, now time.Time) (*verdict, error) {
+	key := noDataPrefix + r.Name + "." + bus.Key(site, "")
+	st, rev, err := s.state.get(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	v := &verdict{key: key, rule: r, prev: st, rev: rev, next: st.State, pending: st.Pending}
+	x := crossing.Crossing{Rule: r.Name, Site: site, CrossedAt: now.UTC(),
+		Recipients: r.Notify.Recipients, Receivers: r.Notify.Receivers, Labels: r.Notify.Labels}
+	switch open := st.Open; {
+	case late && open == nil:
+		v.next.Episode++
+		v.next.Open = &rules.Episode{Since: end, Site: site}
+		x.Key = key + "." + strconv.FormatUint(v.next.Episode, 10)
+		x.Event = string(rules.EventFire)
+		x.Why = &crossing.Why{Kind: crossing.KindNoData, Since: end}
+		s.logger.Warn("no data from site since its newest hit; its drops are held until it flows again", "site", site, "since", end, "rule", r.Name)
+	case !late && open != nil:
+		v.next.Open = nil
+		x.Key = key + "." + strconv.FormatUint(st.Episode, 10) + ".resolved"
+		x.Event = string(rules.EventResolve)
+		x.Why = &crossing.Why{Kind: crossing.KindNoData, Since: open.Since}
+		s.logger.Info("data flows again from site; its drops are judged again", "site", site, "newest", end, "rule", r.Name)
+	default:
+		if len(v.pending) == 0 {
+			return nil, nil
+		}
+		return v, nil
+	}
+	v.fired = append(v.fired, x)
+	return v, nil
 }

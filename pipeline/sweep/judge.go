@@ -87,9 +87,11 @@ func (s *Sweeper) judge(ctx context.Context, set *ruleSet, obs map[string][]obse
 		if err := s.expect(ctx, set, obs, open, s.now()); err != nil {
 			return nil, err
 		}
-		if err := s.markLate(ctx, set, obs, s.now()); err != nil {
+		nodata, err := s.freshness(ctx, set, obs, s.now())
+		if err != nil {
 			return nil, err
 		}
+		out = append(out, nodata...)
 	}
 	for key, list := range obs {
 		r := set.rules[list[0].pt.rule]

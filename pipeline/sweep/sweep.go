@@ -98,7 +98,6 @@ type Sweeper struct {
 	sealedHours time.Time // page_hours' (sealHours)
 
 	baselines *baselines
-	fresh     *freshness
 }
 
 // New returns a Sweeper over the given rules (validated, as LoadRules
@@ -122,7 +121,7 @@ func New(ctx context.Context, cfg Config, rs []rules.Rule, deps Deps) (*Sweeper,
 	s := &Sweeper{cfg: cfg, counts: deps.Counts, history: deps.History, explainer: deps.Explain, state: newStateStore(state),
 		leader: newLeadership(leases, cfg.LeaderTTL), bus: b, logger: deps.Logger,
 		metrics: newMetrics(deps.Registry), now: time.Now, reloader: deps.Rules, reload: make(chan struct{}, 1),
-		baselines: &baselines{}, fresh: &freshness{}}
+		baselines: &baselines{}}
 	s.setRules(rs)
 	return s, nil
 }

@@ -100,7 +100,7 @@ func newView(n notify.Notification) view {
 		Key:       clean(n.Key, maxLabelRunes),
 		Rule:      clean(n.Rule, maxLabelRunes),
 		Site:      orPlaceholder(clean(n.Site, maxBodyRunes)),
-		Path:      orPlaceholder(clean(n.Path, maxBodyRunes)),
+		Path:      orPlaceholder(clean(pageOf(n), maxBodyRunes)),
 		Count:     traffic.FormatCount(n.Count),
 		Threshold: traffic.FormatCount(n.Threshold),
 		Window:    window,
@@ -110,7 +110,7 @@ func newView(n notify.Notification) view {
 	v.Predicate = n.Predicate(func(s string) string { return orPlaceholder(clean(s, maxSubjectDomainRunes)) })
 	// The page's name gets what the predicate leaves of the subject.
 	pathRunes := max(maxSubjectRunes-utf8.RuneCountInString(v.Predicate), 40)
-	v.Subject = "[pagewatch] " + orPlaceholder(clean(n.Path, pathRunes)) + " " + v.Predicate
+	v.Subject = "[pagewatch] " + orPlaceholder(clean(n.Name(), pathRunes)) + " " + v.Predicate
 	if n.Subject != "" {
 		v.Subject = clean(n.Subject, maxSubjectRunes)
 	}
@@ -382,6 +382,15 @@ func clean(s string, limit int) string {
 		n++
 	}
 	return b.String()
+}
+
+// pageOf is the page a message names in its body: "every page" for a
+// message about a whole site.
+func pageOf(n notify.Notification) string {
+	if n.Why.SiteWide() {
+		return "every page"
+	}
+	return n.Path
 }
 
 func orPlaceholder(s string) string {

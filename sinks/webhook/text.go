@@ -41,7 +41,7 @@ func newMessage(n notify.Notification) message {
 	m := message{at: n.CrossedAt.UTC()}
 	predicate := n.Predicate(func(s string) string { return clean(orEmpty(s), 60) })
 	// The page's name gets what the predicate leaves of the title.
-	m.title = clean(orEmpty(n.Path), max(maxTitle-1-utf8.RuneCountInString(predicate), 20)) + " " + predicate
+	m.title = clean(orEmpty(n.Name()), max(maxTitle-1-utf8.RuneCountInString(predicate), 20)) + " " + predicate
 	m.title = truncate(m.title, maxTitle)
 	if len(n.Digest) > 0 || n.DigestTotal > 0 {
 		total := max(n.DigestTotal, len(n.Digest))
@@ -64,7 +64,11 @@ func newMessage(n notify.Notification) message {
 		m.intro = []string{traffic.FormatCount(uint64(len(m.digest)+m.more)) + " pages matching " + clean(orEmpty(n.Path), maxLine) + " on " + clean(orEmpty(n.Site), 200) + " passed their thresholds in one sweep."}
 	}
 	if len(m.intro) == 0 {
-		m.intro = []string{clean(orEmpty(n.Path), maxLine) + " on " + clean(orEmpty(n.Site), 200) + " " + predicate + "."}
+		page := n.Path
+		if n.Why.SiteWide() {
+			page = "every page"
+		}
+		m.intro = []string{clean(orEmpty(page), maxLine) + " on " + clean(orEmpty(n.Site), 200) + " " + predicate + "."}
 	}
 	if !allTime {
 		window = clean(n.Window, 50)

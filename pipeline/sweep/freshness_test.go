@@ -1,0 +1,112 @@
+package sweep
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pagewatch/pagewatch/domain/crossing"
+	"github.com/pagewatch/pagewatch/domain/hit"
+	"github.com/pagewatch/pagewatch/domain/rules"
+)
+
+// addSteady loads perHour views of path, spread every 10 minutes, over
+// [from, to), as one batch.
+func (b *bundle) addSteady(t *testing.T, path string, perHour int, from, to time.Time) {
+	t.Helper()
+	b.seq++
+	batch := hit.Batch{Seq: b.seq}
+	for at := from; at.Before(to); at = at.Add(10 * time.Minute) {
+		for i := 0; i < perHour/6; i++ {
+			batch.Hits = append(batch.Hits, hit.Hit{Time: at, Site: "example.com", Path: path, Offset: uint64(len(batch.Hits))})
+		}
+	}
+	if err := b.ch.InsertHits(context.Background(), []hit.Batch{batch}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func unusualBoth() rules.Rule {
+	return rules.Rule{Name: "unusual", Site: "example.com", Match: rules.Match{Prefix: "/"}, Window: rules.ParseWindow("1h"),
+		Unusual: &rules.Unusual{Direction: rules.Both}, NotifyOn: []rules.Event{rules.EventFire, rules.EventEscalate, rules.EventResolve},
+		Notify: rules.Notify{Recipients: []string{"ops@example.com"}}}
+}
+
+// The tailer stopped for 3 hours: the site's pages fall to nothing, but
+// the data is late, not the pages quiet. Two sweepers racing send one
+// "no data" message and no drop; once the data is loaded again, one
+// resolve, and still no drop.
+func TestTailerStoppedSendsNoDataNotDrops(t *testing.T) {
+	b := setup(t)
+	b.cfg.Rules = []rules.Rule{unusualBoth()}
+	now := time.Now().UTC().Truncate(time.Minute)
+	stop := now.Add(-3 * time.Hour)
+	b.addSteady(t, "/checkout", 120, now.Add(-8*24*time.Hour), stop)
+	b.addSteady(t, "/home", 60, now.Add(-8*24*time.Hour), stop)
+
+	c := &clock{t: now}
+	a, z := b.sweeper(t, c), b.sweeper(t, c)
+	var wg sync.WaitGroup
+	for _, s := range []*Sweeper{a, z, a, z} {
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = s.sweep(context.Background(), c.now()) }()
+	}
+	wg.Wait()
+	if got := describe(b.jobs(t)); fmt.Sprint(got) != "[fire no_data example.com]" {
+		t.Fatalf("while the tailer is stopped: %v, want one no-data message", got)
+	}
+	x := b.jobs(t)[0]
+	if !x.Why.Since.Equal(stop.Add(-10*time.Minute)) || x.Path != "" {
+		t.Errorf("no-data message %+v, why %+v: want it of the site, since its newest hit %s", x, x.Why, stop.Add(-10*time.Minute))
+	}
+
+	// The tailer is back and catches up on the 3 hours.
+	b.addSteady(t, "/checkout", 120, stop, now.Add(5*time.Minute))
+	b.addSteady(t, "/home", 60, stop, now.Add(5*time.Minute))
+	for i := 1; i <= 3; i++ {
+		c.set(now.Add(time.Duration(i) * 2 * time.Minute))
+		b.sweep(t, a)
+	}
+	if got := describe(b.jobs(t)); fmt.Sprint(got) != "[fire no_data example.com resolve no_data example.com]" {
+		t.Errorf("after the data came back: %v, want the no-data message and its resolve, and no drop", got)
+	}
+}
+
+func describe(xs []crossing.Crossing) []string {
+	var out []string
+	for _, x := range xs {
+		name := x.Path
+		if x.Why.SiteWide() {
+			name = x.Site
+		}
+		out = append(out, fmt.Sprintf("%s %s %s", x.Event, x.Why.Kind, name))
+	}
+	return out
+}
+
+// The same page stopping while its site's data flows is a page gone
+// quiet: one drop, after down_for, and no "no data" message.
+func TestPageStoppingWhileItsSiteFlowsIsADrop(t *testing.T) {
+	b := setup(t)
+	b.cfg.Rules = []rules.Rule{unusualBoth()}
+	now := time.Now().UTC().Truncate(time.Minute)
+	stop := now.Add(-3 * time.Hour)
+	b.addSteady(t, "/checkout", 120, now.Add(-8*24*time.Hour), stop)
+	b.addSteady(t, "/home", 60, now.Add(-8*24*time.Hour), now.Add(time.Minute))
+
+	c := &clock{t: stop}
+	s := b.sweeper(t, c)
+	for at := stop; !at.After(now); at = at.Add(10 * time.Minute) {
+		c.set(at)
+		b.sweep(t, s)
+	}
+	jobs := b.jobs(t)
+	if got := describe(jobs); fmt.Sprint(got) != "[fire unusual /checkout]" {
+		t.Fatalf("got %v, want one drop of /checkout", got)
+	}
+	if x := jobs[0]; x.Why.Direction != "down" || x.Count != 0 || x.Why.Low <= 0 {
+		t.Errorf("drop %+v, why %+v", x, x.Why)
+	}
+}
