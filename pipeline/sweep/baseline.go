@@ -65,12 +65,6 @@ func (s *Sweeper) expect(ctx context.Context, set *ruleSet, obs map[string][]obs
 		slot  time.Time
 		spans string
 	}
-	type want struct {
-		key        string
-		i          int // into obs[key]
-		rule       int
-		site, path string
-	}
 	missing := map[group][]want{}
 	spansOf := map[group][]rules.Interval{}
 	for key, list := range obs {
@@ -96,42 +90,12 @@ func (s *Sweeper) expect(ctx context.Context, set *ruleSet, obs map[string][]obs
 			missing[g] = append(missing[g], want{key: key, i: i, rule: o.pt.rule, site: o.site, path: o.path})
 		}
 	}
-	for g, ws := range missing {
+	for g, all := range missing {
 		spans := spansOf[g]
-		q := traffic.HourQuery{SealedBefore: s.sealedHoursBefore()}
-		for _, sp := range spans {
-			q.Spans = append(q.Spans, traffic.Span{From: sp.From, To: sp.To})
-		}
-		for _, w := range ws {
-			q.Sites = append(q.Sites, w.site)
-			q.Paths = append(q.Paths, w.path)
-		}
-		slices.Sort(q.Sites)
-		q.Sites = slices.Compact(q.Sites)
-		slices.Sort(q.Paths)
-		q.Paths = slices.Compact(q.Paths)
-		hours := map[page]map[int64]uint64{}
-		err := s.counts.HourCounts(ctx, q, func(site, path string, hour time.Time, hits uint64) {
-			p := page{site, path}
-			if hours[p] == nil {
-				hours[p] = map[int64]uint64{}
+		for _, ws := range byPathBytes(all, maxQueryPathBytes) {
+			if err := s.readNormals(ctx, set, obs, g.slot, spans, ws); err != nil {
+				return err
 			}
-			hours[p][hour.Unix()] += hits
-		})
-		if err != nil {
-			return fmt.Errorf("baselines of %d pages over %d spans: %w", len(q.Paths), len(spans), err)
-		}
-		for _, w := range ws {
-			h := hours[page{w.site, w.path}]
-			counts := make([]uint64, len(spans))
-			for j, sp := range spans {
-				for t := sp.From; t.Before(sp.To); t = t.Add(time.Hour) {
-					counts[j] += h[t.Unix()]
-				}
-			}
-			e := set.rules[w.rule].Normal(spans, counts)
-			obs[w.key][w.i].exp = e
-			b.cache[w.key] = cachedExpected{slot: g.slot, exp: e}
 		}
 	}
 	// Forget normals of half hours that passed.
@@ -139,6 +103,80 @@ func (s *Sweeper) expect(ctx context.Context, set *ruleSet, obs map[string][]obs
 		if now.Sub(c.slot) > 2*time.Hour {
 			delete(b.cache, k)
 		}
+	}
+	return nil
+}
+
+// maxQueryPathBytes bounds the paths one hour-count query names: they are
+// part of its text, and ClickHouse refuses a query over max_query_size
+// (256 KiB by default). A rule looking down over 100k pages names them all.
+const maxQueryPathBytes = 64 << 10
+
+// byPathBytes splits wants, in path order, into runs whose paths take at
+// most limit bytes (a longer path is a run of its own).
+func byPathBytes(ws []want, limit int) [][]want {
+	slices.SortFunc(ws, func(a, b want) int { return strings.Compare(a.path, b.path) })
+	var out [][]want
+	start, size := 0, 0
+	for i, w := range ws {
+		if n := len(w.path) + 4; i > start && size+n > limit {
+			out = append(out, ws[start:i])
+			start, size = i, 0
+		}
+		size += len(w.path) + 4
+	}
+	if start < len(ws) {
+		out = append(out, ws[start:])
+	}
+	return out
+}
+
+// want is one observation whose normal is read.
+type want struct {
+	key        string
+	i          int // into obs[key]
+	rule       int
+	site, path string
+}
+
+// readNormals reads the hours of spans for the pages of ws in one query
+// and computes their normals, caching each for the half hour slot.
+func (s *Sweeper) readNormals(ctx context.Context, set *ruleSet, obs map[string][]observation, slot time.Time, spans []rules.Interval, ws []want) error {
+
+	q := traffic.HourQuery{SealedBefore: s.sealedHoursBefore()}
+	for _, sp := range spans {
+		q.Spans = append(q.Spans, traffic.Span{From: sp.From, To: sp.To})
+	}
+	for _, w := range ws {
+		q.Sites = append(q.Sites, w.site)
+		q.Paths = append(q.Paths, w.path)
+	}
+	slices.Sort(q.Sites)
+	q.Sites = slices.Compact(q.Sites)
+	slices.Sort(q.Paths)
+	q.Paths = slices.Compact(q.Paths)
+	hours := map[page]map[int64]uint64{}
+	err := s.counts.HourCounts(ctx, q, func(site, path string, hour time.Time, hits uint64) {
+		p := page{site, path}
+		if hours[p] == nil {
+			hours[p] = map[int64]uint64{}
+		}
+		hours[p][hour.Unix()] += hits
+	})
+	if err != nil {
+		return fmt.Errorf("baselines of %d pages over %d spans: %w", len(q.Paths), len(spans), err)
+	}
+	for _, w := range ws {
+		h := hours[page{w.site, w.path}]
+		counts := make([]uint64, len(spans))
+		for j, sp := range spans {
+			for t := sp.From; t.Before(sp.To); t = t.Add(time.Hour) {
+				counts[j] += h[t.Unix()]
+			}
+		}
+		e := set.rules[w.rule].Normal(spans, counts)
+		obs[w.key][w.i].exp = e
+		s.baselines.cache[w.key] = cachedExpected{slot: slot, exp: e}
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package sweep
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -108,5 +109,46 @@ func TestPageStoppingWhileItsSiteFlowsIsADrop(t *testing.T) {
 	}
 	if x := jobs[0]; x.Why.Direction != "down" || x.Count != 0 || x.Why.Low <= 0 {
 		t.Errorf("drop %+v, why %+v", x, x.Why)
+	}
+}
+
+// A rule looking down over every page reads the normals of all of them:
+// their paths no longer fit in one query's text (ClickHouse's
+// max_query_size is 256 KiB), so they are read in runs.
+func TestNormalsOfManyLongPathsAreReadInRuns(t *testing.T) {
+	b := setup(t)
+	b.cfg.Rules = []rules.Rule{unusualBoth()}
+	now := time.Now().UTC().Truncate(time.Minute)
+	b.seq++
+	batch := hit.Batch{Seq: b.seq}
+	const pages = 3000
+	for p := 0; p < pages; p++ {
+		path := fmt.Sprintf("/%s/%05d", strings.Repeat("long-segment-", 9), p) // 125 bytes: 375 KB of paths
+		for d := 1; d <= 3; d++ {
+			batch.Hits = append(batch.Hits, hit.Hit{Time: now.Add(-time.Duration(d)*24*time.Hour - 30*time.Minute), Site: "example.com", Path: path, Offset: uint64(len(batch.Hits))})
+		}
+	}
+	if err := b.ch.InsertHits(context.Background(), []hit.Batch{batch}); err != nil {
+		t.Fatal(err)
+	}
+	s := b.sweeper(t, &clock{t: now})
+	b.sweep(t, s)
+	if n := len(s.baselines.cache); n != pages {
+		t.Errorf("normals of %d pages read, want %d", n, pages)
+	}
+}
+
+func TestByPathBytes(t *testing.T) {
+	ws := []want{{path: "/c"}, {path: "/a"}, {path: "/" + strings.Repeat("x", 30)}, {path: "/b"}}
+	var got []string
+	for _, run := range byPathBytes(ws, 12) {
+		var ps []string
+		for _, w := range run {
+			ps = append(ps, w.path[:min(len(w.path), 3)])
+		}
+		got = append(got, strings.Join(ps, ","))
+	}
+	if fmt.Sprint(got) != "[/a,/b /c /xx]" {
+		t.Errorf("runs %v", got)
 	}
 }
