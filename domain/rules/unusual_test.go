@@ -304,3 +304,44 @@ func TestUnusualBurstsAreTheNormalOfAPageAtZero(t *testing.T) {
 		t.Errorf("only %d bursts of 100 before the big one; the test means a month of them", n)
 	}
 }
+
+// A site whose rhythm follows Berlin's clocks, judged by a rule in
+// Europe/Berlin across the spring change (29 March 2026): its past days
+// are 23 hours back across the change, so 9:00 is compared with 9:00 and
+// nothing fires; the same rule in UTC compares 9:00 with 8:00 of the days
+// before the change and hears the morning's rise as news.
+func TestUnusualAcrossDST(t *testing.T) {
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Date(2026, 3, 9, 0, 0, 0, 0, berlin).UTC()
+	rate := func(t time.Time) float64 {
+		l := t.In(berlin)
+		if h := l.Hour(); h >= 9 && h < 17 {
+			return 600 // office hours, local time
+		}
+		return 20
+	}
+	s := newSynth(start, 28, 23, rate)
+	judgeFrom := time.Date(2026, 3, 27, 0, 0, 0, 0, berlin).UTC() // the weeks around the change
+	r := unusualRule(t, Unusual{})
+	r.Zone = "Europe/Berlin"
+	if err := r.Validate("rule"); err != nil {
+		t.Fatal(err)
+	}
+	wantMessages(t, s.run(t, r, judgeFrom), nil)
+
+	// The spans of a Monday 9:10 after the change reach back to 9:00
+	// local on each day before it: 23 hours across the night it lost.
+	end := time.Date(2026, 3, 30, 9, 10, 0, 0, berlin)
+	for _, sp := range r.BaselineSpans(end, start) {
+		if l := sp.To.In(berlin); l.Hour() != 9 && l.Hour() != 10 {
+			t.Errorf("span %v ends at %s local, want 9:00 or 10:00", sp, l.Format("Mon 15:04"))
+		}
+	}
+	utc := unusualRule(t, Unusual{})
+	if got := s.run(t, utc, judgeFrom); len(got) == 0 {
+		t.Errorf("in UTC the rule saw nothing of the shifted mornings; the test does not show what the zone does")
+	}
+}

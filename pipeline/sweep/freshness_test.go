@@ -3,6 +3,7 @@ package sweep
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -150,5 +151,42 @@ func TestByPathBytes(t *testing.T) {
 	}
 	if fmt.Sprint(got) != "[/a,/b /c /xx]" {
 		t.Errorf("runs %v", got)
+	}
+}
+
+// A sweeper down for three hours while a page surged catches up when it
+// returns, with two sweepers racing, for the shipped kind of rule too:
+// the fire and the escalate go out once each, stamped when they happened
+// and judged against that hour's normal; the resolve once. The site's
+// other page keeps its data on time, so nothing is held as late.
+func TestUnusualCatchUpAfterDowntimeOnceEach(t *testing.T) {
+	b := setup(t)
+	r := unusualBoth()
+	r.Escalate, r.Rearm.Settle = []float64{3}, 30*time.Minute
+	b.cfg.Rules = []rules.Rule{r}
+	h := time.Now().UTC().Truncate(time.Hour).Add(-4 * time.Hour)
+	b.spikeHistory(t, h)
+	b.addSteady(t, "/home", 60, h.Add(-5*24*time.Hour), h.Add(3*time.Hour+5*time.Minute))
+	c := &clock{t: h.Add(5 * time.Minute)}
+	b.sweep(t, b.sweeper(t, c))
+	b.addHits(t, "/post", 100, h.Add(10*time.Minute))
+	b.addHits(t, "/post", 200, h.Add(12*time.Minute))
+	c.set(h.Add(3 * time.Hour))
+	b.raceSweeps(t, c, 2)
+	c.set(h.Add(3*time.Hour + time.Minute))
+	b.raceSweeps(t, c, 2)
+
+	var got []string
+	for _, x := range b.jobs(t) {
+		got = append(got, fmt.Sprintf("%s %s %s count %d expected %.0f-%.0f", x.Path, x.Event, x.CrossedAt.Sub(h), x.Count, x.Why.Low, x.Why.High))
+	}
+	slices.Sort(got)
+	want := []string{
+		"/post escalate 12m59s count 300 expected 0-34",
+		"/post fire 10m59s count 100 expected 0-34",
+		"/post resolve 3h0m0s count 0 expected 0-642", // the hour it resolves in: 500 a day at h+2h30
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("jobs after the catch-up:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
