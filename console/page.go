@@ -38,7 +38,9 @@ type pageView struct {
 	Series []seriesPoint `json:"series"`
 	Total  uint64        `json:"total"`
 	Lines  []chartLine   `json:"lines"`
-	Chart  template.HTML `json:"-"`
+	// Band is the page's usual range, for a rule that has one.
+	Band  *bandView     `json:"band,omitempty"`
+	Chart template.HTML `json:"-"`
 	// Marks name the crossings marked on the chart, for its legend.
 	Marks     []string       `json:"-"`
 	Referrers []referrerView `json:"referrers"`
@@ -117,6 +119,10 @@ func (s *Server) pagePage(w http.ResponseWriter, r *http.Request) {
 		func() (err error) {
 			v.Lines, err = s.pageLines(r, site, path, rg.Step)
 			return wrap("the page's normal", err)
+		},
+		func() (err error) {
+			v.Band, err = s.pageBand(ctx, site, path, from, to, rg.Step)
+			return wrap("the page's usual range", err)
 		},
 		func() (err error) {
 			v.Referrers, err = s.referrers(r, site, path, refFrom, to)
@@ -282,6 +288,7 @@ func (s *Server) drawPage(v pageView, rg pageRange) (template.HTML, []string) {
 	for _, l := range v.Lines {
 		spec.Lines = append(spec.Lines, chart.Line{Label: l.Label, Value: l.Value, Class: l.Kind})
 	}
+	spec.Band = chartBand(v.Band)
 	var marks []string
 	for _, x := range v.Crossings {
 		if x.CrossedAt.Before(v.From) || x.CrossedAt.After(v.To) {

@@ -27,6 +27,19 @@ type Line struct {
 	Class string // "threshold" or "baseline"
 }
 
+// Band is a range over time drawn behind the series: a page's usual
+// range (the low and high of its normal at each time).
+type Band struct {
+	Label  string
+	Points []BandPoint
+}
+
+// BandPoint is the band at one time.
+type BandPoint struct {
+	T         time.Time
+	Low, High float64
+}
+
 // Mark is a moment on the time axis: a crossing.
 type Mark struct {
 	T     time.Time
@@ -43,6 +56,7 @@ type Spec struct {
 	Unit     string // the y axis: "views per minute"
 	Zone     *time.Location
 	Lines    []Line
+	Band     *Band
 	Marks    []Mark
 	Width    int
 	Height   int
@@ -75,6 +89,11 @@ func SVG(s Spec) string {
 	for _, l := range s.Lines {
 		maxV = max(maxV, l.Value)
 	}
+	if s.Band != nil {
+		for _, p := range s.Band.Points {
+			maxV = max(maxV, p.High)
+		}
+	}
 	yTicks, top := niceTicks(maxV)
 	plotW, plotH := float64(s.Width-padLeft-padRight), float64(s.Height-padTop-padBottom)
 	x := func(t time.Time) float64 {
@@ -100,6 +119,24 @@ func SVG(s Spec) string {
 		padTop+int(plotH/2), padTop+int(plotH/2), esc(s.Unit))
 	fmt.Fprintf(&b, `<text class="zone" x="%d" y="%d" text-anchor="end">%s</text>`, s.Width-padRight, s.Height-6,
 		esc("time ("+s.Zone.String()+")"))
+	if s.Band != nil && len(s.Band.Points) > 0 {
+		// Behind everything else: the high edge left to right, the low
+		// edge back, closed.
+		var d strings.Builder
+		for i, p := range s.Band.Points {
+			if i == 0 {
+				d.WriteString("M")
+			} else {
+				d.WriteString(" L")
+			}
+			fmt.Fprintf(&d, "%.1f %.1f", x(p.T), y(p.High))
+		}
+		for i := len(s.Band.Points) - 1; i >= 0; i-- {
+			p := s.Band.Points[i]
+			fmt.Fprintf(&d, " L%.1f %.1f", x(p.T), y(p.Low))
+		}
+		fmt.Fprintf(&b, `<path class="band" data-testid="chart-band" d="%s Z"><title>%s</title></path>`, d.String(), esc(s.Band.Label))
+	}
 	for _, l := range s.Lines {
 		cls := "threshold"
 		if l.Class == "baseline" {

@@ -1,0 +1,103 @@
+package console
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/pagewatch/pagewatch/console/chart"
+	"github.com/pagewatch/pagewatch/domain/rules"
+)
+
+// bandView is a page's usual range over the chart's range, as the first
+// rule watching it that has one (an unusual rule) sees it: the band drawn
+// behind the line.
+type bandView struct {
+	Rule   string      `json:"rule"`
+	Label  string      `json:"label"`
+	Points []bandPoint `json:"points"`
+}
+
+type bandPoint struct {
+	T    time.Time `json:"t"`
+	Low  float64   `json:"low"`  // views per step
+	High float64   `json:"high"` // views per step
+}
+
+// pageBand computes the band at each step of [from, to): the rule's
+// normal for its window ending with the step, from the page's hourly
+// views, scaled to the step. Nil when no rule watching the page has a
+// usual range, or the page has no history.
+func (s *Server) pageBand(ctx context.Context, site, path string, from, to time.Time, step time.Duration) (*bandView, error) {
+	rs := s.deps.Rules()
+	for i := range rs {
+		r := &rs[i]
+		if !r.Matches(site, path) || r.Aggregate == rules.Sum || r.Window.Kind != rules.Rolling || len(r.BaselineSpans(to, time.Time{})) == 0 {
+			continue
+		}
+		b, err := s.ruleBand(ctx, r, site, path, from, to, step)
+		if b != nil || err != nil {
+			return b, err
+		}
+	}
+	return nil, nil
+}
+
+// ruleBand is pageBand for one rule: nil when its normal has no usual
+// range (spike, new_page) or the page no history.
+func (s *Server) ruleBand(ctx context.Context, rule *rules.Rule, site, path string, from, to time.Time, step time.Duration) (*bandView, error) {
+	reach := from
+	for _, sp := range rule.BaselineSpans(from.Add(step), time.Time{}) {
+		if sp.From.Before(reach) {
+			reach = sp.From
+		}
+	}
+	raw, err := s.deps.Store.PageHourSeries(ctx, site, path, reach, to)
+	if err != nil {
+		return nil, err
+	}
+	hours := map[int64]uint64{}
+	var dataStart time.Time
+	for _, m := range raw {
+		h := m.Minute.UTC().Truncate(time.Hour)
+		hours[h.Unix()] += m.Hits
+		if dataStart.IsZero() || h.Before(dataStart) {
+			dataStart = h
+		}
+	}
+	if dataStart.IsZero() {
+		return nil, nil
+	}
+	scale := float64(step) / float64(rule.Window.Rolling)
+	b := &bandView{Rule: rule.Name, Label: fmt.Sprintf("%s: the page's usual range, in views per %s", rule.Name, stepName(step))}
+	for t := from; t.Before(to); t = t.Add(step) {
+		spans := rule.BaselineSpans(t.Add(step), dataStart)
+		counts := make([]uint64, len(spans))
+		for i, sp := range spans {
+			for h := sp.From; h.Before(sp.To); h = h.Add(time.Hour) {
+				counts[i] += hours[h.Unix()]
+			}
+		}
+		e := rule.Normal(spans, counts)
+		if !e.OK || e.High <= 0 {
+			continue
+		}
+		b.Points = append(b.Points, bandPoint{T: t, Low: e.Low * scale, High: e.High * scale})
+	}
+	if len(b.Points) == 0 {
+		return nil, nil
+	}
+	return b, nil
+}
+
+// chartBand is v's band for the chart package.
+func chartBand(v *bandView) *chart.Band {
+	if v == nil {
+		return nil
+	}
+	out := &chart.Band{Label: v.Label}
+	for _, p := range v.Points {
+		out.Points = append(out.Points, chart.BandPoint{T: p.T, Low: p.Low, High: p.High})
+	}
+	return out
+}

@@ -1,0 +1,113 @@
+package console
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pagewatch/pagewatch/console/chart"
+	"github.com/pagewatch/pagewatch/domain/rules"
+	"github.com/pagewatch/pagewatch/domain/traffic"
+	"github.com/pagewatch/pagewatch/internal/testserver/browsertest"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// A page watched by an unusual rule gets its usual range as a band: per
+// step, the rule's range for its window ending with the step, from the
+// page's hours; a page under threshold rules alone gets none.
+func TestPageBandIsTheRulesUsualRange(t *testing.T) {
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	var hours []traffic.MinuteHits
+	for h := now.Add(-35 * 24 * time.Hour); h.Before(now); h = h.Add(time.Hour) {
+		n := uint64(60) // 60 views an hour, 600 from 9:00 to 17:00
+		if h.Hour() >= 9 && h.Hour() < 17 {
+			n = 600
+		}
+		hours = append(hours, traffic.MinuteHits{Minute: h, Hits: n})
+	}
+	unusual := rules.Rule{Name: "unusual", Match: rules.Match{Prefix: "/"}, Window: rules.ParseWindow("1h"),
+		Unusual: &rules.Unusual{}, Notify: rules.Notify{Recipients: []string{"a@example.com"}}}
+	threshold := rules.Rule{Name: "pricing", Site: "example.com", Path: "/pricing", Thresholds: rules.Thresholds{100},
+		Window: rules.ParseWindow("1h"), Notify: rules.Notify{Recipients: []string{"a@example.com"}}}
+	for _, r := range []*rules.Rule{&unusual, &threshold} {
+		if err := r.Validate("rules"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	serve := func(rs ...rules.Rule) *Server {
+		return &Server{deps: Deps{Store: &fakeStore{series: hours}, Rules: func() []rules.Rule { return rs }}}
+	}
+	from := now.Add(-24 * time.Hour)
+	b, err := serve(threshold, unusual).pageBand(context.Background(), "example.com", "/pricing", from, now, time.Hour)
+	if err != nil || b == nil {
+		t.Fatalf("band %+v, %v", b, err)
+	}
+	if b.Rule != "unusual" || len(b.Points) != 24 {
+		t.Fatalf("band of %s with %d points, want unusual's, 24", b.Rule, len(b.Points))
+	}
+	for _, p := range b.Points {
+		// The hour ending at the step's end: 60 or 600 views, inside the range.
+		n := 60.0
+		if h := p.T.Hour(); h >= 9 && h < 17 {
+			n = 600
+		}
+		if !(p.Low <= n && n <= p.High) || p.High > 3*n {
+			t.Errorf("%s: range %.0f–%.0f for an hour of %.0f", p.T.Format("15:04"), p.Low, p.High, n)
+		}
+	}
+	svg := chart.SVG(chart.Spec{From: from, To: now, Band: chartBand(b)})
+	if !strings.Contains(svg, `class="band"`) || !strings.Contains(svg, "unusual: the page's usual range, in views per hour") {
+		t.Errorf("the chart has no band: %s", svg[:min(len(svg), 300)])
+	}
+	if b, _ := serve(threshold).pageBand(context.Background(), "example.com", "/pricing", from, now, time.Hour); b != nil {
+		t.Errorf("a threshold rule drew a band: %+v", b)
+	}
+}
+
+// The band in a real browser: drawn behind the line, named in the
+// legend; the screenshot is kept with `go test -artifacts`.
+func TestPageBandInBrowser(t *testing.T) {
+	now := time.Now().UTC().Truncate(time.Hour)
+	var hours []traffic.MinuteHits
+	for h := now.Add(-35 * 24 * time.Hour); h.Before(now.Add(time.Hour)); h = h.Add(time.Hour) {
+		n := uint64(40 + 20*(h.Hour()%3)) // a ragged night
+		if h.Hour() >= 9 && h.Hour() < 17 {
+			n = 400 + uint64(30*(h.Hour()%4))
+		}
+		if now.Sub(h) < 5*time.Hour && now.Sub(h) >= 3*time.Hour {
+			n *= 5 // a surge two hours ago
+		}
+		hours = append(hours, traffic.MinuteHits{Minute: h, Hits: n})
+	}
+	unusual := rules.Rule{Name: "unusual", Match: rules.Match{Prefix: "/"}, Window: rules.ParseWindow("1h"),
+		Unusual: &rules.Unusual{}, Notify: rules.Notify{Recipients: []string{"a@example.com"}}}
+	if err := unusual.Validate("rules"); err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.Auth, cfg.Listen = AuthNone, "127.0.0.1:0"
+	s, err := New(cfg, Deps{Store: &fakeStore{series: hours}, DeadLetters: &fakeDead{}, Silences: &fakeSilences{}, RuleStates: fakeStates{now: now},
+		Rules: func() []rules.Rule { return []rules.Rule{unusual} }, Logger: slog.New(slog.DiscardHandler), Registry: prometheus.NewRegistry(),
+		Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+
+	p := browsertest.Start(t).NewPage(t)
+	if st := p.Goto(srv.URL + "/page?site=example.com&path=%2Fpricing&range=7d"); st != http.StatusOK {
+		t.Fatalf("GET the page: status %d", st)
+	}
+	if n := p.Count(`[data-testid="chart-band"]`); n != 1 {
+		t.Errorf("%d bands on the chart, want 1", n)
+	}
+	if got := p.Text(`[data-testid="chart-band-legend"]`); got != "unusual: the page's usual range, in views per hour" {
+		t.Errorf("legend %q", got)
+	}
+	p.Screenshot("page-band")
+}
