@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"html"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -60,7 +61,7 @@ func TestPageBandIsTheRulesUsualRange(t *testing.T) {
 		}
 	}
 	svg := chart.SVG(chart.Spec{From: from, To: now, Band: chartBand(b)})
-	if !strings.Contains(svg, `class="band"`) || !strings.Contains(svg, "unusual: the page's usual range, in views per hour") {
+	if !strings.Contains(svg, `class="band"`) || !strings.Contains(svg, html.EscapeString("unusual: the page's usual range, in views per hour")) {
 		t.Errorf("the chart has no band: %s", svg[:min(len(svg), 300)])
 	}
 	if b, _ := serve(threshold).pageBand(context.Background(), "example.com", "/pricing", from, now, time.Hour); b != nil {
