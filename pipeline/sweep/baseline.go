@@ -112,13 +112,18 @@ func (s *Sweeper) expect(ctx context.Context, set *ruleSet, obs map[string][]obs
 // (256 KiB by default). A rule looking down over 100k pages names them all.
 const maxQueryPathBytes = 64 << 10
 
-// byPathBytes splits wants, in path order, into runs whose paths take at
-// most limit bytes (a longer path is a run of its own).
+// byPathBytes splits wants, in path order, into runs whose distinct
+// paths take at most limit bytes (a longer path is a run of its own).
+// Many rules watching one page want its normal once each: the query
+// names the path once, so it counts once.
 func byPathBytes(ws []want, limit int) [][]want {
 	slices.SortFunc(ws, func(a, b want) int { return strings.Compare(a.path, b.path) })
 	var out [][]want
 	start, size := 0, 0
 	for i, w := range ws {
+		if i > 0 && w.path == ws[i-1].path {
+			continue // same path: a want of another rule, or site
+		}
 		if n := len(w.path) + 4; i > start && size+n > limit {
 			out = append(out, ws[start:i])
 			start, size = i, 0

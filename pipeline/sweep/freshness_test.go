@@ -140,7 +140,7 @@ func TestNormalsOfManyLongPathsAreReadInRuns(t *testing.T) {
 }
 
 func TestByPathBytes(t *testing.T) {
-	ws := []want{{path: "/c"}, {path: "/a"}, {path: "/" + strings.Repeat("x", 30)}, {path: "/b"}}
+	ws := []want{{path: "/c"}, {path: "/a"}, {path: "/" + strings.Repeat("x", 30)}, {path: "/b"}, {path: "/a", rule: 1}}
 	var got []string
 	for _, run := range byPathBytes(ws, 12) {
 		var ps []string
@@ -149,7 +149,7 @@ func TestByPathBytes(t *testing.T) {
 		}
 		got = append(got, strings.Join(ps, ","))
 	}
-	if fmt.Sprint(got) != "[/a,/b /c /xx]" {
+	if fmt.Sprint(got) != "[/a,/a,/b /c /xx]" {
 		t.Errorf("runs %v", got)
 	}
 }
