@@ -67,6 +67,15 @@ func (s *Sweeper) expect(ctx context.Context, set *ruleSet, obs map[string][]obs
 	}
 	missing := map[group][]want{}
 	spansOf := map[group][]rules.Interval{}
+	// The spans of a rule's window depend on the rule, the window's end
+	// and the site's data start, not on the page: made once for all the
+	// pages of a site (a rule over 10k pages made them 10k times).
+	type spanned struct {
+		rule int
+		site string
+		to   time.Time
+	}
+	groupOf := map[spanned]group{}
 	for key, list := range obs {
 		for i, o := range list {
 			r := set.rules[o.pt.rule]
@@ -82,10 +91,15 @@ func (s *Sweeper) expect(ctx context.Context, set *ruleSet, obs map[string][]obs
 			if !ok {
 				continue // no data yet: unknown normal
 			}
-			spans := r.BaselineSpans(o.pt.to, start)
-			g := group{slot, spanKey(spans)}
-			if _, ok := spansOf[g]; !ok {
-				spansOf[g] = spans
+			sp := spanned{o.pt.rule, o.site, o.pt.to}
+			g, ok := groupOf[sp]
+			if !ok {
+				spans := r.BaselineSpans(o.pt.to, start)
+				g = group{slot, spanKey(spans)}
+				groupOf[sp] = g
+				if _, ok := spansOf[g]; !ok {
+					spansOf[g] = spans
+				}
 			}
 			missing[g] = append(missing[g], want{key: key, i: i, rule: o.pt.rule, site: o.site, path: o.path})
 		}
@@ -171,15 +185,30 @@ func (s *Sweeper) readNormals(ctx context.Context, set *ruleSet, obs map[string]
 	if err != nil {
 		return fmt.Errorf("baselines of %d pages over %d spans: %w", len(q.Paths), len(spans), err)
 	}
+	// A page's normal under rules of one kind over the same spans is one
+	// normal (a kind's normal follows from the spans' counts: spike's
+	// minimum of samples from the same settings as its spans), made once
+	// for all the rules watching the page.
+	type normalOf struct {
+		page
+		kind rules.Kind
+	}
+	made := map[normalOf]rules.Expected{}
 	for _, w := range ws {
-		h := hours[page{w.site, w.path}]
-		counts := make([]uint64, len(spans))
-		for j, sp := range spans {
-			for t := sp.From; t.Before(sp.To); t = t.Add(time.Hour) {
-				counts[j] += h[t.Unix()]
+		r := set.rules[w.rule]
+		k := normalOf{page{w.site, w.path}, r.Kind()}
+		e, ok := made[k]
+		if !ok {
+			h := hours[k.page]
+			counts := make([]uint64, len(spans))
+			for j, sp := range spans {
+				for t := sp.From; t.Before(sp.To); t = t.Add(time.Hour) {
+					counts[j] += h[t.Unix()]
+				}
 			}
+			e = r.Normal(spans, counts)
+			made[k] = e
 		}
-		e := set.rules[w.rule].Normal(spans, counts)
 		obs[w.key][w.i].exp = e
 		s.baselines.cache[w.key] = cachedExpected{slot: slot, exp: e}
 	}
