@@ -33,6 +33,10 @@ type Detector interface {
 	// site's data is late (Observation.Late), and so tells its receivers
 	// when a site's data stops and starts again.
 	HoldsLateDrops() bool
+	// Settled reports whether a page with no state of its own (no
+	// episode, nothing building, nothing remembered) is left as it is by
+	// o: the sweep need not judge it. False when unsure.
+	Settled(o Observation) bool
 
 	weigh(o Observation, ep *Episode) judgement
 	back(j judgement, o Observation, ep *Episode) bool

@@ -63,3 +63,6 @@ func (d *newPageDetector) back(j judgement, o Observation, _ *Episode) bool {
 
 // HoldsLateDrops: no.
 func (d *newPageDetector) HoldsLateDrops() bool { return false }
+
+// Settled: unsure (its quiet level already leaves out what cannot matter).
+func (d *newPageDetector) Settled(Observation) bool { return false }

@@ -466,3 +466,6 @@ func (d *spikeDetector) back(j judgement, o Observation, ep *Episode) bool {
 
 // HoldsLateDrops: no (its drops are judged on whatever data there is).
 func (d *spikeDetector) HoldsLateDrops() bool { return false }
+
+// Settled: unsure (its quiet level already leaves out what cannot matter).
+func (d *spikeDetector) Settled(Observation) bool { return false }

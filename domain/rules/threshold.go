@@ -26,3 +26,6 @@ func (d *thresholdDetector) back(_ judgement, o Observation, _ *Episode) bool {
 
 // HoldsLateDrops: no.
 func (d *thresholdDetector) HoldsLateDrops() bool { return false }
+
+// Settled: unsure (its quiet level already leaves out what cannot matter).
+func (d *thresholdDetector) Settled(Observation) bool { return false }

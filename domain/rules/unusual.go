@@ -343,6 +343,20 @@ func (d *unusualDetector) weigh(o Observation, ep *Episode) judgement {
 	return dn
 }
 
+// Settled: the count neither fires nor is a burst to remember nor a
+// drop beginning, against a known normal.
+func (d *unusualDetector) Settled(o Observation) bool {
+	if !o.Expected.OK {
+		return true // unknown normal: StepEpisode leaves the state as it is
+	}
+	up := d.weighUp(o)
+	if up.fires || up.burst {
+		return false
+	}
+	dn := d.weighDown(o)
+	return !dn.pending && !dn.fires
+}
+
 // weighUp: the window's count, or the burst's against the normal scaled
 // to it, far enough above the top of the normal, past the floors. A
 // count that passes them but not the page's own usual bursts

@@ -345,3 +345,30 @@ func TestUnusualAcrossDST(t *testing.T) {
 		t.Errorf("in UTC the rule saw nothing of the shifted mornings; the test does not show what the zone does")
 	}
 }
+
+// What Settled lets a sweep leave out, StepEpisode would have left as it
+// was: over counts from nothing to far above and bursts, against normals
+// small and large, known or not, late or not.
+func TestUnusualSettledChangesNothing(t *testing.T) {
+	r := unusualRule(t, Unusual{})
+	rng := rand.New(rand.NewPCG(5, 5))
+	settled := 0
+	for i := 0; i < 20000; i++ {
+		mu := math.Exp(rng.Float64() * 8)
+		e := Expected{Value: mu, Bottom: mu * 0.9, Top: mu * 1.1, Dispersion: rng.Float64() * 0.2, Samples: 4 + rng.IntN(6), Days: 28, Weekly: true, OK: rng.IntN(10) > 0}
+		e.Low, e.High = max(0, mu*0.5), mu*1.6
+		c := uint64(rng.Float64() * mu * 3)
+		o := Observation{At: monday.Add(time.Duration(i) * time.Minute), Count: c, Short: uint64(rng.Float64() * float64(c+1) / 3), Expected: e, Late: rng.IntN(5) == 0}
+		if !r.Detector().Settled(o) {
+			continue
+		}
+		settled++
+		next, fire := r.StepEpisode(State{}, o)
+		if len(fire) > 0 || !slices.Equal(next.Bursts, nil) || next.Open != nil || !next.Building.IsZero() || next.Episode != 0 {
+			t.Fatalf("settled, yet stepped to %+v firing %v: %+v", next, fire, o)
+		}
+	}
+	if settled < 5000 {
+		t.Errorf("only %d of 20000 settled: the test does not exercise it", settled)
+	}
+}

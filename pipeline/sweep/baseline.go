@@ -215,6 +215,29 @@ func (s *Sweeper) readNormals(ctx context.Context, set *ruleSet, obs map[string]
 	return nil
 }
 
+// cached is the normal of a state key for the half hour of end, if one
+// is known.
+func (b *baselines) cached(key string, end time.Time) (rules.Expected, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	c, ok := b.cache[key]
+	return c.exp, ok && c.slot.Equal(slotOf(end))
+}
+
+// settled reports whether an observation can be left out of a sweep: a
+// page with no state of its own whose count, against its known normal,
+// neither fires nor starts anything (Detector.Settled). A rule looking
+// down observes every page with views in its baseline period each sweep;
+// most are inside their usual range, and judging them changes nothing.
+func (s *Sweeper) settled(r *rules.Rule, o observation) bool {
+	exp, ok := s.baselines.cached(o.key, o.pt.to)
+	if !ok || !s.state.none(o.key) {
+		return false
+	}
+	o.exp = exp
+	return r.Detector().Settled(o.ruleObservation())
+}
+
 // spanKey is spans as text, to group the wants that read the same hours.
 func spanKey(spans []rules.Interval) string {
 	var b strings.Builder

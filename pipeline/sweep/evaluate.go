@@ -306,6 +306,9 @@ func (s *Sweeper) count(ctx context.Context, set *ruleSet, pts []point, every bo
 					if j := shortIdx[gi]; j >= 0 {
 						o.short = pc.Counts[j]
 					}
+					if !every && s.settled(r, o) {
+						continue
+					}
 					obs[m.key] = append(obs[m.key], o)
 				}
 			}

@@ -137,6 +137,15 @@ func (s *stateStore) get(ctx context.Context, key string) (pageState, uint64, er
 	return s.fetch(ctx, key)
 }
 
+// none reports whether a key surely has no state: the cache is current
+// and holds nothing for it.
+func (s *stateStore) none(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.cache[key]
+	return s.ready && !ok
+}
+
 // fetch reads a key from the server, for when the cache is not current
 // (a write lost a race).
 func (s *stateStore) fetch(ctx context.Context, key string) (pageState, uint64, error) {
