@@ -140,16 +140,19 @@ func TestNormalsOfManyLongPathsAreReadInRuns(t *testing.T) {
 }
 
 func TestByPathBytes(t *testing.T) {
-	ws := []want{{path: "/c"}, {path: "/a"}, {path: "/" + strings.Repeat("x", 30)}, {path: "/b"}, {path: "/a", rule: 1}}
+	pages := map[normalKey][]ref{}
+	for _, p := range []string{"/c", "/a", "/" + strings.Repeat("x", 30), "/b"} {
+		pages[normalKey{path: p}] = []ref{{key: p}}
+	}
 	var got []string
-	for _, run := range byPathBytes(ws, 12) {
+	for _, run := range byPathBytes(pages, 12) {
 		var ps []string
-		for _, w := range run {
-			ps = append(ps, w.path[:min(len(w.path), 3)])
+		for _, k := range run {
+			ps = append(ps, k.path[:min(len(k.path), 3)])
 		}
 		got = append(got, strings.Join(ps, ","))
 	}
-	if fmt.Sprint(got) != "[/a,/a,/b /c /xx]" {
+	if fmt.Sprint(got) != "[/a,/b /c /xx]" {
 		t.Errorf("runs %v", got)
 	}
 }
