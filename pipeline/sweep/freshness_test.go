@@ -193,3 +193,63 @@ func TestUnusualCatchUpAfterDowntimeOnceEach(t *testing.T) {
 		t.Errorf("jobs after the catch-up:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// The backtest of the shipped kind of rule reads the same from ClickHouse
+// and from a counts file: a week of a page's rhythm, then a surge and a
+// drop, each with its usual range.
+func TestUnusualBacktestFromFileEqualsFromClickHouse(t *testing.T) {
+	b := setup(t)
+	r := unusualBoth()
+	r.Escalate = []float64{2}
+	b.cfg.Rules = []rules.Rule{r}
+	end := time.Now().UTC().Truncate(time.Minute)
+	start := end.Add(-9 * 24 * time.Hour)
+	var csv strings.Builder
+	for i := 0; i < 9*24; i++ {
+		at := start.Add(time.Duration(i)*time.Hour + 17*time.Minute)
+		n := 60 + (i%24)*5
+		switch {
+		case i == 9*24-30:
+			n = 900 // a surge
+		case i >= 9*24-12 && i < 9*24-6:
+			n = 2 // a drop of six hours
+		}
+		b.addHits(t, "/post", n, at)
+		fmt.Fprintf(&csv, "%s,example.com,/post,%d\n", at.Format(time.RFC3339), n)
+	}
+	since := start.Add(7 * 24 * time.Hour)
+	fromCH, err := b.sweeper(t, &clock{t: end}).Backtest(context.Background(), since)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := LoadRules(b.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf, err := ReadCounts(strings.NewReader(csv.String()), "counts.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromFile, err := Backtest(context.Background(), cf, rs, since, end, b.logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := func(xs []crossing.Crossing) []string {
+		var out []string
+		for _, x := range xs {
+			out = append(out, fmt.Sprintf("%s %s %s %d %s %.1f-%.1f", x.CrossedAt.Format(time.RFC3339), x.Event, x.Why.Direction, x.Count, x.Path, x.Why.Low, x.Why.High))
+		}
+		slices.Sort(out)
+		return out
+	}
+	got, want := line(fromFile), line(fromCH)
+	if !slices.Equal(got, want) {
+		t.Errorf("from the file:\n%s\nfrom ClickHouse:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	events := strings.Join(got, "\n")
+	for _, e := range []string{" fire up ", " resolve up ", " fire down ", " resolve down "} {
+		if !strings.Contains(events, e) {
+			t.Errorf("no%sin:\n%s", e, events)
+		}
+	}
+}
