@@ -57,6 +57,9 @@ type Referrer struct {
 // for), in the hours starting in any of Spans.
 type HourQuery struct {
 	Sites, Paths []string
+	// AllPaths reads every page of Sites, Paths ignored: for a normal of
+	// most of a site's pages, one scan of its hours beats naming them.
+	AllPaths bool
 	Spans        []Span
 	// SealedBefore: the hours of the UTC days before its day are read
 	// from page_hours, the rest from page_minutes; the zero time reads

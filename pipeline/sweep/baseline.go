@@ -136,8 +136,15 @@ func (s *Sweeper) expect(ctx context.Context, set *ruleSet, obs map[string][]obs
 		}
 	}
 	for g, pages := range missing {
-		for _, run := range byPathBytes(pages, maxQueryPathBytes) {
-			if err := s.readNormals(ctx, set, obs, slotOfGroup[g], spansOf[g], run, pages); err != nil {
+		runs := byPathBytes(pages, maxQueryPathBytes)
+		all := len(pages) >= allPathsFrom
+		if all {
+			// Most of the sites' pages: one scan of their hours, every
+			// page, beats naming them run after run.
+			runs = [][]normalKey{slices.Concat(runs...)}
+		}
+		for _, run := range runs {
+			if err := s.readNormals(ctx, set, obs, slotOfGroup[g], spansOf[g], run, pages, all); err != nil {
 				return err
 			}
 		}
@@ -161,6 +168,10 @@ type ref struct {
 // part of its text, and ClickHouse refuses a query over max_query_size
 // (256 KiB by default). A rule looking down over 100k pages names them all.
 const maxQueryPathBytes = 64 << 10
+
+// allPathsFrom is how many pages' normals over the same spans are read by
+// one query over every page of their sites, not by naming them.
+const allPathsFrom = 5000
 
 // byPathBytes splits the pages, in path order, into runs whose paths take
 // at most limit bytes (a longer path is a run of its own).
@@ -188,29 +199,41 @@ func byPathBytes(pages map[normalKey][]ref, limit int) [][]normalKey {
 // readNormals reads the hours of spans for the pages of run in one query,
 // computes their normals, gives them to the observations that wanted
 // them and caches each for the half hour slot. b.mu is held.
-func (s *Sweeper) readNormals(ctx context.Context, set *ruleSet, obs map[string][]observation, slot time.Time, spans []rules.Interval, run []normalKey, refs map[normalKey][]ref) error {
-	q := traffic.HourQuery{SealedBefore: s.sealedHoursBefore()}
+func (s *Sweeper) readNormals(ctx context.Context, set *ruleSet, obs map[string][]observation, slot time.Time, spans []rules.Interval, run []normalKey, refs map[normalKey][]ref, all bool) error {
+	q := traffic.HourQuery{SealedBefore: s.sealedHoursBefore(), AllPaths: all}
 	for _, sp := range spans {
 		q.Spans = append(q.Spans, traffic.Span{From: sp.From, To: sp.To})
 	}
 	for _, k := range run {
 		q.Sites = append(q.Sites, k.site)
-		q.Paths = append(q.Paths, k.path)
+		if !all {
+			q.Paths = append(q.Paths, k.path)
+		}
 	}
 	slices.Sort(q.Sites)
 	q.Sites = slices.Compact(q.Sites)
 	slices.Sort(q.Paths)
 	q.Paths = slices.Compact(q.Paths)
 	hours := map[page]map[int64]uint64{}
+	var asked map[page]bool // every page: keep the hours of those asked about
+	if all {
+		asked = make(map[page]bool, len(run))
+		for _, k := range run {
+			asked[page{k.site, k.path}] = true
+		}
+	}
 	err := s.counts.HourCounts(ctx, q, func(site, path string, hour time.Time, hits uint64) {
 		p := page{site, path}
+		if all && !asked[p] {
+			return
+		}
 		if hours[p] == nil {
 			hours[p] = map[int64]uint64{}
 		}
 		hours[p][hour.Unix()] += hits
 	})
 	if err != nil {
-		return fmt.Errorf("baselines of %d pages over %d spans: %w", len(q.Paths), len(spans), err)
+		return fmt.Errorf("baselines of %d pages over %d spans: %w", len(run), len(spans), err)
 	}
 	for _, k := range run {
 		rs := refs[k]

@@ -115,27 +115,39 @@ func TestPageStoppingWhileItsSiteFlowsIsADrop(t *testing.T) {
 
 // A rule looking down over every page reads the normals of all of them:
 // their paths no longer fit in one query's text (ClickHouse's
-// max_query_size is 256 KiB), so they are read in runs.
-func TestNormalsOfManyLongPathsAreReadInRuns(t *testing.T) {
-	b := setup(t)
-	b.cfg.Rules = []rules.Rule{unusualBoth()}
-	now := time.Now().UTC().Truncate(time.Minute)
-	b.seq++
-	batch := hit.Batch{Seq: b.seq}
-	const pages = 3000
-	for p := 0; p < pages; p++ {
-		path := fmt.Sprintf("/%s/%05d", strings.Repeat("long-segment-", 9), p) // 125 bytes: 375 KB of paths
-		for d := 1; d <= 3; d++ {
-			batch.Hits = append(batch.Hits, hit.Hit{Time: now.Add(-time.Duration(d)*24*time.Hour - 30*time.Minute), Site: "example.com", Path: path, Offset: uint64(len(batch.Hits))})
-		}
-	}
-	if err := b.ch.InsertHits(context.Background(), []hit.Batch{batch}); err != nil {
-		t.Fatal(err)
-	}
-	s := b.sweeper(t, &clock{t: now})
-	b.sweep(t, s)
-	if n := len(s.baselines.cache); n != pages {
-		t.Errorf("normals of %d pages read, want %d", n, pages)
+// max_query_size is 256 KiB), so they are read in runs, or, from
+// allPathsFrom pages, by one query over every page of the site.
+func TestNormalsOfManyLongPathsAreRead(t *testing.T) {
+	for _, pages := range []int{3000, allPathsFrom + 1000} {
+		t.Run(fmt.Sprint(pages), func(t *testing.T) {
+			b := setup(t)
+			b.cfg.Rules = []rules.Rule{unusualBoth()}
+			now := time.Now().UTC().Truncate(time.Minute)
+			b.seq++
+			batch := hit.Batch{Seq: b.seq}
+			for p := 0; p < pages; p++ {
+				path := fmt.Sprintf("/%s/%05d", strings.Repeat("long-segment-", 9), p) // 125 bytes: 375 KB of paths and more
+				for d := 1; d <= 3; d++ {
+					for i := 0; i <= p%3; i++ { // 1 to 3 views each day
+						batch.Hits = append(batch.Hits, hit.Hit{Time: now.Add(-time.Duration(d)*24*time.Hour - 30*time.Minute), Site: "example.com", Path: path, Offset: uint64(len(batch.Hits))})
+					}
+				}
+			}
+			if err := b.ch.InsertHits(context.Background(), []hit.Batch{batch}); err != nil {
+				t.Fatal(err)
+			}
+			s := b.sweeper(t, &clock{t: now})
+			b.sweep(t, s)
+			if n := len(s.baselines.cache); n != pages {
+				t.Fatalf("normals of %d pages read, want %d", n, pages)
+			}
+			for k, c := range s.baselines.cache {
+				// Views at this hour of the past days: the page's own hours were read.
+				if !c.exp.OK || c.exp.Top < 1 || c.exp.Days != 2 {
+					t.Fatalf("%s: normal %+v", k.path, c.exp)
+				}
+			}
+		})
 	}
 }
 

@@ -10,13 +10,13 @@ import (
 )
 
 // HourCounts calls fn with the hits per whole UTC hour of the pages of
-// q.Sites whose path is one of q.Paths, in the hours starting in q.Spans,
+// q.Sites whose path is one of q.Paths (every path: q.AllPaths), in the hours starting in q.Spans,
 // as the rows arrive, in no order (an hour may come in two rows). Hours
 // without hits are absent. The hours of the UTC days before
 // q.SealedBefore's day are read from page_hours, one row per page and
 // hour; the others from page_minutes.
 func (c *Client) HourCounts(ctx context.Context, q traffic.HourQuery, fn func(site, path string, hour time.Time, hits uint64)) error {
-	if len(q.Sites) == 0 || len(q.Paths) == 0 || len(q.Spans) == 0 {
+	if len(q.Sites) == 0 || (len(q.Paths) == 0 && !q.AllPaths) || len(q.Spans) == 0 {
 		return nil
 	}
 	sealed, live := splitHourSpans(q)
@@ -84,7 +84,11 @@ func splitHourSpans(q traffic.HourQuery) (sealed, live []timeSpan) {
 // hourCountsSQL renders query (queryHourCounts or queryHourCountsSealed)
 // over spans of column.
 func hourCountsSQL(query, column string, q traffic.HourQuery, spans []timeSpan) (string, []any) {
-	args := []any{siteSet(q.Sites), siteSet(q.Paths)}
+	paths := q.Paths
+	if q.AllPaths || len(paths) == 0 {
+		paths = []string{""} // IN needs a set; it is not read
+	}
+	args := []any{siteSet(q.Sites), q.AllPaths, siteSet(paths)}
 	var conds []string
 	for _, s := range spans {
 		conds = append(conds, fmt.Sprintf("(%[1]s >= toDateTime(?) AND %[1]s < toDateTime(?))", column))

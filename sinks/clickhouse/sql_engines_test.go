@@ -59,6 +59,8 @@ var sampleRuns = map[string]string{
 	"queryHourDaysToSeal":  bind(queryHourDaysToSeal, int64(1800000000), int64(1800000000)),
 	"insertPageHours":      bind(insertPageHours, int64(1699920000), int64(1700006400)),
 	"insertSealedHourDays": insertSealedHourDays + " VALUES ('2023-11-14', 1)",
+	"queryHourCountsAll": bindHourCounts(traffic.HourQuery{Sites: []string{"example.com"}, AllPaths: true,
+		Spans: []traffic.Span{{From: time.Unix(1699995600, 0), To: time.Unix(1699999200, 0)}}}, false),
 	"queryHourCountsSealed": bindHourCounts(traffic.HourQuery{Sites: []string{"example.com"}, Paths: []string{"/p", "o'ther"},
 		Spans:        []traffic.Span{{From: time.Unix(1699912800, 0), To: time.Unix(1699920000, 0)}, {From: time.Unix(1699995600, 0), To: time.Unix(1700002800, 0)}},
 		SealedBefore: time.Unix(1700010000, 0)}, true),

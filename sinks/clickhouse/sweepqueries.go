@@ -116,18 +116,18 @@ WHERE arrayExists(c -> c > ?, counts)`
 	// (%s, each "minute >= toDateTime(?) AND minute < toDateTime(?)").
 	// Some pages' hits per whole UTC hour, for spike baselines; the hour
 	// is computed on Unix seconds, so no server time zone is involved.
-	// The ? bind the sites, the paths and the ranges.
+	// The ? bind the sites, "every path" and the paths, and the ranges.
 	// queryHourCountsSealed is queryHourCounts over page_hours, for the
 	// hours sealedTo covers (%s: "hour >= toDateTime(?) AND hour <
 	// toDateTime(?)" ranges); FINAL keeps each page-hour's most complete
-	// sum. The ? bind the sites, the paths and the ranges.
+	// sum. The ? bind the sites, "every path" and the paths, and the ranges.
 	queryHourCountsSealed = `SELECT site, path, toUInt32(hour) AS h, hits
 FROM page_hours FINAL
-WHERE site IN ? AND path IN ? AND (%s)`
+WHERE site IN ? AND (? OR path IN ?) AND (%s)`
 
 	queryHourCounts = `SELECT site, path, toUInt32(intDiv(toUInt32(minute), 3600) * 3600) AS hour, sum(hits) AS n
 FROM page_minutes FINAL
-WHERE site IN ? AND path IN ? AND (%s)
+WHERE site IN ? AND (? OR path IN ?) AND (%s)
 GROUP BY site, path, hour`
 
 	// queryDataStarts is each site's first minute with hits: baselines do
