@@ -30,6 +30,9 @@ type baselines struct {
 	// they depend on the rule, the end and the site's data start, not on
 	// the page.
 	groups map[spanned]spanGroup
+	// spanIDs numbers each set of spans (by spanKey), so a normal's key
+	// hashes a number, not 20 spans of text, millions of times a sweep.
+	spanIDs map[string]int
 }
 
 // maxGroups bounds groups: catching up over a day makes a group per rule,
@@ -40,7 +43,7 @@ const maxGroups = 100_000
 // the same spans (a kind's normal follows from the spans' counts:
 // spike's minimum of samples from the same settings as its spans).
 type normalKey struct {
-	spans      string // spanKey
+	spans      int // the spans' number in baselines.spanIDs
 	kind       rules.Kind
 	site, path string
 }
@@ -52,7 +55,7 @@ type spanned struct {
 }
 
 type spanGroup struct {
-	key   string
+	id    int
 	spans []rules.Interval
 }
 
@@ -79,14 +82,25 @@ func (b *baselines) keyOf(r *rules.Rule, i int, site, path string, to time.Time)
 	if b.groups == nil || len(b.groups) >= maxGroups {
 		b.groups = map[spanned]spanGroup{}
 	}
+	if b.spanIDs == nil || len(b.spanIDs) >= maxGroups {
+		// Numbers are reused after this: the normals cached under them go.
+		b.spanIDs, b.cache = map[string]int{}, map[normalKey]cachedExpected{}
+		clear(b.groups)
+	}
 	sp := spanned{i, site, to}
 	g, ok := b.groups[sp]
 	if !ok {
 		g.spans = r.BaselineSpans(to, start)
-		g.key = spanKey(g.spans)
+		key := spanKey(g.spans)
+		id, ok := b.spanIDs[key]
+		if !ok {
+			id = len(b.spanIDs)
+			b.spanIDs[key] = id
+		}
+		g.id = id
 		b.groups[sp] = g
 	}
-	return normalKey{spans: g.key, kind: r.Kind(), site: site, path: path}, g.spans, true
+	return normalKey{spans: g.id, kind: r.Kind(), site: site, path: path}, g.spans, true
 }
 
 // expect fills in exp for the observations of rules with a normal that
@@ -110,9 +124,9 @@ func (s *Sweeper) expect(ctx context.Context, set *ruleSet, obs map[string][]obs
 	// normal over the same window, as in a file of rules, one per site)
 	// share it, and so do the sites whose data begins before those hours:
 	// a query per rule was most of a first sweep's time.
-	missing := map[string]map[normalKey][]ref{}
-	spansOf := map[string][]rules.Interval{}
-	slotOfGroup := map[string]time.Time{}
+	missing := map[int]map[normalKey][]ref{}
+	spansOf := map[int][]rules.Interval{}
+	slotOfGroup := map[int]time.Time{}
 	for key, list := range obs {
 		for i, o := range list {
 			r := set.rules[o.pt.rule]
