@@ -95,6 +95,9 @@ func (s *Sweeper) judge(ctx context.Context, set *ruleSet, obs map[string][]obse
 	}
 	for key, list := range obs {
 		r := set.rules[list[0].pt.rule]
+		if len(list) == 1 && s.state.none(key) && r.Detector().Settled(list[0].ruleObservation()) {
+			continue // no state, and this changes none: the normal just read says so (count left out those it knew)
+		}
 		st, rev, err := s.state.get(ctx, key)
 		if err != nil {
 			return nil, err
