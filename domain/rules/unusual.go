@@ -36,7 +36,10 @@ import (
 // a prior while they are few), and the normal's own uncertainty added.
 // A count fires up when its variance-stabilised distance above the top
 // of the normal is at least sensitivity (and above the floors); down
-// when it is as far below the bottom for down_for.
+// when it is as far below the bottom for down_for. Every surge is
+// remembered in the page's state for 4 weeks, told or not, and a count
+// must pass the second highest of them by a noise unit to be news: a
+// page's bursts are its normal.
 type Unusual struct {
 	Direction   Direction      `yaml:"direction"`
 	Sensitivity float64        `yaml:"sensitivity"`
