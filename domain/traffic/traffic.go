@@ -60,7 +60,7 @@ type HourQuery struct {
 	// AllPaths reads every page of Sites, Paths ignored: for a normal of
 	// most of a site's pages, one scan of its hours beats naming them.
 	AllPaths bool
-	Spans        []Span
+	Spans    []Span
 	// SealedBefore: the hours of the UTC days before its day are read
 	// from page_hours, the rest from page_minutes; the zero time reads
 	// page_minutes only. Pass the time of the last SealHours that
