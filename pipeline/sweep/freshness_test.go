@@ -265,3 +265,28 @@ func TestUnusualBacktestFromFileEqualsFromClickHouse(t *testing.T) {
 		}
 	}
 }
+
+// Thirty sites going late at once under one rule are thirty "no data"
+// messages, not a storm guard's digest of pages.
+func TestNoDataIsNeverFolded(t *testing.T) {
+	r := unusualBoth()
+	if err := r.Validate("rule"); err != nil {
+		t.Fatal(err)
+	}
+	s := &Sweeper{}
+	var vs []*verdict
+	for i := 0; i < 30; i++ {
+		site := fmt.Sprintf("site%d.example", i)
+		vs = append(vs, &verdict{key: noDataPrefix + r.Name + "." + site, rule: &r,
+			fired: []crossing.Crossing{{Key: site, Rule: r.Name, Site: site, Event: "fire", Why: &crossing.Why{Kind: crossing.KindNoData}}}})
+	}
+	jobs, all := s.guard(vs)
+	if len(jobs) != 30 || len(all) != 30 {
+		t.Fatalf("%d jobs for %d crossings, want 30 and 30", len(jobs), len(all))
+	}
+	for _, j := range jobs {
+		if j.x.Digest != nil {
+			t.Fatalf("a digest: %+v", j.x)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/nats-io/nats.go"
@@ -62,8 +63,8 @@ type job struct {
 
 // guard applies each rule's storm guard to the crossings that fired in
 // this sweep: the highest counts are mailed one by one, the rest become
-// one digest per rule. Crossings left pending by an earlier sweep are
-// handed on one by one, as they were claimed.
+// one digest per rule. Crossings left pending by an earlier sweep, and a
+// site's "no data" messages, are handed on one by one.
 func (s *Sweeper) guard(vs []*verdict) (jobs []job, all []crossing.Crossing) {
 	byRule := map[*rules.Rule][]crossing.Crossing{}
 	var order []*rules.Rule
@@ -71,6 +72,15 @@ func (s *Sweeper) guard(vs []*verdict) (jobs []job, all []crossing.Crossing) {
 		for _, x := range v.pending {
 			jobs = append(jobs, job{x: x})
 			all = append(all, x)
+		}
+		if len(v.fired) > 0 && strings.HasPrefix(v.key, noDataPrefix) {
+			// A site's "no data" is one message per site, never folded
+			// into a digest of pages.
+			for _, x := range v.fired {
+				jobs = append(jobs, job{x: x})
+				all = append(all, x)
+			}
+			continue
 		}
 		if len(v.fired) > 0 {
 			if _, ok := byRule[v.rule]; !ok {
