@@ -36,12 +36,15 @@ const rerunEnv = "PAGEWATCH_TESTCHECK_NOBODY"
 // privileges, fails t with the child's output if that test fails or does
 // not run, and returns true: the caller returns.
 //
-// The child can reach nothing that only root may: t.TempDir in the child
-// is made by the child under a $TMPDIR of its own, and the binary is
-// linked or copied to a directory nobody may read, since go test builds
-// it in a directory only root may enter. The child's working directory is
-// the test's, which nobody must be able to enter (a checkout under /root
-// is not).
+// The child can reach nothing that only root may, so it is given all it
+// needs in a directory of its own under $TMPDIR that nobody may enter:
+// the binary, linked or copied there, since go test builds it in a
+// directory only root may enter; a $TMPDIR and $HOME of its own, where
+// t.TempDir in the child is made; and its working directory, an empty
+// directory. That is not the test's package directory, which nobody
+// cannot enter in a checkout under /root or any other directory only
+// root may enter. So a test rerun as nobody cannot read files by paths
+// relative to its package (testdata): it must make what it reads.
 func RerunAsNobody(t *testing.T) bool {
 	t.Helper()
 	if os.Geteuid() != 0 {
@@ -53,10 +56,6 @@ func RerunAsNobody(t *testing.T) bool {
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatalf("testcheck: the test binary: %v", err)
-	}
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
 	}
 	dir, err := os.MkdirTemp("", "testcheck-nobody-")
 	if err != nil {
@@ -76,6 +75,13 @@ func RerunAsNobody(t *testing.T) bool {
 	bin := filepath.Join(dir, filepath.Base(exe))
 	if err := linkOrCopy(exe, bin); err != nil {
 		t.Fatalf("testcheck: place the test binary where nobody may run it: %v", err)
+	}
+	wd := filepath.Join(dir, "wd")
+	if err := os.Mkdir(wd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(wd, 0o755); err != nil { // whatever the umask
+		t.Fatal(err)
 	}
 
 	// Only this test: each level of its name, quoted and anchored.
@@ -98,6 +104,12 @@ func RerunAsNobody(t *testing.T) bool {
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: Nobody, Gid: Nobody, Groups: []uint32{}}}
 	out, err := cmd.CombinedOutput()
+	if _, exited := err.(*exec.ExitError); err != nil && !exited {
+		t.Fatalf("testcheck: %s as nobody (uid %d): %v\n"+
+			"nobody could not start the test binary in %s: each directory above it must be one nobody may enter "+
+			"and it must not be on a noexec mount; set $TMPDIR to a directory that is (it is %q)",
+			t.Name(), Nobody, err, dir, os.Getenv("TMPDIR"))
+	}
 	if err != nil {
 		t.Fatalf("testcheck: %s as nobody (uid %d): %v\n%s", t.Name(), Nobody, err, out)
 	}
@@ -125,6 +137,10 @@ func linkOrCopy(src, dst string) error {
 		return err
 	}
 	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	if err := out.Chmod(0o755); err != nil { // whatever the umask
 		out.Close()
 		return err
 	}

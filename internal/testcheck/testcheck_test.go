@@ -180,4 +180,21 @@ func TestRerunAsNobody(t *testing.T) {
 			t.Fatalf("read a directory without permission: %v", err)
 		}
 	})
+	// As from a checkout in a directory only root may enter: the child
+	// does not start in the test's directory.
+	t.Run("private", func(t *testing.T) {
+		if root {
+			private := t.TempDir()
+			if err := os.Chmod(private, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			t.Chdir(private)
+		}
+		if testcheck.RerunAsNobody(t) {
+			return
+		}
+		if os.Geteuid() == 0 {
+			t.Fatal("running as root")
+		}
+	})
 }
