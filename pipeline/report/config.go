@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/robfig/cron/v3"
+
+	"github.com/pagewatch/pagewatch/pipeline/sweep"
 )
 
 // Periods a report covers.
@@ -66,9 +68,6 @@ func (s Spec) WithDefaults() Spec {
 
 var nameRE = regexp.MustCompile(`^[a-z0-9_-]{1,64}$`)
 
-// CronParser is the schedule's syntax, as the sweeper's.
-var CronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
-
 // Validate checks the list; receivers are the receivers' names.
 func Validate(specs []Spec, receivers []string) error {
 	var errs []error
@@ -91,7 +90,7 @@ func Validate(specs []Spec, receivers []string) error {
 		if err != nil {
 			add("zone: %v", err)
 		}
-		if _, err := CronParser.Parse(s.Schedule); err != nil {
+		if _, err := sweep.ParseSchedule(s.Schedule); err != nil {
 			add("schedule: %v", err)
 		} else if loc != nil {
 			if _, err := s.schedule(loc); err != nil {
@@ -121,7 +120,7 @@ func Validate(specs []Spec, receivers []string) error {
 	return errors.Join(errs...)
 }
 
-// schedule parses the cron line in loc.
+// schedule parses the cron line in loc, in the sweeper's syntax.
 func (s Spec) schedule(loc *time.Location) (cron.Schedule, error) {
-	return CronParser.Parse("CRON_TZ=" + loc.String() + " " + s.Schedule)
+	return sweep.ParseSchedule("CRON_TZ=" + loc.String() + " " + s.Schedule)
 }

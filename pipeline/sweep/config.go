@@ -58,6 +58,10 @@ func DefaultConfig() Config {
 // cronParser accepts an optional seconds field, as the config promises.
 var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 
+// ParseSchedule parses a cron line as the sweeper's schedule is parsed:
+// the one syntax of pagewatch's schedules, the reports' too.
+func ParseSchedule(spec string) (cron.Schedule, error) { return cronParser.Parse(spec) }
+
 // Validate reports every problem, naming its key, and compiles the inline
 // rules. Rules under rules_path are checked by LoadRules.
 func (c Config) Validate() error {
