@@ -42,6 +42,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pagewatch/pagewatch/broker/retry"
 )
 
 // Handler receives each message that parsed and passed the tags filter;
@@ -236,13 +238,12 @@ func (s *sampler) allow() (ok bool, held int64) {
 	return true, s.held.Swap(0)
 }
 
-// backoff returns the next pause after a failed read or accept: enough to
-// keep a persistent error (out of file descriptors) from spinning.
-func backoff(d time.Duration) time.Duration {
-	if d == 0 {
-		return 5 * time.Millisecond
-	}
-	return min(2*d, time.Second)
+// backoff is the pause after a failed read or accept, failures being the
+// ones in a row before it: pagewatch's one policy (broker/retry), from
+// 5 ms doubling up to 1 s, enough to keep a persistent error (out of file
+// descriptors) from spinning.
+func backoff(failures int) time.Duration {
+	return retry.Delay(failures, 5*time.Millisecond, time.Second)
 }
 
 func addrString(a net.Addr) string {

@@ -15,19 +15,20 @@ import (
 // acceptTCP accepts connections until the listener is closed, serving each
 // in its own goroutine counted in wg.
 func (l *Listener) acceptTCP(wg *sync.WaitGroup) {
-	var pause time.Duration
+	var failures int
 	for {
 		c, err := l.tcp.Accept()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
-			pause = backoff(pause)
+			pause := backoff(failures)
+			failures++
 			l.logger.Warn("syslog TCP accept failed; retrying", "err", err, "retry_in", pause)
 			time.Sleep(pause)
 			continue
 		}
-		pause = 0
+		failures = 0
 		if l.track(c) {
 			wg.Go(func() { l.serveTCP(c) })
 		}

@@ -33,19 +33,20 @@ const (
 func (l *Listener) readUDP(queue chan<- *datagram) {
 	buf := make([]byte, l.cfg.MaxMessageBytes+1) // one more, to see a datagram that is too long
 	tm := &l.metrics.udp
-	var pause time.Duration
+	var failures int
 	for {
 		n, peer, err := l.udp.ReadFromUDPAddrPort(buf)
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
-			pause = backoff(pause)
+			pause := backoff(failures)
+			failures++
 			l.logger.Warn("syslog UDP read failed; retrying", "err", err, "retry_in", pause)
 			time.Sleep(pause)
 			continue
 		}
-		pause = 0
+		failures = 0
 		peer = netip.AddrPortFrom(peer.Addr().Unmap(), peer.Port())
 		tm.received.Inc()
 		tm.bytes.Add(float64(n))
