@@ -23,7 +23,7 @@ import (
 	"github.com/pagewatch/pagewatch/config/secret"
 	"github.com/pagewatch/pagewatch/domain/rules"
 	"github.com/pagewatch/pagewatch/domain/traffic"
-	"github.com/pagewatch/pagewatch/pipeline/notify"
+	"github.com/pagewatch/pagewatch/pipeline/silence"
 )
 
 // fakeStore is the Store in memory.
@@ -190,16 +190,16 @@ func (f fakeStates) State(_ context.Context, rule, site, path string, sum bool) 
 // fakeSilences keeps silences in memory.
 type fakeSilences struct {
 	mu   sync.Mutex
-	list []notify.Silence
+	list []silence.Silence
 }
 
-func (f *fakeSilences) List(context.Context) ([]notify.Silence, error) {
+func (f *fakeSilences) List(context.Context) ([]silence.Silence, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]notify.Silence(nil), f.list...), nil
+	return append([]silence.Silence(nil), f.list...), nil
 }
 
-func (f *fakeSilences) Add(_ context.Context, sl notify.Silence, now time.Time) (notify.Silence, error) {
+func (f *fakeSilences) Add(_ context.Context, sl silence.Silence, now time.Time) (silence.Silence, error) {
 	if err := sl.Validate(); err != nil {
 		return sl, err
 	}
@@ -210,7 +210,7 @@ func (f *fakeSilences) Add(_ context.Context, sl notify.Silence, now time.Time) 
 	return sl, nil
 }
 
-func (f *fakeSilences) Expire(_ context.Context, id string, now time.Time) (notify.Silence, error) {
+func (f *fakeSilences) Expire(_ context.Context, id string, now time.Time) (silence.Silence, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for i := range f.list {
@@ -219,7 +219,7 @@ func (f *fakeSilences) Expire(_ context.Context, id string, now time.Time) (noti
 			return f.list[i], nil
 		}
 	}
-	return notify.Silence{}, io.EOF
+	return silence.Silence{}, io.EOF
 }
 
 const (

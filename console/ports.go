@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/pagewatch/pagewatch/domain/traffic"
-	"github.com/pagewatch/pagewatch/pipeline/notify"
+	"github.com/pagewatch/pagewatch/pipeline/silence"
 )
 
 // Store is what the console reads from (and records in) ClickHouse. The
@@ -222,7 +222,7 @@ type RuleState struct {
 // Silences are the worker's silences (kept in NATS KV; pipeline/notify
 // implements this).
 type Silences interface {
-	List(ctx context.Context) ([]notify.Silence, error)
-	Add(ctx context.Context, sl notify.Silence, now time.Time) (notify.Silence, error)
-	Expire(ctx context.Context, id string, now time.Time) (notify.Silence, error)
+	List(ctx context.Context) ([]silence.Silence, error)
+	Add(ctx context.Context, sl silence.Silence, now time.Time) (silence.Silence, error)
+	Expire(ctx context.Context, id string, now time.Time) (silence.Silence, error)
 }

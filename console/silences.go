@@ -5,7 +5,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/pagewatch/pagewatch/pipeline/notify"
+	"github.com/pagewatch/pagewatch/domain/crossing"
+	"github.com/pagewatch/pagewatch/pipeline/silence"
 )
 
 type silencesView struct {
@@ -14,7 +15,7 @@ type silencesView struct {
 }
 
 type silenceView struct {
-	notify.Silence
+	silence.Silence
 	Active bool   `json:"active"`
 	Starts string `json:"-"`
 	Ends   string `json:"-"`
@@ -56,8 +57,8 @@ func (s *Server) silenceAdd(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := s.deps.Now()
-	sl, err := s.deps.Silences.Add(r.Context(), notify.Silence{
-		Match:    notify.Match{Site: r.FormValue("site"), Rule: r.FormValue("rule"), Page: r.FormValue("page")},
+	sl, err := s.deps.Silences.Add(r.Context(), silence.Silence{
+		Match:    crossing.Match{Site: r.FormValue("site"), Rule: r.FormValue("rule"), Page: r.FormValue("page")},
 		StartsAt: now, EndsAt: now.Add(d), Author: p.Name, Comment: r.FormValue("comment"),
 	}, now)
 	if err != nil {

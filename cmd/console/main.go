@@ -13,7 +13,7 @@ import (
 	"github.com/pagewatch/pagewatch/console"
 	"github.com/pagewatch/pagewatch/domain/rules"
 	"github.com/pagewatch/pagewatch/internal/daemon"
-	"github.com/pagewatch/pagewatch/pipeline/notify"
+	"github.com/pagewatch/pagewatch/pipeline/silence"
 	"github.com/pagewatch/pagewatch/pipeline/sweep"
 )
 
@@ -71,7 +71,7 @@ func run(ctx context.Context, env *daemon.Env) error {
 		env.Logger.Info("rules reloaded", "rules", len(rs))
 		return nil
 	})
-	silences, err := notify.OpenSilences(ctx, b, env.Logger)
+	silences, err := silence.Open(ctx, b, env.Logger)
 	if err != nil {
 		return err
 	}

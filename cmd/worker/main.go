@@ -9,7 +9,9 @@ import (
 
 	"github.com/pagewatch/pagewatch/config"
 	"github.com/pagewatch/pagewatch/internal/daemon"
+	"github.com/pagewatch/pagewatch/pipeline/links"
 	"github.com/pagewatch/pagewatch/pipeline/notify"
+	"github.com/pagewatch/pagewatch/pipeline/silence"
 	"github.com/pagewatch/pagewatch/sinks/mail"
 )
 
@@ -30,7 +32,7 @@ reports (reports:, docs/reports.md).`,
 	Default: "run",
 	Commands: []daemon.Command{
 		{Name: "run", Part: config.Worker, Listen: func(c config.Config) string { return c.Worker.Listen }, Summary: "consume notification jobs and send mail", Run: run},
-		{Name: "silence", Args: "add|list|expire <id>", Part: config.Worker, Flags: silenceFlagSet, Run: silence,
+		{Name: "silence", Args: "add|list|expire <id>", Part: config.Worker, Flags: silenceFlagSet, Run: silenceCmd,
 			Summary: "silence crossings (--site, --rule, --page glob, --label k=v; --for or --ends; --author, --comment), list (--all) or expire them"},
 		{Name: "report", Args: "<name>", Part: config.Worker, Flags: reportFlagSet, Run: reportCmd,
 			Summary: "print a scheduled report for the last whole period (--at a time; default now), and with --send deliver it"},
@@ -68,23 +70,17 @@ func run(ctx context.Context, env *daemon.Env) error {
 	if err != nil {
 		return err
 	}
-	silences, err := notify.OpenSilences(ctx, b, env.Logger)
-	if err != nil {
-		return err
-	}
-	api := notify.RequireToken(env.Config.Worker.APIToken.Reveal(), notify.SilenceAPI(silences, nil))
-	env.Handle(notify.SilenceAPIPrefix, api)
-	env.Handle(notify.SilenceAPIPrefix+"/", api)
-	if signer := notify.NewSigner(env.Config.Worker.Links); signer != nil {
-		unsubs, err := notify.OpenUnsubscribes(ctx, b)
-		if err != nil {
-			return err
-		}
-		links := &notify.LinksAPI{Signer: signer, Unsubscribes: unsubs, Silences: silences, Logger: env.Logger}
-		env.Handle(notify.LinksPrefix, links.Handler())
+	// One set of stores, shared by the worker and its HTTP APIs.
+	silences, unsubs := silence.New(b, env.Logger), links.NewUnsubscribes(b)
+	api := silence.RequireToken(env.Config.Worker.APIToken.Reveal(), silence.API(silences, nil))
+	env.Handle(silence.APIPrefix, api)
+	env.Handle(silence.APIPrefix+"/", api)
+	if signer := links.NewSigner(env.Config.Worker.Links); signer != nil {
+		linksAPI := &links.API{Signer: signer, Unsubscribes: unsubs, Silences: silences, Logger: env.Logger}
+		env.Handle(links.Prefix, linksAPI.Handler())
 	}
 	w, err := notify.New(ctx, env.Config.Worker, notify.Deps{
-		Bus: b, Receivers: specs, History: ch, Stats: ch,
+		Bus: b, Receivers: specs, History: ch, Stats: ch, Silences: silences, Unsubscribes: unsubs,
 		Logger: env.Logger, Registry: env.Registry,
 	})
 	if err != nil {

@@ -11,8 +11,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/pagewatch/pagewatch/domain/crossing"
 	"github.com/pagewatch/pagewatch/internal/daemon"
-	"github.com/pagewatch/pagewatch/pipeline/notify"
+	"github.com/pagewatch/pagewatch/pipeline/silence"
 )
 
 // The silence command's flags.
@@ -55,7 +56,7 @@ func silenceFlagSet(fs *flag.FlagSet) {
 
 // silence creates, lists and expires silences (in NATS KV, read by every
 // worker within moments).
-func silence(ctx context.Context, env *daemon.Env) error {
+func silenceCmd(ctx context.Context, env *daemon.Env) error {
 	usage := func(format string, args ...any) error {
 		return &daemon.UsageError{Err: fmt.Errorf(format+"\n(worker silence add|list|expire <id>)", args...)}
 	}
@@ -66,7 +67,7 @@ func silence(ctx context.Context, env *daemon.Env) error {
 	if err != nil {
 		return err
 	}
-	s, err := notify.OpenSilences(ctx, b, env.Logger)
+	s, err := silence.Open(ctx, b, env.Logger)
 	if err != nil {
 		return err
 	}
@@ -89,7 +90,7 @@ func silence(ctx context.Context, env *daemon.Env) error {
 		printSilences(env, all, now)
 	case verb == "expire" && len(rest) == 1:
 		sl, err := s.Expire(ctx, rest[0], now)
-		if errors.Is(err, notify.ErrNoSilence) {
+		if errors.Is(err, silence.ErrNotFound) {
 			return &daemon.UsageError{Err: fmt.Errorf("silence expire: %w: %s", err, rest[0])}
 		}
 		if err != nil {
@@ -102,21 +103,21 @@ func silence(ctx context.Context, env *daemon.Env) error {
 	return nil
 }
 
-func silenceFromFlags(now time.Time) (notify.Silence, error) {
+func silenceFromFlags(now time.Time) (silence.Silence, error) {
 	f := silenceFlags
-	req := notify.SilenceRequest{Match: notify.Match{Site: f.site, Rule: f.rule, Page: f.page, Labels: f.labels},
+	req := silence.Request{Match: crossing.Match{Site: f.site, Rule: f.rule, Page: f.page, Labels: f.labels},
 		Author: f.author, Comment: f.comment}
 	if f.starts != "" {
 		t, err := time.Parse(time.RFC3339, f.starts)
 		if err != nil {
-			return notify.Silence{}, fmt.Errorf("--starts: %w", err)
+			return silence.Silence{}, fmt.Errorf("--starts: %w", err)
 		}
 		req.StartsAt = t
 	}
 	if f.ends != "" {
 		t, err := time.Parse(time.RFC3339, f.ends)
 		if err != nil {
-			return notify.Silence{}, fmt.Errorf("--ends: %w", err)
+			return silence.Silence{}, fmt.Errorf("--ends: %w", err)
 		}
 		req.EndsAt = t
 	}
@@ -124,12 +125,12 @@ func silenceFromFlags(now time.Time) (notify.Silence, error) {
 		req.Duration = f.forDur.String()
 	}
 	if req.EndsAt.IsZero() && req.Duration == "" {
-		return notify.Silence{}, errors.New("give --for or --ends")
+		return silence.Silence{}, errors.New("give --for or --ends")
 	}
 	return req.Silence(now)
 }
 
-func printSilences(env *daemon.Env, all []notify.Silence, now time.Time) {
+func printSilences(env *daemon.Env, all []silence.Silence, now time.Time) {
 	sort.SliceStable(all, func(i, j int) bool { return all[i].StartsAt.Before(all[j].StartsAt) })
 	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTATE\tSTARTS\tENDS\tMATCH\tAUTHOR\tCOMMENT")

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/pagewatch/pagewatch/internal/daemon"
-	"github.com/pagewatch/pagewatch/pipeline/notify"
+	"github.com/pagewatch/pagewatch/pipeline/links"
 )
 
 // unsubscribes lists the addresses that used an email's unsubscribe
@@ -23,7 +23,7 @@ func unsubscribes(ctx context.Context, env *daemon.Env) error {
 	if err != nil {
 		return err
 	}
-	u, err := notify.OpenUnsubscribes(ctx, b)
+	u, err := links.OpenUnsubscribes(ctx, b)
 	if err != nil {
 		return err
 	}

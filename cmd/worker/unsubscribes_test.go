@@ -10,7 +10,7 @@ import (
 	"github.com/pagewatch/pagewatch/broker/bus"
 	"github.com/pagewatch/pagewatch/internal/daemon"
 	"github.com/pagewatch/pagewatch/internal/testserver/natstest"
-	"github.com/pagewatch/pagewatch/pipeline/notify"
+	"github.com/pagewatch/pagewatch/pipeline/links"
 )
 
 func TestUnsubscribesCommands(t *testing.T) {
@@ -23,7 +23,7 @@ func TestUnsubscribesCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(b.Close)
-	u, err := notify.OpenUnsubscribes(t.Context(), b)
+	u, err := links.OpenUnsubscribes(t.Context(), b)
 	if err != nil {
 		t.Fatal(err)
 	}

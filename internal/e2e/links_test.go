@@ -13,7 +13,7 @@ import (
 
 	"github.com/pagewatch/pagewatch/internal/testcheck"
 	"github.com/pagewatch/pagewatch/internal/testenv"
-	"github.com/pagewatch/pagewatch/pipeline/notify"
+	"github.com/pagewatch/pagewatch/pipeline/links"
 )
 
 // TestEmailLinksThroughTheWorker: with worker.links set, the worker
@@ -52,7 +52,7 @@ func TestEmailLinksThroughTheWorker(t *testing.T) {
 	appendLines(t, b.log, freshLines(50))
 
 	msgs := b.smtp.WaitForMessages(t, 2, 60*time.Second)
-	links := map[string]string{}
+	mailed := map[string]string{}
 	for _, m := range msgs {
 		parsed, err := mail.ReadMessage(strings.NewReader(string(m.Data)))
 		if err != nil {
@@ -61,13 +61,13 @@ func TestEmailLinksThroughTheWorker(t *testing.T) {
 		if len(m.To) != 1 {
 			t.Fatalf("a copy to %v", m.To)
 		}
-		links[m.To[0]] = strings.Trim(parsed.Header.Get("List-Unsubscribe"), "<>")
+		mailed[m.To[0]] = strings.Trim(parsed.Header.Get("List-Unsubscribe"), "<>")
 		if parsed.Header.Get("List-Unsubscribe-Post") != "List-Unsubscribe=One-Click" {
 			t.Errorf("no List-Unsubscribe-Post in the mail to %s", m.To[0])
 		}
 	}
-	ops := links["ops@example.com"]
-	if !strings.HasPrefix(ops, "http://"+addr+"/links/unsubscribe?t=") || links["sales@example.com"] == ops {
+	ops := mailed["ops@example.com"]
+	if !strings.HasPrefix(ops, "http://"+addr+"/links/unsubscribe?t=") || mailed["sales@example.com"] == ops {
 		t.Fatalf("links: %v", links)
 	}
 	post := func(u string) int {
@@ -86,7 +86,7 @@ func TestEmailLinksThroughTheWorker(t *testing.T) {
 		t.Fatalf("one-click: %d", code)
 	}
 	client := testenv.NATSClient(t, b.natsURL(), testenv.Logger(t))
-	unsubs, err := notify.OpenUnsubscribes(t.Context(), client)
+	unsubs, err := links.OpenUnsubscribes(t.Context(), client)
 	if err != nil {
 		t.Fatal(err)
 	}

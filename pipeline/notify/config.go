@@ -1,6 +1,8 @@
 package notify
 
 import (
+	"github.com/pagewatch/pagewatch/pipeline/links"
+
 	"errors"
 	"fmt"
 	"os"
@@ -50,7 +52,7 @@ type Config struct {
 	// Routing picks each crossing's receivers (see Routing).
 	Routing Routing `yaml:"routing"`
 	// Links are the unsubscribe and snooze links in emails (links.go).
-	Links LinksConfig `yaml:"links"`
+	Links links.Config `yaml:"links"`
 	// APIToken is the bearer token the silences API asks of callers that
 	// are not on loopback. Unset, only loopback callers may use it: the
 	// admin listener also serves probes and metrics, and is often bound
@@ -73,7 +75,7 @@ func DefaultConfig() Config {
 		DrainTimeout: 10 * time.Second,
 		RateLimit:    ratelimit.DefaultConfig(),
 		Routing:      DefaultRouting(),
-		Links:        DefaultLinksConfig(),
+		Links:        links.DefaultConfig(),
 	}
 }
 

@@ -18,7 +18,9 @@ import (
 	"github.com/pagewatch/pagewatch/config/secret"
 	"github.com/pagewatch/pagewatch/domain/crossing"
 	"github.com/pagewatch/pagewatch/internal/testcheck"
+	"github.com/pagewatch/pagewatch/pipeline/links"
 	"github.com/pagewatch/pagewatch/pipeline/notify"
+	"github.com/pagewatch/pagewatch/pipeline/silence"
 )
 
 // mailParts returns a message's headers and its decoded text and HTML
@@ -66,23 +68,23 @@ func post(t *testing.T, u, body string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-func linkSetup(t *testing.T) (*bundle, *notify.Signer, *notify.Unsubscribes, *notify.Silences) {
+func linkSetup(t *testing.T) (*bundle, *links.Signer, *links.Unsubscribes, *silence.Store) {
 	b := setup(t)
 	mux := http.NewServeMux()
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	b.cfg.Links.BaseURL = srv.URL + "/pw"
 	b.cfg.Links.Secret = secret.New("0123456789abcdef0123456789abcdef")
-	signer := notify.NewSigner(b.cfg.Links)
-	unsubs, err := notify.OpenUnsubscribes(t.Context(), b.bus)
+	signer := links.NewSigner(b.cfg.Links)
+	unsubs, err := links.OpenUnsubscribes(t.Context(), b.bus)
 	if err != nil {
 		t.Fatal(err)
 	}
-	silences, err := notify.OpenSilences(t.Context(), b.bus, b.logger)
+	silences, err := silence.Open(t.Context(), b.bus, b.logger)
 	if err != nil {
 		t.Fatal(err)
 	}
-	api := &notify.LinksAPI{Signer: signer, Unsubscribes: unsubs, Silences: silences, Logger: b.logger}
+	api := &links.API{Signer: signer, Unsubscribes: unsubs, Silences: silences, Logger: b.logger}
 	mux.Handle("/pw/", http.StripPrefix("/pw", api.Handler()))
 	return b, signer, unsubs, silences
 }
@@ -169,22 +171,22 @@ func TestOneClickUnsubscribe(t *testing.T) {
 func TestExpiredOrForgedLinkRefused(t *testing.T) {
 	b, signer, unsubs, _ := linkSetup(t)
 	base := strings.TrimSuffix(b.cfg.Links.BaseURL, "/")
-	expired := signer.Sign(notify.Claims{Action: notify.ActionUnsubscribe, Recipient: "ann@example.com", Rule: "rule", Expires: time.Now().Add(-time.Minute).Unix()})
+	expired := signer.Sign(links.Claims{Action: links.ActionUnsubscribe, Recipient: "ann@example.com", Rule: "rule", Expires: time.Now().Add(-time.Minute).Unix()})
 	if code, body := post(t, base+"/links/unsubscribe?t="+expired, "List-Unsubscribe=One-Click"); code != http.StatusGone {
 		t.Fatalf("expired: %d %s", code, body)
 	}
-	good := signer.Sign(notify.Claims{Action: notify.ActionUnsubscribe, Recipient: "ann@example.com", Rule: "rule", Expires: time.Now().Add(time.Hour).Unix()})
+	good := signer.Sign(links.Claims{Action: links.ActionUnsubscribe, Recipient: "ann@example.com", Rule: "rule", Expires: time.Now().Add(time.Hour).Unix()})
 	payload, sig, _ := strings.Cut(good, ".")
 	// Another recipient under the same signature.
-	other := signer.Sign(notify.Claims{Action: notify.ActionUnsubscribe, Recipient: "bob@example.com", Rule: "rule", Expires: time.Now().Add(time.Hour).Unix()})
+	other := signer.Sign(links.Claims{Action: links.ActionUnsubscribe, Recipient: "bob@example.com", Rule: "rule", Expires: time.Now().Add(time.Hour).Unix()})
 	otherPayload, _, _ := strings.Cut(other, ".")
-	wrongKey := notify.NewSigner(notify.LinksConfig{BaseURL: base, Secret: secret.New(strings.Repeat("x", 32)), TTL: time.Hour, SnoozeFor: time.Hour})
+	wrongKey := links.NewSigner(links.Config{BaseURL: base, Secret: secret.New(strings.Repeat("x", 32)), TTL: time.Hour, SnoozeFor: time.Hour})
 	for name, tok := range map[string]string{
 		"swapped payload": otherPayload + "." + sig,
 		"cut signature":   payload + "." + sig[:10],
 		"no signature":    payload,
-		"other key":       wrongKey.Sign(notify.Claims{Action: notify.ActionUnsubscribe, Recipient: "ann@example.com", Rule: "rule", Expires: time.Now().Add(time.Hour).Unix()}),
-		"snooze as unsub": signer.Sign(notify.Claims{Action: notify.ActionSnooze, Recipient: "ann@example.com", Rule: "rule", Site: "s", Path: "/p", Expires: time.Now().Add(time.Hour).Unix()}),
+		"other key":       wrongKey.Sign(links.Claims{Action: links.ActionUnsubscribe, Recipient: "ann@example.com", Rule: "rule", Expires: time.Now().Add(time.Hour).Unix()}),
+		"snooze as unsub": signer.Sign(links.Claims{Action: links.ActionSnooze, Recipient: "ann@example.com", Rule: "rule", Site: "s", Path: "/p", Expires: time.Now().Add(time.Hour).Unix()}),
 		"empty":           "",
 	} {
 		if code, body := post(t, base+"/links/unsubscribe?t="+url.QueryEscape(tok), "List-Unsubscribe=One-Click"); code != http.StatusForbidden {
@@ -249,7 +251,7 @@ func TestSnoozeLinkSilencesThePage(t *testing.T) {
 }
 
 func TestLinksConfigNamesItsKeys(t *testing.T) {
-	c := notify.DefaultLinksConfig()
+	c := links.DefaultConfig()
 	if err := c.Validate("worker.links"); err != nil || c.Enabled() {
 		t.Fatalf("defaults: %v, enabled %t", err, c.Enabled())
 	}
@@ -262,7 +264,7 @@ func TestLinksConfigNamesItsKeys(t *testing.T) {
 			t.Errorf("got %v, want it to name %s", err, want)
 		}
 	}
-	c = notify.DefaultLinksConfig()
+	c = links.DefaultConfig()
 	c.BaseURL = "https://pw.example"
 	if err := c.Validate("worker.links"); err == nil || !strings.Contains(err.Error(), "worker.links.secret: must be set") {
 		t.Errorf("base_url alone: %v", err)
@@ -273,7 +275,7 @@ func TestLinksConfigNamesItsKeys(t *testing.T) {
 // rule gets a digest without that rule's crossings; the other gets all.
 func TestQuietDigestLeavesOutUnsubscribedRules(t *testing.T) {
 	b := setup(t)
-	unsubs, err := notify.OpenUnsubscribes(t.Context(), b.bus)
+	unsubs, err := links.OpenUnsubscribes(t.Context(), b.bus)
 	if err != nil {
 		t.Fatal(err)
 	}

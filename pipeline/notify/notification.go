@@ -1,6 +1,8 @@
 package notify
 
 import (
+	"github.com/pagewatch/pagewatch/pipeline/links"
+
 	"time"
 
 	"github.com/pagewatch/pagewatch/domain/crossing"
@@ -34,7 +36,7 @@ type Notification struct {
 	// Links, by recipient, are the unsubscribe and snooze links (an
 	// email sink then sends each recipient a copy with theirs); nil
 	// without worker.links.
-	Links map[string]RecipientLinks
+	Links map[string]links.RecipientLinks
 
 	// Optional context. Left empty, the message has no chart and no
 	// referrer list, and nothing in it hints at them.

@@ -13,12 +13,12 @@ func TestRoutingFirstMatchContinueAndDefault(t *testing.T) {
 	r := notify.Routing{
 		Receivers: []string{"email"},
 		Routes: []notify.Route{
-			{Match: notify.Match{Site: "shop.example"}, Receivers: []string{"shop-slack"}, Routes: []notify.Route{
-				{Match: notify.Match{Page: "/checkout/**"}, Receivers: []string{"pager", "shop-slack"}},
+			{Match: crossing.Match{Site: "shop.example"}, Receivers: []string{"shop-slack"}, Routes: []notify.Route{
+				{Match: crossing.Match{Page: "/checkout/**"}, Receivers: []string{"pager", "shop-slack"}},
 			}},
-			{Match: notify.Match{Labels: map[string]string{"team": "web"}}, Receivers: []string{"web-teams"}, Continue: true},
-			{Match: notify.Match{Rule: "launch"}, Receivers: []string{"discord"}},
-			{Match: notify.Match{Page: "/blog/*"}, Receivers: []string{"hook"}},
+			{Match: crossing.Match{Labels: map[string]string{"team": "web"}}, Receivers: []string{"web-teams"}, Continue: true},
+			{Match: crossing.Match{Rule: "launch"}, Receivers: []string{"discord"}},
+			{Match: crossing.Match{Page: "/blog/*"}, Receivers: []string{"hook"}},
 		},
 	}
 	cases := []struct {
@@ -47,8 +47,8 @@ func TestRoutingFirstMatchContinueAndDefault(t *testing.T) {
 
 func TestRoutingValidateNamesTheKey(t *testing.T) {
 	r := notify.Routing{Receivers: []string{"email"}, Routes: []notify.Route{
-		{Match: notify.Match{Page: "blog"}, Receivers: []string{"nope"}},
-		{Match: notify.Match{Site: "x"}},
+		{Match: crossing.Match{Page: "blog"}, Receivers: []string{"nope"}},
+		{Match: crossing.Match{Site: "x"}},
 	}}
 	err := r.Validate("worker.routing", []string{"email"})
 	for _, want := range []string{

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pagewatch/pagewatch/internal/testcheck"
 	"github.com/pagewatch/pagewatch/pipeline/notify"
+	"github.com/pagewatch/pagewatch/pipeline/silence"
 )
 
 func apiCall(t *testing.T, method, url string, body any, want int) []byte {
@@ -42,13 +43,13 @@ func apiCall(t *testing.T, method, url string, body any, want int) []byte {
 // sent again.
 func TestSilenceStopsExactlyTheMatchingCrossings(t *testing.T) {
 	b := setup(t)
-	store, err := notify.OpenSilences(t.Context(), b.bus, b.logger)
+	store, err := silence.Open(t.Context(), b.bus, b.logger)
 	if err != nil {
 		t.Fatal(err)
 	}
-	api := httptest.NewServer(notify.SilenceAPI(store, nil))
+	api := httptest.NewServer(silence.API(store, nil))
 	t.Cleanup(api.Close)
-	base := api.URL + notify.SilenceAPIPrefix
+	base := api.URL + silence.APIPrefix
 
 	// Refused: no matcher, no author, an end before the start.
 	apiCall(t, "POST", base, map[string]any{"duration": "1h", "author": "ann"}, 400)
@@ -56,7 +57,7 @@ func TestSilenceStopsExactlyTheMatchingCrossings(t *testing.T) {
 	apiCall(t, "POST", base, map[string]any{"match": map[string]any{"site": "x"}, "author": "ann",
 		"starts_at": time.Now().Add(time.Hour), "ends_at": time.Now()}, 400)
 
-	var byPage, byLabel notify.Silence
+	var byPage, byLabel silence.Silence
 	_ = json.Unmarshal(apiCall(t, "POST", base, map[string]any{"match": map[string]any{"site": "example.com", "page": "/page/1"},
 		"duration": "1h", "author": "ann", "comment": "known launch"}, 201), &byPage)
 	_ = json.Unmarshal(apiCall(t, "POST", base, map[string]any{"match": map[string]any{"rule": "rule", "labels": map[string]string{"team": "web"}},
@@ -110,7 +111,7 @@ func TestSilenceStopsExactlyTheMatchingCrossings(t *testing.T) {
 	// Expired, the page's silence lets its next crossing through; it stays listed with ?all=1.
 	apiCall(t, "POST", base+"/"+byPage.ID+"/expire", nil, 200)
 	apiCall(t, "POST", base+"/nosuchsilence/expire", nil, 404)
-	var active, all []notify.Silence
+	var active, all []silence.Silence
 	_ = json.Unmarshal(apiCall(t, "GET", base, nil, 200), &active)
 	_ = json.Unmarshal(apiCall(t, "GET", base+"?all=1", nil, 200), &all)
 	if len(active) != 2 || len(all) != 3 {

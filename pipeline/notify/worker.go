@@ -31,6 +31,8 @@ import (
 	"github.com/pagewatch/pagewatch/broker/ratelimit"
 	"github.com/pagewatch/pagewatch/broker/retry"
 	"github.com/pagewatch/pagewatch/domain/crossing"
+	"github.com/pagewatch/pagewatch/pipeline/links"
+	"github.com/pagewatch/pagewatch/pipeline/silence"
 )
 
 // Mailer sends notifications, one at a time, over a connection it keeps.
@@ -56,6 +58,10 @@ type Deps struct {
 	Stats    Stats
 	Logger   *slog.Logger
 	Registry prometheus.Registerer
+	// Silences and Unsubscribes are the stores the worker shares with its
+	// HTTP APIs. Nil: the worker makes its own.
+	Silences     *silence.Store
+	Unsubscribes *links.Unsubscribes
 	// Clock is nil in production (time.Now); tests of quiet hours pass
 	// their own.
 	Clock func() time.Time
@@ -69,9 +75,9 @@ type Worker struct {
 	sent     jetstream.KeyValue
 	limiter  *ratelimit.Limiter
 	held     jetstream.KeyValue
-	silences *Silences
-	unsubs   *Unsubscribes
-	signer   *Signer // nil: no links in mails
+	silences *silence.Store
+	unsubs   *links.Unsubscribes
+	signer   *links.Signer // nil: no links in mails
 	bus      *bus.Bus
 	specs    []ReceiverSpec
 	spec     map[string]ReceiverSpec
@@ -139,13 +145,12 @@ func New(ctx context.Context, cfg Config, deps Deps) (*Worker, error) {
 	if _, err := b.DeadLetterStream(ctx); err != nil {
 		return nil, err
 	}
-	silences, err := OpenSilences(ctx, b, logger)
-	if err != nil {
-		return nil, err
+	silences, unsubs := deps.Silences, deps.Unsubscribes
+	if silences == nil {
+		silences = silence.New(b, logger)
 	}
-	unsubs, err := OpenUnsubscribes(ctx, b)
-	if err != nil {
-		return nil, err
+	if unsubs == nil {
+		unsubs = links.NewUnsubscribes(b)
 	}
 	specs := deps.Receivers
 	if len(specs) == 0 {
@@ -173,7 +178,7 @@ func New(ctx context.Context, cfg Config, deps Deps) (*Worker, error) {
 		now = time.Now
 	}
 	drainOver, cancelDrainOver := context.WithCancel(context.Background())
-	return &Worker{cfg: cfg, cons: cons, locks: locks, sent: sent, held: held, silences: silences, unsubs: unsubs, signer: NewSigner(cfg.Links), bus: b, specs: specs, spec: spec, now: now,
+	return &Worker{cfg: cfg, cons: cons, locks: locks, sent: sent, held: held, silences: silences, unsubs: unsubs, signer: links.NewSigner(cfg.Links), bus: b, specs: specs, spec: spec, now: now,
 		stats: deps.Stats, hist: newHistory(deps.History, logger), drainOver: drainOver, cancelDrainOver: cancelDrainOver,
 		limiter: ratelimit.New(limits, logger, reg, nil), logger: logger, metrics: newMetrics(reg, names)}, nil
 }

@@ -5,15 +5,16 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/pagewatch/pagewatch/pipeline/links"
 	"github.com/pagewatch/pagewatch/pipeline/notify"
 	gomail "github.com/wneessen/go-mail"
 )
 
 // recipientLinks are the links of a message to one recipient; none for a
 // message to several (sendEach splits those first).
-func recipientLinks(n notify.Notification) notify.RecipientLinks {
+func recipientLinks(n notify.Notification) links.RecipientLinks {
 	if len(n.Recipients) != 1 {
-		return notify.RecipientLinks{}
+		return links.RecipientLinks{}
 	}
 	return n.Links[n.Recipients[0]]
 }
@@ -34,7 +35,7 @@ func snoozeText(d time.Duration) string {
 // setListUnsubscribe adds RFC 2369's List-Unsubscribe and RFC 8058's
 // List-Unsubscribe-Post: a mail client's "unsubscribe" button POSTs
 // List-Unsubscribe=One-Click to the URL, which needs nothing else.
-func setListUnsubscribe(m *gomail.Msg, l notify.RecipientLinks) {
+func setListUnsubscribe(m *gomail.Msg, l links.RecipientLinks) {
 	if l.Unsubscribe == "" {
 		return
 	}

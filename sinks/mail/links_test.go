@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pagewatch/pagewatch/pipeline/notify"
+	"github.com/pagewatch/pagewatch/pipeline/links"
 	"github.com/pagewatch/pagewatch/sinks/mail"
 )
 
@@ -18,7 +18,7 @@ func TestLinksPerRecipient(t *testing.T) {
 	s := newSender(t, fileConfig(dir))
 	n := testNotification()
 	n.Recipients = []string{"ann@example.com", "bob@example.com"}
-	n.Links = map[string]notify.RecipientLinks{
+	n.Links = map[string]links.RecipientLinks{
 		"ann@example.com": {Unsubscribe: "https://pw.example/links/unsubscribe?t=ANN", Snooze: "https://pw.example/links/snooze?t=ANN", SnoozeFor: 24 * time.Hour},
 		"bob@example.com": {Unsubscribe: "https://pw.example/links/unsubscribe?t=BOB"},
 	}

@@ -1,4 +1,4 @@
-package notify
+package links
 
 // Unsubscribes: a recipient who used an email's unsubscribe link gets
 // nothing more from that rule. Each is one key in NATS KV, (rule,
@@ -12,12 +12,12 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pagewatch/pagewatch/broker/bus"
-	"github.com/pagewatch/pagewatch/domain/crossing"
 )
 
 // Unsubscribe is one stored unsubscribe.
@@ -27,16 +27,40 @@ type Unsubscribe struct {
 	At        time.Time `json:"at"`
 }
 
-// Unsubscribes is the unsubscribe store.
-type Unsubscribes struct{ kv jetstream.KeyValue }
+// Unsubscribes is the unsubscribe store. NewUnsubscribes does no I/O:
+// the bucket is opened (created if need be) on first use.
+type Unsubscribes struct {
+	b    *bus.Bus
+	open sync.Mutex
+	kvv  jetstream.KeyValue // nil until opened
+}
 
-// OpenUnsubscribes opens (creating if need be) the unsubscribes bucket.
+// NewUnsubscribes returns the store of the unsubscribes in b's bucket.
+func NewUnsubscribes(b *bus.Bus) *Unsubscribes { return &Unsubscribes{b: b} }
+
+// OpenUnsubscribes returns a store whose bucket is open: for commands
+// that want a NATS problem reported at once.
 func OpenUnsubscribes(ctx context.Context, b *bus.Bus) (*Unsubscribes, error) {
-	kv, err := b.KV(ctx, bus.BucketUnsubscribes, 0)
+	u := NewUnsubscribes(b)
+	if _, err := u.kv(ctx); err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+// kv opens the bucket once; a failed open is tried again on the next use.
+func (u *Unsubscribes) kv(ctx context.Context) (jetstream.KeyValue, error) {
+	u.open.Lock()
+	defer u.open.Unlock()
+	if u.kvv != nil {
+		return u.kvv, nil
+	}
+	kv, err := u.b.KV(ctx, bus.BucketUnsubscribes, 0)
 	if err != nil {
 		return nil, err
 	}
-	return &Unsubscribes{kv: kv}, nil
+	u.kvv = kv
+	return kv, nil
 }
 
 func unsubKey(rule, recipient string) string {
@@ -46,8 +70,12 @@ func unsubKey(rule, recipient string) string {
 // Add records that recipient wants nothing more from rule. Doing it twice
 // keeps the first.
 func (u *Unsubscribes) Add(ctx context.Context, rule, recipient string, now time.Time) error {
+	kv, err := u.kv(ctx)
+	if err != nil {
+		return err
+	}
 	body, _ := json.Marshal(Unsubscribe{Rule: rule, Recipient: recipient, At: now.UTC()})
-	_, err := u.kv.Create(ctx, unsubKey(rule, recipient), body)
+	_, err = kv.Create(ctx, unsubKey(rule, recipient), body)
 	if err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
 		return fmt.Errorf("store unsubscribe: %w", err)
 	}
@@ -56,7 +84,11 @@ func (u *Unsubscribes) Add(ctx context.Context, rule, recipient string, now time
 
 // Remove undoes an unsubscribe (an operator's resubscribe).
 func (u *Unsubscribes) Remove(ctx context.Context, rule, recipient string) error {
-	if err := u.kv.Delete(ctx, unsubKey(rule, recipient)); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+	kv, err := u.kv(ctx)
+	if err != nil {
+		return err
+	}
+	if err := kv.Delete(ctx, unsubKey(rule, recipient)); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
 		return fmt.Errorf("delete unsubscribe: %w", err)
 	}
 	return nil
@@ -64,7 +96,11 @@ func (u *Unsubscribes) Remove(ctx context.Context, rule, recipient string) error
 
 // Has reports whether recipient unsubscribed from rule.
 func (u *Unsubscribes) Has(ctx context.Context, rule, recipient string) (bool, error) {
-	_, err := u.kv.Get(ctx, unsubKey(rule, recipient))
+	kv, err := u.kv(ctx)
+	if err != nil {
+		return false, err
+	}
+	_, err = kv.Get(ctx, unsubKey(rule, recipient))
 	switch {
 	case err == nil:
 		return true, nil
@@ -91,61 +127,19 @@ func (u *Unsubscribes) Filter(ctx context.Context, rule string, recipients []str
 	return kept, gone, nil
 }
 
-// digestBySubscription splits a quiet-hours digest n of held by what each
-// of its addresses is subscribed to: the addresses subscribed to every
-// rule in it share n; one that left some of its rules gets a digest of
-// the rest to itself; one that left them all gets none.
-func (w *Worker) digestBySubscription(ctx context.Context, held []crossing.Crossing, n Notification) ([]Notification, error) {
-	if len(n.Recipients) == 0 {
-		return []Notification{n}, nil // the sink refuses it, as before
-	}
-	var full []string
-	var out []Notification
-	for _, r := range n.Recipients {
-		gone := map[string]bool{}
-		for _, x := range held {
-			if _, seen := gone[x.Rule]; seen {
-				continue
-			}
-			has, err := w.unsubs.Has(ctx, x.Rule, r)
-			if err != nil {
-				return nil, err
-			}
-			gone[x.Rule] = has
-		}
-		var keep []crossing.Crossing
-		for _, x := range held {
-			if !gone[x.Rule] {
-				keep = append(keep, x)
-			}
-		}
-		switch {
-		case len(keep) == len(held):
-			full = append(full, r)
-		case len(keep) > 0:
-			// A key of its own: its own Message-ID, and its own file
-			// with the file transport.
-			d := digestOf(keep, fmt.Sprintf("%s.%d", n.Key, len(out)+1))
-			d.Recipients = []string{r}
-			out = append(out, d)
-		}
-	}
-	if len(full) > 0 {
-		n.Recipients = full
-		out = append([]Notification{n}, out...)
-	}
-	return out, nil
-}
-
 // List returns every stored unsubscribe, by rule and address.
 func (u *Unsubscribes) List(ctx context.Context) ([]Unsubscribe, error) {
-	keys, err := u.kv.ListKeys(ctx)
+	kv, err := u.kv(ctx)
+	if err != nil {
+		return nil, err
+	}
+	keys, err := kv.ListKeys(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list unsubscribes: %w", err)
 	}
 	var out []Unsubscribe
 	for k := range keys.Keys() {
-		e, err := u.kv.Get(ctx, k)
+		e, err := kv.Get(ctx, k)
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
 			continue
 		}

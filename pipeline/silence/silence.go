@@ -1,12 +1,14 @@
-package notify
-
-// Silences: a silence stops the crossings it matches (site, rule, page
+// Package silence keeps the silences: a silence stops the crossings it matches (site, rule, page
 // glob, labels) between its start and end. A silenced crossing is not
 // sent; it is recorded in the history as "silenced" and its job acked,
 // so nothing is lost and nothing comes back. Silences live in NATS KV,
 // one key per silence, shared by every worker; each worker keeps them in
 // memory through a KV watch. Expiring a silence sets its end to now: it
 // stays listed (with --all) as a record of what was silenced when.
+//
+// The package owns the silences bucket: the worker, its HTTP API and the
+// console read and write silences only through Store.
+package silence
 
 import (
 	"context"
@@ -16,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -29,13 +32,13 @@ import (
 
 // Silence is one silence, as stored and as the API shows it.
 type Silence struct {
-	ID        string    `json:"id"`
-	Match     Match     `json:"match"`
-	StartsAt  time.Time `json:"starts_at"`
-	EndsAt    time.Time `json:"ends_at"`
-	Author    string    `json:"author"`
-	Comment   string    `json:"comment,omitempty"`
-	CreatedAt time.Time `json:"created_at"`
+	ID        string         `json:"id"`
+	Match     crossing.Match `json:"match"`
+	StartsAt  time.Time      `json:"starts_at"`
+	EndsAt    time.Time      `json:"ends_at"`
+	Author    string         `json:"author"`
+	Comment   string         `json:"comment,omitempty"`
+	CreatedAt time.Time      `json:"created_at"`
 }
 
 // Limits on a silence's texts and on how many are kept.
@@ -44,8 +47,12 @@ const (
 	maxSilences    = 10_000
 )
 
-// ErrNoSilence is returned for an ID no silence has.
-var ErrNoSilence = errors.New("no such silence")
+// ErrNotFound is returned for an ID no silence has.
+var ErrNotFound = errors.New("no such silence")
+
+// idRE is what a silence ID may be: it is a KV key. IDs made here are 16
+// hex digits; the rest of the range is what earlier versions accepted.
+var idRE = regexp.MustCompile(`^[a-z0-9_-]{1,64}$`)
 
 // Active reports whether s silences at t.
 func (s Silence) Active(t time.Time) bool { return !t.Before(s.StartsAt) && t.Before(s.EndsAt) }
@@ -77,31 +84,60 @@ func (s Silence) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Silences is the silence store. Add, List and Expire read and write
-// NATS KV; Match answers from memory, kept current by Watch.
-type Silences struct {
-	kv  jetstream.KeyValue
+// Store is the silence store. Add, List and Expire read and write
+// NATS KV; Match answers from memory, kept current by Watch. New does no
+// I/O: the bucket is opened (created if need be) on first use.
+type Store struct {
+	b   *bus.Bus
 	log *slog.Logger
+
+	open sync.Mutex
+	kvv  jetstream.KeyValue // nil until opened
 
 	mu    sync.RWMutex
 	cache map[string]Silence
 }
 
-// OpenSilences opens (creating if need be) the silences bucket.
-func OpenSilences(ctx context.Context, b *bus.Bus, logger *slog.Logger) (*Silences, error) {
-	kv, err := b.KV(ctx, bus.BucketSilences, 0)
-	if err != nil {
-		return nil, err
-	}
+// New returns the store of the silences in b's bucket. logger nil: none.
+func New(b *bus.Bus, logger *slog.Logger) *Store {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Silences{kv: kv, log: logger, cache: map[string]Silence{}}, nil
+	return &Store{b: b, log: logger, cache: map[string]Silence{}}
+}
+
+// Open returns a store whose bucket is open: for commands that want a
+// NATS problem reported at once.
+func Open(ctx context.Context, b *bus.Bus, logger *slog.Logger) (*Store, error) {
+	s := New(b, logger)
+	if _, err := s.kv(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// kv opens the bucket once; a failed open is tried again on the next use.
+func (s *Store) kv(ctx context.Context) (jetstream.KeyValue, error) {
+	s.open.Lock()
+	defer s.open.Unlock()
+	if s.kvv != nil {
+		return s.kvv, nil
+	}
+	kv, err := s.b.KV(ctx, bus.BucketSilences, 0)
+	if err != nil {
+		return nil, err
+	}
+	s.kvv = kv
+	return kv, nil
 }
 
 // Add stores a new silence and returns it with its ID. CreatedAt is now;
 // a zero StartsAt means now.
-func (s *Silences) Add(ctx context.Context, sl Silence, now time.Time) (Silence, error) {
+func (s *Store) Add(ctx context.Context, sl Silence, now time.Time) (Silence, error) {
+	kv, err := s.kv(ctx)
+	if err != nil {
+		return Silence{}, err
+	}
 	sl.CreatedAt = now.UTC()
 	if sl.StartsAt.IsZero() {
 		sl.StartsAt = sl.CreatedAt
@@ -112,7 +148,7 @@ func (s *Silences) Add(ctx context.Context, sl Silence, now time.Time) (Silence,
 	if !sl.EndsAt.After(now) {
 		return Silence{}, fmt.Errorf("ends_at (%s) is not in the future", sl.EndsAt.Format(time.RFC3339))
 	}
-	if st, err := s.kv.Status(ctx); err == nil && st.Values() >= maxSilences {
+	if st, err := kv.Status(ctx); err == nil && st.Values() >= maxSilences {
 		return Silence{}, fmt.Errorf("%d silences are stored: the most kept", maxSilences)
 	}
 	var id [8]byte
@@ -120,7 +156,7 @@ func (s *Silences) Add(ctx context.Context, sl Silence, now time.Time) (Silence,
 	sl.ID = hex.EncodeToString(id[:])
 	sl.StartsAt, sl.EndsAt = sl.StartsAt.UTC(), sl.EndsAt.UTC()
 	body, _ := json.Marshal(sl)
-	if _, err := s.kv.Create(ctx, sl.ID, body); err != nil {
+	if _, err := kv.Create(ctx, sl.ID, body); err != nil {
 		return Silence{}, fmt.Errorf("store silence: %w", err)
 	}
 	s.put(sl)
@@ -128,14 +164,18 @@ func (s *Silences) Add(ctx context.Context, sl Silence, now time.Time) (Silence,
 }
 
 // List returns every stored silence, the latest ending first.
-func (s *Silences) List(ctx context.Context) ([]Silence, error) {
-	keys, err := s.kv.ListKeys(ctx)
+func (s *Store) List(ctx context.Context) ([]Silence, error) {
+	kv, err := s.kv(ctx)
+	if err != nil {
+		return nil, err
+	}
+	keys, err := kv.ListKeys(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list silences: %w", err)
 	}
 	var out []Silence
 	for k := range keys.Keys() {
-		e, err := s.kv.Get(ctx, k)
+		e, err := kv.Get(ctx, k)
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
 			continue
 		}
@@ -154,14 +194,18 @@ func (s *Silences) List(ctx context.Context) ([]Silence, error) {
 
 // Expire ends a silence now (one already ended is left as it is) and
 // returns it.
-func (s *Silences) Expire(ctx context.Context, id string, now time.Time) (Silence, error) {
-	if !NameRE.MatchString(id) {
-		return Silence{}, ErrNoSilence
+func (s *Store) Expire(ctx context.Context, id string, now time.Time) (Silence, error) {
+	if !idRE.MatchString(id) {
+		return Silence{}, ErrNotFound
+	}
+	kv, err := s.kv(ctx)
+	if err != nil {
+		return Silence{}, err
 	}
 	for attempt := 0; attempt < 5; attempt++ {
-		e, err := s.kv.Get(ctx, id)
+		e, err := kv.Get(ctx, id)
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			return Silence{}, ErrNoSilence
+			return Silence{}, ErrNotFound
 		}
 		if err != nil {
 			return Silence{}, fmt.Errorf("read silence %s: %w", id, err)
@@ -178,7 +222,7 @@ func (s *Silences) Expire(ctx context.Context, id string, now time.Time) (Silenc
 			sl.StartsAt = sl.EndsAt
 		}
 		body, _ := json.Marshal(sl)
-		if _, err := s.kv.Update(ctx, id, body, e.Revision()); err == nil {
+		if _, err := kv.Update(ctx, id, body, e.Revision()); err == nil {
 			s.put(sl)
 			return sl, nil
 		}
@@ -188,8 +232,12 @@ func (s *Silences) Expire(ctx context.Context, id string, now time.Time) (Silenc
 
 // Watch keeps the in-memory silences current until ctx ends. It returns
 // once the stored silences are loaded, and watches on in the background.
-func (s *Silences) Watch(ctx context.Context) error {
-	wa, err := s.kv.WatchAll(ctx)
+func (s *Store) Watch(ctx context.Context) error {
+	kv, err := s.kv(ctx)
+	if err != nil {
+		return err
+	}
+	wa, err := kv.WatchAll(ctx)
 	if err != nil {
 		return fmt.Errorf("watch silences: %w", err)
 	}
@@ -222,7 +270,7 @@ func (s *Silences) Watch(ctx context.Context) error {
 	}
 }
 
-func (s *Silences) apply(e jetstream.KeyValueEntry) {
+func (s *Store) apply(e jetstream.KeyValueEntry) {
 	if e.Operation() != jetstream.KeyValuePut {
 		s.mu.Lock()
 		delete(s.cache, e.Key())
@@ -237,14 +285,14 @@ func (s *Silences) apply(e jetstream.KeyValueEntry) {
 	s.put(sl)
 }
 
-func (s *Silences) put(sl Silence) {
+func (s *Store) put(sl Silence) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.cache[sl.ID] = sl
 }
 
 // Match returns an active silence that matches x, if there is one.
-func (s *Silences) Match(x crossing.Crossing, now time.Time) (Silence, bool) {
+func (s *Store) Match(x crossing.Crossing, now time.Time) (Silence, bool) {
 	if s == nil {
 		return Silence{}, false
 	}

@@ -1,14 +1,15 @@
-package notify
-
-// Links: emails carry an unsubscribe link (List-Unsubscribe, RFC 8058
-// one-click) and a "snooze this page" link. Each is a signed token in a
+// Package links makes and serves the links in emails: an unsubscribe
+// link (List-Unsubscribe, RFC 8058 one-click) and a "snooze this page"
+// link. Each is a signed token in a
 // URL under worker.links.base_url: HMAC-SHA256 over the claims (action,
 // recipient, rule, site and path for a snooze, expiry) with
 // worker.links.secret. The worker serves the links on its admin listener
-// (LinksAPI); what a token says is all the endpoint trusts.
+// (API); what a token says is all the endpoint trusts. It also keeps the
+// unsubscribes those links make (Unsubscribes), the only code that
+// touches their bucket.
+package links
 
 import (
-	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
@@ -23,10 +24,10 @@ import (
 	"github.com/pagewatch/pagewatch/domain/crossing"
 )
 
-// LinksConfig is `worker.links`. Without base_url and secret, mails carry
+// Config is `worker.links`. Without base_url and secret, mails carry
 // no links and no List-Unsubscribe header.
-type LinksConfig struct {
-	// BaseURL is the public URL at which the worker's LinksPrefix is
+type Config struct {
+	// BaseURL is the public URL at which the worker's Prefix is
 	// reached (through a proxy in front of worker.listen), e.g.
 	// https://pagewatch.example.com: links are BaseURL + /links/….
 	BaseURL string `yaml:"base_url"`
@@ -39,17 +40,17 @@ type LinksConfig struct {
 	SnoozeFor time.Duration `yaml:"snooze_for"`
 }
 
-// DefaultLinksConfig: no links; when set up, links work 30 days and a
+// DefaultConfig: no links; when set up, links work 30 days and a
 // snooze lasts 24 h.
-func DefaultLinksConfig() LinksConfig {
-	return LinksConfig{TTL: 30 * 24 * time.Hour, SnoozeFor: 24 * time.Hour}
+func DefaultConfig() Config {
+	return Config{TTL: 30 * 24 * time.Hour, SnoozeFor: 24 * time.Hour}
 }
 
 // Enabled reports whether mails carry links.
-func (c LinksConfig) Enabled() bool { return c.BaseURL != "" && c.Secret.IsSet() }
+func (c Config) Enabled() bool { return c.BaseURL != "" && c.Secret.IsSet() }
 
 // Validate reports every problem, naming its key under prefix.
-func (c LinksConfig) Validate(prefix string) error {
+func (c Config) Validate(prefix string) error {
 	var errs []error
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(prefix+"."+format, args...)) }
 	if err := c.Secret.Err(); err != nil {
@@ -84,8 +85,8 @@ const (
 	ActionSnooze      = "snooze"
 )
 
-// LinksPrefix is where LinksAPI serves: LinksPrefix + action + "?t=" + token.
-const LinksPrefix = "/links/"
+// Prefix is where API serves: Prefix + action + "?t=" + token.
+const Prefix = "/links/"
 
 // RecipientLinks are one recipient's links in one mail; a field is empty
 // when there is no such link.
@@ -117,12 +118,12 @@ const maxSnoozePath = 512
 
 // Signer makes and checks links.
 type Signer struct {
-	cfg LinksConfig
+	cfg Config
 	key []byte
 }
 
 // NewSigner returns nil when cfg has no links.
-func NewSigner(cfg LinksConfig) *Signer {
+func NewSigner(cfg Config) *Signer {
 	if !cfg.Enabled() {
 		return nil
 	}
@@ -172,7 +173,7 @@ func (s *Signer) Verify(token, action string, now time.Time) (Claims, error) {
 
 // URL is the link for c.
 func (s *Signer) URL(c Claims) string {
-	return strings.TrimRight(s.cfg.BaseURL, "/") + LinksPrefix + c.Action + "?t=" + s.Sign(c)
+	return strings.TrimRight(s.cfg.BaseURL, "/") + Prefix + c.Action + "?t=" + s.Sign(c)
 }
 
 // For makes each recipient's links for a mail about x, sent at now. A
@@ -204,35 +205,4 @@ func (s *Signer) SnoozeFor() time.Duration { return s.cfg.SnoozeFor }
 // other character but / in their place).
 func PageGlob(path string) string {
 	return strings.NewReplacer("*", "?").Replace(path)
-}
-
-// unsubscribed is the email step that leaves out the recipients who
-// unsubscribed from x's rule and gives the rest their links. gone are
-// those left out, for the caller to record once the delivery is done;
-// when no one is left the delivery is done here (recorded, ledger
-// written, not sent). ok false: stop here, with wait and done as deliver
-// returns them.
-func (w *Worker) unsubscribed(ctx context.Context, x crossing.Crossing, receiver string, n *Notification) (gone []string, wait time.Duration, done, ok bool) {
-	kept, gone, err := w.unsubs.Filter(ctx, x.Rule, n.Recipients)
-	if err != nil {
-		w.logger.Warn("read unsubscribes failed; job will be redelivered", "key", x.Key, "receiver", receiver, "err", err)
-		return nil, w.cfg.DeferDelay, false, false
-	}
-	if len(kept) == 0 && len(gone) > 0 {
-		if err := w.writeLedger(ctx, LedgerKey(x.Key, receiver), stateUnsubscribed); err != nil {
-			return nil, w.cfg.DeferDelay, false, false
-		}
-		w.recordUnsubscribed(x, receiver, gone)
-		return nil, 0, true, false
-	}
-	n.Recipients = kept
-	n.Links = w.signer.For(x, kept, w.now())
-	return gone, 0, false, true
-}
-
-// recordUnsubscribed records the recipients an email delivery left out.
-func (w *Worker) recordUnsubscribed(x crossing.Crossing, receiver string, gone []string) {
-	if len(gone) > 0 {
-		w.outcome(x, receiver, crossing.Record{Outcome: crossing.Unsubscribed, Error: "unsubscribed from rule " + x.Rule + ": " + strings.Join(gone, ", ")})
-	}
 }

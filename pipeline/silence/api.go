@@ -1,4 +1,4 @@
-package notify
+package silence
 
 import (
 	"encoding/json"
@@ -8,12 +8,14 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/pagewatch/pagewatch/domain/crossing"
 )
 
-// SilenceAPIPrefix is where SilenceAPI's routes live.
-const SilenceAPIPrefix = "/api/v1/silences"
+// APIPrefix is where API's routes live.
+const APIPrefix = "/api/v1/silences"
 
-// SilenceAPI is the silences' HTTP API (JSON), served by the worker on
+// API is the silences' HTTP API (JSON), served by the worker on
 // its admin listener and meant for the console to mount as it is:
 //
 //	GET    /api/v1/silences            active and pending silences; ?all=1 adds ended ones
@@ -24,37 +26,37 @@ const SilenceAPIPrefix = "/api/v1/silences"
 // It has no authentication of its own: whoever reaches the listener may
 // silence. Keep worker.listen on loopback, or put it behind a proxy that
 // authenticates. now is the clock (nil: time.Now).
-func SilenceAPI(s *Silences, now func() time.Time) http.Handler {
+func API(s *Store, now func() time.Time) http.Handler {
 	if now == nil {
 		now = time.Now
 	}
-	a := &silenceAPI{s: s, now: now}
+	a := &api{s: s, now: now}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET "+SilenceAPIPrefix, a.list)
-	mux.HandleFunc("POST "+SilenceAPIPrefix, a.create)
-	mux.HandleFunc("GET "+SilenceAPIPrefix+"/{id}", a.get)
-	mux.HandleFunc("POST "+SilenceAPIPrefix+"/{id}/expire", a.expire)
+	mux.HandleFunc("GET "+APIPrefix, a.list)
+	mux.HandleFunc("POST "+APIPrefix, a.create)
+	mux.HandleFunc("GET "+APIPrefix+"/{id}", a.get)
+	mux.HandleFunc("POST "+APIPrefix+"/{id}/expire", a.expire)
 	return mux
 }
 
-type silenceAPI struct {
-	s   *Silences
+type api struct {
+	s   *Store
 	now func() time.Time
 }
 
-// SilenceRequest is the body of a create request. Give ends_at, or
+// Request is the body of a create request. Give ends_at, or
 // duration ("2h") counted from starts_at (default: now).
-type SilenceRequest struct {
-	Match    Match     `json:"match"`
-	StartsAt time.Time `json:"starts_at,omitzero"`
-	EndsAt   time.Time `json:"ends_at,omitzero"`
-	Duration string    `json:"duration,omitempty"`
-	Author   string    `json:"author"`
-	Comment  string    `json:"comment,omitempty"`
+type Request struct {
+	Match    crossing.Match `json:"match"`
+	StartsAt time.Time      `json:"starts_at,omitzero"`
+	EndsAt   time.Time      `json:"ends_at,omitzero"`
+	Duration string         `json:"duration,omitempty"`
+	Author   string         `json:"author"`
+	Comment  string         `json:"comment,omitempty"`
 }
 
 // Silence turns the request into a silence to add, at now.
-func (r SilenceRequest) Silence(now time.Time) (Silence, error) {
+func (r Request) Silence(now time.Time) (Silence, error) {
 	s := Silence{Match: r.Match, StartsAt: r.StartsAt, EndsAt: r.EndsAt, Author: r.Author, Comment: r.Comment}
 	if s.StartsAt.IsZero() {
 		s.StartsAt = now
@@ -72,7 +74,7 @@ func (r SilenceRequest) Silence(now time.Time) (Silence, error) {
 	return s, nil
 }
 
-func (a *silenceAPI) list(w http.ResponseWriter, r *http.Request) {
+func (a *api) list(w http.ResponseWriter, r *http.Request) {
 	all, now := r.URL.Query().Get("all") == "1", a.now()
 	ss, err := a.s.List(r.Context())
 	if err != nil {
@@ -88,8 +90,8 @@ func (a *silenceAPI) list(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-func (a *silenceAPI) create(w http.ResponseWriter, r *http.Request) {
-	var req SilenceRequest
+func (a *api) create(w http.ResponseWriter, r *http.Request) {
+	var req Request
 	dec := json.NewDecoder(io.LimitReader(r.Body, 64<<10))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
@@ -105,11 +107,11 @@ func (a *silenceAPI) create(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusBadRequest, err)
 		return
 	}
-	w.Header().Set("Location", SilenceAPIPrefix+"/"+s.ID)
+	w.Header().Set("Location", APIPrefix+"/"+s.ID)
 	writeJSON(w, http.StatusCreated, s)
 }
 
-func (a *silenceAPI) get(w http.ResponseWriter, r *http.Request) {
+func (a *api) get(w http.ResponseWriter, r *http.Request) {
 	ss, err := a.s.List(r.Context())
 	if err != nil {
 		httpError(w, http.StatusServiceUnavailable, err)
@@ -121,13 +123,13 @@ func (a *silenceAPI) get(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	httpError(w, http.StatusNotFound, ErrNoSilence)
+	httpError(w, http.StatusNotFound, ErrNotFound)
 }
 
-func (a *silenceAPI) expire(w http.ResponseWriter, r *http.Request) {
+func (a *api) expire(w http.ResponseWriter, r *http.Request) {
 	s, err := a.s.Expire(r.Context(), r.PathValue("id"), a.now())
 	switch {
-	case errors.Is(err, ErrNoSilence):
+	case errors.Is(err, ErrNotFound):
 		httpError(w, http.StatusNotFound, err)
 	case err != nil:
 		httpError(w, http.StatusServiceUnavailable, err)

@@ -1,17 +1,17 @@
-package notify_test
+package silence_test
 
 import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
 
-	"github.com/pagewatch/pagewatch/pipeline/notify"
+	"github.com/pagewatch/pagewatch/pipeline/silence"
 )
 
 func TestRequireToken(t *testing.T) {
 	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	call := func(h http.Handler, remote, auth string) int {
-		r := httptest.NewRequest("GET", notify.SilenceAPIPrefix, nil)
+		r := httptest.NewRequest("GET", silence.APIPrefix, nil)
 		r.RemoteAddr = remote
 		if auth != "" {
 			r.Header.Set("Authorization", auth)
@@ -20,7 +20,7 @@ func TestRequireToken(t *testing.T) {
 		h.ServeHTTP(w, r)
 		return w.Code
 	}
-	open := notify.RequireToken("", ok)
+	open := silence.RequireToken("", ok)
 	for _, c := range []struct {
 		name, remote, auth string
 		h                  http.Handler
@@ -30,10 +30,10 @@ func TestRequireToken(t *testing.T) {
 		{"no token, loopback v6", "[::1]:5000", "", open, 204},
 		{"no token, other host", "10.1.2.3:5000", "", open, 403},
 		{"no token, other host with a token anyway", "10.1.2.3:5000", "Bearer whatever-it-is-here", open, 403},
-		{"token, right", "10.1.2.3:5000", "Bearer 0123456789abcdef", notify.RequireToken("0123456789abcdef", ok), 204},
-		{"token, wrong", "10.1.2.3:5000", "Bearer 0123456789abcdeX", notify.RequireToken("0123456789abcdef", ok), 401},
-		{"token, missing, even on loopback", "127.0.0.1:5000", "", notify.RequireToken("0123456789abcdef", ok), 401},
-		{"token, not bearer", "10.1.2.3:5000", "Basic 0123456789abcdef", notify.RequireToken("0123456789abcdef", ok), 401},
+		{"token, right", "10.1.2.3:5000", "Bearer 0123456789abcdef", silence.RequireToken("0123456789abcdef", ok), 204},
+		{"token, wrong", "10.1.2.3:5000", "Bearer 0123456789abcdeX", silence.RequireToken("0123456789abcdef", ok), 401},
+		{"token, missing, even on loopback", "127.0.0.1:5000", "", silence.RequireToken("0123456789abcdef", ok), 401},
+		{"token, not bearer", "10.1.2.3:5000", "Basic 0123456789abcdef", silence.RequireToken("0123456789abcdef", ok), 401},
 	} {
 		if got := call(c.h, c.remote, c.auth); got != c.want {
 			t.Errorf("%s: status %d, want %d", c.name, got, c.want)

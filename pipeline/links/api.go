@@ -1,4 +1,4 @@
-package notify
+package links
 
 import (
 	"context"
@@ -8,9 +8,12 @@ import (
 	"log/slog"
 	"net/http"
 	"time"
+
+	"github.com/pagewatch/pagewatch/domain/crossing"
+	"github.com/pagewatch/pagewatch/pipeline/silence"
 )
 
-// LinksAPI serves the links mailed by the worker, under LinksPrefix:
+// API serves the links mailed by the worker, under Prefix:
 //
 //	GET  /links/unsubscribe?t=…  a page asking to confirm, with a POST form
 //	POST /links/unsubscribe?t=…  unsubscribe: the recipient gets nothing more from the rule
@@ -21,16 +24,16 @@ import (
 // unsubscribe anyone; the POST needs no body beyond what RFC 8058's
 // one-click sends (List-Unsubscribe=One-Click). A forged token is refused
 // with 403, an expired one with 410.
-type LinksAPI struct {
+type API struct {
 	Signer       *Signer
 	Unsubscribes *Unsubscribes
-	Silences     *Silences
+	Silences     *silence.Store
 	Logger       *slog.Logger
 	Now          func() time.Time // nil: time.Now
 }
 
 // Handler returns the API's routes.
-func (a *LinksAPI) Handler() http.Handler {
+func (a *API) Handler() http.Handler {
 	if a.Now == nil {
 		a.Now = time.Now
 	}
@@ -39,8 +42,8 @@ func (a *LinksAPI) Handler() http.Handler {
 	}
 	mux := http.NewServeMux()
 	for _, action := range []string{ActionUnsubscribe, ActionSnooze} {
-		mux.HandleFunc("GET "+LinksPrefix+action, func(w http.ResponseWriter, r *http.Request) { a.serve(w, r, action, false) })
-		mux.HandleFunc("POST "+LinksPrefix+action, func(w http.ResponseWriter, r *http.Request) { a.serve(w, r, action, true) })
+		mux.HandleFunc("GET "+Prefix+action, func(w http.ResponseWriter, r *http.Request) { a.serve(w, r, action, false) })
+		mux.HandleFunc("POST "+Prefix+action, func(w http.ResponseWriter, r *http.Request) { a.serve(w, r, action, true) })
 	}
 	return mux
 }
@@ -66,7 +69,7 @@ var linkPageTmpl = htmltemplate.Must(htmltemplate.New("link").Parse(`<!DOCTYPE h
 </body></html>
 `))
 
-func (a *LinksAPI) serve(w http.ResponseWriter, r *http.Request, action string, post bool) {
+func (a *API) serve(w http.ResponseWriter, r *http.Request, action string, post bool) {
 	token := r.URL.Query().Get("t")
 	c, err := a.Signer.Verify(token, action, a.Now())
 	switch {
@@ -105,8 +108,8 @@ func (a *LinksAPI) serve(w http.ResponseWriter, r *http.Request, action string, 
 		return
 	}
 	now := a.Now()
-	sl, err := a.Silences.Add(ctx, Silence{
-		Match:  Match{Site: c.Site, Page: PageGlob(c.Path)},
+	sl, err := a.Silences.Add(ctx, silence.Silence{
+		Match:  crossing.Match{Site: c.Site, Page: PageGlob(c.Path)},
 		EndsAt: now.Add(a.Signer.SnoozeFor()), Author: c.Recipient,
 		Comment: "snoozed from an email link (rule " + c.Rule + ")",
 	}, now)
@@ -119,7 +122,7 @@ func (a *LinksAPI) serve(w http.ResponseWriter, r *http.Request, action string, 
 	a.page(w, http.StatusOK, linkPage{Title: "Snoozed", Text: "No notifications about " + c.Path + " on " + c.Site + " until " + sl.EndsAt.Format(time.RFC1123) + "."})
 }
 
-func (a *LinksAPI) page(w http.ResponseWriter, status int, p linkPage) {
+func (a *API) page(w http.ResponseWriter, status int, p linkPage) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Referrer-Policy", "no-referrer")

@@ -1,4 +1,4 @@
-package notify
+package silence
 
 import (
 	"crypto/subtle"
