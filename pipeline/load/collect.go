@@ -22,6 +22,7 @@ type batch struct {
 	hits  []hit.Batch
 	rows  int
 	bytes int
+	leans leanList // where its decoded hits go back
 
 	stopKeepAlive func()
 }
@@ -77,37 +78,50 @@ func (b *batch) giveBack() {
 	b.release()
 }
 
-// leans reuses decoded messages once their batch is done with: a message
-// of 5,000 hits is some 190 KB of them, otherwise allocated afresh for
-// every message. Unlike a sync.Pool it is not emptied by garbage
-// collections, which come every few batches. It keeps what a loader
-// holds at once with the default settings: 2 batches being inserted, one
-// handed over and one being collected, of 20 such messages.
-var leans = make(chan *hit.Lean, 80)
+// leanList reuses decoded messages once their batch is done with: a
+// message of 5,000 hits is some 190 KB of them, otherwise allocated afresh
+// for every message. Unlike a sync.Pool it is not emptied by garbage
+// collections, which come every few batches. Each loader has its own,
+// sized by newLeanList.
+type leanList chan *hit.Lean
 
-func getLean() *hit.Lean {
+// messageHits is how many hits a message is taken to hold in sizing a
+// loader's leanList: the default of ingest.tail.batch_lines, which is the
+// publishing tails' setting, not the loader's.
+const messageHits = 5000
+
+// newLeanList keeps what a loader holds at once: inserts batches being
+// inserted, one handed over and one being collected, each of batch_rows
+// hits in messages of messageHits (with the default settings, 4 batches
+// of 20 messages).
+func newLeanList(cfg Config) leanList {
+	perBatch := (cfg.BatchRows + messageHits - 1) / messageHits
+	return make(leanList, (cfg.Inserts+2)*max(1, perBatch))
+}
+
+func (f leanList) get() *hit.Lean {
 	select {
-	case l := <-leans:
+	case l := <-f:
 		return l
 	default:
 		return new(hit.Lean)
 	}
 }
 
-func putLean(l *hit.Lean) {
+func (f leanList) put(l *hit.Lean) {
 	l.Text = ""
 	select {
-	case leans <- l:
+	case f <- l:
 	default:
 	}
 }
 
-// release returns the batch's decoded hits to leans, dropping the
+// release returns the batch's decoded hits to its leanList, dropping the
 // message data they alias.
 func (b *batch) release() {
 	for i := range b.hits {
 		if l := b.hits[i].Lean; l != nil {
-			putLean(l)
+			b.leans.put(l)
 		}
 	}
 	b.hits = nil
@@ -117,7 +131,7 @@ func (b *batch) release() {
 // error ends the batch early; what was collected is still returned. It
 // returns a nil batch when nothing arrived.
 func (l *Loader) collect(ctx context.Context) (*batch, error) {
-	b := &batch{}
+	b := &batch{leans: l.leans}
 	var deadline time.Time
 	seen := map[uint64]bool{}
 	for b.rows < l.cfg.BatchRows && b.bytes < l.cfg.BatchBytes {
@@ -222,9 +236,9 @@ func (l *Loader) decode(ctx context.Context, m jetstream.Msg) (hit.Batch, bool) 
 	// allocates for each message and never reuses (nats.go v1.55.0,
 	// nats.go:3930 in processMsg, or parser.go:405 for a message read in
 	// pieces), and which the batch keeps until it is acked or given back.
-	lean := getLean()
+	lean := l.leans.get()
 	if err := hit.DecodeLean(m.Data(), lean); err != nil {
-		putLean(lean)
+		l.leans.put(lean)
 		l.deadLetter(ctx, m, meta.Sequence.Stream, err.Error())
 		return hit.Batch{}, false
 	}

@@ -122,6 +122,7 @@ type Loader struct {
 	store   Store
 	logger  *slog.Logger
 	metrics *metrics
+	leans   leanList
 	// recreate restores the consumer if it is deleted under us.
 	recreate func(context.Context) (jetstream.Consumer, error)
 	// done, if set, is asked after every batch and every idle round, and
@@ -170,7 +171,7 @@ func newLoader(ctx context.Context, cfg Config, b *bus.Bus, store Store, logger 
 	}
 	return &Loader{
 		cfg: cfg, bus: b, stream: stream, store: store, logger: logger,
-		metrics: newMetrics(reg),
+		metrics: newMetrics(reg), leans: newLeanList(cfg),
 	}, nil
 }
 
