@@ -1,5 +1,6 @@
-// Package daemon is what the three pagewatch commands share: flags, the
-// config file, logging, metrics, admin endpoints and a bounded shutdown.
+// Package daemon is what the four pagewatch commands (ingest, sweeper,
+// worker, console) share: flags, the config file, logging, metrics, admin
+// endpoints and a bounded shutdown.
 // Signals stay in each main; this package only sees a context.
 package daemon
 

@@ -10,7 +10,7 @@
 //     minute that passed);
 //  4. count:   one ClickHouse query per distinct window end, over all pages;
 //  5. judge:   each rule and page's state (NATS KV) steps through its
-//     counts in time order (pipeline/rules: rising edge, re-arm,
+//     counts in time order (domain/rules: rising edge, re-arm,
 //     milestones, calendar windows);
 //  6. claim:   the new states are written, the crossings that fired
 //     recorded in them as pending, each write conditional on the revision
