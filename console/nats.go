@@ -14,7 +14,7 @@ import (
 
 	"github.com/pagewatch/pagewatch/broker/bus"
 	"github.com/pagewatch/pagewatch/domain/crossing"
-	"github.com/pagewatch/pagewatch/pipeline/notify"
+	"github.com/pagewatch/pagewatch/pipeline/ledger"
 )
 
 // NATS reads dead letters, the pipeline's streams and the sweeper's
@@ -153,14 +153,8 @@ func (n *NATS) Retry(ctx context.Context, seq uint64) (DeadLetter, error) {
 			return d, fmt.Errorf("dead letter %d came from %q, not a jobs subject", seq, d.Subject)
 		}
 		if d.Receiver != "" {
-			sent, ok, err := n.bucket(ctx, bus.BucketSent)
-			if err != nil {
+			if err := ledger.New(n.b).Forget(ctx, x.Key, d.Receiver); err != nil {
 				return d, err
-			}
-			if ok {
-				if err := sent.Delete(ctx, notify.LedgerKey(x.Key, d.Receiver)); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
-					return d, fmt.Errorf("clear the sent ledger of %s: %w", x.Key, err)
-				}
 			}
 		}
 		out.Subject = d.Subject

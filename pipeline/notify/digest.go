@@ -19,6 +19,7 @@ import (
 	"github.com/pagewatch/pagewatch/broker/bus"
 	"github.com/pagewatch/pagewatch/broker/lock"
 	"github.com/pagewatch/pagewatch/domain/crossing"
+	"github.com/pagewatch/pagewatch/pipeline/ledger"
 )
 
 // digestEvery is how often a worker looks for held crossings whose quiet
@@ -96,7 +97,7 @@ func (w *Worker) sendDigest(ctx context.Context, spec ReceiverSpec) error {
 	}
 	slices.Sort(ids)
 	key := "quiet." + spec.Name + "." + bus.Key(ids...)
-	if _, _, found, err := w.bus.LeaderGet(lctx, bus.BucketSent, key); err == nil && found {
+	if found, err := w.ledger.Has(lctx, key); err == nil && found {
 		return w.dropHeld(lctx, heldKeys) // sent before a crash
 	}
 	n := digestOf(held, key)
@@ -130,9 +131,9 @@ func (w *Worker) sendDigest(ctx context.Context, spec ReceiverSpec) error {
 			return err
 		}
 	}
-	state, rec := stateSent, crossing.Record{Outcome: crossing.Sent}
+	state, rec := ledger.Sent, crossing.Record{Outcome: crossing.Sent}
 	if len(sends) == 0 { // every address left every rule in it
-		state, rec = stateUnsubscribed, crossing.Record{Outcome: crossing.Unsubscribed, Error: "every address unsubscribed from the digest's rules"}
+		state, rec = ledger.Unsubscribed, crossing.Record{Outcome: crossing.Unsubscribed, Error: "every address unsubscribed from the digest's rules"}
 	}
 	if err := w.writeLedger(lctx, key, state); err != nil {
 		return err
@@ -176,4 +177,50 @@ func digestOf(held []crossing.Crossing, key string) Notification {
 		n.Digest = append(n.Digest, DigestItem{Path: x.Site + x.Path, Count: x.Count, Threshold: x.Threshold})
 	}
 	return n
+}
+
+// digestBySubscription splits a quiet-hours digest n of held by what each
+// of its addresses is subscribed to: the addresses subscribed to every
+// rule in it share n; one that left some of its rules gets a digest of
+// the rest to itself; one that left them all gets none.
+func (w *Worker) digestBySubscription(ctx context.Context, held []crossing.Crossing, n Notification) ([]Notification, error) {
+	if len(n.Recipients) == 0 {
+		return []Notification{n}, nil // the sink refuses it, as before
+	}
+	var full []string
+	var out []Notification
+	for _, r := range n.Recipients {
+		gone := map[string]bool{}
+		for _, x := range held {
+			if _, seen := gone[x.Rule]; seen {
+				continue
+			}
+			has, err := w.unsubs.Has(ctx, x.Rule, r)
+			if err != nil {
+				return nil, err
+			}
+			gone[x.Rule] = has
+		}
+		var keep []crossing.Crossing
+		for _, x := range held {
+			if !gone[x.Rule] {
+				keep = append(keep, x)
+			}
+		}
+		switch {
+		case len(keep) == len(held):
+			full = append(full, r)
+		case len(keep) > 0:
+			// A key of its own: its own Message-ID, and its own file
+			// with the file transport.
+			d := digestOf(keep, fmt.Sprintf("%s.%d", n.Key, len(out)+1))
+			d.Recipients = []string{r}
+			out = append(out, d)
+		}
+	}
+	if len(full) > 0 {
+		n.Recipients = full
+		out = append([]Notification{n}, out...)
+	}
+	return out, nil
 }

@@ -64,11 +64,6 @@ type ReceiverSpec struct {
 // subjects.
 var NameRE = regexp.MustCompile(`^[a-z0-9_-]{1,64}$`)
 
-// DefaultReceiver is the receiver of a config that names none: email to
-// each rule's recipients. It keeps the sent-ledger keys of versions
-// before receivers existed, so an upgrade mails nothing twice.
-const DefaultReceiver = "email"
-
 // DefaultGiveUpAfter is how long a failing delivery is retried when the
 // receiver does not say.
 const DefaultGiveUpAfter = 24 * time.Hour

@@ -5,9 +5,9 @@
 // its jobs to the worker process holding the page's lock (handoff.go), or
 // defers them, and then takes each of the page's jobs through named steps:
 //
-//	silenced? → route → for each receiver (deliver.go): skip if in the
-//	(crossing, receiver) ledger → quiet hours → rate limits → send →
-//	ledger → ack once every receiver is done
+//	silenced? → route → for each receiver (deliver.go's deliverySteps):
+//	receiver known → ledger → quiet hours → describe → unsubscribed →
+//	rate limits → claim → send → record → ack once every receiver is done
 //
 // and every outcome is written to the notifications history.
 package notify
@@ -31,6 +31,7 @@ import (
 	"github.com/pagewatch/pagewatch/broker/ratelimit"
 	"github.com/pagewatch/pagewatch/broker/retry"
 	"github.com/pagewatch/pagewatch/domain/crossing"
+	"github.com/pagewatch/pagewatch/pipeline/ledger"
 	"github.com/pagewatch/pagewatch/pipeline/links"
 	"github.com/pagewatch/pagewatch/pipeline/silence"
 )
@@ -72,7 +73,8 @@ type Worker struct {
 	cfg      Config
 	cons     jetstream.Consumer
 	locks    jetstream.KeyValue
-	sent     jetstream.KeyValue
+	ledger   *ledger.Ledger
+	steps    []step // deliverySteps, composed once
 	limiter  *ratelimit.Limiter
 	held     jetstream.KeyValue
 	silences *silence.Store
@@ -130,8 +132,8 @@ func New(ctx context.Context, cfg Config, deps Deps) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	sent, err := b.KV(ctx, bus.BucketSent, 0)
-	if err != nil {
+	sent := ledger.New(b)
+	if err := sent.Open(ctx); err != nil {
 		return nil, err
 	}
 	limits, err := b.KV(ctx, bus.BucketRateLimits, 0)
@@ -178,9 +180,11 @@ func New(ctx context.Context, cfg Config, deps Deps) (*Worker, error) {
 		now = time.Now
 	}
 	drainOver, cancelDrainOver := context.WithCancel(context.Background())
-	return &Worker{cfg: cfg, cons: cons, locks: locks, sent: sent, held: held, silences: silences, unsubs: unsubs, signer: links.NewSigner(cfg.Links), bus: b, specs: specs, spec: spec, now: now,
+	w := &Worker{cfg: cfg, cons: cons, locks: locks, ledger: sent, held: held, silences: silences, unsubs: unsubs, signer: links.NewSigner(cfg.Links), bus: b, specs: specs, spec: spec, now: now,
 		stats: deps.Stats, hist: newHistory(deps.History, logger), drainOver: drainOver, cancelDrainOver: cancelDrainOver,
-		limiter: ratelimit.New(limits, logger, reg, nil), logger: logger, metrics: newMetrics(reg, names)}, nil
+		limiter: ratelimit.New(limits, logger, reg, nil), logger: logger, metrics: newMetrics(reg, names)}
+	w.steps = w.deliverySteps()
+	return w, nil
 }
 
 // Run handles jobs until ctx is done, then lets in-flight jobs finish for

@@ -11,7 +11,16 @@ import (
 	"github.com/pagewatch/pagewatch/domain/crossing"
 )
 
-// awaitSlot is the rate-limit step of one delivery. Email receivers
+// stepLimit waits for the receiver's rate limits (awaitSlot), claimed
+// last of the steps before the send so that a slot is used at once.
+func (w *Worker) stepLimit(ctx context.Context, d *delivery) verdict {
+	if wait, ok := w.awaitSlot(ctx, d.x, d.spec, d.n.Recipients); !ok {
+		return later(wait)
+	}
+	return proceed
+}
+
+// awaitSlot is the rate-limit wait of one delivery or digest. Email receivers
 // use worker.rate_limit: every recipient must be under its own limit and
 // the account under the global one; other receivers have a limit of
 // their own. A slot that is far off sends the job back to wait its turn
