@@ -15,24 +15,21 @@ import (
 	"github.com/pagewatch/pagewatch/broker/bus"
 	"github.com/pagewatch/pagewatch/domain/crossing"
 	"github.com/pagewatch/pagewatch/pipeline/ledger"
+	"github.com/pagewatch/pagewatch/pipeline/sweep/pagestate"
 )
 
 // NATS reads dead letters, the pipeline's streams and the sweeper's
 // state straight from JetStream, and puts dead letters back.
 type NATS struct {
-	b *bus.Bus
+	b      *bus.Bus
+	states *pagestate.Reader
 	// buckets are the buckets opened so far, by name: opening one asks
 	// the server for its stream's info, and /rules reads a state per page.
 	buckets sync.Map
 }
 
 // NewNATS reads through b.
-func NewNATS(b *bus.Bus) *NATS { return &NATS{b: b} }
-
-// prefix is the subject and bucket prefix (nats.prefix), recovered from
-// a subject name bus makes, so the console opens the daemons' buckets as
-// they are rather than creating them with settings of its own.
-func (n *NATS) prefix() string { return strings.TrimSuffix(n.b.DeadLetterSubject("x"), ".dead.x") }
+func NewNATS(b *bus.Bus) *NATS { return &NATS{b: b, states: pagestate.NewReader(b)} }
 
 // bucket opens an existing bucket; ok is false when no daemon made it yet.
 func (n *NATS) bucket(ctx context.Context, name string) (jetstream.KeyValue, bool, error) {
@@ -149,7 +146,7 @@ func (n *NATS) Retry(ctx context.Context, seq uint64) (DeadLetter, error) {
 		if err := json.Unmarshal(m.Data, &x); err != nil || x.Key == "" {
 			return d, fmt.Errorf("dead letter %d holds no job: %v", seq, err)
 		}
-		if !strings.HasPrefix(d.Subject, n.prefix()+".jobs.") {
+		if !strings.HasPrefix(d.Subject, n.b.JobsSubjectPrefix()) {
 			return d, fmt.Errorf("dead letter %d came from %q, not a jobs subject", seq, d.Subject)
 		}
 		if d.Receiver != "" {
@@ -193,7 +190,7 @@ func (n *NATS) Pipeline(ctx context.Context) (PipelineState, error) {
 		if err != nil {
 			return ps, fmt.Errorf("stream %s: %w", name, err)
 		}
-		info, err := st.Info(ctx, jetstream.WithSubjectFilter(n.prefix()+".hits.>"))
+		info, err := st.Info(ctx, jetstream.WithSubjectFilter(n.b.HitsSubjectFilter()))
 		if err != nil {
 			return ps, fmt.Errorf("stream %s info: %w", name, err)
 		}
@@ -230,15 +227,10 @@ func (n *NATS) Pipeline(ctx context.Context) (PipelineState, error) {
 			ps.Locks++
 		}
 	}
-	if sweeps, ok, err := n.bucket(ctx, bus.BucketSweeps); err != nil {
+	if to, ok, err := n.states.Progress(ctx); err != nil {
 		return ps, err
 	} else if ok {
-		e, err := sweeps.Get(ctx, "progress")
-		if err == nil {
-			_ = ps.SweptTo.UnmarshalText(e.Value())
-		} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
-			return ps, fmt.Errorf("sweeper progress: %w", err)
-		}
+		ps.SweptTo = to
 	}
 	return ps, nil
 }
@@ -267,34 +259,13 @@ func (n *NATS) files(ctx context.Context, st jetstream.Stream, info *jetstream.S
 	return out, nil
 }
 
-// State reads the sweeper's state of one rule and page, keyed as the
-// sweeper keys it (pipeline/sweep: rule.sum, or rule.<bus.Key(site, path)>).
+// State reads the sweeper's state of one rule and page, through the
+// sweep's own reader.
 func (n *NATS) State(ctx context.Context, rule, site, path string, sum bool) (RuleState, bool, error) {
-	kv, ok, err := n.bucket(ctx, bus.BucketSweeps)
+	st, ok, err := n.states.Read(ctx, rule, site, path, sum)
 	if err != nil || !ok {
-		return RuleState{}, false, err
-	}
-	key := rule + "." + bus.Key(site, path)
-	if sum {
-		key = rule + ".sum"
-	}
-	e, err := kv.Get(ctx, key)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return RuleState{}, false, nil
-	}
-	if err != nil {
-		return RuleState{}, false, fmt.Errorf("sweeper state %s: %w", key, err)
-	}
-	var st struct {
-		Fired     []uint64            `json:"fired"`
-		Window    string              `json:"window"`
-		LastFired time.Time           `json:"last_fired"`
-		Open      json.RawMessage     `json:"open"`
-		Pending   []crossing.Crossing `json:"pending"`
-	}
-	if err := json.Unmarshal(e.Value(), &st); err != nil {
-		return RuleState{}, false, fmt.Errorf("sweeper state %s: %w", key, err)
+		return RuleState{}, ok, err
 	}
 	return RuleState{Fired: st.Fired, Window: st.Window, LastFired: st.LastFired,
-		Open: len(st.Open) > 0 && string(st.Open) != "null", Pending: len(st.Pending)}, true, nil
+		Open: st.Open != nil, Pending: st.Pending}, true, nil
 }

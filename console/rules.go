@@ -107,7 +107,7 @@ func (s *Server) rulesPage(w http.ResponseWriter, r *http.Request) {
 	// once: a state is a NATS read.
 	var nearest []func() error
 	for _, rule := range page {
-		rv := ruleView{Name: rule.Name, Kind: ruleKind(rule), Site: rule.Site, Match: matchText(rule), Window: windowText(rule.Window),
+		rv := ruleView{Name: rule.Name, Kind: string(rule.Kind()), Site: rule.Site, Match: matchText(rule), Window: windowText(rule.Window),
 			Aggregate: string(cmp.Or(rule.Aggregate, rules.PerPage)), Thresholds: rule.Thresholds, LastFired: last[rule.Name], Pages: []rulePage{}}
 		rv.LastShown = s.timeIn(rv.LastFired)
 		win := windowLength(rule.Window)
@@ -156,7 +156,7 @@ func (s *Server) ruleCounts(r *http.Request, page []rules.Rule, now time.Time) (
 	}
 	for _, rule := range page {
 		win := windowLength(rule.Window)
-		if ruleKind(rule) != "threshold" || win == 0 {
+		if string(rule.Kind()) != "threshold" || win == 0 {
 			continue
 		}
 		if p, ok := exactPath(rule); ok {
@@ -282,7 +282,6 @@ func pageState(rule rules.Rule, st RuleState, ok bool, now time.Time) string {
 }
 
 // ruleKind is the rule's kind as its detector names it.
-func ruleKind(r rules.Rule) string { return string(r.Kind()) }
 
 func matchText(r rules.Rule) string {
 	m := r.Match

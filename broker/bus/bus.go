@@ -44,6 +44,12 @@ func (b *Bus) JobsStreamName() string { return upper(b.cfg.Prefix) + "_JOBS" }
 // JobsSubject is the subject of jobs for one page (pageKey from Key).
 func (b *Bus) JobsSubject(pageKey string) string { return b.cfg.Prefix + ".jobs." + pageKey }
 
+// JobsSubjectPrefix is what every jobs subject starts with.
+func (b *Bus) JobsSubjectPrefix() string { return b.cfg.Prefix + ".jobs." }
+
+// HitsSubjectFilter matches every subject of the hits stream.
+func (b *Bus) HitsSubjectFilter() string { return b.cfg.Prefix + ".hits.>" }
+
 // HandoffSubject is where a worker process takes jobs for a page it has
 // locked from other worker processes (core NATS request-reply). worker is
 // the worker's name; it is hashed, as names may hold any character.

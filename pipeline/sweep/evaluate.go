@@ -7,9 +7,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/pagewatch/pagewatch/broker/bus"
 	"github.com/pagewatch/pagewatch/domain/rules"
 	"github.com/pagewatch/pagewatch/domain/traffic"
+	"github.com/pagewatch/pagewatch/pipeline/sweep/pagestate"
 )
 
 // Counter is what a sweep reads from ClickHouse: per-minute counts,
@@ -148,10 +148,7 @@ func quietBelow(r *rules.Rule) uint64 { return r.Detector().QuietBelow() }
 // stateKey names a rule's state for one page, or for the rule when it
 // sums its pages. Crossing keys start with it.
 func stateKey(r *rules.Rule, site, path string) string {
-	if r.Aggregate == rules.Sum {
-		return r.Name + ".sum"
-	}
-	return r.Name + "." + bus.Key(site, path)
+	return pagestate.Key(r.Name, site, path, r.Aggregate == rules.Sum)
 }
 
 // point is one rule evaluated at one time: the window it counts over and

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pagewatch/pagewatch/domain/crossing"
 	"github.com/pagewatch/pagewatch/domain/rules"
+	"github.com/pagewatch/pagewatch/pipeline/sweep/pagestate"
 )
 
 // verdict is what one sweep decided for one state key: its next state,
@@ -102,7 +103,7 @@ func (s *Sweeper) judge(ctx context.Context, set *ruleSet, obs map[string][]obse
 		if err != nil {
 			return nil, err
 		}
-		fixLegacy(&st.State, r)
+		pagestate.FixLegacy(&st.State, r)
 		v := &verdict{key: key, rule: r, prev: st, rev: rev, next: st.State, pending: st.Pending}
 		for _, o := range list {
 			var fire []rules.Firing

@@ -10,18 +10,11 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/pagewatch/pagewatch/domain/crossing"
-	"github.com/pagewatch/pagewatch/domain/rules"
+	"github.com/pagewatch/pagewatch/pipeline/sweep/pagestate"
 )
 
-// pageState is what the sweeper keeps in NATS KV per rule and page (per
-// rule, for a sum rule): the rule's re-arm state, and the crossings it
-// claimed but has not yet handed on. A sweeper that dies between claiming
-// and handing on leaves them pending, and the next sweep hands them on.
-type pageState struct {
-	rules.State
-	Pending []crossing.Crossing `json:"pending,omitempty"`
-}
+// pageState is a page's stored state; pagestate owns its format.
+type pageState = pagestate.State
 
 // entry is a cached state and the revision it was read at: every write
 // is conditional on it, so two sweepers cannot both move one state.
@@ -43,7 +36,7 @@ type stateStore struct {
 }
 
 // progressKey holds how far sweeps have evaluated, for catching up.
-const progressKey = "progress"
+const progressKey = pagestate.ProgressKey
 
 // natsOpTimeout bounds each KV read and write of a sweep, and each job it
 // publishes. A sweep's context allows sweep_timeout (5 min), and nats.go
@@ -115,7 +108,7 @@ func (s *stateStore) apply(e jetstream.KeyValueEntry) {
 		delete(s.cache, e.Key())
 		return
 	}
-	st, err := decodeState(e.Value())
+	st, err := pagestate.Decode(e.Value())
 	if err != nil {
 		return // get() will fetch it and report the error
 	}
@@ -158,7 +151,7 @@ func (s *stateStore) fetch(ctx context.Context, key string) (pageState, uint64, 
 	if err != nil {
 		return pageState{}, 0, fmt.Errorf("load state %s: %w", key, err)
 	}
-	st, err := decodeState(kve.Value())
+	st, err := pagestate.Decode(kve.Value())
 	if err != nil {
 		return pageState{}, 0, fmt.Errorf("state %s: %w", key, err)
 	}
@@ -237,58 +230,4 @@ func (s *stateStore) setProgress(ctx context.Context, t time.Time) error {
 		return fmt.Errorf("save sweep progress: %w", err)
 	}
 	return nil
-}
-
-// legacyState is the shape states had before rules grew milestones and
-// calendar windows: one threshold, an armed flag, one pending crossing.
-type legacyState struct {
-	Armed   *bool           `json:"armed"`
-	Pending json.RawMessage `json:"pending"`
-}
-
-// decodeState reads a state, including one a sweeper of an earlier
-// version wrote: a disarmed rule is recorded as every threshold fired
-// (legacyFired, resolved against the rule when it is evaluated), and its
-// pending crossing carries over.
-func decodeState(data []byte) (pageState, error) {
-	var legacy legacyState
-	if err := json.Unmarshal(data, &legacy); err != nil {
-		return pageState{}, fmt.Errorf("decode: %w", err)
-	}
-	if legacy.Armed == nil {
-		var st pageState
-		if err := json.Unmarshal(data, &st); err != nil {
-			return pageState{}, fmt.Errorf("decode: %w", err)
-		}
-		return st, nil
-	}
-	var st pageState
-	var old struct {
-		Episode uint64 `json:"episode"`
-	}
-	_ = json.Unmarshal(data, &old)
-	st.Episode = old.Episode
-	if !*legacy.Armed {
-		st.Fired = []uint64{legacyFired}
-	}
-	if len(legacy.Pending) > 0 && string(legacy.Pending) != "null" {
-		var x crossing.Crossing
-		if err := json.Unmarshal(legacy.Pending, &x); err != nil {
-			return pageState{}, fmt.Errorf("decode pending crossing: %w", err)
-		}
-		st.Pending = []crossing.Crossing{x}
-	}
-	return st, nil
-}
-
-// legacyFired stands for "the rule's one threshold" in a state converted
-// from the old shape; fixLegacy swaps in the real threshold.
-const legacyFired = ^uint64(0)
-
-func fixLegacy(st *rules.State, r *rules.Rule) {
-	for i, f := range st.Fired {
-		if f == legacyFired && len(r.Thresholds) > 0 {
-			st.Fired[i] = r.Thresholds[0]
-		}
-	}
 }
