@@ -130,7 +130,7 @@ func closeReceivers(rs runnerReceivers) {
 func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, x crossing.Crossing, rs runnerReceivers) {
 	if s, ok := w.silences.Match(x, w.now()); ok {
 		w.ack(msg, x)
-		w.outcome(x, "", crossing.Record{Outcome: crossing.Silenced, Error: "silence " + s.ID})
+		w.out.outcome(x, "", crossing.Record{Outcome: crossing.Silenced, Error: "silence " + s.ID})
 		return
 	}
 	var (
@@ -203,15 +203,4 @@ func (w *Worker) ack(msg jetstream.Msg, x crossing.Crossing) {
 	if err := msg.Ack(); err != nil {
 		w.logger.Warn("ack failed", "key", x.Key, "err", err)
 	}
-}
-
-// outcome counts and records what happened to one delivery (receiver
-// "") or to the whole job.
-func (w *Worker) outcome(x crossing.Crossing, receiver string, rec crossing.Record) {
-	w.metrics.jobs.WithLabelValues(string(rec.Outcome)).Inc()
-	if receiver != "" {
-		w.metrics.deliveries.WithLabelValues(receiver, string(rec.Outcome)).Inc()
-	}
-	rec.Receiver = receiver
-	w.record(x, rec)
 }

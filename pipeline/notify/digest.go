@@ -12,15 +12,34 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/pagewatch/pagewatch/broker/bus"
 	"github.com/pagewatch/pagewatch/broker/lock"
 	"github.com/pagewatch/pagewatch/domain/crossing"
 	"github.com/pagewatch/pagewatch/pipeline/ledger"
+	"github.com/pagewatch/pagewatch/pipeline/links"
 )
+
+// digests sends each receiver's held crossings once its quiet hours end.
+type digests struct {
+	specs   []ReceiverSpec
+	held    jetstream.KeyValue // the crossings held, by receiver
+	locks   jetstream.KeyValue // a lease per receiver: one worker sends its digest
+	worker  string
+	lockTTL time.Duration
+	claims  *claims
+	limits  *limits
+	unsubs  *links.Unsubscribes
+	out     *outcomes
+	now     func() time.Time
+	logger  *slog.Logger
+}
 
 // digestEvery is how often a worker looks for held crossings whose quiet
 // hours are over.
@@ -29,8 +48,8 @@ const digestEvery = time.Second
 // maxHeldDigest bounds one digest; more are sent in the next.
 const maxHeldDigest = crossing.MaxDigestItems
 
-// sendDigests runs until ctx ends.
-func (w *Worker) sendDigests(ctx context.Context) {
+// run sends digests until ctx ends.
+func (g *digests) run(ctx context.Context) {
 	t := time.NewTicker(digestEvery)
 	defer t.Stop()
 	for {
@@ -39,19 +58,19 @@ func (w *Worker) sendDigests(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		for _, s := range w.specs {
-			if s.Quiet.Enabled() && s.Quiet.Holds() && !s.Quiet.In(w.now()) {
-				if err := w.sendDigest(ctx, s); err != nil && ctx.Err() == nil {
-					w.logger.Warn("quiet-hours digest not sent; will retry", "receiver", s.Name, "err", err)
+		for _, s := range g.specs {
+			if s.Quiet.Enabled() && s.Quiet.Holds() && !s.Quiet.In(g.now()) {
+				if err := g.send(ctx, s); err != nil && ctx.Err() == nil {
+					g.logger.Warn("quiet-hours digest not sent; will retry", "receiver", s.Name, "err", err)
 				}
 			}
 		}
 	}
 }
 
-// sendDigest sends what is held for one receiver, if anything.
-func (w *Worker) sendDigest(ctx context.Context, spec ReceiverSpec) error {
-	keys, err := w.held.ListKeysFiltered(ctx, spec.Name+".*")
+// send sends what is held for one receiver, if anything.
+func (g *digests) send(ctx context.Context, spec ReceiverSpec) error {
+	keys, err := g.held.ListKeysFiltered(ctx, spec.Name+".*")
 	if err != nil {
 		return fmt.Errorf("list held crossings: %w", err)
 	}
@@ -64,7 +83,7 @@ func (w *Worker) sendDigest(ctx context.Context, spec ReceiverSpec) error {
 	}
 	lctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	lease, err := lock.Acquire(lctx, w.locks, "digest."+spec.Name, w.cfg.Name, w.cfg.LockTTL, cancel)
+	lease, err := lock.Acquire(lctx, g.locks, "digest."+spec.Name, g.worker, g.lockTTL, cancel)
 	if errors.Is(err, lock.ErrLocked) {
 		return nil // another worker is at it
 	}
@@ -76,13 +95,13 @@ func (w *Worker) sendDigest(ctx context.Context, spec ReceiverSpec) error {
 	var held []crossing.Crossing
 	var heldKeys []string
 	for _, k := range names[:min(len(names), maxHeldDigest)] {
-		e, err := w.held.Get(lctx, k)
+		e, err := g.held.Get(lctx, k)
 		if err != nil {
 			continue // deleted meanwhile
 		}
 		x, err := crossing.Unmarshal(e.Value())
 		if err != nil {
-			_ = w.held.Delete(lctx, k)
+			_ = g.held.Delete(lctx, k)
 			continue
 		}
 		held, heldKeys = append(held, x), append(heldKeys, k)
@@ -97,8 +116,8 @@ func (w *Worker) sendDigest(ctx context.Context, spec ReceiverSpec) error {
 	}
 	slices.Sort(ids)
 	key := "quiet." + spec.Name + "." + bus.Key(ids...)
-	if found, err := w.ledger.Has(lctx, key); err == nil && found {
-		return w.dropHeld(lctx, heldKeys) // sent before a crash
+	if found, err := g.claims.ledger.Has(lctx, key); err == nil && found {
+		return g.dropHeld(lctx, heldKeys) // sent before a crash
 	}
 	n := digestOf(held, key)
 	if len(spec.To) > 0 {
@@ -115,18 +134,18 @@ func (w *Worker) sendDigest(ctx context.Context, spec ReceiverSpec) error {
 	sends := []Notification{n}
 	if spec.Kind == KindEmail {
 		// Each address gets only the rules it is subscribed to (links.go).
-		if sends, err = w.digestBySubscription(lctx, held, n); err != nil {
+		if sends, err = g.bySubscription(lctx, held, n); err != nil {
 			return err
 		}
 	}
 	for _, n := range sends {
-		if _, ok := w.awaitSlot(lctx, x, spec, n.Recipients); !ok {
+		if _, ok := g.limits.await(lctx, x, spec, n.Recipients); !ok {
 			return errors.New("rate limit: later")
 		}
 		if err := r.Send(lctx, n); err != nil {
-			w.outcome(x, spec.Name, crossing.Record{Outcome: crossing.Failed, SMTPCode: smtpCode(err), Error: err.Error()})
+			g.out.outcome(x, spec.Name, crossing.Record{Outcome: crossing.Failed, SMTPCode: smtpCode(err), Error: err.Error()})
 			if isPermanent(err) {
-				w.logger.Error("quiet-hours digest refused for good; its crossings stay held", "receiver", spec.Name, "err", err)
+				g.logger.Error("quiet-hours digest refused for good; its crossings stay held", "receiver", spec.Name, "err", err)
 			}
 			return err
 		}
@@ -135,17 +154,17 @@ func (w *Worker) sendDigest(ctx context.Context, spec ReceiverSpec) error {
 	if len(sends) == 0 { // every address left every rule in it
 		state, rec = ledger.Unsubscribed, crossing.Record{Outcome: crossing.Unsubscribed, Error: "every address unsubscribed from the digest's rules"}
 	}
-	if err := w.writeLedger(lctx, key, state); err != nil {
+	if err := g.claims.write(lctx, key, state); err != nil {
 		return err
 	}
-	w.outcome(x, spec.Name, rec)
-	w.logger.Info("quiet-hours digest done", "receiver", spec.Name, "crossings", len(held), "outcome", rec.Outcome)
-	return w.dropHeld(lctx, heldKeys)
+	g.out.outcome(x, spec.Name, rec)
+	g.logger.Info("quiet-hours digest done", "receiver", spec.Name, "crossings", len(held), "outcome", rec.Outcome)
+	return g.dropHeld(lctx, heldKeys)
 }
 
-func (w *Worker) dropHeld(ctx context.Context, keys []string) error {
+func (g *digests) dropHeld(ctx context.Context, keys []string) error {
 	for _, k := range keys {
-		if err := w.held.Delete(ctx, k); err != nil {
+		if err := g.held.Delete(ctx, k); err != nil {
 			return fmt.Errorf("delete held %s: %w", k, err)
 		}
 	}
@@ -179,11 +198,11 @@ func digestOf(held []crossing.Crossing, key string) Notification {
 	return n
 }
 
-// digestBySubscription splits a quiet-hours digest n of held by what each
+// bySubscription splits a quiet-hours digest n of held by what each
 // of its addresses is subscribed to: the addresses subscribed to every
 // rule in it share n; one that left some of its rules gets a digest of
 // the rest to itself; one that left them all gets none.
-func (w *Worker) digestBySubscription(ctx context.Context, held []crossing.Crossing, n Notification) ([]Notification, error) {
+func (g *digests) bySubscription(ctx context.Context, held []crossing.Crossing, n Notification) ([]Notification, error) {
 	if len(n.Recipients) == 0 {
 		return []Notification{n}, nil // the sink refuses it, as before
 	}
@@ -195,7 +214,7 @@ func (w *Worker) digestBySubscription(ctx context.Context, held []crossing.Cross
 			if _, seen := gone[x.Rule]; seen {
 				continue
 			}
-			has, err := w.unsubs.Has(ctx, x.Rule, r)
+			has, err := g.unsubs.Has(ctx, x.Rule, r)
 			if err != nil {
 				return nil, err
 			}

@@ -18,6 +18,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -39,6 +40,14 @@ const (
 	handoffAttempts = 3
 )
 
+// handoffs offers jobs to, and takes jobs from, other worker processes.
+type handoffs struct {
+	bus    *bus.Bus
+	worker string // this process's name: its hand-off subject
+	out    *outcomes
+	logger *slog.Logger
+}
+
 // handoffRequest is the body of a hand-off request: the page and the
 // JetStream deliveries of its jobs.
 type handoffRequest struct {
@@ -58,12 +67,12 @@ var (
 	handoffNo  = []byte("no")
 )
 
-// onHandoff answers hand-off requests from other worker processes.
-func (w *Worker) onHandoff(s *schedule) nats.MsgHandler {
+// answer answers hand-off requests from other worker processes.
+func (h *handoffs) answer(s *schedule) nats.MsgHandler {
 	return func(m *nats.Msg) {
-		jobs, page, err := w.decodeHandoff(m.Data)
+		jobs, page, err := h.decode(m.Data)
 		if err != nil {
-			w.logger.Warn("refusing malformed hand-off", "err", err)
+			h.logger.Warn("refusing malformed hand-off", "err", err)
 			_ = m.Respond(handoffNo)
 			return
 		}
@@ -75,34 +84,34 @@ func (w *Worker) onHandoff(s *schedule) nats.MsgHandler {
 	}
 }
 
-func (w *Worker) decodeHandoff(body []byte) ([]job, string, error) {
+func (h *handoffs) decode(body []byte) ([]job, string, error) {
 	var req handoffRequest
 	if err := json.Unmarshal(body, &req); err != nil {
 		return nil, "", fmt.Errorf("decode hand-off: %w", err)
 	}
 	jobs := make([]job, 0, len(req.Jobs))
-	for _, h := range req.Jobs {
-		if _, err := ackTokens(h.Reply); err != nil {
+	for _, hj := range req.Jobs {
+		if _, err := ackTokens(hj.Reply); err != nil {
 			return nil, "", err
 		}
-		x, err := crossing.Unmarshal(h.Data)
+		x, err := crossing.Unmarshal(hj.Data)
 		if err != nil {
 			return nil, "", err
 		}
 		if bus.Key(x.Site, x.Path) != req.Page {
 			return nil, "", fmt.Errorf("hand-off for page %s holds a job for another page (%s)", req.Page, x.Key)
 		}
-		msg := &fwdMsg{nc: w.bus.Conn, subject: h.Subject, reply: h.Reply, header: h.Header, data: h.Data}
+		msg := &fwdMsg{nc: h.bus.Conn, subject: hj.Subject, reply: hj.Reply, header: hj.Header, data: hj.Data}
 		jobs = append(jobs, job{msg: msg, x: x})
 	}
 	return jobs, req.Page, nil
 }
 
-// handOff offers the page's jobs to holder, the worker that has the
+// offerPage offers the page's jobs to holder, the worker that has the
 // page's lease. Jobs that were handed to us stay. It reports whether the
 // page has no jobs left for this runner.
-func (w *Worker) handOff(ctx context.Context, s *schedule, page, holder string) bool {
-	if holder == "" || holder == w.cfg.Name {
+func (h *handoffs) offerPage(ctx context.Context, s *schedule, page, holder string) bool {
+	if holder == "" || holder == h.worker {
 		// Unknown, or a lease of an earlier run of this worker (a restart
 		// under a fixed name): nobody to hand to.
 		return false
@@ -115,26 +124,26 @@ func (w *Worker) handOff(ctx context.Context, s *schedule, page, holder string) 
 			mine = append(mine, j)
 		}
 	}
-	if len(mine) == 0 || !w.offer(ctx, page, holder, mine) {
+	if len(mine) == 0 || !h.offer(ctx, page, holder, mine) {
 		s.putBack(page, append(mine, handed...))
 		return false
 	}
 	s.putBack(page, handed)
 	for _, j := range mine {
-		w.metrics.jobs.WithLabelValues(string(crossing.HandedOff)).Inc()
-		w.record(j.x, crossing.Record{Outcome: crossing.HandedOff})
+		h.out.metrics.jobs.WithLabelValues(string(crossing.HandedOff)).Inc()
+		h.out.record(j.x, crossing.Record{Outcome: crossing.HandedOff})
 	}
 	return len(handed) == 0
 }
 
 // offer sends one hand-off request and reports whether holder took the jobs.
-func (w *Worker) offer(ctx context.Context, page, holder string, jobs []job) bool {
+func (h *handoffs) offer(ctx context.Context, page, holder string, jobs []job) bool {
 	req := handoffRequest{Page: page, Jobs: make([]handedJob, len(jobs))}
 	for i, j := range jobs {
 		req.Jobs[i] = handedJob{Subject: j.msg.Subject(), Reply: j.msg.Reply(), Header: j.msg.Headers(), Data: j.msg.Data()}
 	}
 	body, err := json.Marshal(req)
-	if err != nil || int64(len(body)) > w.bus.Conn.MaxPayload() {
+	if err != nil || int64(len(body)) > h.bus.Conn.MaxPayload() {
 		return false // too many jobs for one request: defer them as before
 	}
 	rctx, cancel := context.WithTimeout(ctx, handoffTimeout)
@@ -143,7 +152,7 @@ func (w *Worker) offer(ctx context.Context, page, holder string, jobs []job) boo
 	// refusal all mean: not taken. A timeout can hide a "yes" that was
 	// lost; the job is then in two places, and the lease and the ledger
 	// keep it to one mail, as with any redelivery.
-	resp, err := w.bus.Conn.RequestWithContext(rctx, w.bus.HandoffSubject(holder), body)
+	resp, err := h.bus.Conn.RequestWithContext(rctx, h.bus.HandoffSubject(holder), body)
 	return err == nil && string(resp.Data) == string(handoffYes)
 }
 

@@ -83,3 +83,27 @@ func (h *history) write(batch []crossing.Record) {
 	}
 	h.logger.Warn("notification history lost", "records", len(batch), "err", err)
 }
+
+// outcomes counts and records what happened to jobs and deliveries.
+type outcomes struct {
+	hist    *history
+	metrics *metrics
+	worker  string // this process's name in the history
+}
+
+// outcome counts and records what happened to one delivery (receiver
+// "") or to the whole job.
+func (o *outcomes) outcome(x crossing.Crossing, receiver string, rec crossing.Record) {
+	o.metrics.jobs.WithLabelValues(string(rec.Outcome)).Inc()
+	if receiver != "" {
+		o.metrics.deliveries.WithLabelValues(receiver, string(rec.Outcome)).Inc()
+	}
+	rec.Receiver = receiver
+	o.record(x, rec)
+}
+
+// record queues an outcome for the history; it never fails the job.
+func (o *outcomes) record(x crossing.Crossing, rec crossing.Record) {
+	rec.At, rec.Crossing, rec.Worker = time.Now(), x, o.worker
+	o.hist.add(rec)
+}

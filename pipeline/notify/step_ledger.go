@@ -13,7 +13,7 @@ import (
 // process's own claim that sent nothing, or a dead worker's after
 // claim_timeout) or waited for.
 func (w *Worker) stepLedger(ctx context.Context, d *delivery) verdict {
-	le, rev, found, err := w.ledger.Get(ctx, d.key)
+	le, rev, found, err := w.claims.ledger.Get(ctx, d.key)
 	if err != nil {
 		d.log.Warn("read sent ledger failed; job will be redelivered", "err", err)
 		return later(w.cfg.DeferDelay)
@@ -21,20 +21,19 @@ func (w *Worker) stepLedger(ctx context.Context, d *delivery) verdict {
 	switch {
 	case found && le.State != ledger.Sending:
 		// Done, here or by another worker.
-		w.unsentClaims.Delete(d.key)
-		w.unrecorded.Delete(d.key)
+		w.claims.settled(d.key)
 		if le.WasSent() {
-			w.outcome(d.x, d.name, crossing.Record{Outcome: crossing.Duplicate})
+			w.out.outcome(d.x, d.name, crossing.Record{Outcome: crossing.Duplicate})
 		}
 		return finished()
-	case w.isUnrecorded(d.key):
+	case w.claims.isUnrecorded(d.key):
 		// A send whose ledger write failed here before (its claim still
 		// there, or gone too).
 		return w.recordSentBefore(ctx, d)
 	case !found:
 		// Nothing in the ledger: claimed afresh (stepClaim).
 		return proceed
-	case w.ownUnsentClaim(d.key, le):
+	case w.claims.ownUnsent(d.key, le):
 		// This process's claim, whose write it could not confirm and
 		// after which it sent nothing.
 		d.takeOver, d.whose = rev, "own"
@@ -53,20 +52,15 @@ func (w *Worker) stepLedger(ctx context.Context, d *delivery) verdict {
 	}
 }
 
-func (w *Worker) isUnrecorded(key string) bool {
-	_, ok := w.unrecorded.Load(key)
-	return ok
-}
-
 // recordSentBefore writes the ledger of a delivery this process sent but
 // could not record.
 func (w *Worker) recordSentBefore(ctx context.Context, d *delivery) verdict {
-	if err := w.writeLedger(ctx, d.key, ledger.Sent); err != nil {
+	if err := w.claims.write(ctx, d.key, ledger.Sent); err != nil {
 		d.log.Error("sent before, and the sent ledger write failed again", "err", err)
 		return later(w.cfg.DeferDelay)
 	}
-	w.unrecorded.Delete(d.key)
-	w.outcome(d.x, d.name, crossing.Record{Outcome: crossing.Sent})
+	w.claims.unrecorded.Delete(d.key)
+	w.out.outcome(d.x, d.name, crossing.Record{Outcome: crossing.Sent})
 	d.log.Info("notification sent before; recorded now")
 	return finished()
 }

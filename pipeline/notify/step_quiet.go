@@ -27,10 +27,10 @@ func (w *Worker) stepQuiet(ctx context.Context, d *delivery) verdict {
 			return later(w.cfg.DeferDelay)
 		}
 	}
-	if err := w.writeLedger(ctx, d.key, state); err != nil {
+	if err := w.claims.write(ctx, d.key, state); err != nil {
 		return later(w.cfg.DeferDelay)
 	}
-	w.outcome(d.x, d.spec.Name, crossing.Record{Outcome: outcome})
+	w.out.outcome(d.x, d.spec.Name, crossing.Record{Outcome: outcome})
 	return finished()
 }
 

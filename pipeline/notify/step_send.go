@@ -23,14 +23,14 @@ func (w *Worker) stepSend(ctx context.Context, d *delivery) verdict {
 	if err == nil {
 		return proceed
 	}
-	w.releaseClaim(d.key, d.claim)
+	w.claims.release(d.key, d.claim)
 	return w.sendFailed(ctx, d, err)
 }
 
 func (w *Worker) sendFailed(ctx context.Context, d *delivery, err error) verdict {
 	spec := d.spec
 	rec := crossing.Record{Outcome: crossing.Failed, SMTPCode: smtpCode(err), Error: err.Error()}
-	w.outcome(d.x, spec.Name, rec)
+	w.out.outcome(d.x, spec.Name, rec)
 	if isPermanent(err) {
 		return w.deadLetter(ctx, d, rec)
 	}
@@ -73,11 +73,11 @@ func (w *Worker) deadLetter(ctx context.Context, d *delivery, rec crossing.Recor
 		d.log.Error("dead-letter publish failed; the delivery will be retried", "err", err)
 		return later(time.Minute)
 	}
-	if err := w.writeLedger(ctx, d.key, ledger.DeadLettered); err != nil {
+	if err := w.claims.write(ctx, d.key, ledger.DeadLettered); err != nil {
 		d.log.Warn("dead-lettered but the ledger write failed; it may be dead-lettered again", "err", err)
 	}
 	d.log.Error("delivery failed for good; dead-lettered", "smtp_code", rec.SMTPCode, "err", rec.Error)
 	rec.Outcome = crossing.DeadLettered
-	w.outcome(d.x, d.name, rec)
+	w.out.outcome(d.x, d.name, rec)
 	return finished()
 }

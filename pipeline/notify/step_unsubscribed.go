@@ -22,7 +22,7 @@ func (w *Worker) stepUnsubscribed(ctx context.Context, d *delivery) verdict {
 		return later(w.cfg.DeferDelay)
 	}
 	if len(kept) == 0 && len(gone) > 0 {
-		if err := w.writeLedger(ctx, d.key, ledger.Unsubscribed); err != nil {
+		if err := w.claims.write(ctx, d.key, ledger.Unsubscribed); err != nil {
 			return later(w.cfg.DeferDelay)
 		}
 		w.recordUnsubscribed(d.x, d.name, gone)
@@ -36,6 +36,6 @@ func (w *Worker) stepUnsubscribed(ctx context.Context, d *delivery) verdict {
 // recordUnsubscribed records the recipients an email delivery left out.
 func (w *Worker) recordUnsubscribed(x crossing.Crossing, receiver string, gone []string) {
 	if len(gone) > 0 {
-		w.outcome(x, receiver, crossing.Record{Outcome: crossing.Unsubscribed, Error: "unsubscribed from rule " + x.Rule + ": " + strings.Join(gone, ", ")})
+		w.out.outcome(x, receiver, crossing.Record{Outcome: crossing.Unsubscribed, Error: "unsubscribed from rule " + x.Rule + ": " + strings.Join(gone, ", ")})
 	}
 }

@@ -19,7 +19,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -68,42 +67,37 @@ type Deps struct {
 	Clock func() time.Time
 }
 
-// Worker consumes notification jobs.
+// Worker consumes notification jobs. Its parts each hold what they need:
+// claims (the sent ledger), limits (the shared rate limits), handoffs
+// (jobs to and from other worker processes), digests (quiet hours) and
+// out (metrics and history); steps is the path of each delivery.
 type Worker struct {
-	cfg      Config
-	cons     jetstream.Consumer
-	locks    jetstream.KeyValue
-	ledger   *ledger.Ledger
-	steps    []step // deliverySteps, composed once
-	limiter  *ratelimit.Limiter
-	held     jetstream.KeyValue
+	cfg    Config
+	bus    *bus.Bus
+	cons   jetstream.Consumer
+	locks  jetstream.KeyValue
+	held   jetstream.KeyValue
+	specs  []ReceiverSpec
+	spec   map[string]ReceiverSpec
+	steps  []step // deliverySteps, composed once
+	now    func() time.Time
+	logger *slog.Logger
+
 	silences *silence.Store
 	unsubs   *links.Unsubscribes
 	signer   *links.Signer // nil: no links in mails
-	bus      *bus.Bus
-	specs    []ReceiverSpec
-	spec     map[string]ReceiverSpec
-	now      func() time.Time
-	stats    Stats    // nil: mails without chart and referrers
+	stats    Stats         // nil: mails without chart and referrers
+
+	claims   *claims
+	limits   *limits
+	handoffs *handoffs
+	digests  *digests
+	out      *outcomes
 	hist     *history // batches history writes while Run runs
-	// throttledAt is when a rate limit last held a send back (unix ns):
-	// the fetcher looks deep into the queue only while sends wait.
-	throttledAt atomic.Int64
-	// unrecorded holds the ledger keys this process sent but could not
-	// record in the ledger: when the job comes back here, the ledger is
-	// written instead of sending again.
-	unrecorded sync.Map
-	// unsentClaims holds the claims whose write this process could not
-	// confirm (a timeout, a leader change), by key, with the claim's
-	// time: found in the ledger later, such a claim is known to have
-	// sent nothing and is taken over at once, not after claim_timeout.
-	unsentClaims sync.Map
-	// drainOver is cancelled when a shutdown's drain_timeout has passed:
-	// ledger writes still being retried give up then.
-	drainOver       context.Context
+	metrics  *metrics
+	// cancelDrainOver ends claims' retried writes when a shutdown's
+	// drain_timeout has passed.
 	cancelDrainOver context.CancelFunc
-	logger          *slog.Logger
-	metrics         *metrics
 }
 
 // New creates the consumer and buckets and returns a Worker.
@@ -136,7 +130,7 @@ func New(ctx context.Context, cfg Config, deps Deps) (*Worker, error) {
 	if err := sent.Open(ctx); err != nil {
 		return nil, err
 	}
-	limits, err := b.KV(ctx, bus.BucketRateLimits, 0)
+	limitsKV, err := b.KV(ctx, bus.BucketRateLimits, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -180,9 +174,15 @@ func New(ctx context.Context, cfg Config, deps Deps) (*Worker, error) {
 		now = time.Now
 	}
 	drainOver, cancelDrainOver := context.WithCancel(context.Background())
-	w := &Worker{cfg: cfg, cons: cons, locks: locks, ledger: sent, held: held, silences: silences, unsubs: unsubs, signer: links.NewSigner(cfg.Links), bus: b, specs: specs, spec: spec, now: now,
-		stats: deps.Stats, hist: newHistory(deps.History, logger), drainOver: drainOver, cancelDrainOver: cancelDrainOver,
-		limiter: ratelimit.New(limits, logger, reg, nil), logger: logger, metrics: newMetrics(reg, names)}
+	w := &Worker{cfg: cfg, cons: cons, locks: locks, held: held, silences: silences, unsubs: unsubs, signer: links.NewSigner(cfg.Links), bus: b, specs: specs, spec: spec, now: now,
+		stats: deps.Stats, hist: newHistory(deps.History, logger), cancelDrainOver: cancelDrainOver,
+		logger: logger, metrics: newMetrics(reg, names)}
+	w.out = &outcomes{hist: w.hist, metrics: w.metrics, worker: cfg.Name}
+	w.limits = &limits{limiter: ratelimit.New(limitsKV, logger, reg, nil), email: cfg.RateLimit, ackWait: cfg.AckWait, deferDelay: cfg.DeferDelay, out: w.out, logger: logger}
+	w.handoffs = &handoffs{bus: b, worker: cfg.Name, out: w.out, logger: logger}
+	w.claims = &claims{ledger: sent, worker: cfg.Name, ackWait: cfg.AckWait, now: now, logger: logger, drainOver: drainOver}
+	w.digests = &digests{specs: specs, held: held, locks: locks, worker: cfg.Name, lockTTL: cfg.LockTTL, claims: w.claims,
+		limits: w.limits, unsubs: unsubs, out: w.out, now: now, logger: logger}
 	w.steps = w.deliverySteps()
 	return w, nil
 }
@@ -201,7 +201,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		return err
 	}
 	// Other worker processes hand us jobs for pages we have locked.
-	sub, err := w.bus.Conn.Subscribe(w.bus.HandoffSubject(w.cfg.Name), w.onHandoff(s))
+	sub, err := w.bus.Conn.Subscribe(w.bus.HandoffSubject(w.cfg.Name), w.handoffs.answer(s))
 	if err != nil {
 		return fmt.Errorf("subscribe to hand-offs: %w", err)
 	}
@@ -223,7 +223,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer cancelJobs()
 	go s.keepAlive(jobCtx, w.cfg.AckWait/3)
 	digests := make(chan struct{})
-	go func() { defer close(digests); w.sendDigests(ctx) }()
+	go func() { defer close(digests); w.digests.run(ctx) }()
 	defer func() { <-digests }()
 	fetched := make(chan struct{})
 	go func() {
@@ -267,9 +267,6 @@ const (
 	throttledFor    = 30 * time.Second
 )
 
-// throttled records that a rate limit held a send back.
-func (w *Worker) throttled() { w.throttledAt.Store(time.Now().UnixNano()) }
-
 // fetch keeps the schedule supplied with up to Prefetch jobs while sends
 // are throttled, and up to shallowPrefetch otherwise: deep enough to see
 // past one site's backlog when one builds up, without hoarding a queue
@@ -277,7 +274,7 @@ func (w *Worker) throttled() { w.throttledAt.Store(time.Now().UnixNano()) }
 func (w *Worker) fetch(ctx context.Context, s *schedule) {
 	for ctx.Err() == nil {
 		n := s.space()
-		if deep := w.cfg.Prefetch; deep > shallowPrefetch && time.Since(time.Unix(0, w.throttledAt.Load())) > throttledFor {
+		if deep := w.cfg.Prefetch; deep > shallowPrefetch && !w.limits.throttledWithin(throttledFor) {
 			n -= deep - shallowPrefetch
 		}
 		if n <= 0 {
@@ -341,7 +338,7 @@ func (w *Worker) runPage(ctx, jobCtx context.Context, s *schedule, page string, 
 	lease, err := lock.Acquire(pctx, w.locks, page, w.cfg.Name, w.cfg.LockTTL, cancel)
 	for attempt := 1; errors.Is(err, lock.ErrLocked); attempt++ {
 		var held *lock.HeldError
-		if errors.As(err, &held) && w.handOff(jobCtx, s, page, held.Holder) {
+		if errors.As(err, &held) && w.handoffs.offerPage(jobCtx, s, page, held.Holder) {
 			return
 		}
 		if attempt > handoffAttempts {
@@ -398,11 +395,5 @@ func (w *Worker) deferJob(msg jetstream.Msg, x crossing.Crossing) {
 	_ = msg.NakWithDelay(d)
 	w.metrics.lockConflicts.Inc()
 	w.metrics.jobs.WithLabelValues(string(crossing.Deferred)).Inc()
-	w.record(x, crossing.Record{Outcome: crossing.Deferred})
-}
-
-// record queues an outcome for the history; it never fails the job.
-func (w *Worker) record(x crossing.Crossing, rec crossing.Record) {
-	rec.At, rec.Crossing, rec.Worker = time.Now(), x, w.cfg.Name
-	w.hist.add(rec)
+	w.out.record(x, crossing.Record{Outcome: crossing.Deferred})
 }
