@@ -28,7 +28,7 @@ type bandPoint struct {
 // normal for its window ending with the step, from the page's hourly
 // views, scaled to the step. Nil when no rule watching the page has a
 // usual range, or the page has no history.
-func (s *Server) pageBand(ctx context.Context, site, path string, from, to time.Time, step time.Duration) (*bandView, error) {
+func (s *pagePages) pageBand(ctx context.Context, site, path string, from, to time.Time, step time.Duration) (*bandView, error) {
 	rs := s.deps.Rules()
 	for i := range rs {
 		r := &rs[i]
@@ -45,7 +45,7 @@ func (s *Server) pageBand(ctx context.Context, site, path string, from, to time.
 
 // ruleBand is pageBand for one rule: nil when its normal has no usual
 // range (spike, new_page) or the page no history.
-func (s *Server) ruleBand(ctx context.Context, rule *rules.Rule, site, path string, from, to time.Time, step time.Duration) (*bandView, error) {
+func (s *pagePages) ruleBand(ctx context.Context, rule *rules.Rule, site, path string, from, to time.Time, step time.Duration) (*bandView, error) {
 	reach := from
 	for _, sp := range rule.BaselineSpans(from.Add(step), time.Time{}) {
 		if sp.From.Before(reach) {

@@ -39,8 +39,8 @@ func TestPageBandIsTheRulesUsualRange(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	serve := func(rs ...rules.Rule) *Server {
-		return &Server{deps: Deps{Store: &fakeStore{series: hours}, Rules: func() []rules.Rule { return rs }}}
+	serve := func(rs ...rules.Rule) *pagePages {
+		return &pagePages{&frame{deps: Deps{Store: &fakeStore{series: hours}, Rules: func() []rules.Rule { return rs }}}}
 	}
 	from := now.Add(-24 * time.Hour)
 	b, err := serve(threshold, unusual).pageBand(context.Background(), "example.com", "/pricing", from, now, time.Hour)

@@ -27,7 +27,10 @@ type deadRow struct {
 	Shown string `json:"-"`
 }
 
-func (s *Server) deadPage(w http.ResponseWriter, r *http.Request) {
+// deadPages are the dead letters: listed, retried and discarded.
+type deadPages struct{ *frame }
+
+func (s *deadPages) deadPage(w http.ResponseWriter, r *http.Request) {
 	v := deadView{Letters: []deadRow{}, Limit: deadListLimit}
 	if s.deps.DeadLetters != nil {
 		ls, err := s.deps.DeadLetters.List(r.Context(), deadListLimit)
@@ -45,7 +48,7 @@ func (s *Server) deadPage(w http.ResponseWriter, r *http.Request) {
 
 // deadAction retries or discards one dead letter (form field or query
 // "seq") and records it in the history.
-func (s *Server) deadAction(act string) http.HandlerFunc {
+func (s *deadPages) deadAction(act string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		p, ok := s.change(w, r, s.deps.DeadLetters != nil)
 		if !ok {
@@ -69,7 +72,7 @@ func (s *Server) deadAction(act string) http.HandlerFunc {
 
 // deadAll retries or discards every dead letter listed (at most
 // deadListLimit at a time).
-func (s *Server) deadAll(act string) http.HandlerFunc {
+func (s *deadPages) deadAll(act string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		p, ok := s.change(w, r, s.deps.DeadLetters != nil)
 		if !ok {
@@ -98,7 +101,7 @@ func (s *Server) deadAll(act string) http.HandlerFunc {
 	}
 }
 
-func (s *Server) act(r *http.Request, p Principal, act string, seq uint64) (DeadLetter, error) {
+func (s *deadPages) act(r *http.Request, p Principal, act string, seq uint64) (DeadLetter, error) {
 	var (
 		d   DeadLetter
 		err error
@@ -126,7 +129,7 @@ func (s *Server) act(r *http.Request, p Principal, act string, seq uint64) (Dead
 // done answers a change: JSON on the API, a redirect back to the page
 // it was made on (back: "/dead", "/silences") with a message otherwise
 // (POST, redirect, GET).
-func (s *Server) done(w http.ResponseWriter, r *http.Request, back string, v any, msg string) {
+func (s *frame) done(w http.ResponseWriter, r *http.Request, back string, v any, msg string) {
 	if isAPI(r) {
 		writeJSON(w, http.StatusOK, v)
 		return

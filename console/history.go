@@ -71,7 +71,7 @@ var outcomeNames = []string{"sent", "duplicate", "deferred", "handed_off", "rate
 // datetime-local, or RFC 3339.
 var timeLayouts = []string{"2006-01-02T15:04", time.RFC3339, "2006-01-02"}
 
-func (s *Server) parseTime(v string) (time.Time, bool) {
+func (s *frame) parseTime(v string) (time.Time, bool) {
 	for _, l := range timeLayouts {
 		if t, err := time.ParseInLocation(l, v, s.zone); err == nil {
 			return t, true
@@ -80,7 +80,10 @@ func (s *Server) parseTime(v string) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-func (s *Server) historyPage(w http.ResponseWriter, r *http.Request) {
+// historyPages are the crossings and what was done with them.
+type historyPages struct{ *frame }
+
+func (s *historyPages) historyPage(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := historyFilter{Site: q.Get("site"), Rule: q.Get("rule"), Path: q.Get("path"), Outcome: q.Get("outcome"), From: q.Get("from"), To: q.Get("to")}
 	now := s.deps.Now()
@@ -143,7 +146,7 @@ func (s *Server) historyPage(w http.ResponseWriter, r *http.Request) {
 }
 
 // withOutcomes pairs crossings with what the workers did with them.
-func (s *Server) withOutcomes(r *http.Request, xs []CrossingRow) ([]crossingView, error) {
+func (s *frame) withOutcomes(r *http.Request, xs []CrossingRow) ([]crossingView, error) {
 	out := make([]crossingView, 0, len(xs))
 	if len(xs) == 0 {
 		return out, nil

@@ -282,7 +282,13 @@ type liveView struct {
 	Live   *liveSnapshot `json:"live"`
 }
 
-func (s *Server) livePage(w http.ResponseWriter, r *http.Request) {
+// livePages are the pages moving now, drawn from the hub and streamed.
+type livePages struct {
+	*frame
+	live *hub
+}
+
+func (s *livePages) livePage(w http.ResponseWriter, r *http.Request) {
 	site := r.URL.Query().Get("site")
 	snap, err := s.live.current(r.Context())
 	if err != nil {
@@ -298,7 +304,7 @@ func (s *Server) livePage(w http.ResponseWriter, r *http.Request) {
 
 // liveStream sends the live view as server-sent events, one "live"
 // event per poll, until the browser goes or the console stops.
-func (s *Server) liveStream(w http.ResponseWriter, r *http.Request) {
+func (s *livePages) liveStream(w http.ResponseWriter, r *http.Request) {
 	fl, ok := w.(http.Flusher)
 	if !ok {
 		s.fail(w, r, http.StatusInternalServerError, "streaming unsupported")

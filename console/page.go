@@ -69,7 +69,10 @@ type referrerView struct {
 	Change  string `json:"change"`
 }
 
-func (s *Server) pagePage(w http.ResponseWriter, r *http.Request) {
+// pagePages are one page's views, referrers, and its rules' bands.
+type pagePages struct{ *frame }
+
+func (s *pagePages) pagePage(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	site, path := q.Get("site"), q.Get("path")
 	if site == "" || path == "" {
@@ -169,7 +172,7 @@ func fill(raw []traffic.MinuteHits, from, to time.Time, step time.Duration) []se
 // normal, in views per step: a rule counts over its window, the chart
 // per minute or hour, so a threshold is drawn as the even rate that
 // would reach it ("1000 in 1h" is 16.7 a minute).
-func (s *Server) pageLines(r *http.Request, site, path string, step time.Duration) ([]chartLine, error) {
+func (s *pagePages) pageLines(r *http.Request, site, path string, step time.Duration) ([]chartLine, error) {
 	out := []chartLine{}
 	for _, rule := range s.deps.Rules() {
 		if !rule.Matches(site, path) || rule.Aggregate == rules.Sum {
@@ -251,7 +254,7 @@ func windowText(w rules.Window) string {
 
 // referrers are the page's top referrers in the span and the span
 // before it.
-func (s *Server) referrers(r *http.Request, site, path string, from, to time.Time) ([]referrerView, error) {
+func (s *pagePages) referrers(r *http.Request, site, path string, from, to time.Time) ([]referrerView, error) {
 	now, err := s.deps.Store.TopReferrers(r.Context(), site, path, from, to, 10)
 	if err != nil {
 		return nil, err
@@ -279,7 +282,7 @@ func (s *Server) referrers(r *http.Request, site, path string, from, to time.Tim
 }
 
 // drawPage draws the page's chart, and names the crossings it marks.
-func (s *Server) drawPage(v pageView, rg pageRange) (template.HTML, []string) {
+func (s *pagePages) drawPage(v pageView, rg pageRange) (template.HTML, []string) {
 	spec := chart.Spec{Title: "Views per " + stepName(rg.Step) + " of " + v.Site + v.Path, From: v.From, To: v.To,
 		Unit: "views per " + stepName(rg.Step), Zone: s.zone}
 	for _, p := range v.Series {

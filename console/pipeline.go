@@ -31,7 +31,10 @@ type fileView struct {
 	Shown string `json:"-"`
 }
 
-func (s *Server) pipelinePage(w http.ResponseWriter, r *http.Request) {
+// pipelinePages are the streams, consumers, files and sweeps.
+type pipelinePages struct{ *frame }
+
+func (s *pipelinePages) pipelinePage(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	now := s.deps.Now()
 	v := pipelineView{At: now, Lags: []lagView{}, Files: []fileView{}, Consumers: []ConsumerState{}, Streams: []StreamState{}}

@@ -85,7 +85,7 @@ type view struct {
 }
 
 // render writes a page, or its data as JSON on the API.
-func (s *Server) render(w http.ResponseWriter, r *http.Request, page, title string, data any) {
+func (s *frame) render(w http.ResponseWriter, r *http.Request, page, title string, data any) {
 	if isAPI(r) {
 		writeJSON(w, http.StatusOK, data)
 		return
@@ -93,7 +93,7 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, page, title stri
 	s.renderStatus(w, r, http.StatusOK, page, title, data)
 }
 
-func (s *Server) renderStatus(w http.ResponseWriter, r *http.Request, status int, page, title string, data any) {
+func (s *frame) renderStatus(w http.ResponseWriter, r *http.Request, status int, page, title string, data any) {
 	t, ok := s.tmpl.pages[page]
 	if !ok {
 		http.Error(w, "no template "+page, http.StatusInternalServerError)
@@ -114,7 +114,7 @@ func (s *Server) renderStatus(w http.ResponseWriter, r *http.Request, status int
 }
 
 // fail answers an error: JSON on the API, a page otherwise.
-func (s *Server) fail(w http.ResponseWriter, r *http.Request, status int, msg string) {
+func (s *frame) fail(w http.ResponseWriter, r *http.Request, status int, msg string) {
 	if isAPI(r) {
 		writeJSON(w, status, map[string]string{"error": msg})
 		return
@@ -132,7 +132,7 @@ func (e errorPage) Forbidden() bool { return e.Status == http.StatusForbidden }
 
 // failErr logs a read that failed and answers 500 without its details,
 // which may name hosts.
-func (s *Server) failErr(w http.ResponseWriter, r *http.Request, what string, err error) {
+func (s *frame) failErr(w http.ResponseWriter, r *http.Request, what string, err error) {
 	s.deps.Logger.Error("console read failed", "what", what, "path", r.URL.Path, "err", err)
 	s.fail(w, r, http.StatusInternalServerError, what+" failed; the console's log says why")
 }
@@ -146,7 +146,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 // timeIn formats t for display in the console's zone.
-func (s *Server) timeIn(t time.Time) string {
+func (s *frame) timeIn(t time.Time) string {
 	if t.IsZero() {
 		return "—"
 	}

@@ -55,7 +55,10 @@ type rulePage struct {
 	LastFired string  `json:"last_fired,omitempty"`
 }
 
-func (s *Server) rulesPage(w http.ResponseWriter, r *http.Request) {
+// rulePages are the rules and the pages nearest to each.
+type rulePages struct{ *frame }
+
+func (s *rulePages) rulesPage(w http.ResponseWriter, r *http.Request) {
 	all := slices.Clone(s.deps.Rules())
 	slices.SortFunc(all, func(a, b rules.Rule) int { return cmp.Compare(a.Name, b.Name) })
 	v := rulesView{Total: len(all), Prev: -1, Next: -1, Rules: []ruleView{}}
@@ -145,7 +148,7 @@ func exactPath(r rules.Rule) (string, bool) {
 // the counts of the pages they watch: the rules of one page each by the
 // pages' key, the others through the busiest pages of their sites. A
 // few reads for the 50 rules, however they are spread.
-func (s *Server) ruleCounts(r *http.Request, page []rules.Rule, now time.Time) (map[time.Duration][]PageViews, error) {
+func (s *rulePages) ruleCounts(r *http.Request, page []rules.Rule, now time.Time) (map[time.Duration][]PageViews, error) {
 	type set struct{ sites, paths map[string]bool }
 	exact, wide := map[time.Duration]*set{}, map[time.Duration]*set{}
 	add := func(m map[time.Duration]*set, win time.Duration, site, path string) {
@@ -212,7 +215,7 @@ func (s *Server) ruleCounts(r *http.Request, page []rules.Rule, now time.Time) (
 
 // nearest are the rule's pages with the highest count against its
 // (first not yet fired) threshold, with the sweeper's state of each.
-func (s *Server) nearest(r *http.Request, rule rules.Rule, top []PageViews, now time.Time) ([]rulePage, error) {
+func (s *rulePages) nearest(r *http.Request, rule rules.Rule, top []PageViews, now time.Time) ([]rulePage, error) {
 	var out []rulePage
 	sum := rule.Aggregate == rules.Sum
 	var total uint64

@@ -38,19 +38,28 @@ type Deps struct {
 	Now      func() time.Time
 }
 
-// Server serves the console.
+// Server serves the console: the login, and each area's pages (a type
+// per area: deadPages, historyPages, livePages, pagePages, pipelinePages,
+// rulePages, silencePages), all drawn and guarded by one frame.
 type Server struct {
-	cfg      atomic.Pointer[Config]
-	deps     Deps
-	auth     *auth
+	*frame
 	ipLimit  *limiter
 	usrLimit *limiter
-	zone     *time.Location
-	tmpl     *templates
 	live     *hub
-	metrics  *metrics
 	mux      *http.ServeMux
 	ln       net.Listener
+}
+
+// frame is what every page shares: the settings, what the console reads
+// from, who is asking and whether they may change things, and how a page
+// or an error is drawn.
+type frame struct {
+	cfg     atomic.Pointer[Config]
+	deps    Deps
+	auth    *auth
+	zone    *time.Location
+	tmpl    *templates
+	metrics *metrics
 }
 
 // New builds the console; Listen and Run serve it.
@@ -76,10 +85,9 @@ func New(cfg Config, d Deps) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{deps: d, auth: a, zone: zone, tmpl: t,
+	s := &Server{frame: &frame{deps: d, auth: a, zone: zone, tmpl: t, metrics: newMetrics(d.Registry)},
 		ipLimit:  newLimiter(20, 15*time.Minute, d.Now),
 		usrLimit: newLimiter(5, 15*time.Minute, d.Now),
-		metrics:  newMetrics(d.Registry),
 	}
 	s.cfg.Store(&cfg)
 	s.live = newHub(d.Store, cfg.LiveInterval, d.Now, d.Logger, s.metrics)
@@ -181,7 +189,7 @@ func (s *Server) route(pattern, name string, public bool, h http.HandlerFunc) {
 
 // who finds the caller, or answers 401 (API) or a redirect to the login
 // page.
-func (s *Server) who(w http.ResponseWriter, r *http.Request) (Principal, bool) {
+func (s *frame) who(w http.ResponseWriter, r *http.Request) (Principal, bool) {
 	if s.cfg.Load().Auth == AuthNone {
 		return Principal{Name: "local", Role: Operator}, true
 	}
@@ -209,7 +217,7 @@ func isAPI(r *http.Request) bool { return strings.HasPrefix(r.URL.Path, "/api/")
 // change checks that a POST may change something: an operator, a valid
 // CSRF token unless the caller came with a bearer token, and a reachable
 // store of what it changes (NATS).
-func (s *Server) change(w http.ResponseWriter, r *http.Request, reachable bool) (Principal, bool) {
+func (s *frame) change(w http.ResponseWriter, r *http.Request, reachable bool) (Principal, bool) {
 	p, _ := principalOf(r.Context())
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 	if r.Method != http.MethodPost {

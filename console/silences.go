@@ -27,7 +27,10 @@ const maxSilenceFor = 30 * 24 * time.Hour
 
 // silencesPage lists the silences, newest end first, with forms to add
 // one and expire each (operators).
-func (s *Server) silencesPage(w http.ResponseWriter, r *http.Request) {
+// silencePages are the silences: listed, added and expired.
+type silencePages struct{ *frame }
+
+func (s *silencePages) silencesPage(w http.ResponseWriter, r *http.Request) {
 	v := silencesView{Silences: []silenceView{}}
 	if s.deps.Silences != nil {
 		list, err := s.deps.Silences.List(r.Context())
@@ -46,7 +49,7 @@ func (s *Server) silencesPage(w http.ResponseWriter, r *http.Request) {
 
 // silenceAdd silences crossings matching site, rule and page (a glob)
 // for a duration, in the caller's name.
-func (s *Server) silenceAdd(w http.ResponseWriter, r *http.Request) {
+func (s *silencePages) silenceAdd(w http.ResponseWriter, r *http.Request) {
 	p, ok := s.change(w, r, s.deps.Silences != nil)
 	if !ok {
 		return
@@ -69,7 +72,7 @@ func (s *Server) silenceAdd(w http.ResponseWriter, r *http.Request) {
 	s.done(w, r, "/silences", sl, fmt.Sprintf("Silence %s added until %s.", sl.ID, s.timeIn(sl.EndsAt)))
 }
 
-func (s *Server) silenceExpire(w http.ResponseWriter, r *http.Request) {
+func (s *silencePages) silenceExpire(w http.ResponseWriter, r *http.Request) {
 	p, ok := s.change(w, r, s.deps.Silences != nil)
 	if !ok {
 		return
