@@ -2,6 +2,8 @@ package links
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	htmltemplate "html/template"
 	"io"
@@ -23,13 +25,16 @@ import (
 // A GET changes nothing, so mail scanners that fetch links do not
 // unsubscribe anyone; the POST needs no body beyond what RFC 8058's
 // one-click sends (List-Unsubscribe=One-Click). A forged token is refused
-// with 403, an expired one with 410.
+// with 403, an expired one with 410. Each caller address gets linkBurst
+// requests, then one per linkEvery (429 beyond): the links are public.
 type API struct {
 	Signer       *Signer
 	Unsubscribes *Unsubscribes
 	Silences     *silence.Store
 	Logger       *slog.Logger
 	Now          func() time.Time // nil: time.Now
+
+	limits *callers
 }
 
 // Handler returns the API's routes.
@@ -40,6 +45,7 @@ func (a *API) Handler() http.Handler {
 	if a.Logger == nil {
 		a.Logger = slog.New(slog.DiscardHandler)
 	}
+	a.limits = newCallers(linkBurst, linkEvery, maxCallers)
 	mux := http.NewServeMux()
 	for _, action := range []string{ActionUnsubscribe, ActionSnooze} {
 		mux.HandleFunc("GET "+Prefix+action, func(w http.ResponseWriter, r *http.Request) { a.serve(w, r, action, false) })
@@ -70,6 +76,11 @@ var linkPageTmpl = htmltemplate.Must(htmltemplate.New("link").Parse(`<!DOCTYPE h
 `))
 
 func (a *API) serve(w http.ResponseWriter, r *http.Request, action string, post bool) {
+	if !a.limits.allow(r, a.Now()) {
+		w.Header().Set("Retry-After", "10")
+		a.page(w, http.StatusTooManyRequests, linkPage{Title: "Try again", Text: "Too many requests just now; please try again in a minute."})
+		return
+	}
 	token := r.URL.Query().Get("t")
 	c, err := a.Signer.Verify(token, action, a.Now())
 	switch {
@@ -89,7 +100,7 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request, action string, post 
 			p.Text = c.Recipient + " will get no more emails from pagewatch rule " + c.Rule + "."
 		} else {
 			p.Title, p.Button = "Snooze this page", "Snooze for "+a.Signer.SnoozeFor().String()
-			p.Text = "No notifications about " + c.Path + " on " + c.Site + " for " + a.Signer.SnoozeFor().String() + ", to anyone."
+			p.Text = "No notifications from rule " + c.Rule + " about " + c.Path + " on " + c.Site + " for " + a.Signer.SnoozeFor().String() + ", to anyone."
 		}
 		a.page(w, http.StatusOK, p)
 		return
@@ -108,8 +119,12 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request, action string, post 
 		return
 	}
 	now := a.Now()
+	// One silence per link: its ID comes from the token, so using the
+	// link again (or anyone it was forwarded to using it) adds nothing.
+	// It mutes the one rule the mail was about, for everyone.
 	sl, err := a.Silences.Add(ctx, silence.Silence{
-		Match:  crossing.Match{Site: c.Site, Page: PageGlob(c.Path)},
+		ID:     snoozeID(token),
+		Match:  crossing.Match{Site: c.Site, Rule: c.Rule, Page: PageGlob(c.Path)},
 		EndsAt: now.Add(a.Signer.SnoozeFor()), Author: c.Recipient,
 		Comment: "snoozed from an email link (rule " + c.Rule + ")",
 	}, now)
@@ -119,7 +134,13 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request, action string, post 
 		return
 	}
 	a.Logger.Info("page snoozed", "site", c.Site, "silence", sl.ID, "by", c.Recipient)
-	a.page(w, http.StatusOK, linkPage{Title: "Snoozed", Text: "No notifications about " + c.Path + " on " + c.Site + " until " + sl.EndsAt.Format(time.RFC1123) + "."})
+	a.page(w, http.StatusOK, linkPage{Title: "Snoozed", Text: "No notifications from rule " + c.Rule + " about " + c.Path + " on " + c.Site + " until " + sl.EndsAt.Format(time.RFC1123) + "."})
+}
+
+// snoozeID is the silence ID of a snooze link's token.
+func snoozeID(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return "snooze-" + hex.EncodeToString(sum[:8])
 }
 
 func (a *API) page(w http.ResponseWriter, status int, p linkPage) {

@@ -250,6 +250,38 @@ func TestSnoozeLinkSilencesThePage(t *testing.T) {
 	})
 }
 
+// A snooze link used again, by its recipient or by anyone the mail was
+// forwarded to, adds nothing: one silence per link, of the mail's rule
+// only. Links past the per-caller burst are slowed with 429.
+func TestSnoozeLinkReplayedAddsOneSilenceOfItsRule(t *testing.T) {
+	_, signer, _, silences := linkSetup(t)
+	x := job(0)
+	snooze := signer.For(x, []string{"ann@example.com"}, time.Now())["ann@example.com"].Snooze
+	for i := 0; i < 5; i++ {
+		if code, body := post(t, snooze, ""); code != 200 {
+			t.Fatalf("POST %d: %d %s", i, code, body)
+		}
+	}
+	ss, err := silences.List(t.Context())
+	if err != nil || len(ss) != 1 {
+		t.Fatalf("%d silences after five uses of one link, want 1: %v", len(ss), err)
+	}
+	otherRule := x
+	otherRule.Rule = "another-rule"
+	if s := ss[0]; s.Match.Rule != x.Rule || !s.Match.Matches(x) || s.Match.Matches(otherRule) {
+		t.Fatalf("silence %+v: want it to match rule %s only", s.Match, x.Rule)
+	}
+	limited := 0
+	for i := 0; i < 40; i++ {
+		if code, _ := post(t, snooze, ""); code == http.StatusTooManyRequests {
+			limited++
+		}
+	}
+	if limited == 0 {
+		t.Fatal("40 more requests from one address at once: none slowed")
+	}
+}
+
 func TestLinksConfigNamesItsKeys(t *testing.T) {
 	c := links.DefaultConfig()
 	if err := c.Validate("worker.links"); err != nil || c.Enabled() {

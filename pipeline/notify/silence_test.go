@@ -25,6 +25,7 @@ func apiCall(t *testing.T, method, url string, body any, want int) []byte {
 		rd = bytes.NewReader(nil)
 	}
 	req, _ := http.NewRequest(method, url, rd)
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -200,6 +200,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err := w.silences.Watch(watchCtx); err != nil {
 		return err
 	}
+	go w.silences.Maintain(watchCtx, silencePurgeEvery)
 	// Other worker processes hand us jobs for pages we have locked.
 	sub, err := w.bus.Conn.Subscribe(w.bus.HandoffSubject(w.cfg.Name), w.handoffs.answer(s))
 	if err != nil {
@@ -258,6 +259,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	return nil
 }
+
+// silencePurgeEvery is how often a worker deletes long-ended silences.
+const silencePurgeEvery = time.Hour
 
 // shallowPrefetch is how many jobs a worker holds while no rate limit
 // holds its sends back (see Config.Prefetch), and throttledFor how long a

@@ -23,6 +23,8 @@ const APIPrefix = "/api/v1/silences"
 //	GET    /api/v1/silences/{id}       one silence
 //	POST   /api/v1/silences/{id}/expire  end it now
 //
+// Changes must be sent as Content-Type: application/json, from no other
+// site's page (guardChange), and a silence lasts at most MaxFor.
 // It has no authentication of its own: whoever reaches the listener may
 // silence. Keep worker.listen on loopback, or put it behind a proxy that
 // authenticates. now is the clock (nil: time.Now).
@@ -33,9 +35,9 @@ func API(s *Store, now func() time.Time) http.Handler {
 	a := &api{s: s, now: now}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+APIPrefix, a.list)
-	mux.HandleFunc("POST "+APIPrefix, a.create)
+	mux.HandleFunc("POST "+APIPrefix, guardChange(a.create))
 	mux.HandleFunc("GET "+APIPrefix+"/{id}", a.get)
-	mux.HandleFunc("POST "+APIPrefix+"/{id}/expire", a.expire)
+	mux.HandleFunc("POST "+APIPrefix+"/{id}/expire", guardChange(a.expire))
 	return mux
 }
 

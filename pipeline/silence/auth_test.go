@@ -10,9 +10,12 @@ import (
 
 func TestRequireToken(t *testing.T) {
 	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
-	call := func(h http.Handler, remote, auth string) int {
+	call := func(h http.Handler, remote, auth string, host ...string) int {
 		r := httptest.NewRequest("GET", silence.APIPrefix, nil)
-		r.RemoteAddr = remote
+		r.RemoteAddr, r.Host = remote, "127.0.0.1:9102"
+		if len(host) > 0 {
+			r.Host = host[0]
+		}
 		if auth != "" {
 			r.Header.Set("Authorization", auth)
 		}
@@ -37,6 +40,13 @@ func TestRequireToken(t *testing.T) {
 	} {
 		if got := call(c.h, c.remote, c.auth); got != c.want {
 			t.Errorf("%s: status %d, want %d", c.name, got, c.want)
+		}
+	}
+	// DNS rebinding: a page at attacker.example, re-pointed at 127.0.0.1,
+	// reaches loopback from the browser but sends its own name.
+	for host, want := range map[string]int{"attacker.example": 403, "attacker.example:9102": 403, "localhost:9102": 204, "[::1]:9102": 204, "127.0.0.1": 204} {
+		if got := call(open, "127.0.0.1:5000", "", host); got != want {
+			t.Errorf("no token, loopback caller, Host %s: status %d, want %d", host, got, want)
 		}
 	}
 }

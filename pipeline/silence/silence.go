@@ -47,6 +47,15 @@ const (
 	maxSilences    = 10_000
 )
 
+// MaxFor is the longest a silence may last, and the furthest ahead it may
+// start: a silence is a pause, and one made by mistake or by a forged
+// request must end on its own.
+const MaxFor = 30 * 24 * time.Hour
+
+// KeepEnded is how long an ended silence stays listed (as a record of
+// what was silenced when) before Purge deletes it.
+const KeepEnded = 7 * 24 * time.Hour
+
 // ErrNotFound is returned for an ID no silence has.
 var ErrNotFound = errors.New("no such silence")
 
@@ -148,19 +157,100 @@ func (s *Store) Add(ctx context.Context, sl Silence, now time.Time) (Silence, er
 	if !sl.EndsAt.After(now) {
 		return Silence{}, fmt.Errorf("ends_at (%s) is not in the future", sl.EndsAt.Format(time.RFC3339))
 	}
+	from := sl.StartsAt
+	if from.Before(now) {
+		from = now
+	}
+	if sl.StartsAt.Sub(now) > MaxFor || sl.EndsAt.Sub(from) > MaxFor {
+		return Silence{}, fmt.Errorf("a silence may start at most %s ahead and last at most %s", MaxFor, MaxFor)
+	}
+	given := sl.ID != ""
+	if given && !idRE.MatchString(sl.ID) {
+		return Silence{}, fmt.Errorf("id: must match %s", idRE)
+	}
 	if st, err := kv.Status(ctx); err == nil && st.Values() >= maxSilences {
 		return Silence{}, fmt.Errorf("%d silences are stored: the most kept", maxSilences)
 	}
-	var id [8]byte
-	_, _ = rand.Read(id[:])
-	sl.ID = hex.EncodeToString(id[:])
+	if !given {
+		var id [8]byte
+		_, _ = rand.Read(id[:])
+		sl.ID = hex.EncodeToString(id[:])
+	}
 	sl.StartsAt, sl.EndsAt = sl.StartsAt.UTC(), sl.EndsAt.UTC()
 	body, _ := json.Marshal(sl)
 	if _, err := kv.Create(ctx, sl.ID, body); err != nil {
+		if given && errors.Is(err, jetstream.ErrKeyExists) {
+			// Added before under this ID (a snooze link used twice):
+			// the first stands, unchanged.
+			return s.get(ctx, kv, sl.ID)
+		}
 		return Silence{}, fmt.Errorf("store silence: %w", err)
 	}
 	s.put(sl)
 	return sl, nil
+}
+
+func (s *Store) get(ctx context.Context, kv jetstream.KeyValue, id string) (Silence, error) {
+	e, err := kv.Get(ctx, id)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return Silence{}, ErrNotFound
+	}
+	if err != nil {
+		return Silence{}, fmt.Errorf("read silence %s: %w", id, err)
+	}
+	var sl Silence
+	if err := json.Unmarshal(e.Value(), &sl); err != nil {
+		return Silence{}, fmt.Errorf("read silence %s: %w", id, err)
+	}
+	return sl, nil
+}
+
+// Purge deletes the silences that ended more than KeepEnded before now,
+// and the markers their deletes leave, so that ended silences never fill
+// the store; it returns how many it deleted.
+func (s *Store) Purge(ctx context.Context, now time.Time) (int, error) {
+	all, err := s.List(ctx)
+	if err != nil {
+		return 0, err
+	}
+	kv, err := s.kv(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, sl := range all {
+		if now.Sub(sl.EndsAt) <= KeepEnded {
+			continue
+		}
+		if err := kv.Purge(ctx, sl.ID); err != nil {
+			return n, fmt.Errorf("purge silence %s: %w", sl.ID, err)
+		}
+		n++
+	}
+	if n > 0 {
+		if err := kv.PurgeDeletes(ctx, jetstream.DeleteMarkersOlderThan(-1)); err != nil {
+			return n, fmt.Errorf("purge silences' delete markers: %w", err)
+		}
+	}
+	return n, nil
+}
+
+// Maintain purges ended silences every interval until ctx ends.
+func (s *Store) Maintain(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		if n, err := s.Purge(ctx, time.Now()); err != nil && ctx.Err() == nil {
+			s.log.Warn("purging ended silences failed; will retry", "err", err)
+		} else if n > 0 {
+			s.log.Info("purged ended silences", "count", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // List returns every stored silence, the latest ending first.
