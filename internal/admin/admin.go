@@ -24,6 +24,12 @@ type Check func(ctx context.Context) error
 
 // Server is the admin HTTP server.
 type Server struct {
+	// ReadTimeout bounds reading a whole request, body included: the
+	// listener serves public links (worker.links), and a client that
+	// trickles a body must not hold a connection open. IdleTimeout closes
+	// kept-alive connections nobody uses. New sets both.
+	ReadTimeout, IdleTimeout time.Duration
+
 	addr   string
 	mux    *http.ServeMux
 	mu     sync.Mutex
@@ -34,7 +40,8 @@ type Server struct {
 
 // New returns a server for addr (host:port) exposing reg.
 func New(addr string, reg *prometheus.Registry, checks map[string]Check, logger *slog.Logger) *Server {
-	s := &Server{addr: addr, mux: http.NewServeMux(), checks: map[string]Check{}, logger: logger}
+	s := &Server{addr: addr, mux: http.NewServeMux(), checks: map[string]Check{}, logger: logger,
+		ReadTimeout: 15 * time.Second, IdleTimeout: 2 * time.Minute}
 	for name, c := range checks {
 		s.checks[name] = c
 	}
@@ -127,7 +134,8 @@ func (s *Server) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	srv := &http.Server{Handler: s.mux, ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: s.mux, ReadHeaderTimeout: min(5*time.Second, s.ReadTimeout),
+		ReadTimeout: s.ReadTimeout, IdleTimeout: s.IdleTimeout}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(s.ln) }()
 	s.logger.Info("admin endpoints serving", "addr", s.Addr(), "paths", "/metrics /healthz /readyz")

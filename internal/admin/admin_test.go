@@ -3,12 +3,15 @@ package admin_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -78,5 +81,48 @@ func TestEndpoints(t *testing.T) {
 	down.Store(false)
 	if code, body := get(t, base+"/readyz"); code != 503 || body != "nats: ok\nstuck: no answer within 2s\n" {
 		t.Fatalf("/readyz with a stuck check: %d %q", code, body)
+	}
+}
+
+// A client that trickles a request body does not hold a connection past
+// the read timeout: the listener serves public links.
+func TestTrickledBodyIsCutOff(t *testing.T) {
+	srv := admin.New("127.0.0.1:0", prometheus.NewRegistry(), nil, slog.New(slog.DiscardHandler))
+	if srv.ReadTimeout <= 0 || srv.IdleTimeout <= 0 {
+		t.Fatalf("read timeout %s, idle timeout %s: want both set", srv.ReadTimeout, srv.IdleTimeout)
+	}
+	srv.ReadTimeout = 300 * time.Millisecond
+	srv.Handle("POST /links/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+	}))
+	if err := srv.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() { _ = srv.Run(ctx) }()
+
+	conn, err := net.Dial("tcp", srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	const size = 40 // bytes, one per 100 ms: 4 s if never cut off
+	fmt.Fprintf(conn, "POST /links/snooze HTTP/1.1\r\nHost: localhost\r\nContent-Length: %d\r\n\r\n", size)
+	closed := make(chan struct{})
+	go func() { _, _ = io.Copy(io.Discard, conn); close(closed) }()
+	sent := 0
+	for ; sent < size; sent++ {
+		select {
+		case <-closed:
+		case <-time.After(100 * time.Millisecond):
+			if _, err := conn.Write([]byte("x")); err == nil {
+				continue
+			}
+		}
+		break
+	}
+	if sent == size {
+		t.Fatalf("the whole trickled body (%d bytes over %s) was read: the connection was never cut off", size, size*100*time.Millisecond)
 	}
 }
