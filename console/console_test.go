@@ -228,6 +228,7 @@ const (
 )
 
 type bundle struct {
+	s        *Server
 	srv      *httptest.Server
 	store    *fakeStore
 	dead     *fakeDead
@@ -291,7 +292,7 @@ func setup(t *testing.T, mutate func(*Config)) *bundle {
 	go func() { _ = s.live.Run(ctx); close(done) }()
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(func() { srv.Close(); cancel(); <-done })
-	return &bundle{srv: srv, store: st, dead: dead, silences: sil, token: token}
+	return &bundle{s: s, srv: srv, store: st, dead: dead, silences: sil, token: token}
 }
 
 // client is a browser: cookies kept, redirects not followed.

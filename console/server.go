@@ -110,7 +110,7 @@ func (s *Server) Listen() error {
 func (s *Server) Addr() string { return s.ln.Addr().String() }
 
 // Handler is the console's HTTP handler.
-func (s *Server) Handler() http.Handler { return s.secure(s.mux) }
+func (s *Server) Handler() http.Handler { return s.secure(s.loopbackNames(s.mux)) }
 
 // Run serves until ctx is done, then lets requests in flight finish for
 // a few seconds. Server-sent event streams end with ctx.
@@ -164,6 +164,41 @@ func (s *Server) secure(h http.Handler) http.Handler {
 		hd.Set("Cache-Control", "no-store")
 		h.ServeHTTP(w, r)
 	})
+}
+
+// loopbackNames refuses, with auth: none, a request whose Host is not a
+// loopback name. Every caller is the operator then, and a page on any
+// site can point a name of its own at 127.0.0.1 (DNS rebinding): the
+// browser would let that page read the console and post its forms as
+// its own site's. Validate allows auth: none only on a loopback listen
+// address, whose host is always one of these names.
+func (s *Server) loopbackNames(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.cfg.Load().Auth == AuthNone && !loopbackHost(r.Host) {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			w.WriteHeader(http.StatusMisdirectedRequest)
+			fmt.Fprintf(w, "console.auth is none, so the console answers only to a loopback name "+
+				"(localhost, 127.0.0.1, [::1]), not to %q: browse to it by one of those, "+
+				"or set console.auth: password to reach it by another name.\n", r.Host)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// loopbackHost reports whether a Host header names this machine itself:
+// localhost or a loopback address, with any port.
+func loopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // route registers a handler, timed under its name, behind the login
