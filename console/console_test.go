@@ -236,7 +236,21 @@ type bundle struct {
 	token    string
 }
 
+// setup serves a console built by build through httptest.
 func setup(t *testing.T, mutate func(*Config)) *bundle {
+	t.Helper()
+	b := build(t, mutate)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = b.s.live.Run(ctx); close(done) }()
+	b.srv = httptest.NewServer(b.s.Handler())
+	t.Cleanup(func() { b.srv.Close(); cancel(); <-done })
+	return b
+}
+
+// build makes a console over fakes: alice (operator) and bob (viewer),
+// a viewer token, two rules, the clock at 2026-11-24 12:00:30 UTC.
+func build(t *testing.T, mutate func(*Config)) *bundle {
 	t.Helper()
 	hash, err := bcrypt.GenerateFromPassword([]byte("pw-alice"), bcrypt.MinCost)
 	if err != nil {
@@ -287,12 +301,7 @@ func setup(t *testing.T, mutate func(*Config)) *bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = s.live.Run(ctx); close(done) }()
-	srv := httptest.NewServer(s.Handler())
-	t.Cleanup(func() { srv.Close(); cancel(); <-done })
-	return &bundle{s: s, srv: srv, store: st, dead: dead, silences: sil, token: token}
+	return &bundle{s: s, store: st, dead: dead, silences: sil, token: token}
 }
 
 // client is a browser: cookies kept, redirects not followed.

@@ -302,6 +302,9 @@ func (s *livePages) livePage(w http.ResponseWriter, r *http.Request) {
 	s.render(w, r, "live", "Live", liveView{Site: site, Stream: stream, Live: snap.forSite(site, livePerSite*4)})
 }
 
+// streamWriteTimeout bounds each of the live stream's writes.
+const streamWriteTimeout = 30 * time.Second
+
 // liveStream sends the live view as server-sent events, one "live"
 // event per poll, until the browser goes or the console stops.
 func (s *livePages) liveStream(w http.ResponseWriter, r *http.Request) {
@@ -317,19 +320,31 @@ func (s *livePages) liveStream(w http.ResponseWriter, r *http.Request) {
 	}
 	defer s.live.unsubscribe(c)
 	site := r.URL.Query().Get("site")
+	// The server's write timeout bounds a whole answer, and a stream lasts
+	// as long as its browser stays: each write is bounded instead, so a
+	// browser that stops reading still frees the stream.
+	rc := http.NewResponseController(w)
+	write := func(format string, args ...any) bool {
+		_ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+		if _, err := fmt.Fprintf(w, format, args...); err != nil {
+			return false
+		}
+		fl.Flush()
+		return true
+	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("X-Accel-Buffering", "no")
+	_ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
 	w.WriteHeader(http.StatusOK)
-	fmt.Fprintf(w, "retry: 3000\n\n")
-	fl.Flush()
+	if !write("retry: 3000\n\n") {
+		return
+	}
 	send := func(snap *liveSnapshot) bool {
 		b, err := json.Marshal(snap.forSite(site, livePerSite*4))
 		if err != nil {
 			return false
 		}
-		_, err = fmt.Fprintf(w, "event: live\ndata: %s\n\n", b)
-		fl.Flush()
-		return err == nil
+		return write("event: live\ndata: %s\n\n", b)
 	}
 	if snap := s.live.latest(); snap != nil && !send(snap) {
 		return
@@ -341,10 +356,9 @@ func (s *livePages) liveStream(w http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 			return
 		case <-keepAlive.C:
-			if _, err := fmt.Fprintf(w, ": keep-alive\n\n"); err != nil {
+			if !write(": keep-alive\n\n") {
 				return
 			}
-			fl.Flush()
 		case <-c:
 			if snap := s.live.latest(); snap != nil && !send(snap) {
 				return

@@ -48,6 +48,21 @@ type Server struct {
 	live     *hub
 	mux      *http.ServeMux
 	ln       net.Listener
+	timeouts timeouts
+}
+
+// timeouts bound each connection's requests (tests shorten them).
+type timeouts struct {
+	header, read, write, idle time.Duration
+}
+
+// defaultTimeouts: a caller that sends a request, body included, or reads
+// its answer slower than this holds a connection and a goroutine for
+// nothing; the largest form is 64 KiB and the largest page a few hundred.
+// The live stream bounds each of its writes instead of its whole answer
+// (liveStream); it reads nothing, so the read timeout does not end it.
+func defaultTimeouts() timeouts {
+	return timeouts{header: 10 * time.Second, read: 30 * time.Second, write: time.Minute, idle: 2 * time.Minute}
 }
 
 // frame is what every page shares: the settings, what the console reads
@@ -88,6 +103,7 @@ func New(cfg Config, d Deps) (*Server, error) {
 	s := &Server{frame: &frame{deps: d, auth: a, zone: zone, tmpl: t, metrics: newMetrics(d.Registry)},
 		ipLimit:  newLimiter(20, 15*time.Minute, d.Now),
 		usrLimit: newLimiter(5, 15*time.Minute, d.Now),
+		timeouts: defaultTimeouts(),
 	}
 	s.cfg.Store(&cfg)
 	s.live = newHub(d.Store, cfg.LiveInterval, d.Now, d.Logger, s.metrics)
@@ -121,8 +137,9 @@ func (s *Server) Run(ctx context.Context) error {
 		}
 	}
 	cfg := s.cfg.Load()
-	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
-		BaseContext: func(net.Listener) context.Context { return ctx }}
+	tm := s.timeouts
+	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: tm.header, ReadTimeout: tm.read,
+		WriteTimeout: tm.write, IdleTimeout: tm.idle, BaseContext: func(net.Listener) context.Context { return ctx }}
 	ln := s.ln
 	if cfg.TLSCert != "" {
 		cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
