@@ -34,16 +34,8 @@ func encodeNode(v reflect.Value) (*yaml.Node, error) {
 		return scalar(formatDuration(v.Interface().(time.Duration)), "!!str"), nil
 	case v.Kind() == reflect.Struct:
 		n := &yaml.Node{Kind: yaml.MappingNode}
-		for i := 0; i < v.NumField(); i++ {
-			name, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("yaml"), ",")
-			if name == "" || name == "-" {
-				continue
-			}
-			val, err := encodeNode(v.Field(i))
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", name, err)
-			}
-			n.Content = append(n.Content, scalar(name, "!!str"), val)
+		if err := encodeFields(v, n); err != nil {
+			return nil, err
 		}
 		return n, nil
 	case v.Kind() == reflect.Slice:
@@ -65,6 +57,30 @@ func encodeNode(v reflect.Value) (*yaml.Node, error) {
 		return nil, err
 	}
 	return n, nil
+}
+
+// encodeFields appends struct v's keys to n; an embedded struct tagged
+// `yaml:",inline"` gives its keys in its place, as strict decodes them.
+func encodeFields(v reflect.Value, n *yaml.Node) error {
+	for i := 0; i < v.NumField(); i++ {
+		f := v.Type().Field(i)
+		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if f.Anonymous && name == "" && opts == "inline" && f.Type.Kind() == reflect.Struct {
+			if err := encodeFields(v.Field(i), n); err != nil {
+				return err
+			}
+			continue
+		}
+		if name == "" || name == "-" {
+			continue
+		}
+		val, err := encodeNode(v.Field(i))
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		n.Content = append(n.Content, scalar(name, "!!str"), val)
+	}
+	return nil
 }
 
 // formatDuration writes 72h rather than 72h0m0s.

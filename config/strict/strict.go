@@ -103,13 +103,8 @@ func decodeStruct(n *yaml.Node, v reflect.Value, path string) error {
 	if n.Kind != yaml.MappingNode {
 		return keyError(path, n, "expected a mapping of keys, got a %s", kindName(n))
 	}
-	fields := make(map[string]int, v.NumField())
-	for i := 0; i < v.NumField(); i++ {
-		name, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("yaml"), ",")
-		if name != "" && name != "-" {
-			fields[name] = i
-		}
-	}
+	fields := map[string][]int{}
+	structFields(v.Type(), nil, fields)
 	seen := make(map[string]bool, len(n.Content)/2)
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, val := n.Content[i], n.Content[i+1]
@@ -122,11 +117,28 @@ func decodeStruct(n *yaml.Node, v reflect.Value, path string) error {
 			return keyError(key, k, "key given twice")
 		}
 		seen[k.Value] = true
-		if err := decodeValue(val, v.Field(idx), key); err != nil {
+		if err := decodeValue(val, v.FieldByIndex(idx), key); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// structFields maps t's YAML keys to their fields' indexes. The keys of
+// an embedded struct tagged `yaml:",inline"` are its parent's, as
+// yaml.v3 has them: a section may take keys another package declares.
+func structFields(t reflect.Type, index []int, out map[string][]int) {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		idx := append(append([]int(nil), index...), i)
+		switch {
+		case f.Anonymous && name == "" && opts == "inline" && f.Type.Kind() == reflect.Struct:
+			structFields(f.Type, idx, out)
+		case name != "" && name != "-":
+			out[name] = idx
+		}
+	}
 }
 
 func decodeSlice(n *yaml.Node, v reflect.Value, path string) error {
@@ -194,7 +206,7 @@ func cleanYAMLError(err error) string {
 	return err.Error()
 }
 
-func sortedKeys(m map[string]int) []string {
+func sortedKeys(m map[string][]int) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
