@@ -61,9 +61,39 @@ func discordEscape(s string) string {
 	return strings.NewReplacer(`\`, `\\`, "*", `\*`, "_", `\_`, "~", `\~`, "`", "\\`", "|", `\|`, ">", `\>`, "#", `\#`, "[", `\[`, "]", `\]`).Replace(s)
 }
 
-// DiscordPayload is the webhook body for n: one embed, and no mentions
+// discordPayload is the webhook body: one embed, and no mentions
 // whatever the text says.
-func DiscordPayload(n notify.Notification, username string) map[string]any {
+type discordPayload struct {
+	AllowedMentions discordMentions `json:"allowed_mentions"`
+	Embeds          []discordEmbed  `json:"embeds"`
+	Username        string          `json:"username,omitempty"` // empty: the webhook's own name
+}
+
+type discordMentions struct {
+	Parse []string `json:"parse"` // empty: no mention is ever parsed
+}
+
+type discordEmbed struct {
+	Color       int            `json:"color"`
+	Description string         `json:"description"`
+	Fields      []discordField `json:"fields"`
+	Footer      discordFooter  `json:"footer"`
+	Timestamp   string         `json:"timestamp"`
+	Title       string         `json:"title"`
+}
+
+type discordField struct {
+	Inline bool   `json:"inline"`
+	Name   string `json:"name"`
+	Value  string `json:"value"`
+}
+
+type discordFooter struct {
+	Text string `json:"text"`
+}
+
+// discordMessage is the webhook body for n.
+func discordMessage(n notify.Notification, username string) discordPayload {
 	m := newMessage(n)
 	var desc []string
 	for _, l := range m.intro {
@@ -72,29 +102,23 @@ func DiscordPayload(n notify.Notification, username string) map[string]any {
 	for _, l := range m.digest {
 		desc = append(desc, discordEscape(l))
 	}
-	embed := map[string]any{
-		"title":       truncate(discordEscape(m.title), discordMaxTitle),
-		"description": truncate(strings.Join(desc, "\n"), min(discordMaxDescription, discordMaxEmbedTotal/2)),
-		"color":       0xE8590C,
-		"timestamp":   m.at.Format(time.RFC3339),
-		"footer":      map[string]any{"text": truncate(m.footer, min(discordMaxFooter, 300))},
+	embed := discordEmbed{
+		Title:       truncate(discordEscape(m.title), discordMaxTitle),
+		Description: truncate(strings.Join(desc, "\n"), min(discordMaxDescription, discordMaxEmbedTotal/2)),
+		Color:       0xE8590C,
+		Timestamp:   m.at.Format(time.RFC3339),
+		Footer:      discordFooter{Text: truncate(m.footer, min(discordMaxFooter, 300))},
 	}
-	var fields []map[string]any
 	for _, f := range m.facts[:min(len(m.facts), discordMaxFields)] {
-		fields = append(fields, map[string]any{"name": f.name, "value": truncate(discordEscape(f.value), min(discordMaxFieldValue, 250)), "inline": true})
+		embed.Fields = append(embed.Fields, discordField{Name: f.name, Value: truncate(discordEscape(f.value), min(discordMaxFieldValue, 250)), Inline: true})
 	}
-	embed["fields"] = fields
-	p := map[string]any{"embeds": []any{embed}, "allowed_mentions": map[string]any{"parse": []string{}}}
-	if username != "" {
-		p["username"] = username
-	}
-	return p
+	return discordPayload{Embeds: []discordEmbed{embed}, AllowedMentions: discordMentions{Parse: []string{}}, Username: username}
 }
 
 // Send posts n; Discord answers 204 (or 200 with ?wait=true). A 429
 // says how long to wait in its JSON body (retry_after, in seconds).
 func (d *Discord) Send(ctx context.Context, n notify.Notification) error {
-	body, err := json.Marshal(DiscordPayload(n, d.username))
+	body, err := json.Marshal(discordMessage(n, d.username))
 	if err != nil {
 		return notify.Permanent(err)
 	}

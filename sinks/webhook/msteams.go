@@ -49,43 +49,84 @@ func teamsEscape(s string) string {
 	return strings.NewReplacer(`\`, `\\`, "*", `\*`, "_", `\_`, "[", `\[`, "]", `\]`, "(", `\(`, ")", `\)`, "<", `\<`, ">", `\>`, "#", `\#`, "`", "\\`").Replace(s)
 }
 
-// TeamsCard is the workflow payload for n: a message with one Adaptive
-// Card attachment (version 1.4).
-func TeamsCard(n notify.Notification) map[string]any {
+// teamsPayload is a workflow's body: a message with one Adaptive Card
+// attachment (version 1.4).
+type teamsPayload struct {
+	Attachments []teamsAttachment `json:"attachments"`
+	Type        string            `json:"type"` // message
+}
+
+type teamsAttachment struct {
+	Content     teamsCard `json:"content"`
+	ContentType string    `json:"contentType"`
+	ContentURL  *string   `json:"contentUrl"` // null, as Microsoft's examples send it
+}
+
+type teamsCard struct {
+	Schema  string `json:"$schema"`
+	Body    []any  `json:"body"` // teamsText and teamsFacts
+	Type    string `json:"type"`
+	Version string `json:"version"`
+}
+
+// teamsText is a TextBlock. Text is never left out: an empty line of a
+// rule's body is an empty block.
+type teamsText struct {
+	FontType string `json:"fontType,omitempty"`
+	IsSubtle bool   `json:"isSubtle,omitempty"`
+	Size     string `json:"size,omitempty"`
+	Spacing  string `json:"spacing,omitempty"`
+	Text     string `json:"text"`
+	Type     string `json:"type"`
+	Weight   string `json:"weight,omitempty"`
+	Wrap     bool   `json:"wrap"`
+}
+
+type teamsFacts struct {
+	Facts []teamsFact `json:"facts"`
+	Type  string      `json:"type"` // FactSet
+}
+
+type teamsFact struct {
+	Title string `json:"title"`
+	Value string `json:"value"`
+}
+
+// teamsMessage is the workflow payload for n.
+func teamsMessage(n notify.Notification) teamsPayload {
 	m := newMessage(n)
-	block := func(text string, extra map[string]any) map[string]any {
-		b := map[string]any{"type": "TextBlock", "text": text, "wrap": true}
-		for k, v := range extra {
-			b[k] = v
-		}
-		return b
-	}
-	body := []map[string]any{block(teamsEscape(m.title), map[string]any{"size": "Large", "weight": "Bolder"})}
+	block := func(text string) teamsText { return teamsText{Type: "TextBlock", Text: text, Wrap: true} }
+	title := block(teamsEscape(m.title))
+	title.Size, title.Weight = "Large", "Bolder"
+	body := []any{title}
 	for _, l := range m.intro {
-		body = append(body, block(teamsEscape(l), nil))
+		body = append(body, block(teamsEscape(l)))
 	}
-	var facts []map[string]any
+	var facts []teamsFact
 	for _, f := range m.facts {
-		facts = append(facts, map[string]any{"title": f.name, "value": teamsEscape(f.value)})
+		facts = append(facts, teamsFact{Title: f.name, Value: teamsEscape(f.value)})
 	}
-	body = append(body, map[string]any{"type": "FactSet", "facts": facts})
+	body = append(body, teamsFacts{Type: "FactSet", Facts: facts})
 	for _, l := range m.digest {
-		body = append(body, block(teamsEscape(l), map[string]any{"fontType": "Monospace", "spacing": "None"}))
+		b := block(teamsEscape(l))
+		b.FontType, b.Spacing = "Monospace", "None"
+		body = append(body, b)
 	}
 	if m.more > 0 {
-		body = append(body, block(fmt.Sprintf("…and %d more", m.more), nil))
+		body = append(body, block(fmt.Sprintf("…and %d more", m.more)))
 	}
-	body = append(body, block(teamsEscape(m.footer), map[string]any{"isSubtle": true, "size": "Small"}))
-	return map[string]any{
-		"type": "message",
-		"attachments": []map[string]any{{
-			"contentType": "application/vnd.microsoft.card.adaptive",
-			"contentUrl":  nil,
-			"content": map[string]any{
-				"$schema": "http://adaptivecards.io/schemas/adaptive-card.json",
-				"type":    "AdaptiveCard",
-				"version": "1.4",
-				"body":    body,
+	footer := block(teamsEscape(m.footer))
+	footer.IsSubtle, footer.Size = true, "Small"
+	body = append(body, footer)
+	return teamsPayload{
+		Type: "message",
+		Attachments: []teamsAttachment{{
+			ContentType: "application/vnd.microsoft.card.adaptive",
+			Content: teamsCard{
+				Schema:  "http://adaptivecards.io/schemas/adaptive-card.json",
+				Type:    "AdaptiveCard",
+				Version: "1.4",
+				Body:    body,
 			},
 		}},
 	}
@@ -93,14 +134,14 @@ func TeamsCard(n notify.Notification) map[string]any {
 
 // Send posts n; the workflow answers 202 Accepted.
 func (t *MSTeams) Send(ctx context.Context, n notify.Notification) error {
-	body, err := json.Marshal(TeamsCard(n))
+	body, err := json.Marshal(teamsMessage(n))
 	if err != nil {
 		return notify.Permanent(err)
 	}
 	if len(body) > TeamsMaxBytes {
 		// Only a digest gets this long: drop its list rather than fail.
 		n.Digest = nil
-		if body, err = json.Marshal(TeamsCard(n)); err != nil {
+		if body, err = json.Marshal(teamsMessage(n)); err != nil {
 			return notify.Permanent(err)
 		}
 	}

@@ -61,23 +61,45 @@ func slackEscape(s string) string {
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
 }
 
-// SlackBlocks is the payload for n.
-func SlackBlocks(n notify.Notification) map[string]any {
+// slackPayload is an incoming webhook's body: Block Kit blocks, and the
+// text notifications show.
+type slackPayload struct {
+	Blocks []slackBlock `json:"blocks"`
+	Text   string       `json:"text"`
+}
+
+// slackBlock is a header (text), a section (text or fields) or a
+// context (elements).
+type slackBlock struct {
+	Elements []slackText `json:"elements,omitempty"`
+	Fields   []slackText `json:"fields,omitempty"`
+	Text     *slackText  `json:"text,omitempty"`
+	Type     string      `json:"type"`
+}
+
+type slackText struct {
+	Text string `json:"text"`
+	Type string `json:"type"` // mrkdwn or plain_text
+}
+
+// slackMessage is the payload for n.
+func slackMessage(n notify.Notification) slackPayload {
 	m := newMessage(n)
-	text := func(t string) map[string]any { return map[string]any{"type": "mrkdwn", "text": t} }
-	blocks := []map[string]any{
-		{"type": "header", "text": map[string]any{"type": "plain_text", "text": truncate(m.title, slackMaxHeader)}},
+	mrkdwn := func(t string) slackText { return slackText{Type: "mrkdwn", Text: t} }
+	section := func(t string) slackBlock { s := mrkdwn(t); return slackBlock{Type: "section", Text: &s} }
+	blocks := []slackBlock{
+		{Type: "header", Text: &slackText{Type: "plain_text", Text: truncate(m.title, slackMaxHeader)}},
 	}
 	var intro []string
 	for _, l := range m.intro {
 		intro = append(intro, slackEscape(l))
 	}
-	blocks = append(blocks, map[string]any{"type": "section", "text": text(truncate(strings.Join(intro, "\n"), slackMaxSectionText))})
-	var fields []map[string]any
+	blocks = append(blocks, section(truncate(strings.Join(intro, "\n"), slackMaxSectionText)))
+	var fields []slackText
 	for _, f := range m.facts[:min(len(m.facts), slackMaxFields)] {
-		fields = append(fields, text(truncate("*"+f.name+"*\n"+slackEscape(f.value), slackMaxFieldText)))
+		fields = append(fields, mrkdwn(truncate("*"+f.name+"*\n"+slackEscape(f.value), slackMaxFieldText)))
 	}
-	blocks = append(blocks, map[string]any{"type": "section", "fields": fields})
+	blocks = append(blocks, slackBlock{Type: "section", Fields: fields})
 	if len(m.digest) > 0 {
 		var d []string
 		for _, l := range m.digest {
@@ -86,16 +108,16 @@ func SlackBlocks(n notify.Notification) map[string]any {
 		if m.more > 0 {
 			d = append(d, fmt.Sprintf("…and %d more", m.more))
 		}
-		blocks = append(blocks, map[string]any{"type": "section", "text": text(truncate("```"+strings.Join(d, "\n")+"```", slackMaxSectionText))})
+		blocks = append(blocks, section(truncate("```"+strings.Join(d, "\n")+"```", slackMaxSectionText)))
 	}
-	blocks = append(blocks, map[string]any{"type": "context", "elements": []map[string]any{text(slackEscape(m.footer))}})
-	return map[string]any{"text": slackEscape(m.title), "blocks": blocks}
+	blocks = append(blocks, slackBlock{Type: "context", Elements: []slackText{mrkdwn(slackEscape(m.footer))}})
+	return slackPayload{Text: slackEscape(m.title), Blocks: blocks}
 }
 
 // Send posts n. Slack answers 200 "ok"; its errors come as 4xx with a
 // short reason (invalid_blocks, channel_not_found, ...), never retried.
 func (s *Slack) Send(ctx context.Context, n notify.Notification) error {
-	body, err := json.Marshal(SlackBlocks(n))
+	body, err := json.Marshal(slackMessage(n))
 	if err != nil {
 		return notify.Permanent(err)
 	}

@@ -70,8 +70,21 @@ func NewTelegram(name string, cfg TelegramConfig) (*Telegram, error) {
 		post: newPoster("telegram receiver "+name, HTTP{cfg.Timeout, cfg.Attempts})}, nil
 }
 
-// TelegramMessage is the sendMessage body for n, in parse_mode HTML.
-func TelegramMessage(chatID string, n notify.Notification) map[string]any {
+// telegramPayload is a sendMessage body.
+type telegramPayload struct {
+	ChatID             string          `json:"chat_id"`
+	LinkPreviewOptions telegramPreview `json:"link_preview_options"`
+	ParseMode          string          `json:"parse_mode,omitempty"` // empty: plain text
+	Text               string          `json:"text"`
+}
+
+// telegramPreview is off: a stranger's path is no link to preview.
+type telegramPreview struct {
+	IsDisabled bool `json:"is_disabled"`
+}
+
+// telegramMessage is the sendMessage body for n, in parse_mode HTML.
+func telegramMessage(chatID string, n notify.Notification) telegramPayload {
 	m := newMessage(n)
 	var b strings.Builder
 	b.WriteString("<b>" + html.EscapeString(m.title) + "</b>\n\n")
@@ -96,16 +109,16 @@ func TelegramMessage(chatID string, n notify.Notification) map[string]any {
 	text := b.String()
 	if len([]rune(text)) > TelegramMaxText {
 		// Markup cut in half would be refused: fall back to plain text.
-		return map[string]any{"chat_id": chatID, "text": truncate(m.plain(), TelegramMaxText), "link_preview_options": map[string]any{"is_disabled": true}}
+		return telegramPayload{ChatID: chatID, Text: truncate(m.plain(), TelegramMaxText), LinkPreviewOptions: telegramPreview{IsDisabled: true}}
 	}
-	return map[string]any{"chat_id": chatID, "text": text, "parse_mode": "HTML", "link_preview_options": map[string]any{"is_disabled": true}}
+	return telegramPayload{ChatID: chatID, Text: text, ParseMode: "HTML", LinkPreviewOptions: telegramPreview{IsDisabled: true}}
 }
 
 // Send calls sendMessage. The Bot API answers {"ok": true, ...}, or
 // {"ok": false, "error_code": ..., "description": ...}, with
 // parameters.retry_after on a 429.
 func (t *Telegram) Send(ctx context.Context, n notify.Notification) error {
-	body, err := json.Marshal(TelegramMessage(t.chatID, n))
+	body, err := json.Marshal(telegramMessage(t.chatID, n))
 	if err != nil {
 		return notify.Permanent(err)
 	}
