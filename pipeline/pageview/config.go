@@ -39,6 +39,12 @@ type Config struct {
 	// Bots are substrings of the user agent, compared without case, that
 	// mark crawlers, feed readers, link checkers and scripts.
 	Bots []string `yaml:"bots"`
+	// Sites lists the sites a line may name by its virtual host (the
+	// Host header: the client's to choose), as host names or
+	// "*.example.com" for its subdomains; lines naming another are not
+	// counted (reason site_not_listed). Empty: any site. An input's own
+	// site: is always counted.
+	Sites []string `yaml:"sites"`
 }
 
 // DefaultConfig returns the defaults documented in deploy/pagewatch.example.yaml.
@@ -148,6 +154,14 @@ func (c Config) Validate() error {
 			add(key, "must be 3..128 printable ASCII characters, got %q", b)
 		} else {
 			dup("bots", i, strings.ToLower(b))
+		}
+	}
+	for i, s := range c.Sites {
+		h := strings.TrimPrefix(strings.ToLower(s), "*.")
+		if h == "" || len(h) > 253 || strings.Trim(h, "abcdefghijklmnopqrstuvwxyz0123456789.-:[]") != "" || strings.HasPrefix(h, ".") {
+			add(fmt.Sprintf("sites[%d]", i), `must be a host name like "example.com" or "*.example.com", got %q`, s)
+		} else {
+			dup("sites", i, strings.ToLower(s))
 		}
 	}
 	return errors.Join(errs...)

@@ -26,6 +26,7 @@ package pageview
 
 import (
 	"slices"
+	"strings"
 	"unsafe"
 
 	"github.com/pagewatch/pagewatch/domain/hit"
@@ -41,26 +42,33 @@ const (
 	DropNotAPath  = "not_a_path" // "*" (OPTIONS), an authority (CONNECT), junk
 	DropStatic    = "static"
 	DropBot       = "bot"
+	// DropSite: the line's virtual host names a site that sites does not
+	// list (SiteListed; checked by the caller, which knows where the site
+	// came from).
+	DropSite = "site_not_listed"
 )
 
-// Reasons returns every reason Fill can return, in the order Fill checks
-// them, so callers can pre-register metric series at zero.
+// Reasons returns every reason a line is not a page view: Fill's, in the
+// order Fill checks them, then SiteListed's; so callers can pre-register
+// metric series at zero.
 func Reasons() []string {
-	return []string{DropNoRequest, DropMethod, DropStatus, DropNotAPath, DropStatic, DropBot}
+	return []string{DropNoRequest, DropMethod, DropStatus, DropNotAPath, DropStatic, DropBot, DropSite}
 }
 
 // Normalizer applies a Config. It is immutable once made, so one can be
 // shared by any number of goroutines.
 type Normalizer struct {
-	keep      []string // normalised parameter names
-	strip     bool
-	lowercase bool
-	maxBytes  int
-	methods   []string // empty: any
-	anyStatus bool
-	statuses  [1024 / 64]uint64 // bit per status code
-	exts      map[string]struct{}
-	bots      botMatcher
+	keep         []string // normalised parameter names
+	strip        bool
+	lowercase    bool
+	maxBytes     int
+	methods      []string // empty: any
+	anyStatus    bool
+	statuses     [1024 / 64]uint64 // bit per status code
+	exts         map[string]struct{}
+	bots         botMatcher
+	sites        map[string]struct{} // empty: every site
+	siteSuffixes []string            // ".example.com" of "*.example.com"
 }
 
 // New checks cfg and compiles it.
@@ -93,7 +101,37 @@ func New(cfg Config) (*Normalizer, error) {
 	for _, b := range cfg.Bots {
 		n.bots.add(b)
 	}
+	for _, s := range cfg.Sites {
+		s = strings.ToLower(s)
+		if rest, ok := strings.CutPrefix(s, "*."); ok {
+			n.siteSuffixes = append(n.siteSuffixes, "."+rest)
+			continue
+		}
+		if n.sites == nil {
+			n.sites = map[string]struct{}{}
+		}
+		n.sites[s] = struct{}{}
+	}
 	return n, nil
+}
+
+// SiteListed reports whether a site taken from a line's virtual host may
+// be counted: the Host header is the client's to choose, and each new
+// name is a site, with its pages, in every store and page of pagewatch.
+// With no sites configured every site is.
+func (n *Normalizer) SiteListed(site string) bool {
+	if n.sites == nil && n.siteSuffixes == nil {
+		return true
+	}
+	if _, ok := n.sites[site]; ok {
+		return true
+	}
+	for _, suf := range n.siteSuffixes {
+		if strings.HasSuffix(site, suf) {
+			return true
+		}
+	}
+	return false
 }
 
 func trimDot(s string) string {

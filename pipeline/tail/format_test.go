@@ -41,6 +41,28 @@ func TestVhostCombinedWithoutSiteCountsPerVhost(t *testing.T) {
 	}
 }
 
+// With sites set, a line whose Host header names another site (a
+// server that answers any name, a client making names up) is not
+// counted; an input's own site always is.
+func TestVhostSitesOutsideTheListAreNotCounted(t *testing.T) {
+	b := setup(t)
+	b.cfg.Inputs[0].Site = ""
+	b.cfg.Inputs[0].Format = "vhost_combined"
+	b.cfg.Pages.Sites = []string{"www.example.com", "*.example.org"}
+	hosts := []string{"www.example.com:443 ", "Blog.Example.org:80 ", "made-up-42.attacker.example:80 "}
+	var lines [][]byte
+	for i, l := range b.lines[:3000] {
+		lines = append(lines, append([]byte(hosts[i%3]), l...))
+	}
+	stop := b.start(t)
+	appendLines(t, b.log, lines)
+	sites := sitesOf(t, b, 2000)
+	stop()
+	if len(sites) != 2 || sites["www.example.com"] != 1000 || sites["blog.example.org"] != 1000 {
+		t.Fatalf("hits per site: %v", sites)
+	}
+}
+
 func TestCustomNginxFormat(t *testing.T) {
 	b := setup(t)
 	b.cfg.Inputs[0].NginxFormat = `$host $remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent" $request_time`

@@ -52,6 +52,10 @@ func (b *hitBatch) add(line []byte, offset int64) {
 			b.logger.Debug("line names no virtual host", "offset", offset)
 			return
 		}
+		if !b.pages.SiteListed(site) {
+			m.skipped(pageview.DropSite)
+			return
+		}
 	}
 	// h shares the line's bytes until enc.Add copies them, below.
 	var h hit.Hit
