@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	netmail "net/mail"
+	"strings"
 	"time"
 
 	"github.com/pagewatch/pagewatch/broker/ratelimit"
@@ -16,7 +17,8 @@ import (
 // its type is given (email's may be left out).
 type Receiver struct {
 	Name string `yaml:"name"` // [a-z0-9_-]: routes name it
-	Type string `yaml:"type"` // email, webhook, slack, msteams, discord, telegram
+	// Type is email or one of webhook.Kinds (webhook, slack, ...).
+	Type string `yaml:"type"`
 	// RateLimit spaces this receiver's deliveries across all workers.
 	// Left out: the service's published limit (webhook.DefaultLimit).
 	// Email receivers use worker.rate_limit instead.
@@ -26,12 +28,10 @@ type Receiver struct {
 	GiveUpAfter time.Duration     `yaml:"give_up_after"`
 	QuietHours  notify.QuietHours `yaml:"quiet_hours"`
 
-	Email    *EmailReceiver          `yaml:"email"`
-	Webhook  *webhook.Config         `yaml:"webhook"`
-	Slack    *webhook.SlackConfig    `yaml:"slack"`
-	MSTeams  *webhook.MSTeamsConfig  `yaml:"msteams"`
-	Discord  *webhook.DiscordConfig  `yaml:"discord"`
-	Telegram *webhook.TelegramConfig `yaml:"telegram"`
+	Email *EmailReceiver `yaml:"email"`
+	// The other kinds' blocks (webhook:, slack:, ...), a field each,
+	// declared and validated where the kinds are.
+	webhook.Blocks `yaml:",inline"`
 }
 
 // EmailReceiver is an email receiver's `email:` block. Mail goes out
@@ -87,24 +87,14 @@ func validateReceivers(rs []Receiver) error {
 }
 
 func (r Receiver) validate(key string) error {
-	blocks := map[string]bool{
-		ReceiverTypeEmail: r.Email != nil, webhook.TypeWebhook: r.Webhook != nil, webhook.TypeSlack: r.Slack != nil,
-		webhook.TypeMSTeams: r.MSTeams != nil, webhook.TypeDiscord: r.Discord != nil, webhook.TypeTelegram: r.Telegram != nil,
+	if _, ok := webhook.LookupKind(r.Type); !ok && r.Type != ReceiverTypeEmail {
+		return fmt.Errorf("%s.type: must be %s, got %q", key, orList(receiverTypes()), r.Type)
 	}
-	var errs []error
-	if _, ok := blocks[r.Type]; !ok {
-		return fmt.Errorf("%s.type: must be email, webhook, slack, msteams, discord or telegram, got %q", key, r.Type)
+	errs := []error{r.Blocks.Validate(r.Type, key)}
+	if r.Email != nil && r.Type != ReceiverTypeEmail {
+		errs = append(errs, fmt.Errorf("%s.%s: given for a receiver of type %s", key, ReceiverTypeEmail, r.Type))
 	}
-	for typ, given := range blocks {
-		if given && typ != r.Type {
-			errs = append(errs, fmt.Errorf("%s.%s: given for a receiver of type %s", key, typ, r.Type))
-		}
-	}
-	if !blocks[r.Type] && r.Type != ReceiverTypeEmail {
-		errs = append(errs, fmt.Errorf("%s.%s: must be given for a receiver of type %s", key, r.Type, r.Type))
-	}
-	switch r.Type {
-	case ReceiverTypeEmail:
+	if r.Type == ReceiverTypeEmail {
 		if r.RateLimit != nil {
 			errs = append(errs, fmt.Errorf("%s.rate_limit: email receivers use worker.rate_limit", key))
 		}
@@ -115,26 +105,6 @@ func (r Receiver) validate(key string) error {
 				}
 			}
 		}
-	case webhook.TypeWebhook:
-		if r.Webhook != nil {
-			errs = append(errs, r.Webhook.Validate(key+".webhook"))
-		}
-	case webhook.TypeSlack:
-		if r.Slack != nil {
-			errs = append(errs, r.Slack.Validate(key+".slack"))
-		}
-	case webhook.TypeMSTeams:
-		if r.MSTeams != nil {
-			errs = append(errs, r.MSTeams.Validate(key+".msteams"))
-		}
-	case webhook.TypeDiscord:
-		if r.Discord != nil {
-			errs = append(errs, r.Discord.Validate(key+".discord"))
-		}
-	case webhook.TypeTelegram:
-		if r.Telegram != nil {
-			errs = append(errs, r.Telegram.Validate(key+".telegram"))
-		}
 	}
 	if r.RateLimit != nil {
 		errs = append(errs, r.RateLimit.Validate(key+".rate_limit"))
@@ -144,6 +114,24 @@ func (r Receiver) validate(key string) error {
 	}
 	errs = append(errs, r.QuietHours.Validate(key+".quiet_hours"))
 	return errors.Join(errs...)
+}
+
+// receiverTypes lists the receiver types: email, then the kinds of
+// sinks/webhook.
+func receiverTypes() []string {
+	types := []string{ReceiverTypeEmail}
+	for _, k := range webhook.Kinds() {
+		types = append(types, k.Name)
+	}
+	return types
+}
+
+// orList writes "a, b or c".
+func orList(items []string) string {
+	if len(items) < 2 {
+		return strings.Join(items, "")
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " or " + items[len(items)-1]
 }
 
 // ruleReceivers checks that the receivers the config file's rules name

@@ -7,7 +7,6 @@ import (
 	"github.com/pagewatch/pagewatch/internal/daemon"
 	"github.com/pagewatch/pagewatch/pipeline/notify"
 	"github.com/pagewatch/pagewatch/sinks/mail"
-	"github.com/pagewatch/pagewatch/sinks/webhook"
 )
 
 // receiverSpecs turns the receivers: section into the worker's receivers.
@@ -18,34 +17,17 @@ func receiverSpecs(env *daemon.Env, settings *mail.Settings) ([]notify.ReceiverS
 	var specs []notify.ReceiverSpec
 	for _, r := range env.Config.Receivers {
 		s := notify.ReceiverSpec{Name: r.Name, Kind: notify.KindOther, RateLimit: r.Limit(), GiveUpAfter: r.GiveUpAfter, Quiet: r.QuietHours}
-		var (
-			shared notify.Receiver
-			err    error
-		)
-		switch r.Type {
-		case config.ReceiverTypeEmail:
+		if r.Type == config.ReceiverTypeEmail {
 			s.Kind = notify.KindEmail
 			if r.Email != nil {
 				s.To = r.Email.To
 			}
 			s.Open = func() (notify.Receiver, error) { return mail.NewFollowing(settings, env.Logger) }
-		case webhook.TypeWebhook:
-			shared, err = webhook.New(r.Name, *r.Webhook)
-		case webhook.TypeSlack:
-			shared, err = webhook.NewSlack(r.Name, *r.Slack)
-		case webhook.TypeMSTeams:
-			shared, err = webhook.NewMSTeams(r.Name, *r.MSTeams)
-		case webhook.TypeDiscord:
-			shared, err = webhook.NewDiscord(r.Name, *r.Discord)
-		case webhook.TypeTelegram:
-			shared, err = webhook.NewTelegram(r.Name, *r.Telegram)
-		default:
-			err = fmt.Errorf("unknown type %q", r.Type) // Validate admits none
-		}
-		if err != nil {
-			return nil, fmt.Errorf("receiver %s: %w", r.Name, err)
-		}
-		if shared != nil {
+		} else {
+			shared, err := r.Blocks.Receiver(r.Type, r.Name)
+			if err != nil {
+				return nil, fmt.Errorf("receiver %s: %w", r.Name, err)
+			}
 			s.Open = func() (notify.Receiver, error) { return shared, nil }
 		}
 		specs = append(specs, s)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pagewatch/pagewatch/broker/ratelimit"
 	"github.com/pagewatch/pagewatch/config/secret"
 	"github.com/pagewatch/pagewatch/pipeline/notify"
 )
@@ -46,6 +47,16 @@ const (
 type Discord struct {
 	url, username string
 	post          *poster
+}
+
+// defaultLimit: Discord takes five requests per two seconds per webhook
+// and thirty a minute per channel: thirty a minute, bursts of five.
+func (DiscordConfig) defaultLimit() ratelimit.Limit {
+	return ratelimit.Limit{Rate: 30, Per: time.Minute, Burst: 5}
+}
+
+func (c DiscordConfig) receiver(name string) (notify.Receiver, error) {
+	return asReceiver(NewDiscord(name, c))
 }
 
 // NewDiscord makes the discord receiver called name.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pagewatch/pagewatch/broker/ratelimit"
 	"github.com/pagewatch/pagewatch/config/secret"
 	"github.com/pagewatch/pagewatch/pipeline/notify"
 )
@@ -33,6 +34,15 @@ const TeamsMaxBytes = 28 << 10
 type MSTeams struct {
 	url  string
 	post *poster
+}
+
+// defaultLimit: Teams takes four requests a second per webhook.
+func (MSTeamsConfig) defaultLimit() ratelimit.Limit {
+	return ratelimit.Limit{Rate: 4, Per: time.Second, Burst: 4}
+}
+
+func (c MSTeamsConfig) receiver(name string) (notify.Receiver, error) {
+	return asReceiver(NewMSTeams(name, c))
 }
 
 // NewMSTeams makes the msteams receiver called name.

@@ -1,9 +1,9 @@
 // Package webhook delivers notifications over HTTP: a signed JSON
-// webhook of pagewatch's own schema, and the chat services' incoming
-// webhooks (Slack, Microsoft Teams workflows, Discord) and bot API
-// (Telegram). Each receiver is a notify.Receiver; they share one way of
-// posting (post.go): a few attempts with backoff on 5xx and time-outs,
-// 429's Retry-After honoured, other 4xx never retried.
+// webhook of pagewatch's own schema, and chat and push services' APIs,
+// one kind of receiver a file, all listed in Blocks (registry.go). Each
+// receiver is a notify.Receiver; they share one way of posting
+// (post.go): a few attempts with backoff on 5xx and time-outs, 429's
+// Retry-After honoured, other 4xx never retried.
 package webhook
 
 import (

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pagewatch/pagewatch/broker/ratelimit"
 	"github.com/pagewatch/pagewatch/config/secret"
 	"github.com/pagewatch/pagewatch/pipeline/notify"
 )
@@ -45,6 +46,15 @@ const (
 type Slack struct {
 	url  string
 	post *poster
+}
+
+// defaultLimit: Slack takes one message a second per incoming webhook.
+func (SlackConfig) defaultLimit() ratelimit.Limit {
+	return ratelimit.Limit{Rate: 1, Per: time.Second, Burst: 1}
+}
+
+func (c SlackConfig) receiver(name string) (notify.Receiver, error) {
+	return asReceiver(NewSlack(name, c))
 }
 
 // NewSlack makes the slack receiver called name.

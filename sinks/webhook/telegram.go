@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pagewatch/pagewatch/broker/ratelimit"
 	"github.com/pagewatch/pagewatch/config/secret"
 	"github.com/pagewatch/pagewatch/pipeline/notify"
 )
@@ -55,6 +56,16 @@ func (c TelegramConfig) Validate(key string) error {
 type Telegram struct {
 	endpoint, chatID string
 	post             *poster
+}
+
+// defaultLimit: the Bot API takes a message a second per chat and
+// twenty a minute per group: twenty a minute, no bursts.
+func (TelegramConfig) defaultLimit() ratelimit.Limit {
+	return ratelimit.Limit{Rate: 20, Per: time.Minute, Burst: 1}
+}
+
+func (c TelegramConfig) receiver(name string) (notify.Receiver, error) {
+	return asReceiver(NewTelegram(name, c))
 }
 
 // NewTelegram makes the telegram receiver called name.

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pagewatch/pagewatch/broker/ratelimit"
 	"github.com/pagewatch/pagewatch/config/secret"
 	"github.com/pagewatch/pagewatch/domain/crossing"
 	"github.com/pagewatch/pagewatch/pipeline/notify"
@@ -47,6 +48,11 @@ func (c Config) Validate(key string) error {
 	errs = append(errs, HTTP{Timeout: c.Timeout, Attempts: c.Attempts}.validate(key))
 	return errors.Join(errs...)
 }
+
+// defaultLimit: our webhook has no published limit.
+func (Config) defaultLimit() ratelimit.Limit { return noPublishedLimit }
+
+func (c Config) receiver(name string) (notify.Receiver, error) { return asReceiver(New(name, c)) }
 
 // Schema names the version of the body. A change that could break a
 // reader gets a new version; fields may be added within one.
