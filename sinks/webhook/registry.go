@@ -25,6 +25,7 @@ type Blocks struct {
 	MSTeams  *MSTeamsConfig  `yaml:"msteams"`
 	Discord  *DiscordConfig  `yaml:"discord"`
 	Telegram *TelegramConfig `yaml:"telegram"`
+	Ntfy     *NtfyConfig     `yaml:"ntfy"`
 }
 
 // kindConfig is what a kind's config block does for the table.
