@@ -61,7 +61,7 @@ type auth struct {
 
 func newAuth(cfg Config, now func() time.Time) (*auth, error) {
 	a := &auth{mode: cfg.Auth, users: map[string]User{}, tokens: cfg.Tokens, ttl: cfg.SessionTTL,
-		secure: cfg.TLSCert != "", now: now}
+		secure: cfg.secureCookies(), now: now}
 	for _, u := range cfg.Users {
 		a.users[u.Name] = u
 	}

@@ -39,6 +39,11 @@ type Config struct {
 	// cookie Secure.
 	TLSCert string `yaml:"tls_cert"`
 	TLSKey  string `yaml:"tls_key"`
+	// CookieSecure marks the cookies Secure: browsers then send them over
+	// HTTPS only. Unset (null), it is on when the console serves TLS
+	// itself; set it true behind a proxy that terminates TLS, which the
+	// console cannot see.
+	CookieSecure *bool `yaml:"cookie_secure"`
 }
 
 // User is one person who may log in.
@@ -161,6 +166,15 @@ func (c Config) Validate() error {
 		add("console.tls_cert: tls_cert and tls_key go together")
 	}
 	return errors.Join(errs...)
+}
+
+// secureCookies is cookie_secure, or whether the console serves TLS
+// when it is unset.
+func (c Config) secureCookies() bool {
+	if c.CookieSecure != nil {
+		return *c.CookieSecure
+	}
+	return c.TLSCert != ""
 }
 
 func (r Role) validate() error {

@@ -3,6 +3,7 @@ package console
 import (
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 )
@@ -62,5 +63,41 @@ func TestAuthNoneServesLoopbackHostsOnly(t *testing.T) {
 	pw := setup(t, nil)
 	if resp, _ := send(t, http.MethodGet, pw.srv.URL+"/login", "console.example.com", nil, nil); resp.StatusCode != http.StatusOK {
 		t.Errorf("auth: password, GET /login with Host console.example.com: %d", resp.StatusCode)
+	}
+}
+
+// cookiesOf logs alice in by hand and returns every cookie set on the
+// way: the login page's and the login's.
+func cookiesOf(t *testing.T, b *bundle) []*http.Cookie {
+	t.Helper()
+	resp, page := send(t, http.MethodGet, b.srv.URL+"/login", "", nil, nil)
+	cookies := resp.Cookies()
+	resp, _ = send(t, http.MethodPost, b.srv.URL+"/login", "", cookies,
+		strings.NewReader(url.Values{"user": {"alice"}, "password": {"pw-alice"}, "csrf": {csrfOf(t, page)}}.Encode()))
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("login: %d", resp.StatusCode)
+	}
+	return append(cookies, resp.Cookies()...)
+}
+
+// Behind a proxy that terminates TLS the console serves plain HTTP, and
+// only cookie_secure tells it the browser came by HTTPS.
+func TestCookieSecure(t *testing.T) {
+	on := true
+	for _, c := range []struct {
+		name   string
+		secure *bool
+		want   bool
+	}{{"unset, no TLS", nil, false}, {"true", &on, true}} {
+		b := setup(t, func(cfg *Config) { cfg.CookieSecure = c.secure })
+		cookies := cookiesOf(t, b)
+		if len(cookies) < 2 {
+			t.Fatalf("%s: cookies %v", c.name, cookies)
+		}
+		for _, ck := range cookies {
+			if ck.Secure != c.want {
+				t.Errorf("cookie_secure %s: cookie %s Secure=%v, want %v", c.name, ck.Name, ck.Secure, c.want)
+			}
+		}
 	}
 }

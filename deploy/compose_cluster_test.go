@@ -114,6 +114,9 @@ func TestComposeClusterShape(t *testing.T) {
 		if shape.Config == nil {
 			shape.Config = cfg
 		}
+		if d.part == config.Console {
+			checkCookieSecure(t, "service "+d.name, *cfg)
+		}
 		got := 1
 		if d.svc.Deploy != nil && d.svc.Deploy.Replicas != nil {
 			got = *d.svc.Deploy.Replicas

@@ -339,6 +339,17 @@ func checkConsolePorts(t *testing.T, d daemon, cfg config.Config) {
 	if !cfg.Console.SessionKey.IsSet() {
 		t.Errorf("service %s: console.session_key unset: each replica and restart would make its own, logging everyone out", d.name)
 	}
+	checkCookieSecure(t, "service "+d.name, cfg)
+}
+
+// checkCookieSecure: the console's cookies are Secure, so a browser never
+// sends them in clear: it is reached through a proxy that terminates TLS,
+// or as http://localhost, which browsers count as secure.
+func checkCookieSecure(t *testing.T, where string, cfg config.Config) {
+	t.Helper()
+	if cs := cfg.Console.CookieSecure; cs == nil || !*cs {
+		t.Errorf("%s: console.cookie_secure is not true: the console serves plain HTTP here, so unset it leaves the cookies without Secure", where)
+	}
 }
 
 // secretKey reports whether a reference holds a secret rather than, say,

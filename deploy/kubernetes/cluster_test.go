@@ -22,6 +22,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/pagewatch/pagewatch/config"
 	"github.com/pagewatch/pagewatch/deploy/clusterconf"
 )
 
@@ -108,6 +109,9 @@ func TestClusterShape(t *testing.T) {
 		v := containerConfig(t, o, x)
 		if v.cfg != nil && shape.Config == nil {
 			shape.Config = v.cfg
+		}
+		if v.cfg != nil && x.part == config.Console {
+			checkCookieSecure(t, x.where, *v.cfg)
 		}
 	}
 	for name, want := range clusterReplicas {

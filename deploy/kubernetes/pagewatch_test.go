@@ -413,6 +413,7 @@ func checkConsole(t *testing.T, o objects, x daemon, w view) {
 	if !cc.SessionKey.IsSet() || !fromSecret("console.session_key") {
 		t.Errorf("%s: console.session_key must come from a Secret: unset, each replica makes its own and a login holds on one pod only", x.where)
 	}
+	checkCookieSecure(t, x.where, *w.cfg)
 	var named string
 	for _, cp := range x.c.Ports {
 		if cp.ContainerPort == int32(port) {
@@ -440,6 +441,15 @@ func checkConsole(t *testing.T, o objects, x daemon, w view) {
 	}
 	if !served {
 		t.Errorf("%s: no Service sends to the console's port %d", x.where, port)
+	}
+}
+
+// checkCookieSecure: the console's cookies are Secure: the Ingress
+// terminates TLS, so the console itself serves plain HTTP and cannot tell.
+func checkCookieSecure(t *testing.T, where string, cfg config.Config) {
+	t.Helper()
+	if cs := cfg.Console.CookieSecure; cs == nil || !*cs {
+		t.Errorf("%s: console.cookie_secure is not true: TLS ends at the Ingress, so unset it leaves the cookies without Secure", where)
 	}
 }
 
