@@ -22,6 +22,9 @@ import (
 // all. A normal is kept per page, kind and spans, not per rule: many
 // rules watching one page over the same hours share it.
 type baselines struct {
+	counts Counter
+	seals  *sealing // how far page_hours is sealed: hours before it are read from there
+
 	mu     sync.Mutex
 	cache  map[normalKey]cachedExpected
 	starts map[string]time.Time // site → first minute with hits
@@ -33,6 +36,10 @@ type baselines struct {
 	// spanIDs numbers each set of spans (by spanKey), so a normal's key
 	// hashes a number, not 20 spans of text, millions of times a sweep.
 	spanIDs map[string]int
+}
+
+func newBaselines(counts Counter, seals *sealing) *baselines {
+	return &baselines{counts: counts, seals: seals}
 }
 
 // maxGroups bounds groups: catching up over a day makes a group per rule,
@@ -105,15 +112,14 @@ func (b *baselines) keyOf(r *rules.Rule, i int, site, path string, to time.Time)
 
 // expect fills in exp for the observations of rules with a normal that
 // need it. open reports whether a state key has an episode open.
-func (s *Sweeper) expect(ctx context.Context, set *ruleSet, obs map[string][]observation, open func(key string) bool, now time.Time) error {
-	b := s.baselines
+func (b *baselines) expect(ctx context.Context, set *ruleSet, obs map[string][]observation, open func(key string) bool, now time.Time) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.cache == nil {
 		b.cache = map[normalKey]cachedExpected{}
 	}
 	if b.starts == nil || now.Sub(b.read) >= dataStartsEvery || now.Before(b.read) {
-		starts, err := s.counts.DataStarts(ctx)
+		starts, err := b.counts.DataStarts(ctx)
 		if err != nil {
 			return err
 		}
@@ -158,7 +164,7 @@ func (s *Sweeper) expect(ctx context.Context, set *ruleSet, obs map[string][]obs
 			runs = [][]normalKey{slices.Concat(runs...)}
 		}
 		for _, run := range runs {
-			if err := s.readNormals(ctx, set, obs, slotOfGroup[g], spansOf[g], run, pages, all); err != nil {
+			if err := b.readNormals(ctx, set, obs, slotOfGroup[g], spansOf[g], run, pages, all); err != nil {
 				return err
 			}
 		}
@@ -213,8 +219,8 @@ func byPathBytes(pages map[normalKey][]ref, limit int) [][]normalKey {
 // readNormals reads the hours of spans for the pages of run in one query,
 // computes their normals, gives them to the observations that wanted
 // them and caches each for the half hour slot. b.mu is held.
-func (s *Sweeper) readNormals(ctx context.Context, set *ruleSet, obs map[string][]observation, slot time.Time, spans []rules.Interval, run []normalKey, refs map[normalKey][]ref, all bool) error {
-	q := traffic.HourQuery{SealedBefore: s.sealedHoursBefore(), AllPaths: all}
+func (b *baselines) readNormals(ctx context.Context, set *ruleSet, obs map[string][]observation, slot time.Time, spans []rules.Interval, run []normalKey, refs map[normalKey][]ref, all bool) error {
+	q := traffic.HourQuery{SealedBefore: b.seals.hoursBefore(), AllPaths: all}
 	for _, sp := range spans {
 		q.Spans = append(q.Spans, traffic.Span{From: sp.From, To: sp.To})
 	}
@@ -236,7 +242,7 @@ func (s *Sweeper) readNormals(ctx context.Context, set *ruleSet, obs map[string]
 			asked[page{k.site, k.path}] = true
 		}
 	}
-	err := s.counts.HourCounts(ctx, q, func(site, path string, hour time.Time, hits uint64) {
+	err := b.counts.HourCounts(ctx, q, func(site, path string, hour time.Time, hits uint64) {
 		p := page{site, path}
 		if all && !asked[p] {
 			return
@@ -263,27 +269,22 @@ func (s *Sweeper) readNormals(ctx context.Context, set *ruleSet, obs map[string]
 		for _, r := range rs {
 			obs[r.key][r.i].exp = e
 		}
-		s.baselines.cache[k] = cachedExpected{slot: slot, exp: e}
+		b.cache[k] = cachedExpected{slot: slot, exp: e}
 	}
 	return nil
 }
 
-// settled reports whether an observation can be left out of a sweep: a
-// page with no state of its own whose count, against its known normal,
-// neither fires nor starts anything (Detector.Settled). A rule looking
-// down observes every page with views in its baseline period each sweep;
-// most are inside their usual range, and judging them changes nothing.
-func (s *Sweeper) settled(r *rules.Rule, o observation) bool {
-	b := s.baselines
+// known is the normal an observation needs, if one is cached for the
+// half hour its window ends in.
+func (b *baselines) known(r *rules.Rule, o observation) (rules.Expected, bool) {
 	b.mu.Lock()
 	nk, _, ok := b.keyOf(r, o.pt.rule, o.site, o.path, o.pt.to)
 	c, cached := b.cache[nk]
 	b.mu.Unlock()
-	if !ok || !cached || !c.slot.Equal(slotOf(o.pt.to)) || !s.state.none(o.key) {
-		return false
+	if !ok || !cached || !c.slot.Equal(slotOf(o.pt.to)) {
+		return rules.Expected{}, false
 	}
-	o.exp = c.exp
-	return r.Detector().Settled(o.ruleObservation())
+	return c.exp, true
 }
 
 // spanKey is spans as text, to group the pages that read the same hours.

@@ -256,7 +256,7 @@ func (s *Sweeper) count(ctx context.Context, set *ruleSet, pts []point, every bo
 				shortIdx[i] = startIdx(from)
 			}
 		}
-		q := traffic.WindowQuery{Starts: starts, End: end, SealedBefore: s.sealedBefore(), Floor: floor}
+		q := traffic.WindowQuery{Starts: starts, End: end, SealedBefore: s.seals.daysBefore(), Floor: floor}
 		for site := range sites {
 			q.Sites = append(q.Sites, site)
 		}
@@ -329,6 +329,20 @@ func (s *Sweeper) count(ctx context.Context, set *ruleSet, pts []point, every bo
 	return obs, rows, nil
 }
 
+// settled reports whether an observation can be left out of a sweep: a
+// page with no state of its own whose count, against its known normal,
+// neither fires nor starts anything (Detector.Settled). A rule looking
+// down observes every page with views in its baseline period each sweep;
+// most are inside their usual range, and judging them changes nothing.
+func (s *Sweeper) settled(r *rules.Rule, o observation) bool {
+	exp, ok := s.baselines.known(r, o)
+	if !ok || !s.state.none(o.key) {
+		return false
+	}
+	o.exp = exp // o is a copy: what count keeps gets its normal from expect
+	return r.Detector().Settled(o.ruleObservation())
+}
+
 // quietReach is, for a rule that looks down, the start of a window
 // reaching back over the rule's baseline period: counted with the rule's
 // own, it makes the query return the pages that had views there, which a
@@ -358,9 +372,6 @@ func shortStart(r *rules.Rule, p point) (time.Time, bool) {
 	return p.to.Add(-short), short > 0 && r.Window.Kind == rules.Rolling
 }
 
-// sealBudget bounds the sealing one sweep does.
-const sealBudget = 20 * time.Second
-
 // maxSumPages is how many of a sum rule's pages its crossing carries,
 // for templates: the busiest.
 const maxSumPages = 20
@@ -380,73 +391,4 @@ func cmpCount(a, b uint64) int {
 		return 1
 	}
 	return 0
-}
-
-// sealedBefore is the day boundary up to which page_days holds every
-// page's totals; zero until the first seal succeeds.
-func (s *Sweeper) sealedBefore() time.Time {
-	s.sealMu.Lock()
-	defer s.sealMu.Unlock()
-	return s.sealed
-}
-
-// seal makes sure whole days older than a day and the lag tolerance are
-// summed in page_days, so all-time and long windows read one row per page
-// and day instead of every minute. A failure only costs speed: reads fall
-// back to the last boundary that was sealed.
-func (s *Sweeper) seal(ctx context.Context, now time.Time) {
-	before := now.UTC().Add(-24*time.Hour - s.cfg.LagTolerance).Truncate(24 * time.Hour)
-	// Sealing a backlog (a new install over months of data: ~2 s per day
-	// at 3M hits a day) must not hold every sweep up, so each sweep gives
-	// it a budget; the days it finished stay sealed and the next sweep
-	// goes on from there.
-	budget := min(sealBudget, s.cfg.SweepTimeout/2)
-	sctx, cancel := context.WithTimeout(ctx, budget)
-	defer cancel()
-	if !s.sealRollup(ctx, sctx, rollup{name: "days", totals: "daily", fallback: "reading minutes instead", seal: s.counts.SealDays}, before, budget, &s.sealed) {
-		return
-	}
-	if s.rules().episodic {
-		// page_hours, to the same day, for the baselines of spike and
-		// new_page rules (only they read it), within what is left of
-		// the budget.
-		s.sealRollup(ctx, sctx, rollup{name: "hours", totals: "hourly", fallback: "baselines read minutes instead", seal: s.counts.SealHours}, before, budget, &s.sealedHours)
-	}
-}
-
-// rollup is one of the tables sealed a day at a time: page_days, page_hours.
-type rollup struct {
-	name, totals string // "days", "daily": for the log
-	fallback     string // what reads do while it is not sealed
-	seal         func(context.Context, time.Time) (int, error)
-}
-
-// sealRollup seals r up to before within sctx and, once done, records
-// before in sealedTo, which reads then trust. It reports whether it got
-// there; running out of budget is not an error: the next sweep goes on.
-func (s *Sweeper) sealRollup(ctx, sctx context.Context, r rollup, before time.Time, budget time.Duration, sealedTo *time.Time) bool {
-	n, err := r.seal(sctx, before)
-	if err != nil {
-		if ctx.Err() == nil && sctx.Err() != nil {
-			s.logger.Info("sealing "+r.name+" goes on next sweep", "before", before.Format(time.DateOnly), "budget", budget)
-		} else {
-			s.logger.Warn("sealing "+r.name+" failed; "+r.fallback, "before", before, "err", err)
-		}
-		return false
-	}
-	if n > 0 {
-		s.logger.Info("sealed "+r.totals+" totals", "days", n, "before", before.Format(time.DateOnly))
-	}
-	s.sealMu.Lock()
-	*sealedTo = before
-	s.sealMu.Unlock()
-	return true
-}
-
-// sealedHoursBefore is the boundary the last SealHours reached (zero:
-// none yet), for HourQuery.SealedBefore.
-func (s *Sweeper) sealedHoursBefore() time.Time {
-	s.sealMu.Lock()
-	defer s.sealMu.Unlock()
-	return s.sealedHours
 }

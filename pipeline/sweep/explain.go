@@ -65,7 +65,7 @@ func (s *Sweeper) explain(ctx context.Context, jobs []job) {
 	ctx, cancel := context.WithTimeout(ctx, explainTimeout)
 	defer cancel()
 	sem := make(chan struct{}, explainers)
-	errs := s.parallel(len(todo), func(i int) error {
+	errs := parallel(len(todo), func(i int) error {
 		sem <- struct{}{}
 		defer func() { <-sem }()
 		x := todo[i]

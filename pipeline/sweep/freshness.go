@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"context"
+	"log/slog"
 	"maps"
 	"slices"
 	"strconv"
@@ -29,10 +30,23 @@ const freshnessReach = 48 * time.Hour
 // start with [a-z0-9], so these keys are never taken for a page's state.
 const noDataPrefix = "_nodata."
 
-// freshness marks the observations of late sites and steps the "no data"
+// freshness watches each site's newest minute, with the "no data"
+// episodes it keeps in the state store.
+type freshness struct {
+	counts    Counter
+	state     *stateStore
+	lateAfter time.Duration // data_late_after
+	logger    *slog.Logger
+}
+
+func newFreshness(counts Counter, state *stateStore, lateAfter time.Duration, logger *slog.Logger) *freshness {
+	return &freshness{counts: counts, state: state, lateAfter: lateAfter, logger: logger}
+}
+
+// check marks the observations of late sites and steps the "no data"
 // episodes of the rules that hold drops while data is late
 // (Detector.HoldsLateDrops). It reads only when one does.
-func (s *Sweeper) freshness(ctx context.Context, set *ruleSet, obs map[string][]observation, now time.Time) ([]*verdict, error) {
+func (f *freshness) check(ctx context.Context, set *ruleSet, obs map[string][]observation, now time.Time) ([]*verdict, error) {
 	var down []*rules.Rule
 	for _, r := range set.rules {
 		if r.Detector().HoldsLateDrops() && r.Aggregate != rules.Sum {
@@ -42,11 +56,11 @@ func (s *Sweeper) freshness(ctx context.Context, set *ruleSet, obs map[string][]
 	if len(down) == 0 {
 		return nil, nil
 	}
-	ends, err := s.counts.DataEnds(ctx, now.Add(-freshnessReach))
+	ends, err := f.counts.DataEnds(ctx, now.Add(-freshnessReach))
 	if err != nil {
 		return nil, err
 	}
-	lateAt := now.Add(-s.cfg.DataLateAfter)
+	lateAt := now.Add(-f.lateAfter)
 	late := func(site string) bool {
 		end, ok := ends[site]
 		return ok && end.Before(lateAt)
@@ -62,7 +76,7 @@ func (s *Sweeper) freshness(ctx context.Context, set *ruleSet, obs map[string][]
 			if r.Site != "" && r.Site != site {
 				continue
 			}
-			v, err := s.noData(ctx, r, site, ends[site], late(site), now)
+			v, err := f.noData(ctx, r, site, ends[site], late(site), now)
 			if err != nil {
 				return nil, err
 			}
@@ -76,9 +90,9 @@ func (s *Sweeper) freshness(ctx context.Context, set *ruleSet, obs map[string][]
 
 // noData steps one rule's "no data" episode for one site: it opens when
 // the site is late, and resolves when its data is on time again.
-func (s *Sweeper) noData(ctx context.Context, r *rules.Rule, site string, end time.Time, late bool, now time.Time) (*verdict, error) {
+func (f *freshness) noData(ctx context.Context, r *rules.Rule, site string, end time.Time, late bool, now time.Time) (*verdict, error) {
 	key := noDataPrefix + r.Name + "." + bus.Key(site, "")
-	st, rev, err := s.state.get(ctx, key)
+	st, rev, err := f.state.get(ctx, key)
 	if err != nil {
 		return nil, err
 	}
@@ -92,13 +106,13 @@ func (s *Sweeper) noData(ctx context.Context, r *rules.Rule, site string, end ti
 		x.Key = key + "." + strconv.FormatUint(v.next.Episode, 10)
 		x.Event = string(rules.EventFire)
 		x.Why = &crossing.Why{Kind: crossing.KindNoData, Since: end}
-		s.logger.Warn("no data from site since its newest hit; its drops are held until it flows again", "site", site, "since", end, "rule", r.Name)
+		f.logger.Warn("no data from site since its newest hit; its drops are held until it flows again", "site", site, "since", end, "rule", r.Name)
 	case !late && open != nil:
 		v.next.Open = nil
 		x.Key = key + "." + strconv.FormatUint(st.Episode, 10) + ".resolved"
 		x.Event = string(rules.EventResolve)
 		x.Why = &crossing.Why{Kind: crossing.KindNoData, Since: open.Since}
-		s.logger.Info("data flows again from site; its drops are judged again", "site", site, "newest", end, "rule", r.Name)
+		f.logger.Info("data flows again from site; its drops are judged again", "site", site, "newest", end, "rule", r.Name)
 	default:
 		if len(v.pending) == 0 {
 			return nil, nil

@@ -273,14 +273,14 @@ func TestNoDataIsNeverFolded(t *testing.T) {
 	if err := r.Validate("rule"); err != nil {
 		t.Fatal(err)
 	}
-	s := &Sweeper{}
+	h := &handOn{}
 	var vs []*verdict
 	for i := 0; i < 30; i++ {
 		site := fmt.Sprintf("site%d.example", i)
 		vs = append(vs, &verdict{key: noDataPrefix + r.Name + "." + site, rule: &r,
 			fired: []crossing.Crossing{{Key: site, Rule: r.Name, Site: site, Event: "fire", Why: &crossing.Why{Kind: crossing.KindNoData}}}})
 	}
-	jobs, all := s.guard(vs)
+	jobs, all := h.guard(vs)
 	if len(jobs) != 30 || len(all) != 30 {
 		t.Fatalf("%d jobs for %d crossings, want 30 and 30", len(jobs), len(all))
 	}

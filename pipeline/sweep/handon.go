@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -22,20 +23,36 @@ import (
 // crossings is ten thousand claims, and one at a time they take seconds.
 const writers = 32
 
+// handOn takes a sweep's verdicts to the workers, in the steps that keep
+// each crossing to one job whoever sweeps or dies: claim the states,
+// apply the storm guard, publish the jobs and record the history, then
+// release the claims.
+type handOn struct {
+	state   *stateStore
+	bus     *bus.Bus // the jobs stream
+	history Recorder
+	metrics *metrics
+	logger  *slog.Logger
+}
+
+func newHandOn(state *stateStore, b *bus.Bus, history Recorder, m *metrics, logger *slog.Logger) *handOn {
+	return &handOn{state: state, bus: b, history: history, metrics: m, logger: logger}
+}
+
 // claim writes each changed state, with the crossings that fired recorded
 // as pending, conditional on the revision read. A verdict whose write
 // loses (another sweeper moved the state) is dropped: the winner has its
 // crossings. It returns the verdicts that were written.
-func (s *Sweeper) claim(ctx context.Context, vs []*verdict) []*verdict {
+func (h *handOn) claim(ctx context.Context, vs []*verdict) []*verdict {
 	won := make([]bool, len(vs))
-	errs := s.parallel(len(vs), func(i int) error {
+	errs := parallel(len(vs), func(i int) error {
 		v := vs[i]
 		st := pageState{State: v.next, Pending: append(slices.Clone(v.pending), v.fired...)}
 		if !v.changed() {
 			won[i] = true // only pending to hand on; nothing to claim
 			return nil
 		}
-		rev, err := s.state.put(ctx, v.key, st, v.rev)
+		rev, err := h.state.put(ctx, v.key, st, v.rev)
 		if err != nil {
 			return err
 		}
@@ -49,8 +66,8 @@ func (s *Sweeper) claim(ctx context.Context, vs []*verdict) []*verdict {
 		}
 	}
 	if len(errs) > 0 {
-		s.metrics.claimConflicts.Add(float64(len(errs)))
-		s.logger.Warn("some states were moved by another sweeper; their crossings are theirs", "conflicts", len(errs), "first", errs[0])
+		h.metrics.claimConflicts.Add(float64(len(errs)))
+		h.logger.Warn("some states were moved by another sweeper; their crossings are theirs", "conflicts", len(errs), "first", errs[0])
 	}
 	return out
 }
@@ -65,7 +82,7 @@ type job struct {
 // this sweep: the highest counts are mailed one by one, the rest become
 // one digest per rule. Crossings left pending by an earlier sweep, and a
 // site's "no data" messages, are handed on one by one.
-func (s *Sweeper) guard(vs []*verdict) (jobs []job, all []crossing.Crossing) {
+func (h *handOn) guard(vs []*verdict) (jobs []job, all []crossing.Crossing) {
 	byRule := map[*rules.Rule][]crossing.Crossing{}
 	var order []*rules.Rule
 	for _, v := range vs {
@@ -98,8 +115,8 @@ func (s *Sweeper) guard(vs []*verdict) (jobs []job, all []crossing.Crossing) {
 		}
 		if len(folded) > 0 {
 			jobs = append(jobs, job{x: digestOf(r, folded), folded: folded})
-			s.metrics.folded.WithLabelValues(r.Name).Add(float64(len(folded)))
-			s.logger.Warn("storm guard: crossings folded into one digest", "rule", r.Name, "mailed_one_by_one", len(one), "folded", len(folded))
+			h.metrics.folded.WithLabelValues(r.Name).Add(float64(len(folded)))
+			h.logger.Warn("storm guard: crossings folded into one digest", "rule", r.Name, "mailed_one_by_one", len(one), "folded", len(folded))
 		}
 		all = append(all, xs...)
 	}
@@ -134,44 +151,46 @@ func digestOf(r *rules.Rule, folded []crossing.Crossing) crossing.Crossing {
 	}
 }
 
-// handOn publishes the jobs and records every crossing in ClickHouse. Both
-// are idempotent (the job's key is its Nats-Msg-Id and the workers keep a
-// sent ledger; the history is keyed by crossing), so a repeat after a
-// crash changes nothing.
-func (s *Sweeper) handOn(ctx context.Context, jobs []job, all []crossing.Crossing) error {
-	errs := s.parallel(len(jobs), func(i int) error { return s.publish(ctx, jobs[i].x) })
+// publish publishes the jobs and records every crossing in ClickHouse.
+// Both are idempotent (the job's key is its Nats-Msg-Id and the workers
+// keep a sent ledger; the history is keyed by crossing), so a repeat
+// after a crash changes nothing.
+func (h *handOn) publish(ctx context.Context, jobs []job, all []crossing.Crossing) error {
+	errs := parallel(len(jobs), func(i int) error { return h.publishJob(ctx, jobs[i].x) })
 	if len(errs) > 0 {
 		return fmt.Errorf("publish %d of %d job(s): %w", len(errs), len(jobs), errors.Join(errs...))
 	}
 	if len(all) > 0 {
-		if err := s.history.RecordCrossings(ctx, all); err != nil {
+		if err := h.history.RecordCrossings(ctx, all); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (s *Sweeper) publish(ctx context.Context, x crossing.Crossing) error {
+// publishJob publishes one job, keyed by its crossing for the stream's
+// deduplication.
+func (h *handOn) publishJob(ctx context.Context, x crossing.Crossing) error {
 	body, err := x.Marshal()
 	if err != nil {
 		return err
 	}
-	msg := nats.NewMsg(s.bus.JobsSubject(bus.Key(x.Site, x.Path)))
+	msg := nats.NewMsg(h.bus.JobsSubject(bus.Key(x.Site, x.Path)))
 	msg.Data = body
 	msg.Header.Set(jetstream.MsgIDHeader, x.Key)
 	ctx, cancel := natsOp(ctx)
 	defer cancel()
-	if _, err := s.bus.JS.PublishMsg(ctx, msg); err != nil {
+	if _, err := h.bus.JS.PublishMsg(ctx, msg); err != nil {
 		return fmt.Errorf("publish job %s: %w", x.Key, err)
 	}
 	return nil
 }
 
 // release clears the pending crossings of the handed-on states.
-func (s *Sweeper) release(ctx context.Context, vs []*verdict) error {
-	errs := s.parallel(len(vs), func(i int) error {
+func (h *handOn) release(ctx context.Context, vs []*verdict) error {
+	errs := parallel(len(vs), func(i int) error {
 		v := vs[i]
-		_, err := s.state.put(ctx, v.key, pageState{State: v.next}, v.rev)
+		_, err := h.state.put(ctx, v.key, pageState{State: v.next}, v.rev)
 		return err
 	})
 	if len(errs) > 0 {
@@ -181,7 +200,7 @@ func (s *Sweeper) release(ctx context.Context, vs []*verdict) error {
 }
 
 // parallel runs f(0..n-1) on up to writers goroutines and collects errors.
-func (s *Sweeper) parallel(n int, f func(i int) error) []error {
+func parallel(n int, f func(i int) error) []error {
 	var (
 		mu   sync.Mutex
 		errs []error

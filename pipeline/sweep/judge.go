@@ -85,10 +85,10 @@ func (s *Sweeper) judge(ctx context.Context, set *ruleSet, obs map[string][]obse
 			st, _, err := s.state.get(ctx, key)
 			return err == nil && st.Open != nil
 		}
-		if err := s.expect(ctx, set, obs, open, s.now()); err != nil {
+		if err := s.baselines.expect(ctx, set, obs, open, s.now()); err != nil {
 			return nil, err
 		}
-		nodata, err := s.freshness(ctx, set, obs, s.now())
+		nodata, err := s.freshness.check(ctx, set, obs, s.now())
 		if err != nil {
 			return nil, err
 		}

@@ -18,7 +18,7 @@ func (s *Sweeper) DryRun(ctx context.Context) ([]crossing.Crossing, error) {
 	if err := s.startSync(ctx); err != nil {
 		return nil, err
 	}
-	set, now := s.rules(), s.now()
+	set, now := s.rules.current(), s.now()
 	current := s.currentPoints(set, now)
 	obs, _, err := s.count(ctx, set, current, false)
 	if err != nil {
@@ -41,7 +41,7 @@ func (s *Sweeper) DryRun(ctx context.Context) ([]crossing.Crossing, error) {
 // in time order. It reads ClickHouse only and writes nothing. See replay
 // for when counts are judged.
 func (s *Sweeper) Backtest(ctx context.Context, since time.Time) ([]crossing.Crossing, error) {
-	set, now := s.rules(), s.now()
+	set, now := s.rules.current(), s.now()
 	since = since.Truncate(time.Minute)
 	// An all-time window's count at since is its base, read from the
 	// sealed days rather than replayed from the first minute.

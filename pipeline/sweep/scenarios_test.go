@@ -172,7 +172,7 @@ func TestMalformedRuleFileKeepsOldRules(t *testing.T) {
 		t.Fatalf("LoadRules: %v, %d rules", err, len(rs))
 	}
 	s := b.sweeper(t, nil)
-	s.reloader = fileSource{b.cfg}
+	s.rules.reloader = fileSource{b.cfg}
 
 	write("rules:\n  - name: from-file\n    site: example.com\n    path: /pricing\n    threshold: 10\n    window: 1h\n    notify: {recipients: [ops@example.com]}\n  - name: broken\n    site: example.com\n    match: {glob: /a/**b}\n    threshold: 10\n    window: fortnight\n    notify: {recipients: [ops@example.com]}\n")
 	err = s.Reload()
@@ -181,7 +181,7 @@ func TestMalformedRuleFileKeepsOldRules(t *testing.T) {
 			t.Errorf("reload error %v does not name %q", err, want)
 		}
 	}
-	if got := len(s.rules().rules); got != 1 || s.rules().rules[0].Name != "from-file" {
+	if got := len(s.rules.current().rules); got != 1 || s.rules.current().rules[0].Name != "from-file" {
 		t.Fatalf("the old rules must stay in force, have %d", got)
 	}
 	b.addHits(t, "/pricing", 11, time.Now().Add(-time.Minute))

@@ -3,15 +3,19 @@
 //
 // A sweep, step by step (Sweeper.sweep):
 //
-//  1. lead:    only the replica holding the lease in NATS KV sweeps;
-//  2. seal:    whole days older than a day are summed once into page_days;
+//  1. lead:    only the replica holding the lease in NATS KV sweeps
+//     (leadership);
+//  2. seal:    whole days older than a day are summed once into page_days
+//     (sealing);
 //  3. plan:    every rule at its window now, plus what was missed while no
 //     sweeper ran (calendar windows that closed, rolling windows at each
 //     minute that passed);
 //  4. count:   one ClickHouse query per distinct window end, over all pages;
-//  5. judge:   each rule and page's state (NATS KV) steps through its
-//     counts in time order (domain/rules: rising edge, re-arm,
-//     milestones, calendar windows);
+//  5. judge:   each rule and page's state (NATS KV, stateStore) steps
+//     through its counts in time order (domain/rules: rising edge,
+//     re-arm, milestones, calendar windows); a rule with a normal is
+//     judged against it (baselines), and no drop while its site's data
+//     is late (freshness);
 //  6. claim:   the new states are written, the crossings that fired
 //     recorded in them as pending, each write conditional on the revision
 //     read: of two sweepers racing, one claims;
@@ -22,6 +26,9 @@
 //  9. release: the claims are cleared, and the sweep's time recorded for
 //     the next catch-up.
 //
+// Steps 6 to 9, all but recording the sweep's time, are handOn's. The
+// rules in force are liveRules', swapped whole on a reload.
+//
 // A sweeper that dies between claim and release leaves the crossings
 // pending in their states; the next sweep hands them on again, and the
 // jobs' IDs and the workers' sent ledger make the repeat harmless.
@@ -29,11 +36,8 @@ package sweep
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
-	"os"
 	"sync"
 	"time"
 
@@ -48,13 +52,6 @@ import (
 // Recorder keeps the crossing history.
 type Recorder interface {
 	RecordCrossings(ctx context.Context, xs []crossing.Crossing) error
-}
-
-// Reloader reads the rules again (the config file and the rules path) and
-// lists the files they came from, which are watched for changes.
-type Reloader interface {
-	Load() ([]rules.Rule, error)
-	Files() []string
 }
 
 // Deps are what a Sweeper works with.
@@ -72,32 +69,26 @@ type Deps struct {
 	Registry prometheus.Registerer
 }
 
-// Sweeper evaluates the rules.
+// Sweeper evaluates the rules: it schedules the sweeps, holds the lease,
+// and runs each sweep through its parts (see the package comment).
 type Sweeper struct {
 	cfg       Config
 	counts    Counter
-	history   Recorder
 	explainer Explainer
 	state     *stateStore
 	leader    *leadership
-	bus       *bus.Bus
 	logger    *slog.Logger
 	metrics   *metrics
 	now       func() time.Time
 
-	reloader Reloader
-	reload   chan struct{} // TriggerReload's requests, for Run
-	rulesMu  sync.Mutex
-	set      *ruleSet
+	rules     *liveRules
+	seals     *sealing
+	baselines *baselines
+	freshness *freshness
+	handOn    *handOn
 
 	syncOnce sync.Once
 	syncErr  error
-
-	sealMu      sync.Mutex
-	sealed      time.Time // page_days' boundary (seal)
-	sealedHours time.Time // page_hours' (sealHours)
-
-	baselines *baselines
 }
 
 // New returns a Sweeper over the given rules (validated, as LoadRules
@@ -110,7 +101,7 @@ func New(ctx context.Context, cfg Config, rs []rules.Rule, deps Deps) (*Sweeper,
 	if _, err := b.JobsStream(ctx); err != nil {
 		return nil, err
 	}
-	state, err := b.KV(ctx, bus.BucketSweeps, 0)
+	stateKV, err := b.KV(ctx, bus.BucketSweeps, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -118,57 +109,25 @@ func New(ctx context.Context, cfg Config, rs []rules.Rule, deps Deps) (*Sweeper,
 	if err != nil {
 		return nil, err
 	}
-	s := &Sweeper{cfg: cfg, counts: deps.Counts, history: deps.History, explainer: deps.Explain, state: newStateStore(state),
-		leader: newLeadership(leases, cfg.LeaderTTL), bus: b, logger: deps.Logger,
-		metrics: newMetrics(deps.Registry), now: time.Now, reloader: deps.Rules, reload: make(chan struct{}, 1),
-		baselines: &baselines{}}
-	s.setRules(rs)
-	return s, nil
-}
-
-func (s *Sweeper) setRules(rs []rules.Rule) {
-	set := newRuleSet(rs)
-	s.rulesMu.Lock()
-	s.set = set
-	s.rulesMu.Unlock()
-	s.metrics.rules.Set(float64(len(rs)))
-	for _, r := range rs {
-		s.metrics.crossings.WithLabelValues(r.Name)
-	}
-}
-
-func (s *Sweeper) rules() *ruleSet {
-	s.rulesMu.Lock()
-	defer s.rulesMu.Unlock()
-	return s.set
+	state, m := newStateStore(stateKV), newMetrics(deps.Registry)
+	seals := newSealing(deps.Counts, cfg, deps.Logger)
+	return &Sweeper{cfg: cfg, counts: deps.Counts, explainer: deps.Explain, state: state,
+		leader: newLeadership(leases, cfg.LeaderTTL), logger: deps.Logger, metrics: m, now: time.Now,
+		rules:     newLiveRules(rs, deps.Rules, m, deps.Logger),
+		seals:     seals,
+		baselines: newBaselines(deps.Counts, seals),
+		freshness: newFreshness(deps.Counts, state, cfg.DataLateAfter, deps.Logger),
+		handOn:    newHandOn(state, b, deps.History, m, deps.Logger),
+	}, nil
 }
 
 // Reload reads the rules again. An invalid set is rejected whole and the
 // rules in force stay: a typo must not silence every alert.
-func (s *Sweeper) Reload() error {
-	if s.reloader == nil {
-		return errors.New("rules were given at start and cannot be reloaded")
-	}
-	rs, err := s.reloader.Load()
-	if err != nil {
-		s.metrics.reloads.WithLabelValues("rejected").Inc()
-		s.logger.Error("rules rejected; the previous rules stay in force", "err", err)
-		return err
-	}
-	s.setRules(rs)
-	s.metrics.reloads.WithLabelValues("ok").Inc()
-	s.logger.Info("rules reloaded", "rules", len(rs))
-	return nil
-}
+func (s *Sweeper) Reload() error { return s.rules.reload() }
 
 // TriggerReload asks Run to read the rules again (main calls it on
 // SIGHUP). It does not wait: Reload is the synchronous form.
-func (s *Sweeper) TriggerReload() {
-	select {
-	case s.reload <- struct{}{}:
-	default: // a reload is already due
-	}
-}
+func (s *Sweeper) TriggerReload() { s.rules.trigger() }
 
 // Run sweeps on the configured schedule until ctx is done, reloading the
 // rules on TriggerReload or when a rules file changes. A sweep still
@@ -188,9 +147,9 @@ func (s *Sweeper) Run(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("sweeper.schedule: %w", err)
 	}
-	s.logger.Info("sweeper scheduled", "schedule", s.cfg.Schedule, "rules", len(s.rules().rules))
+	s.logger.Info("sweeper scheduled", "schedule", s.cfg.Schedule, "rules", len(s.rules.current().rules))
 	c.Start()
-	s.watchRules(ctx)
+	s.rules.watch(ctx)
 	<-c.Stop().Done() // the sweep in flight sees ctx done and returns
 	s.Close(ctx)
 	return nil
@@ -239,8 +198,8 @@ func (s *Sweeper) Sweep(ctx context.Context) error {
 
 // sweep is one sweep at time now; see the package comment for the steps.
 func (s *Sweeper) sweep(ctx context.Context, now time.Time) error {
-	set := s.rules()
-	s.seal(ctx, now)
+	set := s.rules.current()
+	s.seals.seal(ctx, now, set.episodic)
 	last, _, err := s.state.progress(ctx)
 	if err != nil {
 		return err
@@ -263,65 +222,18 @@ func (s *Sweeper) sweep(ctx context.Context, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	claimed := s.claim(ctx, verdicts)
-	jobs, all := s.guard(claimed)
+	claimed := s.handOn.claim(ctx, verdicts)
+	jobs, all := s.handOn.guard(claimed)
 	s.explain(ctx, jobs)
-	if err := s.handOn(ctx, jobs, all); err != nil {
+	if err := s.handOn.publish(ctx, jobs, all); err != nil {
 		return err
 	}
 	for _, x := range all {
 		s.metrics.crossings.WithLabelValues(x.Rule).Inc()
 		s.logger.Info("threshold crossed", "rule", x.Rule, "site", x.Site, "path", x.Path, "count", x.Count, "threshold", x.Threshold, "key", x.Key)
 	}
-	if err := s.release(ctx, claimed); err != nil {
+	if err := s.handOn.release(ctx, claimed); err != nil {
 		return err
 	}
 	return s.state.setProgress(ctx, now)
-}
-
-// watchRules reloads on TriggerReload and when a rules file changes,
-// until ctx is done.
-func (s *Sweeper) watchRules(ctx context.Context) {
-	var files []string
-	if s.reloader != nil {
-		files = s.reloader.Files()
-	}
-	seen := stamps(files)
-	tick := time.NewTicker(2 * time.Second)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-s.reload:
-			if s.Reload() == nil && s.reloader != nil {
-				seen = stamps(s.reloader.Files())
-			}
-		case <-tick.C:
-			if s.reloader == nil {
-				continue
-			}
-			now := stamps(s.reloader.Files())
-			if !maps.Equal(seen, now) {
-				s.logger.Info("a rules file changed; reloading")
-				_ = s.Reload() // on error the old rules stay; the log says why
-				seen = now
-			}
-		}
-	}
-}
-
-// stamps identifies each file's content cheaply: size and modification
-// time, or -1 for a file that is gone.
-func stamps(files []string) map[string]string {
-	out := make(map[string]string, len(files))
-	for _, f := range files {
-		st, err := os.Stat(f)
-		if err != nil {
-			out[f] = "-1"
-			continue
-		}
-		out[f] = fmt.Sprintf("%d/%d", st.Size(), st.ModTime().UnixNano())
-	}
-	return out
 }
