@@ -90,7 +90,7 @@ func (r Receiver) validate(key string) error {
 	if _, ok := webhook.LookupKind(r.Type); !ok && r.Type != ReceiverTypeEmail {
 		return fmt.Errorf("%s.type: must be %s, got %q", key, orList(receiverTypes()), r.Type)
 	}
-	errs := []error{r.Blocks.Validate(r.Type, key)}
+	errs := []error{webhook.ValidateBlocks(r.Blocks, r.Type, key)}
 	if r.Email != nil && r.Type != ReceiverTypeEmail {
 		errs = append(errs, fmt.Errorf("%s.%s: given for a receiver of type %s", key, ReceiverTypeEmail, r.Type))
 	}

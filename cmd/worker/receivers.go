@@ -7,6 +7,7 @@ import (
 	"github.com/pagewatch/pagewatch/internal/daemon"
 	"github.com/pagewatch/pagewatch/pipeline/notify"
 	"github.com/pagewatch/pagewatch/sinks/mail"
+	"github.com/pagewatch/pagewatch/sinks/webhook"
 )
 
 // receiverSpecs turns the receivers: section into the worker's receivers.
@@ -24,7 +25,7 @@ func receiverSpecs(env *daemon.Env, settings *mail.Settings) ([]notify.ReceiverS
 			}
 			s.Open = func() (notify.Receiver, error) { return mail.NewFollowing(settings, env.Logger) }
 		} else {
-			shared, err := r.Blocks.Receiver(r.Type, r.Name)
+			shared, err := webhook.NewReceiver(r.Blocks, r.Type, r.Name)
 			if err != nil {
 				return nil, fmt.Errorf("receiver %s: %w", r.Name, err)
 			}

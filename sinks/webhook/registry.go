@@ -102,11 +102,13 @@ func (k Kind) block(b Blocks) kindConfig {
 	return f.Interface().(kindConfig)
 }
 
-// Validate checks the blocks of a receiver of type typ, naming each key
-// under key ("receivers[2]"): typ's block must be given and valid when
-// typ is a kind of this package, and no other kind's may be given. A
-// type of no kind here (email) may have none of these blocks.
-func (b Blocks) Validate(typ, key string) error {
+// ValidateBlocks checks the blocks of a receiver of type typ, naming
+// each key under key ("receivers[2]"): typ's block must be given and
+// valid when typ is a kind of this package, and no other kind's may be
+// given. A type of no kind here (email) may have none of these blocks.
+// (A function, not a method: promoted into config.Receiver, a Validate
+// would read as checking the whole receiver.)
+func ValidateBlocks(b Blocks, typ, key string) error {
 	var errs []error
 	for _, k := range kinds {
 		blk := k.block(b)
@@ -122,8 +124,9 @@ func (b Blocks) Validate(typ, key string) error {
 	return errors.Join(errs...)
 }
 
-// Receiver makes the receiver called name, of type typ, from its block.
-func (b Blocks) Receiver(typ, name string) (notify.Receiver, error) {
+// NewReceiver makes the receiver called name, of type typ, from its
+// block in b.
+func NewReceiver(b Blocks, typ, name string) (notify.Receiver, error) {
 	k, ok := LookupKind(typ)
 	if !ok {
 		return nil, fmt.Errorf("no receiver kind %q", typ)

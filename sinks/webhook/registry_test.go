@@ -44,37 +44,37 @@ func TestKindsTable(t *testing.T) {
 
 func TestBlocksValidateNamesTheKey(t *testing.T) {
 	b := webhook.Blocks{Slack: &webhook.SlackConfig{URL: secret.New("https://hooks.slack.com/services/T/B/x")}}
-	err := fmt.Sprint(b.Validate("discord", "receivers[3]"))
+	err := fmt.Sprint(webhook.ValidateBlocks(b, "discord", "receivers[3]"))
 	for _, want := range []string{"receivers[3].slack: given for a receiver of type discord", "receivers[3].discord: must be given for a receiver of type discord"} {
 		if !strings.Contains(err, want) {
 			t.Errorf("got %s, want %q", err, want)
 		}
 	}
-	if err := b.Validate("slack", "receivers[3]"); err != nil {
+	if err := webhook.ValidateBlocks(b, "slack", "receivers[3]"); err != nil {
 		t.Errorf("a valid slack block: %v", err)
 	}
 	b.Slack.URL = secret.New("ftp://x")
-	if err := fmt.Sprint(b.Validate("slack", "receivers[3]")); !strings.Contains(err, "receivers[3].slack.url: must be an http(s) URL") {
+	if err := fmt.Sprint(webhook.ValidateBlocks(b, "slack", "receivers[3]")); !strings.Contains(err, "receivers[3].slack.url: must be an http(s) URL") {
 		t.Errorf("got %s", err)
 	}
-	if err := (webhook.Blocks{}).Validate("email", "receivers[0]"); err != nil {
+	if err := webhook.ValidateBlocks(webhook.Blocks{}, "email", "receivers[0]"); err != nil {
 		t.Errorf("email without blocks: %v", err)
 	}
 }
 
 func TestBlocksMakeTheReceiverOfTheirType(t *testing.T) {
 	b := webhook.Blocks{Telegram: &webhook.TelegramConfig{Token: secret.New("123:ABC"), ChatID: "-1001234"}}
-	r, err := b.Receiver("telegram", "oncall")
+	r, err := webhook.NewReceiver(b, "telegram", "oncall")
 	if _, ok := r.(*webhook.Telegram); !ok || err != nil {
 		t.Errorf("got %T, %v", r, err)
 	}
 	for _, typ := range []string{"slack", "pigeon"} {
-		if r, err := b.Receiver(typ, "x"); r != nil || err == nil {
+		if r, err := webhook.NewReceiver(b, typ, "x"); r != nil || err == nil {
 			t.Errorf("%s: got %v, %v", typ, r, err)
 		}
 	}
 	b.Telegram.ChatID = ""
-	if r, err := b.Receiver("telegram", "oncall"); r != nil || err == nil || !strings.Contains(err.Error(), "telegram.chat_id") {
+	if r, err := webhook.NewReceiver(b, "telegram", "oncall"); r != nil || err == nil || !strings.Contains(err.Error(), "telegram.chat_id") {
 		t.Errorf("an invalid block made %v, %v", r, err)
 	}
 }
