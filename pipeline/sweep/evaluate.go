@@ -45,8 +45,16 @@ type ruleSet struct {
 	episodic bool
 
 	mu      sync.Mutex
-	matches map[page][]match
+	matches map[page][]match // at most maxMatches pages
 }
+
+// maxMatches bounds the pages whose matches a rule set remembers. A sum
+// rule, or a rule that looks down, reads every page of its sites, and
+// paths are the clients' to make up: a site that answers any path with a
+// 200 would otherwise grow the cache by every path ever requested. Past
+// the bound the cache starts again; a page's matches cost a few
+// comparisons to find again. A var for the test of it.
+var maxMatches = 1 << 18
 
 // match is a rule watching a page, with the page's state key for it
 // (a hash, worth computing once).
@@ -128,6 +136,9 @@ func (set *ruleSet) matching(site, path string) []match {
 		m = append(m, match{rule: i, key: stateKey(set.rules[i], site, path)})
 	}
 	set.mu.Lock()
+	if len(set.matches) >= maxMatches {
+		clear(set.matches)
+	}
 	set.matches[p] = m
 	set.mu.Unlock()
 	return m
