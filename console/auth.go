@@ -25,6 +25,10 @@ type Principal struct {
 	// Token is set when the caller came with a bearer token: no cookie,
 	// so no CSRF check either.
 	Token bool
+	// session is the id of the session the caller came with (none with
+	// a token or auth: none), and expires its end.
+	session string
+	expires time.Time
 }
 
 // CanChange reports whether p may retry, discard or silence.
@@ -110,11 +114,16 @@ func (a *auth) check(name, password string) (User, bool) {
 	return u, ok && err == nil
 }
 
-// session is the signed cookie's content: user, role and expiry.
+// issue sets the session cookie: user, role, expiry and a random id
+// (what a logout revokes), signed together with a digest of the user's
+// password hash, so that a new password voids every session of the old.
 func (a *auth) issue(w http.ResponseWriter, u User) {
 	exp := a.now().Add(a.ttl).Unix()
-	payload := base64.RawURLEncoding.EncodeToString([]byte(u.Name)) + "." + string(u.Role) + "." + strconv.FormatInt(exp, 10)
-	sig := base64.RawURLEncoding.EncodeToString(a.mac("session", payload))
+	id := make([]byte, 16)
+	_, _ = rand.Read(id)
+	payload := base64.RawURLEncoding.EncodeToString([]byte(u.Name)) + "." + string(u.Role) + "." +
+		strconv.FormatInt(exp, 10) + "." + base64.RawURLEncoding.EncodeToString(id)
+	sig := base64.RawURLEncoding.EncodeToString(a.sessionMAC(payload, u))
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: payload + "." + sig, Path: "/",
 		HttpOnly: true, Secure: a.secure, SameSite: http.SameSiteStrictMode, MaxAge: int(a.ttl.Seconds())})
 }
@@ -124,8 +133,15 @@ func (a *auth) clear(w http.ResponseWriter) {
 		Secure: a.secure, SameSite: http.SameSiteStrictMode, MaxAge: -1})
 }
 
-// fromSession reads a valid session cookie. A user removed from the
-// config, or whose role changed, is logged out at once.
+func (a *auth) sessionMAC(payload string, u User) []byte {
+	pw := sha256.Sum256([]byte(u.PasswordHash))
+	return a.mac("session", payload, string(pw[:]))
+}
+
+// fromSession reads a valid session cookie: signed, not expired, of a
+// user with the same role and password hash as when it was issued (a
+// user removed or changed in the config is logged out at once). Whether
+// it was logged out since is the caller's to ask (frame.who).
 func (a *auth) fromSession(r *http.Request) (Principal, bool) {
 	c, err := r.Cookie(sessionCookie)
 	if err != nil {
@@ -136,24 +152,24 @@ func (a *auth) fromSession(r *http.Request) (Principal, bool) {
 		return Principal{}, false
 	}
 	payload, sig := c.Value[:i], c.Value[i+1:]
-	got, err := base64.RawURLEncoding.DecodeString(sig)
-	if err != nil || !hmac.Equal(got, a.mac("session", payload)) {
-		return Principal{}, false
-	}
 	parts := strings.Split(payload, ".")
-	if len(parts) != 3 {
+	if len(parts) != 4 {
 		return Principal{}, false
 	}
 	name, err := base64.RawURLEncoding.DecodeString(parts[0])
-	exp, err2 := strconv.ParseInt(parts[2], 10, 64)
-	if err != nil || err2 != nil || a.now().Unix() >= exp {
+	if err != nil {
 		return Principal{}, false
 	}
 	u, ok := a.users[string(name)]
-	if !ok || string(u.Role) != parts[1] {
+	got, err := base64.RawURLEncoding.DecodeString(sig)
+	if !ok || err != nil || !hmac.Equal(got, a.sessionMAC(payload, u)) {
 		return Principal{}, false
 	}
-	return Principal{Name: u.Name, Role: u.Role}, true
+	exp, err := strconv.ParseInt(parts[2], 10, 64)
+	if err != nil || a.now().Unix() >= exp || string(u.Role) != parts[1] || parts[3] == "" {
+		return Principal{}, false
+	}
+	return Principal{Name: u.Name, Role: u.Role, session: parts[3], expires: time.Unix(exp, 0)}, true
 }
 
 // fromToken reads a bearer token.

@@ -233,13 +233,15 @@ type bundle struct {
 	store    *fakeStore
 	dead     *fakeDead
 	silences *fakeSilences
-	token    string
+	// revocations are the logged-out sessions.
+	revocations *fakeRevocations
+	token       string
 }
 
 // setup serves a console built by build through httptest.
-func setup(t *testing.T, mutate func(*Config)) *bundle {
+func setup(t *testing.T, mutate func(*Config), deps ...func(*Deps)) *bundle {
 	t.Helper()
-	b := build(t, mutate)
+	b := build(t, mutate, deps...)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = b.s.live.Run(ctx); close(done) }()
@@ -249,8 +251,9 @@ func setup(t *testing.T, mutate func(*Config)) *bundle {
 }
 
 // build makes a console over fakes: alice (operator) and bob (viewer),
-// a viewer token, two rules, the clock at 2026-11-24 12:00:30 UTC.
-func build(t *testing.T, mutate func(*Config)) *bundle {
+// a viewer token, two rules, the clock at 2026-11-24 12:00:30 UTC. deps
+// may replace what it reads from.
+func build(t *testing.T, mutate func(*Config), deps ...func(*Deps)) *bundle {
 	t.Helper()
 	hash, err := bcrypt.GenerateFromPassword([]byte("pw-alice"), bcrypt.MinCost)
 	if err != nil {
@@ -295,14 +298,20 @@ func build(t *testing.T, mutate func(*Config)) *bundle {
 			t.Fatal(err)
 		}
 	}
-	sil := &fakeSilences{}
-	s, err := New(cfg, Deps{Store: st, DeadLetters: dead, Silences: sil, RuleStates: fakeStates{now: now}, Rules: func() []rules.Rule { return rs },
-		Logger: slog.New(slog.DiscardHandler), Registry: prometheus.NewRegistry(), Now: func() time.Time { return now }})
+	sil, rev := &fakeSilences{}, &fakeRevocations{}
+	d := Deps{Store: st, DeadLetters: dead, Silences: sil, RuleStates: fakeStates{now: now}, Revocations: rev, Rules: func() []rules.Rule { return rs },
+		Logger: slog.New(slog.DiscardHandler), Registry: prometheus.NewRegistry(), Now: func() time.Time { return now }}
+	for _, f := range deps {
+		f(&d)
+	}
+	s, err := New(cfg, d)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &bundle{s: s, store: st, dead: dead, silences: sil, token: token}
+	return &bundle{s: s, store: st, dead: dead, silences: sil, revocations: rev, token: token}
 }
+
+func secretOf(s string) secret.Value { return secret.New(s) }
 
 // client is a browser: cookies kept, redirects not followed.
 func (b *bundle) client(t *testing.T) *http.Client {

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"io/fs"
 	"net"
 	"net/http"
@@ -97,6 +98,20 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.auth.clear(w)
+	// Clearing the cookie ends the session in this browser only; a copy
+	// of it ends when the revocation is recorded.
+	if p, ok := s.auth.fromSession(r); ok {
+		ctx, cancel := context.WithTimeout(r.Context(), revocationTimeout)
+		defer cancel()
+		if err := s.deps.Revocations.Revoke(ctx, p.session, p.expires); err != nil {
+			s.deps.Logger.Error("console logout not recorded", "user", p.Name, "err", err)
+			s.fail(w, r, http.StatusServiceUnavailable, "You are logged out in this browser, but the logout could not be recorded "+
+				"(NATS is unreachable): a copy of this session's cookie would still work until "+s.timeIn(p.expires)+
+				", or until the user's password changes.")
+			return
+		}
+		s.deps.Logger.Info("console logout", "user", p.Name)
+	}
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
 }
 

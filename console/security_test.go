@@ -70,10 +70,15 @@ func TestAuthNoneServesLoopbackHostsOnly(t *testing.T) {
 // way: the login page's and the login's.
 func cookiesOf(t *testing.T, b *bundle) []*http.Cookie {
 	t.Helper()
+	return loginAs(t, b, "alice", "pw-alice")
+}
+
+func loginAs(t *testing.T, b *bundle, user, password string) []*http.Cookie {
+	t.Helper()
 	resp, page := send(t, http.MethodGet, b.srv.URL+"/login", "", nil, nil)
 	cookies := resp.Cookies()
 	resp, _ = send(t, http.MethodPost, b.srv.URL+"/login", "", cookies,
-		strings.NewReader(url.Values{"user": {"alice"}, "password": {"pw-alice"}, "csrf": {csrfOf(t, page)}}.Encode()))
+		strings.NewReader(url.Values{"user": {user}, "password": {password}, "csrf": {csrfOf(t, page)}}.Encode()))
 	if resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("login: %d", resp.StatusCode)
 	}

@@ -30,6 +30,7 @@ type Deps struct {
 	Pipeline    PipelineSource
 	RuleStates  RuleStates
 	Silences    Silences
+	Revocations Revocations
 	// Rules gives the sweeper's rules as last loaded (they are read again
 	// on SIGHUP by the caller).
 	Rules    func() []rules.Rule
@@ -81,6 +82,9 @@ type frame struct {
 func New(cfg Config, d Deps) (*Server, error) {
 	if d.Store == nil || d.Logger == nil || d.Registry == nil {
 		return nil, errors.New("console: Store, Logger and Registry are required")
+	}
+	if cfg.Auth == AuthPassword && d.Revocations == nil {
+		return nil, errors.New("console: Revocations are required with auth: password: a logout is recorded there")
 	}
 	if d.Now == nil {
 		d.Now = time.Now
@@ -253,7 +257,16 @@ func (s *frame) who(w http.ResponseWriter, r *http.Request) (Principal, bool) {
 		return p, ok
 	}
 	if p, ok := s.auth.fromSession(r); ok {
-		return p, true
+		revoked, err := s.revoked(r.Context(), p)
+		if err != nil {
+			s.deps.Logger.Warn("console session not checked against the logouts", "user", p.Name, "err", err)
+			s.fail(w, r, http.StatusServiceUnavailable, "the console cannot tell whether this session was logged out "+
+				"(the record of logouts, in NATS, is unreachable), so it is refused for now: try again shortly; bearer tokens still work")
+			return Principal{}, false
+		}
+		if !revoked {
+			return p, true
+		}
 	}
 	if isAPI(r) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="pagewatch"`)
@@ -262,6 +275,17 @@ func (s *frame) who(w http.ResponseWriter, r *http.Request) (Principal, bool) {
 	}
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
 	return Principal{}, false
+}
+
+// revocationTimeout bounds asking or telling the revocations.
+const revocationTimeout = 3 * time.Second
+
+// revoked reports whether p's session logged out. An error is not taken
+// for "no": a copied cookie would then work whenever NATS is down.
+func (s *frame) revoked(ctx context.Context, p Principal) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, revocationTimeout)
+	defer cancel()
+	return s.deps.Revocations.Revoked(ctx, p.session)
 }
 
 func isAPI(r *http.Request) bool { return strings.HasPrefix(r.URL.Path, "/api/") }
