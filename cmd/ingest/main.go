@@ -133,13 +133,13 @@ func runLoad(ctx context.Context, env *daemon.Env) error {
 		if err != nil {
 			return err
 		}
-		l, err := load.NewReplay(ctx, cfg, b, ch, env.Logger, env.Registry, from)
+		l, err := load.NewReplay(ctx, cfg, b, ch.Hits(), env.Logger, env.Registry, from)
 		if err != nil {
 			return err
 		}
 		return env.Serve(ctx, l)
 	}
-	l, err := load.New(ctx, cfg, b, ch, env.Logger, env.Registry)
+	l, err := load.New(ctx, cfg, b, ch.Hits(), env.Logger, env.Registry)
 	if err != nil {
 		return err
 	}
@@ -149,7 +149,7 @@ func runLoad(ctx context.Context, env *daemon.Env) error {
 	if err != nil {
 		return err
 	}
-	r, err := retention.New(cfg.Retention, retention.Deps{Store: ch, Claims: claims, Owner: loaderName(), Logger: env.Logger, Registry: env.Registry})
+	r, err := retention.New(cfg.Retention, retention.Deps{Store: ch.Hits(), Claims: claims, Owner: loaderName(), Logger: env.Logger, Registry: env.Registry})
 	if err != nil {
 		return err
 	}

@@ -62,7 +62,7 @@ func newSweeper(ctx context.Context, env *daemon.Env) (*sweep.Sweeper, error) {
 		return nil, err
 	}
 	return sweep.New(ctx, env.Config.Sweeper, rs, sweep.Deps{
-		Bus: b, Counts: ch, History: ch, Explain: ch, Rules: ruleSource{env},
+		Bus: b, Counts: ch.Counts(), History: ch.History(), Explain: ch.Traffic(), Rules: ruleSource{env},
 		Logger: env.Logger, Registry: env.Registry,
 	})
 }

@@ -67,7 +67,7 @@ func TestDryRunAndBacktestRecordNothing(t *testing.T) {
 	for i := 0; i < 120; i++ {
 		batch.Hits = append(batch.Hits, hit.Hit{Time: now.Add(-30 * time.Minute), Site: "example.com", Path: "/pricing", Offset: uint64(i)})
 	}
-	if err := ch.InsertHits(context.Background(), []hit.Batch{batch}); err != nil {
+	if err := ch.Hits().InsertHits(context.Background(), []hit.Batch{batch}); err != nil {
 		t.Fatal(err)
 	}
 	cfg := fmt.Sprintf("nats: {url: %q}\nclickhouse: {addr: [%q]}\nsweeper:\n  rules:\n    - {name: pricing, site: example.com, path: /pricing, threshold: 100, window: 1h, notify: {recipients: [ops@example.com]}}\n", ns.URL, srv.Addr)

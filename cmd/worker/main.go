@@ -80,7 +80,7 @@ func run(ctx context.Context, env *daemon.Env) error {
 		env.Handle(links.Prefix, linksAPI.Handler())
 	}
 	w, err := notify.New(ctx, env.Config.Worker, notify.Deps{
-		Bus: b, Receivers: specs, History: ch, Stats: ch, Silences: silences, Unsubscribes: unsubs,
+		Bus: b, Receivers: specs, History: ch.History(), Stats: ch.Traffic(), Silences: silences, Unsubscribes: unsubs,
 		Logger: env.Logger, Registry: env.Registry,
 	})
 	if err != nil {

@@ -29,7 +29,7 @@ func reportStage(ctx context.Context, env *daemon.Env, b *bus.Bus, ch *clickhous
 	for _, s := range specs {
 		d.specs[s.Name] = s
 	}
-	return report.New(env.Config.Reports, report.Deps{Counts: ch, Deliver: d, Claims: claims, Name: env.Config.Worker.Name, Logger: env.Logger, Registry: env.Registry})
+	return report.New(env.Config.Reports, report.Deps{Counts: ch.Counts(), Deliver: d, Claims: claims, Name: env.Config.Worker.Name, Logger: env.Logger, Registry: env.Registry})
 }
 
 // reportDeliverer sends reports: email receivers as a report mail with

@@ -56,7 +56,7 @@ func benchLoad(b *testing.B, loaders, inserts, total int) {
 			ch := clickHouseClient(b, bb.chSrv, quiet)
 			reg := prometheus.NewRegistry()
 			regs = append(regs, reg)
-			l, err := load.New(ctx, bb.cfg, nb, ch, quiet, reg)
+			l, err := load.New(ctx, bb.cfg, nb, ch.Hits(), quiet, reg)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -75,7 +75,7 @@ func benchLoad(b *testing.B, loaders, inserts, total int) {
 		used = cpuSplit{self: used.self + d.self, nats: used.nats + d.nats, ch: used.ch + d.ch}
 		b.StopTimer()
 		b.Logf("CPU: loaders %s, NATS %s, ClickHouse %s, wall %s", d.self.Round(time.Millisecond), d.nats.Round(time.Millisecond), d.ch.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
-		if n, err := bb.ch.HitCount(ctx); err != nil || n != want {
+		if n, err := bb.ch.Hits().HitCount(ctx); err != nil || n != want {
 			b.Fatalf("distinct hits %d (%v), want %d", n, err, want)
 		}
 		for _, stop := range stops {

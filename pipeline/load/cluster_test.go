@@ -25,7 +25,7 @@ func TestClusterLoaderLoadsFromAnR3Stream(t *testing.T) {
 	t.Cleanup(cb.Close)
 	b.bus = cb
 	b.publish(t, 30, 100)
-	stop := b.run(t, b.ch)
+	stop := b.run(t, b.ch.Hits())
 	defer stop()
 	testcheck.Eventually(t, 30*time.Second, "3,000 hits in ClickHouse", func() bool {
 		return b.chSrv.Query(t, "SELECT count() FROM pagewatch.hits") == "3000\n"

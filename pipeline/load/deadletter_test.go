@@ -27,7 +27,7 @@ func TestUndecodableMessageIsDeadLettered(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.publish(t, 10, 100)
-	defer b.run(t, b.ch)()
+	defer b.run(t, b.ch.Hits())()
 	b.waitCount(t, 2000)
 
 	dead, err := b.bus.JS.Stream(ctx, b.bus.DeadLetterStreamName())

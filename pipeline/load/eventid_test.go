@@ -59,7 +59,7 @@ func TestSameLinesAgainCountOnce(t *testing.T) {
 		send("stdin", stdin, 0, 50, 90)
 	}
 	publishAll()
-	stop := b.run(t, b.ch)
+	stop := b.run(t, b.ch.Hits())
 	defer stop()
 	b.waitCount(t, 8)
 

@@ -120,8 +120,8 @@ func runLoader(tb testing.TB, l *load.Loader) (stop func()) {
 func (b *bundle) waitCount(t *testing.T, want uint64) {
 	t.Helper()
 	testcheck.Eventually(t, 30*time.Second, fmt.Sprintf("%d hits loaded", want), func() error {
-		n, err := b.ch.HitCount(context.Background())
-		pages, _ := b.ch.PageCount(context.Background(), "example.com", "/pricing", time.Time{})
+		n, err := b.ch.Hits().HitCount(context.Background())
+		pages, _ := b.ch.Hits().PageCount(context.Background(), "example.com", "/pricing", time.Time{})
 		if err == nil && n == want && pages == want {
 			return nil
 		}
@@ -131,7 +131,7 @@ func (b *bundle) waitCount(t *testing.T, want uint64) {
 
 func (b *bundle) assertPageCount(t *testing.T, want uint64) {
 	t.Helper()
-	got, err := b.ch.PageCount(context.Background(), "example.com", "/pricing", time.Time{})
+	got, err := b.ch.Hits().PageCount(context.Background(), "example.com", "/pricing", time.Time{})
 	if err != nil || got != want {
 		t.Fatalf("PageCount = %d, %v; want %d", got, err, want)
 	}
@@ -140,8 +140,8 @@ func (b *bundle) assertPageCount(t *testing.T, want uint64) {
 func TestTwoLoadersExactCounts(t *testing.T) {
 	b := setup(t)
 	b.publish(t, 300, 100)
-	defer b.run(t, b.ch)()
-	defer b.run(t, b.ch)()
+	defer b.run(t, b.ch.Hits())()
+	defer b.run(t, b.ch.Hits())()
 	b.waitCount(t, 30_000)
 	b.assertPageCount(t, 30_000)
 }
@@ -171,7 +171,7 @@ func (c *crashAfterInsert) InsertHits(ctx context.Context, batches []hit.Batch) 
 func TestRedeliveryAfterCrashBetweenInsertAndAck(t *testing.T) {
 	b := setup(t)
 	b.publish(t, 200, 50)
-	crashing := &crashAfterInsert{inner: b.ch}
+	crashing := &crashAfterInsert{inner: b.ch.Hits()}
 	crashing.armed.Store(true)
 	l, err := load.New(context.Background(), b.cfg, b.bus, crashing, b.logger, prometheus.NewRegistry())
 	if err != nil {
@@ -185,7 +185,7 @@ func TestRedeliveryAfterCrashBetweenInsertAndAck(t *testing.T) {
 	if crashing.crashs.Load() != 1 {
 		t.Fatal("the crash never happened")
 	}
-	defer b.run(t, b.ch)()
+	defer b.run(t, b.ch.Hits())()
 	b.waitCount(t, 10_000)
 	b.assertPageCount(t, 10_000)
 }
@@ -193,7 +193,7 @@ func TestRedeliveryAfterCrashBetweenInsertAndAck(t *testing.T) {
 func TestClickHouseOutage(t *testing.T) {
 	b := setup(t)
 	b.publish(t, 50, 100)
-	defer b.run(t, b.ch)()
+	defer b.run(t, b.ch.Hits())()
 	b.waitCount(t, 5000)
 	b.chSrv.Stop()
 	b.publish(t, 50, 100)
@@ -208,7 +208,7 @@ func TestClickHouseOutage(t *testing.T) {
 func TestConsumerDeletedIsRecreated(t *testing.T) {
 	b := setup(t)
 	b.publish(t, 50, 100)
-	defer b.run(t, b.ch)()
+	defer b.run(t, b.ch.Hits())()
 	b.waitCount(t, 5000)
 	s, err := b.bus.HitsStream(context.Background())
 	if err != nil {

@@ -15,14 +15,14 @@ import (
 func TestReplayRebuildsEmptiedDatabase(t *testing.T) {
 	b := setup(t)
 	b.publish(t, 40, 250)
-	stop := b.run(t, b.ch)
+	stop := b.run(t, b.ch.Hits())
 	b.waitCount(t, 10_000)
 	stop()
 
 	for _, table := range []string{"hits", "page_minutes"} {
 		b.chSrv.Query(t, "TRUNCATE TABLE pagewatch."+table)
 	}
-	if n, _ := b.ch.HitCount(context.Background()); n != 0 {
+	if n, _ := b.ch.Hits().HitCount(context.Background()); n != 0 {
 		t.Fatalf("%d hits after truncating", n)
 	}
 	for round := 0; round < 2; round++ {
@@ -46,7 +46,7 @@ func TestReplayFromTime(t *testing.T) {
 // replay runs a replay to its end, which must come by itself.
 func (b *bundle) replay(t *testing.T, from time.Time) {
 	t.Helper()
-	l, err := load.NewReplay(context.Background(), b.cfg, b.bus, b.ch, b.logger, prometheus.NewRegistry(), from)
+	l, err := load.NewReplay(context.Background(), b.cfg, b.bus, b.ch.Hits(), b.logger, prometheus.NewRegistry(), from)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,7 +62,7 @@ func (b *bundle) start(t *testing.T, n int) {
 		cfg := b.cfg
 		cfg.Name = fmt.Sprintf("w%d", i)
 		mailers := func() (notify.Mailer, error) { return mail.New(b.mail, b.logger) }
-		w, err := notify.New(context.Background(), cfg, notify.Deps{Bus: b.bus, Mailers: mailers, History: b.ch, Stats: b.ch, Logger: b.logger, Registry: prometheus.NewRegistry()})
+		w, err := notify.New(context.Background(), cfg, notify.Deps{Bus: b.bus, Mailers: mailers, History: b.ch.History(), Stats: b.ch.Traffic(), Logger: b.logger, Registry: prometheus.NewRegistry()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -238,7 +238,7 @@ func TestMailCarriesChartAndReferrers(t *testing.T) {
 		batch.Hits = append(batch.Hits, hit.Hit{Time: x.CrossedAt.Add(-time.Duration(i) * time.Minute), Site: x.Site, Path: x.Path,
 			Referer: "https://news.example/<b>story</b>", Offset: uint64(i)})
 	}
-	if err := b.ch.InsertHits(context.Background(), []hit.Batch{batch}); err != nil {
+	if err := b.ch.Hits().InsertHits(context.Background(), []hit.Batch{batch}); err != nil {
 		t.Fatal(err)
 	}
 	b.publish(t, x, x.Key)

@@ -81,7 +81,7 @@ func TestWeeklyReportHasTheExactMovers(t *testing.T) {
 	add(site, "/e", utc("2026-11-08 22:30"), 3)  // before Prev
 	add(site, "/e", utc("2026-11-09 00:30"), 8)
 	add("other.example", "/a", utc("2026-11-18 12:00"), 100)
-	if err := ch.InsertHits(t.Context(), []hit.Batch{{Seq: 1, Hits: hits}}); err != nil {
+	if err := ch.Hits().InsertHits(t.Context(), []hit.Batch{{Seq: 1, Hits: hits}}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -99,7 +99,7 @@ func TestWeeklyReportHasTheExactMovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	newStage := func(name string) *report.Stage {
-		s, err := report.New([]report.Spec{spec}, report.Deps{Counts: ch, Deliver: m, Claims: claims, Name: name, Logger: logger, Registry: prometheus.NewRegistry()})
+		s, err := report.New([]report.Spec{spec}, report.Deps{Counts: ch.Counts(), Deliver: m, Claims: claims, Name: name, Logger: logger, Registry: prometheus.NewRegistry()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -113,11 +113,11 @@ func TestWeeklyReportHasTheExactMovers(t *testing.T) {
 	}
 	// Once the days are sealed, old days are read from page_days: the
 	// same report.
-	if n, err := ch.SealDays(t.Context(), utc("2026-11-21 00:00")); err != nil || n == 0 {
+	if n, err := ch.Counts().SealDays(t.Context(), utc("2026-11-21 00:00")); err != nil || n == 0 {
 		t.Fatalf("sealed %d days: %v", n, err)
 	}
 	// 2026-11-21 had no hits: complete as it is; 2026-11-22 is not sealed.
-	if sb, err := ch.SealedBefore(t.Context(), at); err != nil || !sb.Equal(utc("2026-11-22 00:00")) {
+	if sb, err := ch.Counts().SealedBefore(t.Context(), at); err != nil || !sb.Equal(utc("2026-11-22 00:00")) {
 		t.Fatalf("sealed before %s (%v), want 2026-11-22", sb, err)
 	}
 	r, err := newStage("w1").Build(t.Context(), "weekly", at)
@@ -259,7 +259,7 @@ func TestScheduleSendsOncePerPeriod(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for _, name := range []string{"w1", "w2"} {
-		s, err := report.New([]report.Spec{spec}, report.Deps{Counts: ch, Deliver: c, Claims: claims, Name: name, Logger: logger, Registry: prometheus.NewRegistry()})
+		s, err := report.New([]report.Spec{spec}, report.Deps{Counts: ch.Counts(), Deliver: c, Claims: claims, Name: name, Logger: logger, Registry: prometheus.NewRegistry()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -304,7 +304,7 @@ func TestCatchUpAtStart(t *testing.T) {
 	} {
 		at := utc(c.start)
 		cnt := &counter{n: map[string]int{}}
-		s, err := report.New([]report.Spec{spec}, report.Deps{Counts: ch, Deliver: cnt, Claims: claims, Name: "w", Logger: logger,
+		s, err := report.New([]report.Spec{spec}, report.Deps{Counts: ch.Counts(), Deliver: cnt, Claims: claims, Name: "w", Logger: logger,
 			Registry: prometheus.NewRegistry(), Clock: func() time.Time { return at }})
 		if err != nil {
 			t.Fatal(err)

@@ -55,7 +55,7 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Store drops raw hits; *clickhouse.Client is one.
+// Store drops raw hits; sinks/clickhouse's Hits is one.
 type Store interface {
 	// DropHitsBefore drops the days of raw hits before cutoff's day and
 	// returns their partition ids; on an error, those dropped before it.

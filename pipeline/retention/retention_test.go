@@ -153,13 +153,13 @@ func TestRetentionOn1816(t *testing.T) {
 		}
 		batches = append(batches, b)
 	}
-	if err := client.InsertHits(ctx, batches); err != nil {
+	if err := client.Hits().InsertHits(ctx, batches); err != nil {
 		t.Fatal(err)
 	}
 	minutes := srv.Query(t, "SELECT count(), sum(hits) FROM pagewatch.page_minutes")
 
 	reg := prometheus.NewRegistry()
-	r, err := New(Config{RawHitsDays: 3, Every: time.Hour}, Deps{Store: client, Logger: logger(t), Registry: reg, Now: func() time.Time { return today }})
+	r, err := New(Config{RawHitsDays: 3, Every: time.Hour}, Deps{Store: client.Hits(), Logger: logger(t), Registry: reg, Now: func() time.Time { return today }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,13 +171,13 @@ func TestRetentionOn1816(t *testing.T) {
 	if got := srv.Query(t, "SELECT toYYYYMMDD(ts) AS day, count() FROM pagewatch.hits GROUP BY day ORDER BY day"); got != "20240229\t7\n20240301\t7\n20240302\t7\n" {
 		t.Fatalf("hits left per day:\n%s", got)
 	}
-	if n, err := client.HitCount(ctx); err != nil || n != 21 {
+	if n, err := client.Hits().HitCount(ctx); err != nil || n != 21 {
 		t.Fatalf("HitCount = %d, %v; want 21", n, err)
 	}
 	if got := srv.Query(t, "SELECT count(), sum(hits) FROM pagewatch.page_minutes"); got != minutes || got != "70\t70\n" {
 		t.Fatalf("page_minutes: %q, was %q", got, minutes)
 	}
-	if n, err := client.PageCount(ctx, "example.com", "/a", time.Time{}); err != nil || n != 40 {
+	if n, err := client.Hits().PageCount(ctx, "example.com", "/a", time.Time{}); err != nil || n != 40 {
 		t.Fatalf("all-time PageCount(/a) = %d, %v; want 40", n, err)
 	}
 	if got := metric(t, reg, "pagewatch_retention_hits_partitions_dropped_total"); got != 7 {

@@ -115,12 +115,12 @@ func benchmarkSweep(b *testing.B, rs []rules.Rule) {
 	// backlog finished over the timed sweeps would be measured as theirs.
 	began = time.Now()
 	sealBefore := end.Add(-24*time.Hour - DefaultConfig().LagTolerance).Truncate(24 * time.Hour)
-	if _, err := c.SealDays(ctx, sealBefore); err != nil {
+	if _, err := c.Counts().SealDays(ctx, sealBefore); err != nil {
 		b.Fatal(err)
 	}
 	sealing := time.Since(began)
 	began = time.Now()
-	if _, err := c.SealHours(ctx, sealBefore); err != nil {
+	if _, err := c.Counts().SealHours(ctx, sealBefore); err != nil {
 		b.Fatal(err)
 	}
 	sealingHours := time.Since(began)
@@ -131,7 +131,7 @@ func benchmarkSweep(b *testing.B, rs []rules.Rule) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s, err := New(ctx, cfg, rs, Deps{Bus: bs, Counts: c, History: c, Logger: logger, Registry: prometheus.NewRegistry()})
+	s, err := New(ctx, cfg, rs, Deps{Bus: bs, Counts: c.Counts(), History: c.History(), Logger: logger, Registry: prometheus.NewRegistry()})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -20,7 +20,7 @@ func (b *bundle) addReferred(t *testing.T, path, referer string, n int, at time.
 	for i := 0; i < n; i++ {
 		batch.Hits = append(batch.Hits, hit.Hit{Time: at, Site: "example.com", Path: path, Referer: referer, Offset: uint64(i)})
 	}
-	if err := b.ch.InsertHits(context.Background(), []hit.Batch{batch}); err != nil {
+	if err := b.ch.Hits().InsertHits(context.Background(), []hit.Batch{batch}); err != nil {
 		t.Fatal(err)
 	}
 }

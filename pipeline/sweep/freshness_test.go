@@ -25,7 +25,7 @@ func (b *bundle) addSteady(t *testing.T, path string, perHour int, from, to time
 			batch.Hits = append(batch.Hits, hit.Hit{Time: at, Site: "example.com", Path: path, Offset: uint64(len(batch.Hits))})
 		}
 	}
-	if err := b.ch.InsertHits(context.Background(), []hit.Batch{batch}); err != nil {
+	if err := b.ch.Hits().InsertHits(context.Background(), []hit.Batch{batch}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -133,7 +133,7 @@ func TestNormalsOfManyLongPathsAreRead(t *testing.T) {
 					}
 				}
 			}
-			if err := b.ch.InsertHits(context.Background(), []hit.Batch{batch}); err != nil {
+			if err := b.ch.Hits().InsertHits(context.Background(), []hit.Batch{batch}); err != nil {
 				t.Fatal(err)
 			}
 			s := b.sweeper(t, &clock{t: now})

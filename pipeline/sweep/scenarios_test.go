@@ -102,7 +102,7 @@ func TestStormGuardFoldsTenThousandPages(t *testing.T) {
 			batch.Hits = append(batch.Hits, hit.Hit{Time: now.Add(-time.Minute), Site: "example.com", Path: fmt.Sprintf("/blog/post-%d", p), Offset: uint64(p*100 + i)})
 		}
 	}
-	if err := b.ch.InsertHits(context.Background(), []hit.Batch{batch}); err != nil {
+	if err := b.ch.Hits().InsertHits(context.Background(), []hit.Batch{batch}); err != nil {
 		t.Fatal(err)
 	}
 	s := b.sweeper(t, nil)

@@ -66,7 +66,7 @@ func (b *bundle) sweeper(t *testing.T, c *clock) *Sweeper {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel) // stops the state watcher
-	s, err := New(ctx, b.cfg, rs, Deps{Bus: b.bus, Counts: b.ch, History: b.ch, Explain: b.ch, Logger: b.logger, Registry: prometheus.NewRegistry()})
+	s, err := New(ctx, b.cfg, rs, Deps{Bus: b.bus, Counts: b.ch.Counts(), History: b.ch.History(), Explain: b.ch.Traffic(), Logger: b.logger, Registry: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func (b *bundle) addHits(t *testing.T, path string, n int, at time.Time) {
 	for i := 0; i < n; i++ {
 		batch.Hits = append(batch.Hits, hit.Hit{Time: at, Site: "example.com", Path: path, Offset: uint64(i)})
 	}
-	if err := b.ch.InsertHits(context.Background(), []hit.Batch{batch}); err != nil {
+	if err := b.ch.Hits().InsertHits(context.Background(), []hit.Batch{batch}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -46,7 +46,7 @@ func BenchmarkInsertHits(b *testing.B) {
 	b.ResetTimer()
 	start := time.Now()
 	for i := 0; i < b.N; i++ {
-		if err := bb.client.InsertHits(ctx, batches()); err != nil {
+		if err := bb.client.Hits().InsertHits(ctx, batches()); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -110,7 +110,7 @@ func benchInsertMerges(b *testing.B, batchRows, total int) {
 			}
 			batches = append(batches, hit.Batch{Seq: uint64(n*len(msgs) + i + 1), Key: uint64(n*len(msgs)+i) | 1<<63, LineKey: uint64(n+1) | 1<<63, Lean: lean})
 			if len(batches)*5000 >= batchRows || i == len(msgs)-1 {
-				if err := c.InsertHits(ctx, batches); err != nil {
+				if err := c.Hits().InsertHits(ctx, batches); err != nil {
 					b.Fatal(err)
 				}
 				batches = nil

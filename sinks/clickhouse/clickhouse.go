@@ -2,6 +2,22 @@
 // hits, answers the sweeper's count queries and keeps the crossing and
 // notification history. Every statement it issues runs on ClickHouse 18.16
 // and on current releases (proven by its tests on both).
+//
+// A Client is the connection: Open, Migrate, Ping, Close, and the
+// synthetic loads of the benchmarks. What the stages read and write hangs
+// off it by role, each the adapter of ports that stages declare, so that
+// a stage is handed what it uses and no more (roles.go):
+//
+//	c.Hits()     inserts, old days dropped   load.Store, retention.Store
+//	c.Counts()   counts judged, days sealed  sweep.Counter, report.Counts, report.Sealed
+//	c.History()  crossings and outcomes      sweep.Recorder, notify.Recorder, console.HistoryStore
+//	c.Traffic()  a page's views, for people  console.TrafficStore, notify.Stats, sweep.Explainer
+//	c.Console()  History and Traffic as one  console.Store
+//
+// Roles are values over the Client: they share its pool and settings, and
+// closing the Client is all there is to close. Files go by reader, not by
+// role: console.go, stats.go and explain.go are the console's, the
+// email's and the why's reads.
 package clickhouse
 
 import (
@@ -226,4 +242,23 @@ func (c *Client) insertContext(ctx context.Context) context.Context {
 		return ctx
 	}
 	return ch.Context(ctx, ch.WithSettings(c.insertSettings))
+}
+
+// sendColumns sends one block: each argument is a column's values, in
+// the order the INSERT names them.
+func (c *Client) sendColumns(ctx context.Context, query string, columns ...any) error {
+	batch, err := c.conn.PrepareBatch(c.insertContext(ctx), query)
+	if err != nil {
+		return fmt.Errorf("prepare: %w", err)
+	}
+	for i, col := range columns {
+		if err := batch.Column(i).Append(col); err != nil {
+			_ = batch.Abort()
+			return fmt.Errorf("column %d: %w", i, err)
+		}
+	}
+	if err := batch.Send(); err != nil {
+		return fmt.Errorf("send: %w", err)
+	}
+	return nil
 }

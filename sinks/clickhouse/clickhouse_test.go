@@ -74,11 +74,11 @@ func TestInsertTwiceCountsOnce(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Minute)
 	batches := batchesAt(now.Add(-10 * time.Minute))
 	for i := 0; i < 3; i++ { // a batch redelivered twice after crashes
-		if err := b.client.InsertHits(ctx, batches); err != nil {
+		if err := b.client.Hits().InsertHits(ctx, batches); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if n, err := b.client.HitCount(ctx); err != nil || n != 125 {
+	if n, err := b.client.Hits().HitCount(ctx); err != nil || n != 125 {
 		t.Fatalf("HitCount = %d, %v; want 125", n, err)
 	}
 	cases := []struct {
@@ -92,7 +92,7 @@ func TestInsertTwiceCountsOnce(t *testing.T) {
 		{"/nothing", time.Time{}, 0},
 	}
 	for _, c := range cases {
-		got, err := b.client.PageCount(ctx, "example.com", c.path, c.since)
+		got, err := b.client.Hits().PageCount(ctx, "example.com", c.path, c.since)
 		if err != nil || got != c.want {
 			t.Errorf("PageCount(%q, %v) = %d, %v; want %d", c.path, c.since, got, err, c.want)
 		}
@@ -104,11 +104,11 @@ func TestHistory(t *testing.T) {
 	ctx := context.Background()
 	x := crossing.Crossing{Key: "r.abc.1", Rule: "r", Site: "s", Path: "/p", Window: "1h", Threshold: 10, Count: 11, CrossedAt: time.Now()}
 	for i := 0; i < 2; i++ {
-		if err := b.client.RecordCrossing(ctx, x); err != nil {
+		if err := b.client.History().RecordCrossing(ctx, x); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := b.client.RecordNotification(ctx, crossing.Record{At: time.Now(), Crossing: x, Outcome: crossing.Sent, Worker: "w1"}); err != nil {
+	if err := b.client.History().RecordNotification(ctx, crossing.Record{At: time.Now(), Crossing: x, Outcome: crossing.Sent, Worker: "w1"}); err != nil {
 		t.Fatal(err)
 	}
 	if got := b.server.Query(t, "SELECT count() FROM pw_test.crossings FINAL"); got != "1\n" {
@@ -123,7 +123,7 @@ func TestHistory(t *testing.T) {
 	y.Key = "r.abc.2"
 	y.Why = &crossing.Why{Kind: "spike", Count: 11, Baseline: 2, Rank: 3, RankOf: 40,
 		Referrers: []crossing.ReferrerShare{{Domain: "news.example", Hits: 7, Share: 0.7}}}
-	if err := b.client.RecordCrossings(ctx, []crossing.Crossing{x, y}); err != nil {
+	if err := b.client.History().RecordCrossings(ctx, []crossing.Crossing{x, y}); err != nil {
 		t.Fatal(err)
 	}
 	got := b.server.Query(t, "SELECT crossing_key, visitParamExtractString(why, 'kind'), visitParamExtractUInt(why, 'rank') FROM pw_test.crossing_whys FINAL ORDER BY crossing_key")
@@ -136,11 +136,11 @@ func TestOpenCreatesDatabaseAndReconnectsAfterOutage(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	b.server.Stop()
-	if err := b.client.InsertHits(ctx, batchesAt(time.Now())); err == nil {
+	if err := b.client.Hits().InsertHits(ctx, batchesAt(time.Now())); err == nil {
 		t.Fatal("insert succeeded with the server down")
 	}
 	b.server.Restart(t)
-	if err := b.client.InsertHits(ctx, batchesAt(time.Now())); err != nil {
+	if err := b.client.Hits().InsertHits(ctx, batchesAt(time.Now())); err != nil {
 		t.Fatalf("insert after restart: %v", err)
 	}
 }

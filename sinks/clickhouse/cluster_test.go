@@ -246,15 +246,15 @@ func TestTwoShardClusterOn1816(t *testing.T) {
 	defer c.Close()
 	base := time.Date(2024, 3, 10, 12, 0, 0, 0, time.UTC)
 	for i := 0; i < 2; i++ { // a batch loaded twice counts once
-		if err := c.InsertHits(ctx, clusterBatches(base)); err != nil {
+		if err := c.Hits().InsertHits(ctx, clusterBatches(base)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if n, err := c.HitCount(ctx); err != nil || n != 200 {
+	if n, err := c.Hits().HitCount(ctx); err != nil || n != 200 {
 		t.Fatalf("HitCount = %d, %v; want 200", n, err)
 	}
 	for p, want := range map[string]uint64{"/p0": 12, "/p19": 8} {
-		if n, err := c.PageCount(ctx, "example.com", p, time.Time{}); err != nil || n != want {
+		if n, err := c.Hits().PageCount(ctx, "example.com", p, time.Time{}); err != nil || n != want {
 			t.Errorf("PageCount(%s) = %d, %v; want %d", p, n, err, want)
 		}
 	}
@@ -282,13 +282,13 @@ func TestTwoShardClusterOn1816(t *testing.T) {
 	// The sweep's read side through the Distributed tables: the day
 	// before base is sealed, and counts come out as on one server, each
 	// page's sealed days on its own shard.
-	if n, err := c.SealDays(ctx, base); err != nil || n != 1 {
+	if n, err := c.Counts().SealDays(ctx, base); err != nil || n != 1 {
 		t.Fatalf("SealDays = %d, %v; want 1 day", n, err)
 	}
-	if n, err := c.SealDays(ctx, base); err != nil || n != 0 {
+	if n, err := c.Counts().SealDays(ctx, base); err != nil || n != 0 {
 		t.Fatalf("SealDays again = %d, %v; want 0", n, err)
 	}
-	counts, err := c.WindowCounts(ctx, traffic.WindowQuery{Starts: []time.Time{{}, base.Truncate(24 * time.Hour)}, End: base.Add(time.Hour), SealedBefore: base})
+	counts, err := c.Counts().WindowCounts(ctx, traffic.WindowQuery{Starts: []time.Time{{}, base.Truncate(24 * time.Hour)}, End: base.Add(time.Hour), SealedBefore: base})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,7 +309,7 @@ func TestTwoShardClusterOn1816(t *testing.T) {
 		}
 	}
 	scanned := 0
-	err = c.ScanMinutes(ctx, traffic.MinuteScan{From: base.Add(-48 * time.Hour), To: base.Add(time.Hour)}, func(_, _ string, _ time.Time, hits uint64) error {
+	err = c.Counts().ScanMinutes(ctx, traffic.MinuteScan{From: base.Add(-48 * time.Hour), To: base.Add(time.Hour)}, func(_, _ string, _ time.Time, hits uint64) error {
 		scanned += int(hits)
 		return nil
 	})
@@ -320,7 +320,7 @@ func TestTwoShardClusterOn1816(t *testing.T) {
 	// The partition list covers every shard: a day only shard 2 holds is
 	// found through a client of shard 1.
 	srvs[1].Query(t, "INSERT INTO pagewatch.hits_local (ts, site, path, referer, seq, line_offset) SELECT toDateTime('2024-01-02 00:00:00'), 's', '/only-here', '', 99, 0")
-	ids, err := c.hitsPartitionsBefore(ctx, base)
+	ids, err := c.Hits().hitsPartitionsBefore(ctx, base)
 	if want := "[20240102 20240309]"; err != nil || fmt.Sprint(ids) != want {
 		t.Fatalf("partitions before %s: %v, %v; want %s", base, ids, err, want)
 	}

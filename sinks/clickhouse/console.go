@@ -13,17 +13,18 @@ import (
 	"github.com/pagewatch/pagewatch/domain/traffic"
 )
 
-// The console's port (console.Store) over the history and the counts.
+// The console's port (console.Store): History's reads of the history,
+// Traffic's of the counts.
 
-var _ console.Store = (*Client)(nil)
+var _ console.Store = Console{}
 
 // maxConsoleRows bounds what one console read returns.
 const maxConsoleRows = 10_000
 
 // Crossings returns the history's crossings matching q, newest first.
-func (c *Client) Crossings(ctx context.Context, q console.HistoryQuery) ([]console.CrossingRow, error) {
+func (hs History) Crossings(ctx context.Context, q console.HistoryQuery) ([]console.CrossingRow, error) {
 	limit := min(max(q.Limit, 1), maxConsoleRows)
-	rows, err := c.conn.Query(ctx, queryConsoleCrossings, q.From.Unix(), q.To.Unix(),
+	rows, err := hs.c.conn.Query(ctx, queryConsoleCrossings, q.From.Unix(), q.To.Unix(),
 		q.Site, q.Site, q.Rule, q.Rule, q.Path, q.Path, q.Outcome, q.Outcome, q.From.Unix(),
 		max(q.Offset, 0), limit)
 	if err != nil {
@@ -56,11 +57,11 @@ func keySet(keys []string) ch.GroupSet {
 }
 
 // Outcomes returns what was done with the given crossings, oldest first.
-func (c *Client) Outcomes(ctx context.Context, keys []string) ([]console.OutcomeRow, error) {
+func (hs History) Outcomes(ctx context.Context, keys []string) ([]console.OutcomeRow, error) {
 	if len(keys) == 0 {
 		return nil, nil
 	}
-	rows, err := c.conn.Query(ctx, queryConsoleOutcomes, keySet(keys))
+	rows, err := hs.c.conn.Query(ctx, queryConsoleOutcomes, keySet(keys))
 	if err != nil {
 		return nil, fmt.Errorf("notification outcomes of %d crossings: %w", len(keys), err)
 	}
@@ -89,7 +90,7 @@ const (
 // (retried, discarded), so the crossing's row shows it beside the
 // dead_lettered it follows. A hits batch has no crossing: its key is
 // "hits#<seq>".
-func (c *Client) RecordAction(ctx context.Context, a console.Action) error {
+func (hs History) RecordAction(ctx context.Context, a console.Action) error {
 	outcome := outcomeRetried
 	if a.Action == "discard" {
 		outcome = outcomeDiscarded
@@ -103,7 +104,7 @@ func (c *Client) RecordAction(ctx context.Context, a console.Action) error {
 		text += ", receiver " + a.Receiver
 	}
 	text += "): " + a.Reason
-	return c.RecordNotification(ctx, crossing.Record{At: a.At, Outcome: crossing.Outcome(outcome), Error: text,
+	return hs.RecordNotification(ctx, crossing.Record{At: a.At, Outcome: crossing.Outcome(outcome), Error: text,
 		Worker: consoleWorker + a.User, Crossing: crossing.Crossing{Key: key, Rule: a.Rule, Site: a.Site, Path: a.Path}})
 }
 
@@ -129,8 +130,8 @@ func parseActionText(text string) (receiver, reason string) {
 
 // Actions returns the operators' latest actions, newest first, each
 // with the receiver its dead letter was for (jobs) and the reason.
-func (c *Client) Actions(ctx context.Context, since time.Time, limit int) ([]console.Action, error) {
-	rows, err := c.conn.Query(ctx, queryConsoleActions, since.Unix(), min(max(limit, 1), maxConsoleRows))
+func (hs History) Actions(ctx context.Context, since time.Time, limit int) ([]console.Action, error) {
+	rows, err := hs.c.conn.Query(ctx, queryConsoleActions, since.Unix(), min(max(limit, 1), maxConsoleRows))
 	if err != nil {
 		return nil, fmt.Errorf("console actions: %w", err)
 	}
@@ -162,11 +163,11 @@ func (c *Client) Actions(ctx context.Context, since time.Time, limit int) ([]con
 }
 
 // LastFired returns, per rule and page, the last crossing since a time.
-func (c *Client) LastFired(ctx context.Context, rules []string, since time.Time) ([]console.CrossingRow, error) {
+func (hs History) LastFired(ctx context.Context, rules []string, since time.Time) ([]console.CrossingRow, error) {
 	if len(rules) == 0 {
 		return nil, nil
 	}
-	rows, err := c.conn.Query(ctx, queryConsoleLastFired, keySet(rules), since.Unix())
+	rows, err := hs.c.conn.Query(ctx, queryConsoleLastFired, keySet(rules), since.Unix())
 	if err != nil {
 		return nil, fmt.Errorf("rules last fired: %w", err)
 	}
@@ -183,10 +184,10 @@ func (c *Client) LastFired(ctx context.Context, rules []string, since time.Time)
 }
 
 // Live returns the last hour's busiest pages, at most q.PerSite a site.
-func (c *Client) Live(ctx context.Context, q console.LiveQuery) ([]console.LivePage, error) {
+func (t Traffic) Live(ctx context.Context, q console.LiveQuery) ([]console.LivePage, error) {
 	end := q.Now.Truncate(time.Minute).Add(time.Minute)
 	start := end.Add(-time.Hour)
-	rows, err := c.conn.Query(ctx, queryConsoleLive, end.Add(-5*time.Minute).Unix(), start.Unix(), end.Unix(),
+	rows, err := t.c.conn.Query(ctx, queryConsoleLive, end.Add(-5*time.Minute).Unix(), start.Unix(), end.Unix(),
 		q.Site == "", q.Site, min(max(q.PerSite, 1), 1000))
 	if err != nil {
 		return nil, fmt.Errorf("live pages: %w", err)
@@ -215,11 +216,11 @@ func (c *Client) Live(ctx context.Context, q console.LiveQuery) ([]console.LiveP
 
 // DayTotals returns the sealed daily views of the given sites' and
 // paths' pages on the UTC days in [from, to).
-func (c *Client) DayTotals(ctx context.Context, sites, paths []string, from, to time.Time) ([]console.DayTotal, error) {
+func (t Traffic) DayTotals(ctx context.Context, sites, paths []string, from, to time.Time) ([]console.DayTotal, error) {
 	if len(sites) == 0 || len(paths) == 0 {
 		return nil, nil
 	}
-	rows, err := c.conn.Query(ctx, queryConsoleDayTotals, keySet(sites), keySet(paths), from.Unix(), to.Unix())
+	rows, err := t.c.conn.Query(ctx, queryConsoleDayTotals, keySet(sites), keySet(paths), from.Unix(), to.Unix())
 	if err != nil {
 		return nil, fmt.Errorf("day totals of %d pages: %w", len(paths), err)
 	}
@@ -236,8 +237,8 @@ func (c *Client) DayTotals(ctx context.Context, sites, paths []string, from, to 
 }
 
 // PageHourSeries returns a page's views per hour in [from, to).
-func (c *Client) PageHourSeries(ctx context.Context, site, path string, from, to time.Time) ([]traffic.MinuteHits, error) {
-	rows, err := c.conn.Query(ctx, queryConsolePageHours, site, path, from.Unix(), to.Unix())
+func (t Traffic) PageHourSeries(ctx context.Context, site, path string, from, to time.Time) ([]traffic.MinuteHits, error) {
+	rows, err := t.c.conn.Query(ctx, queryConsolePageHours, site, path, from.Unix(), to.Unix())
 	if err != nil {
 		return nil, fmt.Errorf("hourly views of %s%s: %w", site, path, err)
 	}
@@ -257,13 +258,13 @@ func (c *Client) PageHourSeries(ctx context.Context, site, path string, from, to
 // than a day, its whole sealed days from page_days (a week of a page's
 // minutes is ten thousand rows, its days seven) and the rest from
 // page_minutes, exact either way.
-func (c *Client) PageCounts(ctx context.Context, sites, paths []string, from, to time.Time) ([]console.PageViews, error) {
+func (t Traffic) PageCounts(ctx context.Context, sites, paths []string, from, to time.Time) ([]console.PageViews, error) {
 	if len(sites) == 0 || len(paths) == 0 {
 		return nil, nil
 	}
 	query, args := queryConsolePageCounts, []any{keySet(sites), keySet(paths), from.Unix(), to.Unix()}
 	if to.Sub(from) > 24*time.Hour {
-		sealed, err := c.SealedBefore(ctx, to)
+		sealed, err := t.c.Counts().SealedBefore(ctx, to)
 		if err != nil {
 			return nil, err
 		}
@@ -273,7 +274,7 @@ func (c *Client) PageCounts(ctx context.Context, sites, paths []string, from, to
 			args = []any{keySet(sites), keySet(paths), from.Unix(), daysFrom, daysTo, to.Unix(), keySet(sites), keySet(paths), daysFrom, daysTo}
 		}
 	}
-	out, err := c.pageViews(ctx, query, args...)
+	out, err := t.pageViews(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("counts of %d pages: %w", len(paths), err)
 	}
@@ -282,12 +283,12 @@ func (c *Client) PageCounts(ctx context.Context, sites, paths []string, from, to
 
 // TopPages returns a site's busiest pages in [from, to): from the raw
 // hits for a span of up to a day, else over the whole sealed days in it.
-func (c *Client) TopPages(ctx context.Context, site string, from, to time.Time, limit int) ([]console.PageViews, error) {
+func (t Traffic) TopPages(ctx context.Context, site string, from, to time.Time, limit int) ([]console.PageViews, error) {
 	query, a, b := queryConsoleTopPagesRecent, from.Unix(), to.Unix()
 	if to.Sub(from) > 24*time.Hour {
 		query = queryConsoleTopPagesDays
 	}
-	out, err := c.pageViews(ctx, query, a, b, site == "", site, min(max(limit, 1), maxConsoleRows))
+	out, err := t.pageViews(ctx, query, a, b, site == "", site, min(max(limit, 1), maxConsoleRows))
 	if err != nil {
 		return nil, fmt.Errorf("top pages of %q: %w", site, err)
 	}
@@ -295,8 +296,8 @@ func (c *Client) TopPages(ctx context.Context, site string, from, to time.Time, 
 }
 
 // pageViews runs a query whose rows are (site, path, views).
-func (c *Client) pageViews(ctx context.Context, query string, args ...any) ([]console.PageViews, error) {
-	rows, err := c.conn.Query(ctx, query, args...)
+func (t Traffic) pageViews(ctx context.Context, query string, args ...any) ([]console.PageViews, error) {
+	rows, err := t.c.conn.Query(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -313,13 +314,13 @@ func (c *Client) pageViews(ctx context.Context, query string, args ...any) ([]co
 }
 
 // Freshness says how far the counts reach.
-func (c *Client) Freshness(ctx context.Context) (console.Freshness, error) {
+func (t Traffic) Freshness(ctx context.Context) (console.Freshness, error) {
 	var (
 		f          console.Freshness
 		day, hours time.Time
 	)
 	since := time.Now().Add(-48 * time.Hour).Unix()
-	if err := c.conn.QueryRow(ctx, queryConsoleFreshness, since).Scan(&f.LastHit, &day, &hours); err != nil {
+	if err := t.c.conn.QueryRow(ctx, queryConsoleFreshness, since).Scan(&f.LastHit, &day, &hours); err != nil {
 		return f, fmt.Errorf("freshness: %w", err)
 	}
 	if f.LastHit.Unix() > 0 {

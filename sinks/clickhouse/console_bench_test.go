@@ -53,10 +53,10 @@ func BenchmarkConsole(b *testing.B) {
 		b.Fatal(err)
 	}
 	sealBefore := end.Truncate(24 * time.Hour)
-	if _, err := c.SealDays(ctx, sealBefore); err != nil {
+	if _, err := c.Counts().SealDays(ctx, sealBefore); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := c.SealHours(ctx, sealBefore); err != nil {
+	if _, err := c.Counts().SealHours(ctx, sealBefore); err != nil {
 		b.Fatal(err)
 	}
 	b.Logf("%d hits generated and sealed in %s", hits, time.Since(began).Round(time.Second))
@@ -74,7 +74,7 @@ func BenchmarkConsole(b *testing.B) {
 	cfg := console.DefaultConfig()
 	cfg.Auth = console.AuthNone
 	cfg.LiveInterval = time.Nanosecond // every live call polls: what is timed is the poll
-	ts := &timedStore{Client: c, times: map[string]time.Duration{}, calls: map[string]int{}}
+	ts := &timedStore{Console: c.Console(), times: map[string]time.Duration{}, calls: map[string]int{}}
 	srv, err := console.New(cfg, console.Deps{Store: ts, Rules: func() []rules.Rule { return rs },
 		Logger: slog.New(slog.DiscardHandler), Registry: prometheus.NewRegistry(), Now: func() time.Time { return end }})
 	if err != nil {
@@ -128,7 +128,7 @@ func BenchmarkConsole(b *testing.B) {
 
 // timedStore times each of the console's reads.
 type timedStore struct {
-	*Client
+	Console
 	mu    sync.Mutex // /rules and /page make their reads at once
 	times map[string]time.Duration
 	calls map[string]int
@@ -143,42 +143,42 @@ func (t *timedStore) since(name string, start time.Time) {
 
 func (t *timedStore) Live(ctx context.Context, q console.LiveQuery) ([]console.LivePage, error) {
 	defer t.since("Live", time.Now())
-	return t.Client.Live(ctx, q)
+	return t.Console.Live(ctx, q)
 }
 
 func (t *timedStore) DayTotals(ctx context.Context, sites, paths []string, from, to time.Time) ([]console.DayTotal, error) {
 	defer t.since("DayTotals", time.Now())
-	return t.Client.DayTotals(ctx, sites, paths, from, to)
+	return t.Console.DayTotals(ctx, sites, paths, from, to)
 }
 
 func (t *timedStore) TopPages(ctx context.Context, site string, from, to time.Time, limit int) ([]console.PageViews, error) {
 	defer t.since("TopPages"+to.Sub(from).String(), time.Now())
-	return t.Client.TopPages(ctx, site, from, to, limit)
+	return t.Console.TopPages(ctx, site, from, to, limit)
 }
 
 func (t *timedStore) PageCounts(ctx context.Context, sites, paths []string, from, to time.Time) ([]console.PageViews, error) {
 	defer t.since("PageCounts"+to.Sub(from).String(), time.Now())
-	return t.Client.PageCounts(ctx, sites, paths, from, to)
+	return t.Console.PageCounts(ctx, sites, paths, from, to)
 }
 
 func (t *timedStore) Crossings(ctx context.Context, q console.HistoryQuery) ([]console.CrossingRow, error) {
 	defer t.since("Crossings", time.Now())
-	return t.Client.Crossings(ctx, q)
+	return t.Console.Crossings(ctx, q)
 }
 
 func (t *timedStore) LastFired(ctx context.Context, rules []string, since time.Time) ([]console.CrossingRow, error) {
 	defer t.since("LastFired", time.Now())
-	return t.Client.LastFired(ctx, rules, since)
+	return t.Console.LastFired(ctx, rules, since)
 }
 
 func (t *timedStore) TopReferrers(ctx context.Context, site, path string, from, to time.Time, limit int) ([]traffic.Referrer, error) {
 	defer t.since("TopReferrers", time.Now())
-	return t.Client.TopReferrers(ctx, site, path, from, to, limit)
+	return t.Console.TopReferrers(ctx, site, path, from, to, limit)
 }
 
 func (t *timedStore) PageSeries(ctx context.Context, site, path string, from, to time.Time) ([]traffic.MinuteHits, error) {
 	defer t.since("PageSeries", time.Now())
-	return t.Client.PageSeries(ctx, site, path, from, to)
+	return t.Console.PageSeries(ctx, site, path, from, to)
 }
 
 func metricName(route string) string {

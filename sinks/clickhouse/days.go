@@ -38,11 +38,11 @@ func loadedDays(minutes []minuteCount) []dayBatch {
 	return out
 }
 
-func (c *Client) insertLoadedDays(ctx context.Context, rows []dayBatch) error {
-	if c.http != nil {
-		return c.insertNative(ctx, insertLoadedDays, func(b []byte) []byte { return appendDays(b, rows) })
+func (h Hits) insertLoadedDays(ctx context.Context, rows []dayBatch) error {
+	if h.c.http != nil {
+		return h.c.insertNative(ctx, insertLoadedDays, func(b []byte) []byte { return appendDays(b, rows) })
 	}
-	return c.sendColumns(ctx, insertLoadedDays, dayColumns(rows)...)
+	return h.c.sendColumns(ctx, insertLoadedDays, dayColumns(rows)...)
 }
 
 // dayColumns are rows as the driver takes them, in insertLoadedDays'
@@ -83,8 +83,8 @@ func dayColumns(rows []dayBatch) []any {
 // page_days must hold its sums (see awaitReplicas). A replica that is
 // down fails the seal, which only costs speed: reads fall back to
 // page_minutes until the next sweep seals.
-func (c *Client) SealDays(ctx context.Context, before time.Time) (int, error) {
-	return c.sealEach(ctx, before, daySeal)
+func (cs Counts) SealDays(ctx context.Context, before time.Time) (int, error) {
+	return cs.sealEach(ctx, before, daySeal)
 }
 
 // SealHours brings page_hours up to date for the UTC days before
@@ -94,8 +94,8 @@ func (c *Client) SealDays(ctx context.Context, before time.Time) (int, error) {
 // sealed_hour_days, apart from page_days, so that the days sealed before
 // page_hours existed are summed per hour too. It returns how many days'
 // hours it sealed.
-func (c *Client) SealHours(ctx context.Context, before time.Time) (int, error) {
-	return c.sealEach(ctx, before, hourSeal)
+func (cs Counts) SealHours(ctx context.Context, before time.Time) (int, error) {
+	return cs.sealEach(ctx, before, hourSeal)
 }
 
 // sealing is one rollup of page_minutes sealed a UTC day at a time: the
@@ -111,16 +111,16 @@ var (
 	hourSeal = sealing{what: "hours of day", toSeal: queryHourDaysToSeal, sum: insertPageHours, sealed: insertSealedHourDays, local: "page_hours_local"}
 )
 
-func (c *Client) sealEach(ctx context.Context, before time.Time, s sealing) (int, error) {
+func (cs Counts) sealEach(ctx context.Context, before time.Time, s sealing) (int, error) {
 	if before.Unix() <= 0 {
 		return 0, nil // no day before 1970 holds hits
 	}
-	days, err := c.daysToSealBy(ctx, s.toSeal, before)
+	days, err := cs.daysToSealBy(ctx, s.toSeal, before)
 	if err != nil {
 		return 0, err
 	}
-	if len(days) > 0 && c.cfg.Cluster != "" {
-		if err := c.awaitReplicas(ctx, "page_minutes_local"); err != nil {
+	if len(days) > 0 && cs.c.cfg.Cluster != "" {
+		if err := cs.c.awaitReplicas(ctx, "page_minutes_local"); err != nil {
 			return 0, fmt.Errorf("seal %s: %w", s.what, err)
 		}
 	}
@@ -128,15 +128,15 @@ func (c *Client) sealEach(ctx context.Context, before time.Time, s sealing) (int
 		from := d.day.Unix()
 		// One INSERT ... SELECT per day bounds its memory by the pages
 		// of one day, whatever the backlog.
-		if err := c.conn.Exec(c.insertContext(ctx), s.sum, from, from+secondsPerDay); err != nil {
+		if err := cs.c.conn.Exec(cs.c.insertContext(ctx), s.sum, from, from+secondsPerDay); err != nil {
 			return i, fmt.Errorf("seal %s %s: sum page_minutes: %w", s.what, d.day.Format(time.DateOnly), err)
 		}
-		if c.cfg.Cluster != "" {
-			if err := c.awaitReplicas(ctx, s.local); err != nil {
+		if cs.c.cfg.Cluster != "" {
+			if err := cs.c.awaitReplicas(ctx, s.local); err != nil {
 				return i, fmt.Errorf("seal %s %s: %w", s.what, d.day.Format(time.DateOnly), err)
 			}
 		}
-		if err := c.sendColumns(ctx, s.sealed, []time.Time{d.day}, []uint64{d.loaded}); err != nil {
+		if err := cs.c.sendColumns(ctx, s.sealed, []time.Time{d.day}, []uint64{d.loaded}); err != nil {
 			return i, fmt.Errorf("seal %s %s: record it sealed with %d messages: %w", s.what, d.day.Format(time.DateOnly), d.loaded, err)
 		}
 	}
@@ -150,13 +150,13 @@ type dayToSeal struct {
 }
 
 // daysToSeal lists the days page_days is to seal (again).
-func (c *Client) daysToSeal(ctx context.Context, before time.Time) ([]dayToSeal, error) {
-	return c.daysToSealBy(ctx, queryDaysToSeal, before)
+func (cs Counts) daysToSeal(ctx context.Context, before time.Time) ([]dayToSeal, error) {
+	return cs.daysToSealBy(ctx, queryDaysToSeal, before)
 }
 
 // daysToSealBy lists the days a rollup's toSeal query returns.
-func (c *Client) daysToSealBy(ctx context.Context, query string, before time.Time) ([]dayToSeal, error) {
-	rows, err := c.conn.Query(ctx, query, before.Unix(), before.Unix())
+func (cs Counts) daysToSealBy(ctx context.Context, query string, before time.Time) ([]dayToSeal, error) {
+	rows, err := cs.c.conn.Query(ctx, query, before.Unix(), before.Unix())
 	if err != nil {
 		return nil, fmt.Errorf("days to seal before %s: %w", before.UTC().Format(time.DateOnly), err)
 	}

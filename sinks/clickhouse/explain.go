@@ -12,7 +12,7 @@ import (
 // scans the site's minutes over the window, the busiest minute and the
 // referrer domains one page's rows. A part that fails fails the whole,
 // which the sweep then sends without it.
-func (c *Client) Explain(ctx context.Context, q traffic.ExplainQuery) (traffic.Explanation, error) {
+func (t Traffic) Explain(ctx context.Context, q traffic.ExplainQuery) (traffic.Explanation, error) {
 	var e traffic.Explanation
 	from, to := q.From.Unix(), q.To.Unix()
 	if !q.To.After(q.From) {
@@ -21,14 +21,14 @@ func (c *Client) Explain(ctx context.Context, q traffic.ExplainQuery) (traffic.E
 	page := q.Site + q.Path
 	if q.Rank {
 		var rank, of uint64
-		if err := c.conn.QueryRow(ctx, queryExplainRank, q.Count, q.Site, from, to).Scan(&rank, &of); err != nil {
+		if err := t.c.conn.QueryRow(ctx, queryExplainRank, q.Count, q.Site, from, to).Scan(&rank, &of); err != nil {
 			return e, fmt.Errorf("rank of %s on its site in [%d, %d): %w", page, from, to, err)
 		}
 		if of > 0 {
 			e.Rank, e.RankOf = int(rank), int(of)
 		}
 	}
-	rows, err := c.conn.Query(ctx, queryExplainBusiest, q.Site, q.Path, from, to)
+	rows, err := t.c.conn.Query(ctx, queryExplainBusiest, q.Site, q.Path, from, to)
 	if err != nil {
 		return e, fmt.Errorf("busiest minute of %s in [%d, %d): %w", page, from, to, err)
 	}
@@ -47,13 +47,13 @@ func (c *Client) Explain(ctx context.Context, q traffic.ExplainQuery) (traffic.E
 		return e, nil
 	}
 	base := min(q.BaselineFrom.Unix(), from)
-	if err := c.conn.QueryRow(ctx, queryExplainReferred, from, q.Site, q.Path, base, to).Scan(&e.WindowHits, &e.BaselineHits); err != nil {
+	if err := t.c.conn.QueryRow(ctx, queryExplainReferred, from, q.Site, q.Path, base, to).Scan(&e.WindowHits, &e.BaselineHits); err != nil {
 		return e, fmt.Errorf("referred hits of %s in [%d, %d): %w", page, base, to, err)
 	}
 	if e.WindowHits == 0 {
 		return e, nil
 	}
-	rows, err = c.conn.Query(ctx, queryExplainDomains, from, q.Site, q.Path, base, to, min(q.Domains, maxReferrers))
+	rows, err = t.c.conn.Query(ctx, queryExplainDomains, from, q.Site, q.Path, base, to, min(q.Domains, maxReferrers))
 	if err != nil {
 		return e, fmt.Errorf("referrer domains of %s in [%d, %d): %w", page, base, to, err)
 	}

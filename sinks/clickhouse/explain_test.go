@@ -19,7 +19,7 @@ func TestExplainRanksFindsBusiestMinuteAndReferrerDomains(t *testing.T) {
 
 	check := func(when string) {
 		t.Helper()
-		got, err := b.client.Explain(ctx, q)
+		got, err := b.client.Traffic().Explain(ctx, q)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -44,13 +44,13 @@ func TestExplainRanksFindsBusiestMinuteAndReferrerDomains(t *testing.T) {
 
 	// A page ranked by a smaller count: every page with more is ahead.
 	q.Count, q.Path = 1, "/other"
-	got, err := b.client.Explain(ctx, q)
+	got, err := b.client.Traffic().Explain(ctx, q)
 	if err != nil || got.Rank != 2 || got.RankOf != 2 {
 		t.Errorf("rank of /other = %d of %d, %v; want 2 of 2", got.Rank, got.RankOf, err)
 	}
 	// No referrers asked for: none read.
 	q.BaselineFrom = time.Time{}
-	if got, err := b.client.Explain(ctx, q); err != nil || got.Domains != nil || got.WindowHits != 0 {
+	if got, err := b.client.Traffic().Explain(ctx, q); err != nil || got.Domains != nil || got.WindowHits != 0 {
 		t.Errorf("Explain without a baseline period = %+v, %v; want no referrers", got, err)
 	}
 }

@@ -11,14 +11,14 @@ import (
 
 // RecordCrossing writes a crossing to the history. Recording one twice
 // leaves one row once merged (ReplacingMergeTree on the key).
-func (c *Client) RecordCrossing(ctx context.Context, x crossing.Crossing) error {
-	return c.RecordCrossings(ctx, []crossing.Crossing{x})
+func (hs History) RecordCrossing(ctx context.Context, x crossing.Crossing) error {
+	return hs.RecordCrossings(ctx, []crossing.Crossing{x})
 }
 
 // RecordCrossings writes crossings to the history, one insert per month
 // they fall in (the table's partition): a storm of ten thousand crossings
 // is one insert, not ten thousand.
-func (c *Client) RecordCrossings(ctx context.Context, xs []crossing.Crossing) error {
+func (hs History) RecordCrossings(ctx context.Context, xs []crossing.Crossing) error {
 	byMonth := map[int][]crossing.Crossing{}
 	for _, x := range xs {
 		m := dayOf(x.CrossedAt.Unix()) / 100
@@ -33,10 +33,10 @@ func (c *Client) RecordCrossings(ctx context.Context, xs []crossing.Crossing) er
 			key[i], rule[i], site[i], path[i], window[i] = x.Key, x.Rule, x.Site, x.Path, x.Window
 			threshold[i], count[i], at[i] = x.Threshold, x.Count, x.CrossedAt.UTC()
 		}
-		if err := c.sendColumns(ctx, insertCrossing, key, rule, site, path, window, threshold, count, at); err != nil {
+		if err := hs.c.sendColumns(ctx, insertCrossing, key, rule, site, path, window, threshold, count, at); err != nil {
 			return fmt.Errorf("record %d crossings: %w", n, err)
 		}
-		if err := c.recordWhys(ctx, part); err != nil {
+		if err := hs.recordWhys(ctx, part); err != nil {
 			return err
 		}
 	}
@@ -47,7 +47,7 @@ func (c *Client) RecordCrossings(ctx context.Context, xs []crossing.Crossing) er
 // crossing_whys. After the crossings: a why without its crossing would be
 // an orphan, a crossing without its why (a failure in between) is still
 // the history, and the sweep's retry writes both again.
-func (c *Client) recordWhys(ctx context.Context, part []crossing.Crossing) error {
+func (hs History) recordWhys(ctx context.Context, part []crossing.Crossing) error {
 	var (
 		key, why []string
 		at       []time.Time
@@ -65,21 +65,21 @@ func (c *Client) recordWhys(ctx context.Context, part []crossing.Crossing) error
 	if len(key) == 0 {
 		return nil
 	}
-	if err := c.sendColumns(ctx, insertCrossingWhy, key, at, why); err != nil {
+	if err := hs.c.sendColumns(ctx, insertCrossingWhy, key, at, why); err != nil {
 		return fmt.Errorf("record the whys of %d crossings: %w", len(key), err)
 	}
 	return nil
 }
 
 // RecordNotification appends one worker outcome to the history.
-func (c *Client) RecordNotification(ctx context.Context, r crossing.Record) error {
-	return c.RecordNotifications(ctx, []crossing.Record{r})
+func (hs History) RecordNotification(ctx context.Context, r crossing.Record) error {
+	return hs.RecordNotifications(ctx, []crossing.Record{r})
 }
 
 // RecordNotifications appends worker outcomes to the history in one
 // insert. They must fall in one month (the table's partition) or the
 // insert is split by month.
-func (c *Client) RecordNotifications(ctx context.Context, rs []crossing.Record) error {
+func (hs History) RecordNotifications(ctx context.Context, rs []crossing.Record) error {
 	byMonth := map[int][]crossing.Record{}
 	for _, r := range rs {
 		m := dayOf(r.At.Unix()) / 100
@@ -98,7 +98,7 @@ func (c *Client) RecordNotifications(ctx context.Context, rs []crossing.Record) 
 			at[i], key[i], rule[i], site[i], path[i] = r.At.UTC(), x.Key, x.Rule, x.Site, x.Path
 			outcome[i], errText[i], worker[i] = string(r.Outcome), r.Error, r.Worker
 		}
-		if err := c.sendColumns(ctx, insertNotification, at, key, rule, site, path, outcome, code, errText, worker); err != nil {
+		if err := hs.c.sendColumns(ctx, insertNotification, at, key, rule, site, path, outcome, code, errText, worker); err != nil {
 			return fmt.Errorf("record %d notification outcomes: %w", n, err)
 		}
 	}

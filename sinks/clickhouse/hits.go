@@ -27,7 +27,7 @@ import (
 // counts by their message's MsgKey (see hit.Keys): the same line loaded
 // again in another message (a recovery, a --from-start run, a replay) is
 // the same hits row.
-func (c *Client) InsertHits(ctx context.Context, batches []hit.Batch) error {
+func (h Hits) InsertHits(ctx context.Context, batches []hit.Batch) error {
 	rows, pages, refs := sortedRows(batches)
 	defer putRows(&rows)
 	if len(rows) == 0 {
@@ -38,7 +38,7 @@ func (c *Client) InsertHits(ctx context.Context, batches []hit.Batch) error {
 	// Counts first: once a batch's raw hits are visible, so are its counts,
 	// which is what anyone comparing the two (tests, operators) assumes.
 	for _, part := range splitBy(len(minutes), func(i int) int { return minutes[i].month }) {
-		if err := c.insertMinutes(ctx, minutes[part.from:part.to], pages); err != nil {
+		if err := h.insertMinutes(ctx, minutes[part.from:part.to], pages); err != nil {
 			return fmt.Errorf("insert %d page-minute counts of month %d: %w", part.to-part.from, part.key, err)
 		}
 	}
@@ -47,12 +47,12 @@ func (c *Client) InsertHits(ctx context.Context, batches []hit.Batch) error {
 	// page_minutes already (see days.go).
 	loaded := loadedDays(minutes)
 	for _, part := range splitBy(len(loaded), func(i int) int { return loaded[i].month }) {
-		if err := c.insertLoadedDays(ctx, loaded[part.from:part.to]); err != nil {
+		if err := h.insertLoadedDays(ctx, loaded[part.from:part.to]); err != nil {
 			return fmt.Errorf("insert %d loaded days of month %d: %w", part.to-part.from, part.key, err)
 		}
 	}
 	for _, part := range splitBy(len(rows), func(i int) int { return int(rows[i].day) }) {
-		if err := c.insertHitRows(ctx, rows[part.from:part.to], pages, refs); err != nil {
+		if err := h.insertHitRows(ctx, rows[part.from:part.to], pages, refs); err != nil {
 			return fmt.Errorf("insert %d hits of day %d: %w", part.to-part.from, part.key, err)
 		}
 	}
@@ -393,11 +393,11 @@ func dayOf(unix int64) int {
 	return y*10000 + int(m)*100 + d
 }
 
-func (c *Client) insertHitRows(ctx context.Context, rows []row, pages []page, refs []string) error {
-	if c.http != nil {
-		return c.insertStream(ctx, insertHits, func(b []byte, s *stream) []byte { return streamHits(b, s, rows, pages, refs) })
+func (h Hits) insertHitRows(ctx context.Context, rows []row, pages []page, refs []string) error {
+	if h.c.http != nil {
+		return h.c.insertStream(ctx, insertHits, func(b []byte, s *stream) []byte { return streamHits(b, s, rows, pages, refs) })
 	}
-	return c.sendColumns(ctx, insertHits, hitColumns(rows, pages, refs)...)
+	return h.c.sendColumns(ctx, insertHits, hitColumns(rows, pages, refs)...)
 }
 
 // hitColumns are rows as the driver takes them, in insertHits' order.
@@ -415,11 +415,11 @@ func hitColumns(rows []row, pages []page, refs []string) []any {
 	return []any{ts, site, path, ref, seq, offset}
 }
 
-func (c *Client) insertMinutes(ctx context.Context, counts []minuteCount, pages []page) error {
-	if c.http != nil {
-		return c.insertStream(ctx, insertPageMinutes, func(b []byte, s *stream) []byte { return streamMinutes(b, s, counts, pages) })
+func (h Hits) insertMinutes(ctx context.Context, counts []minuteCount, pages []page) error {
+	if h.c.http != nil {
+		return h.c.insertStream(ctx, insertPageMinutes, func(b []byte, s *stream) []byte { return streamMinutes(b, s, counts, pages) })
 	}
-	return c.sendColumns(ctx, insertPageMinutes, minuteColumns(counts, pages)...)
+	return h.c.sendColumns(ctx, insertPageMinutes, minuteColumns(counts, pages)...)
 }
 
 // minuteColumns are counts as the driver takes them, in
@@ -435,42 +435,23 @@ func minuteColumns(counts []minuteCount, pages []page) []any {
 	return []any{site, path, minute, seq, hits}
 }
 
-// sendColumns sends one block: each argument is a column's values, in
-// the order the INSERT names them.
-func (c *Client) sendColumns(ctx context.Context, query string, columns ...any) error {
-	batch, err := c.conn.PrepareBatch(c.insertContext(ctx), query)
-	if err != nil {
-		return fmt.Errorf("prepare: %w", err)
-	}
-	for i, col := range columns {
-		if err := batch.Column(i).Append(col); err != nil {
-			_ = batch.Abort()
-			return fmt.Errorf("column %d: %w", i, err)
-		}
-	}
-	if err := batch.Send(); err != nil {
-		return fmt.Errorf("send: %w", err)
-	}
-	return nil
-}
-
 // PageCount returns a page's hits since a time (the zero time: all time).
-func (c *Client) PageCount(ctx context.Context, site, path string, since time.Time) (uint64, error) {
+func (h Hits) PageCount(ctx context.Context, site, path string, since time.Time) (uint64, error) {
 	var n uint64
 	sinceUnix := int64(0)
 	if !since.IsZero() {
 		sinceUnix = since.Unix()
 	}
-	if err := c.conn.QueryRow(ctx, queryPageCount, site, path, sinceUnix).Scan(&n); err != nil {
+	if err := h.c.conn.QueryRow(ctx, queryPageCount, site, path, sinceUnix).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count hits of %s%s since %d: %w", site, path, sinceUnix, err)
 	}
 	return n, nil
 }
 
 // HitCount returns the number of distinct hits stored.
-func (c *Client) HitCount(ctx context.Context) (uint64, error) {
+func (h Hits) HitCount(ctx context.Context) (uint64, error) {
 	var n uint64
-	if err := c.conn.QueryRow(ctx, queryHitCount).Scan(&n); err != nil {
+	if err := h.c.conn.QueryRow(ctx, queryHitCount).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count hits: %w", err)
 	}
 	return n, nil

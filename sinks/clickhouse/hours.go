@@ -15,7 +15,7 @@ import (
 // without hits are absent. The hours of the UTC days before
 // q.SealedBefore's day are read from page_hours, one row per page and
 // hour; the others from page_minutes.
-func (c *Client) HourCounts(ctx context.Context, q traffic.HourQuery, fn func(site, path string, hour time.Time, hits uint64)) error {
+func (cs Counts) HourCounts(ctx context.Context, q traffic.HourQuery, fn func(site, path string, hour time.Time, hits uint64)) error {
 	if len(q.Sites) == 0 || (len(q.Paths) == 0 && !q.AllPaths) || len(q.Spans) == 0 {
 		return nil
 	}
@@ -28,15 +28,15 @@ func (c *Client) HourCounts(ctx context.Context, q traffic.HourQuery, fn func(si
 			continue
 		}
 		sql, args := hourCountsSQL(part.query, part.column, q, part.spans)
-		if err := c.hourRows(ctx, sql, args, fn); err != nil {
+		if err := cs.hourRows(ctx, sql, args, fn); err != nil {
 			return fmt.Errorf("hour counts of %d paths over %d spans: %w", len(q.Paths), len(part.spans), err)
 		}
 	}
 	return nil
 }
 
-func (c *Client) hourRows(ctx context.Context, sql string, args []any, fn func(site, path string, hour time.Time, hits uint64)) error {
-	rows, err := c.conn.Query(ctx, sql, args...)
+func (cs Counts) hourRows(ctx context.Context, sql string, args []any, fn func(site, path string, hour time.Time, hits uint64)) error {
+	rows, err := cs.c.conn.Query(ctx, sql, args...)
 	if err != nil {
 		return err
 	}
@@ -98,19 +98,19 @@ func hourCountsSQL(query, column string, q traffic.HourQuery, spans []timeSpan) 
 }
 
 // DataStarts returns each site's first minute with hits.
-func (c *Client) DataStarts(ctx context.Context) (map[string]time.Time, error) {
-	return c.siteMinutes(ctx, "data starts", queryDataStarts)
+func (cs Counts) DataStarts(ctx context.Context) (map[string]time.Time, error) {
+	return cs.siteMinutes(ctx, "data starts", queryDataStarts)
 }
 
 // DataEnds returns each site's newest minute with hits at or after since
 // (sites with none since are missing).
-func (c *Client) DataEnds(ctx context.Context, since time.Time) (map[string]time.Time, error) {
-	return c.siteMinutes(ctx, "data ends", queryDataEnds, since.Unix())
+func (cs Counts) DataEnds(ctx context.Context, since time.Time) (map[string]time.Time, error) {
+	return cs.siteMinutes(ctx, "data ends", queryDataEnds, since.Unix())
 }
 
 // siteMinutes reads (site, minute) rows into a map.
-func (c *Client) siteMinutes(ctx context.Context, what, query string, args ...any) (map[string]time.Time, error) {
-	rows, err := c.conn.Query(ctx, query, args...)
+func (cs Counts) siteMinutes(ctx context.Context, what, query string, args ...any) (map[string]time.Time, error) {
+	rows, err := cs.c.conn.Query(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}

@@ -38,7 +38,7 @@ func checkHours(t *testing.T, c *clickhouse.Client, tr *truth, sealedBefore time
 	for i := range 7 {
 		q.Paths = append(q.Paths, "/p"+string(rune('0'+i)))
 	}
-	err := c.HourCounts(context.Background(), q, func(site, path string, hour time.Time, hits uint64) {
+	err := c.Counts().HourCounts(context.Background(), q, func(site, path string, hour time.Time, hits uint64) {
 		key := site + " " + path
 		if got[key] == nil {
 			got[key] = map[int64]uint64{}
@@ -87,11 +87,11 @@ func TestSealedHoursEqualBruteForce(t *testing.T) {
 	tr.add(batches)
 
 	today := sweepEnd.Truncate(24 * time.Hour)
-	n, err := b.client.SealHours(ctx, today)
+	n, err := b.client.Counts().SealHours(ctx, today)
 	if err != nil || n < 10 {
 		t.Fatalf("SealHours = %d, %v; want the days before End's day", n, err)
 	}
-	if n, err := b.client.SealHours(ctx, today); err != nil || n != 0 {
+	if n, err := b.client.Counts().SealHours(ctx, today); err != nil || n != 0 {
 		t.Fatalf("SealHours again = %d, %v; want 0", n, err)
 	}
 	for _, sb := range []time.Time{{}, today, today.Add(-4*24*time.Hour + 7*time.Hour)} {
@@ -109,7 +109,7 @@ func TestSealedHoursEqualBruteForce(t *testing.T) {
 	}
 	insert(t, b.client, late)
 	tr.add(late)
-	if n, err := b.client.SealHours(ctx, today); err != nil || n != 1 {
+	if n, err := b.client.Counts().SealHours(ctx, today); err != nil || n != 1 {
 		t.Fatalf("SealHours after a late batch = %d, %v; want its day only", n, err)
 	}
 	checkHours(t, b.client, tr, today)

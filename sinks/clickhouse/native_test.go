@@ -191,7 +191,7 @@ func TestHTTPInsertRoundTrip(t *testing.T) {
 			lean = append(lean, leanOf(t, b))
 		}
 		for _, bs := range [][]hit.Batch{lean, batches} {
-			if err := c.InsertHits(ctx, bs); err != nil {
+			if err := c.Hits().InsertHits(ctx, bs); err != nil {
 				t.Fatalf("%s: %v", compression, err)
 			}
 		}
@@ -201,7 +201,7 @@ func TestHTTPInsertRoundTrip(t *testing.T) {
 		t.Fatalf("hits read back differ: %d rows, want %d\n%s", len(got), len(want), diffLines(got, want))
 	}
 	c := openHTTPClient(t, srv, compressionLZ4)
-	if n, err := c.HitCount(ctx); err != nil || n != 240 {
+	if n, err := c.Hits().HitCount(ctx); err != nil || n != 240 {
 		t.Fatalf("HitCount = %d, %v; want 240", n, err)
 	}
 	for _, b := range all {
@@ -214,7 +214,7 @@ func TestHTTPInsertRoundTrip(t *testing.T) {
 					}
 				}
 			}
-			if got, err := c.PageCount(ctx, h.Site, h.Path, time.Time{}); err != nil || got != want {
+			if got, err := c.Hits().PageCount(ctx, h.Site, h.Path, time.Time{}); err != nil || got != want {
 				t.Fatalf("PageCount(%q, %.20q) = %d, %v; want %d", h.Site, h.Path, got, err, want)
 			}
 		}
@@ -297,16 +297,16 @@ func TestHTTPInsertPassword(t *testing.T) {
 	ctx := context.Background()
 	c := openMigratedWith(t, cfg)
 	batches := hostileBatches()[:1]
-	if err := c.InsertHits(ctx, batches); err != nil {
+	if err := c.Hits().InsertHits(ctx, batches); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := c.HitCount(ctx); err != nil || n != 40 {
+	if n, err := c.Hits().HitCount(ctx); err != nil || n != 40 {
 		t.Fatalf("HitCount = %d, %v; want 40", n, err)
 	}
 	// The native connection stays logged in; only the inserts use the
 	// wrong password.
 	c.http.password = "wrong-" + pass
-	err := c.InsertHits(ctx, batches)
+	err := c.Hits().InsertHits(ctx, batches)
 	if err == nil || strings.Contains(err.Error(), pass) || !strings.Contains(err.Error(), "loader") {
 		t.Fatalf("insert with a wrong password: %v; want a refusal naming the user and not the password", err)
 	}
@@ -342,13 +342,13 @@ func TestHTTPInsertMovesToTheNextAddress(t *testing.T) {
 	ctx := context.Background()
 	c := openMigratedWith(t, cfg)
 	batches := hostileBatches()[:1]
-	if err := c.InsertHits(ctx, batches); err == nil || !strings.Contains(err.Error(), dead) {
+	if err := c.Hits().InsertHits(ctx, batches); err == nil || !strings.Contains(err.Error(), dead) {
 		t.Fatalf("first insert: %v; want it refused by %s", err, dead)
 	}
-	if err := c.InsertHits(ctx, batches); err != nil {
+	if err := c.Hits().InsertHits(ctx, batches); err != nil {
 		t.Fatalf("retried insert: %v", err)
 	}
-	if n, err := c.HitCount(ctx); err != nil || n != 40 {
+	if n, err := c.Hits().HitCount(ctx); err != nil || n != 40 {
 		t.Fatalf("HitCount = %d, %v; want 40", n, err)
 	}
 }

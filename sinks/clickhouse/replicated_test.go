@@ -83,7 +83,7 @@ func TestClusterSealWaitsForLaggingReplicas(t *testing.T) {
 	}
 	fetches("page_minutes_local", "STOP")
 	base := time.Date(2024, 3, 10, 12, 0, 0, 0, time.UTC)
-	if err := cl.InsertHits(ctx, clusterBatches(base)); err != nil {
+	if err := cl.Hits().InsertHits(ctx, clusterBatches(base)); err != nil {
 		t.Fatal(err)
 	}
 	a, b := nodeCount(t, c.Nodes[shard1[0]], "SELECT count() FROM pagewatch.page_minutes_local"), nodeCount(t, c.Nodes[shard1[1]], "SELECT count() FROM pagewatch.page_minutes_local")
@@ -93,7 +93,7 @@ func TestClusterSealWaitsForLaggingReplicas(t *testing.T) {
 	t.Logf("shard 1's replicas hold %s and %s page-minute rows", a, b)
 
 	short, cancel := context.WithTimeout(ctx, 2*time.Second)
-	n, err := cl.SealDays(short, base)
+	n, err := cl.Counts().SealDays(short, base)
 	cancel()
 	if err == nil || n != 0 {
 		t.Fatalf("SealDays with a replica behind = %d, %v; want it to wait and fail", n, err)
@@ -108,7 +108,7 @@ func TestClusterSealWaitsForLaggingReplicas(t *testing.T) {
 	// and the day must not be recorded sealed until both have them.
 	fetches("page_days_local", "STOP")
 	short, cancel = context.WithTimeout(ctx, 3*time.Second)
-	n, err = cl.SealDays(short, base)
+	n, err = cl.Counts().SealDays(short, base)
 	cancel()
 	if err == nil || n != 0 {
 		t.Fatalf("SealDays with page_days behind = %d, %v; want it to wait and fail", n, err)
@@ -117,7 +117,7 @@ func TestClusterSealWaitsForLaggingReplicas(t *testing.T) {
 		t.Fatalf("a day was recorded sealed while a replica lacked its totals (%s rows)", got)
 	}
 	fetches("page_days_local", "START")
-	if n, err := cl.SealDays(ctx, base); err != nil || n != 1 {
+	if n, err := cl.Counts().SealDays(ctx, base); err != nil || n != 1 {
 		t.Fatalf("SealDays = %d, %v; want 1 day", n, err)
 	}
 	// Every replica holds the day's totals (all 100 hits of the day
@@ -131,7 +131,7 @@ func TestClusterSealWaitsForLaggingReplicas(t *testing.T) {
 	if got := fmt.Sprint(days); got != "[48 52]" && got != "[52 48]" {
 		t.Errorf("page_days per shard %v, want 100 hits in all (48 and 52, as the pages hash)", days)
 	}
-	if total, err := cl.HitCount(ctx); err != nil || total != 200 {
+	if total, err := cl.Hits().HitCount(ctx); err != nil || total != 200 {
 		t.Errorf("HitCount = %d, %v; want 200", total, err)
 	}
 }
@@ -148,7 +148,7 @@ func TestClusterNodeAddedLater(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := time.Date(2024, 3, 10, 12, 0, 0, 0, time.UTC)
-	if err := cl.InsertHits(ctx, clusterBatches(base)); err != nil {
+	if err := cl.Hits().InsertHits(ctx, clusterBatches(base)); err != nil {
 		t.Fatal(err)
 	}
 	c.Add(t, 3)

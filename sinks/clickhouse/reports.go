@@ -11,8 +11,8 @@ import (
 // day. A reader that is not the sweeper (scheduled reports) passes it as
 // WindowQuery.SealedBefore, so old days are read from page_days and stay
 // exact.
-func (c *Client) SealedBefore(ctx context.Context, before time.Time) (time.Time, error) {
-	days, err := c.daysToSeal(ctx, before)
+func (cs Counts) SealedBefore(ctx context.Context, before time.Time) (time.Time, error) {
+	days, err := cs.daysToSeal(ctx, before)
 	if err != nil {
 		return time.Time{}, err
 	}

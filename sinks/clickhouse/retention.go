@@ -21,20 +21,20 @@ var partitionIDRE = regexp.MustCompile(`^[0-9]{8}$`)
 // ClickHouse 18.16 has no TTL, so whole days are dropped instead. Several
 // loaders may do this at once: a partition another one dropped first is
 // dropped again as a no-op.
-func (c *Client) DropHitsBefore(ctx context.Context, cutoff time.Time) (dropped []string, err error) {
-	ids, err := c.hitsPartitionsBefore(ctx, cutoff)
+func (h Hits) DropHitsBefore(ctx context.Context, cutoff time.Time) (dropped []string, err error) {
+	ids, err := h.hitsPartitionsBefore(ctx, cutoff)
 	if err != nil {
 		return nil, err
 	}
 	stmt := alterDropHitsPartition
-	if c.cfg.Cluster != "" {
-		stmt = fmt.Sprintf(alterDropHitsPartitionOnCluster, c.cfg.Database, c.cfg.Cluster)
+	if h.c.cfg.Cluster != "" {
+		stmt = fmt.Sprintf(alterDropHitsPartitionOnCluster, h.c.cfg.Database, h.c.cfg.Cluster)
 	}
 	for _, id := range ids {
 		if !partitionIDRE.MatchString(id) {
 			return dropped, fmt.Errorf("drop hits partitions: unexpected partition id %q (want YYYYMMDD)", id)
 		}
-		if err := c.conn.Exec(ctx, stmt, id); err != nil {
+		if err := h.c.conn.Exec(ctx, stmt, id); err != nil {
 			return dropped, fmt.Errorf("drop hits partition %s: %w", id, err)
 		}
 		dropped = append(dropped, id)
@@ -44,12 +44,12 @@ func (c *Client) DropHitsBefore(ctx context.Context, cutoff time.Time) (dropped 
 
 // hitsPartitionsBefore lists the active partitions of the hits table (of
 // hits_local on every shard in cluster mode) older than cutoff's day.
-func (c *Client) hitsPartitionsBefore(ctx context.Context, cutoff time.Time) ([]string, error) {
+func (h Hits) hitsPartitionsBefore(ctx context.Context, cutoff time.Time) ([]string, error) {
 	query, args := queryHitsPartitionsBefore, []any{cutoff.Unix()}
-	if c.cfg.Cluster != "" {
-		query, args = queryHitsPartitionsBeforeOnCluster, []any{c.cfg.Cluster, c.cfg.Database, cutoff.Unix()}
+	if h.c.cfg.Cluster != "" {
+		query, args = queryHitsPartitionsBeforeOnCluster, []any{h.c.cfg.Cluster, h.c.cfg.Database, cutoff.Unix()}
 	}
-	rows, err := c.conn.Query(ctx, query, args...)
+	rows, err := h.c.conn.Query(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list hits partitions before %s: %w", cutoff.UTC().Format(time.DateOnly), err)
 	}

@@ -43,17 +43,17 @@ func TestDropHitsBefore(t *testing.T) {
 	c, srv := openMigrated(t)
 	ctx := context.Background()
 	last := time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC) // across February's end
-	if err := c.InsertHits(ctx, daysOfHits(last, 5)); err != nil {
+	if err := c.Hits().InsertHits(ctx, daysOfHits(last, 5)); err != nil {
 		t.Fatal(err)
 	}
 	minutesBefore := srv.Query(t, "SELECT count(), sum(hits) FROM pw_test.page_minutes")
 
 	// Any time of 28 February keeps 28 February and later.
-	dropped, err := c.DropHitsBefore(ctx, time.Date(2024, 2, 28, 23, 59, 0, 0, time.UTC))
+	dropped, err := c.Hits().DropHitsBefore(ctx, time.Date(2024, 2, 28, 23, 59, 0, 0, time.UTC))
 	if want := []string{"20240226", "20240227"}; err != nil || !slices.Equal(dropped, want) {
 		t.Fatalf("dropped %v, %v; want %v", dropped, err, want)
 	}
-	if n, err := c.HitCount(ctx); err != nil || n != 30 {
+	if n, err := c.Hits().HitCount(ctx); err != nil || n != 30 {
 		t.Fatalf("HitCount = %d, %v; want 30", n, err)
 	}
 	if got := srv.Query(t, "SELECT min(ts) FROM pw_test.hits"); got != "2024-02-28 12:00:00\n" {
@@ -63,12 +63,12 @@ func TestDropHitsBefore(t *testing.T) {
 	if got := srv.Query(t, "SELECT count(), sum(hits) FROM pw_test.page_minutes"); got != minutesBefore || got != "50\t50\n" {
 		t.Fatalf("page_minutes changed: %q, was %q", got, minutesBefore)
 	}
-	if n, err := c.PageCount(ctx, "example.com", "/p", time.Time{}); err != nil || n != 50 {
+	if n, err := c.Hits().PageCount(ctx, "example.com", "/p", time.Time{}); err != nil || n != 50 {
 		t.Fatalf("all-time PageCount = %d, %v; want 50", n, err)
 	}
 
 	// Nothing older is left: a second run drops nothing.
-	if dropped, err := c.DropHitsBefore(ctx, time.Date(2024, 2, 28, 0, 0, 0, 0, time.UTC)); err != nil || len(dropped) != 0 {
+	if dropped, err := c.Hits().DropHitsBefore(ctx, time.Date(2024, 2, 28, 0, 0, 0, 0, time.UTC)); err != nil || len(dropped) != 0 {
 		t.Fatalf("second run dropped %v, %v", dropped, err)
 	}
 }
@@ -80,7 +80,7 @@ func TestDropHitsBeforeTwice(t *testing.T) {
 	c, _ := openMigrated(t)
 	ctx := context.Background()
 	last := time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)
-	if err := c.InsertHits(ctx, daysOfHits(last, 4)); err != nil {
+	if err := c.Hits().InsertHits(ctx, daysOfHits(last, 4)); err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"20240227", "20240227", "19990101"} {
@@ -88,7 +88,7 @@ func TestDropHitsBeforeTwice(t *testing.T) {
 			t.Fatalf("drop partition %s: %v", id, err)
 		}
 	}
-	if n, err := c.HitCount(ctx); err != nil || n != 30 {
+	if n, err := c.Hits().HitCount(ctx); err != nil || n != 30 {
 		t.Fatalf("HitCount = %d, %v; want 30", n, err)
 	}
 
@@ -96,7 +96,7 @@ func TestDropHitsBeforeTwice(t *testing.T) {
 	errs := make([]error, 4)
 	for i := range errs {
 		wg.Go(func() {
-			_, errs[i] = c.DropHitsBefore(ctx, last)
+			_, errs[i] = c.Hits().DropHitsBefore(ctx, last)
 		})
 	}
 	wg.Wait()
@@ -105,7 +105,7 @@ func TestDropHitsBeforeTwice(t *testing.T) {
 			t.Errorf("concurrent run %d: %v", i, err)
 		}
 	}
-	if n, err := c.HitCount(ctx); err != nil || n != 10 {
+	if n, err := c.Hits().HitCount(ctx); err != nil || n != 10 {
 		t.Fatalf("HitCount = %d, %v; want 10 (1 March only)", n, err)
 	}
 }
@@ -132,11 +132,11 @@ func TestClusterDropHitsBeforeOnReplicas(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := time.Date(2024, 3, 10, 12, 0, 0, 0, time.UTC)
-	if err := cl.InsertHits(ctx, clusterBatches(base)); err != nil { // 100 hits on each of two days
+	if err := cl.Hits().InsertHits(ctx, clusterBatches(base)); err != nil { // 100 hits on each of two days
 		t.Fatal(err)
 	}
 	replicasAgree(t, c, "SELECT count() FROM pagewatch.hits_local")
-	dropped, err := cl.DropHitsBefore(ctx, base)
+	dropped, err := cl.Hits().DropHitsBefore(ctx, base)
 	if err != nil || fmt.Sprint(dropped) != "[20240309]" {
 		t.Fatalf("DropHitsBefore = %v, %v; want [20240309]", dropped, err)
 	}
@@ -148,7 +148,7 @@ func TestClusterDropHitsBeforeOnReplicas(t *testing.T) {
 		}
 		return nil
 	})
-	if n, err := cl.HitCount(ctx); err != nil || n != 100 {
+	if n, err := cl.Hits().HitCount(ctx); err != nil || n != 100 {
 		t.Fatalf("HitCount = %d, %v; want 100", n, err)
 	}
 }

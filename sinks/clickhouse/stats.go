@@ -17,8 +17,8 @@ const maxReferrers = 1000
 // not batches loaded twice have been merged yet, and reaches as far back as
 // the counts do. Minutes without hits are absent: callers that draw fill
 // the gaps.
-func (c *Client) PageSeries(ctx context.Context, site, path string, from, to time.Time) ([]traffic.MinuteHits, error) {
-	rows, err := c.conn.Query(ctx, queryPageSeries, site, path, from.Unix(), to.Unix())
+func (t Traffic) PageSeries(ctx context.Context, site, path string, from, to time.Time) ([]traffic.MinuteHits, error) {
+	rows, err := t.c.conn.Query(ctx, queryPageSeries, site, path, from.Unix(), to.Unix())
 	if err != nil {
 		return nil, fmt.Errorf("per-minute hits of %s%s in [%d, %d): %w", site, path, from.Unix(), to.Unix(), err)
 	}
@@ -42,12 +42,12 @@ func (c *Client) PageSeries(ctx context.Context, site, path string, from, to tim
 // at 1000; limit <= 0 asks for none). Hits without a referer ("-" or
 // empty) are not counted. It reads the raw hits, which are kept for
 // ingest.load.retention.raw_hits_days: an older window finds nothing.
-func (c *Client) TopReferrers(ctx context.Context, site, path string, from, to time.Time, limit int) ([]traffic.Referrer, error) {
+func (t Traffic) TopReferrers(ctx context.Context, site, path string, from, to time.Time, limit int) ([]traffic.Referrer, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
 	limit = min(limit, maxReferrers)
-	rows, err := c.conn.Query(ctx, queryTopReferrers, site, path, from.Unix(), to.Unix(), limit)
+	rows, err := t.c.conn.Query(ctx, queryTopReferrers, site, path, from.Unix(), to.Unix(), limit)
 	if err != nil {
 		return nil, fmt.Errorf("top referrers of %s%s in [%d, %d): %w", site, path, from.Unix(), to.Unix(), err)
 	}

@@ -52,11 +52,11 @@ func insertTwice(t *testing.T, c *clickhouse.Client, batches []hit.Batch) {
 	t.Helper()
 	ctx := context.Background()
 	for range 2 {
-		if err := c.InsertHits(ctx, batches); err != nil {
+		if err := c.Hits().InsertHits(ctx, batches); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := c.InsertHits(ctx, batches[:1]); err != nil {
+	if err := c.Hits().InsertHits(ctx, batches[:1]); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -67,7 +67,7 @@ func TestPageSeriesIsExactAndOrdered(t *testing.T) {
 	base := time.Date(2025, 3, 4, 10, 0, 0, 0, time.UTC)
 	insertTwice(t, b.client, statsBatches(base))
 
-	got, err := b.client.PageSeries(ctx, "example.com", "/pricing", base, base.Add(10*time.Minute))
+	got, err := b.client.Traffic().PageSeries(ctx, "example.com", "/pricing", base, base.Add(10*time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestPageSeriesIsExactAndOrdered(t *testing.T) {
 	}
 
 	// The window's edges: a minute starting at `to` is out, one at `from` in.
-	got, err = b.client.PageSeries(ctx, "example.com", "/pricing", base.Add(-time.Minute), base.Add(time.Minute))
+	got, err = b.client.Traffic().PageSeries(ctx, "example.com", "/pricing", base.Add(-time.Minute), base.Add(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestPageSeriesIsExactAndOrdered(t *testing.T) {
 		t.Errorf("PageSeries of [-1m, 1m) = %v, want 1 hit at -1m and 2 at 0", got)
 	}
 
-	if got, err := b.client.PageSeries(ctx, "example.com", "/nothing", base, base.Add(time.Hour)); err != nil || len(got) != 0 {
+	if got, err := b.client.Traffic().PageSeries(ctx, "example.com", "/nothing", base, base.Add(time.Hour)); err != nil || len(got) != 0 {
 		t.Errorf("PageSeries of an unseen page = %v, %v; want nothing", got, err)
 	}
 }
@@ -102,7 +102,7 @@ func TestTopReferrersIsExactAndOrdered(t *testing.T) {
 	insertTwice(t, b.client, statsBatches(base))
 	from, to := base, base.Add(10*time.Minute)
 
-	got, err := b.client.TopReferrers(ctx, "example.com", "/pricing", from, to, 10)
+	got, err := b.client.Traffic().TopReferrers(ctx, "example.com", "/pricing", from, to, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,23 +115,23 @@ func TestTopReferrersIsExactAndOrdered(t *testing.T) {
 		t.Errorf("TopReferrers = %+v\nwant %+v", got, want)
 	}
 
-	got, err = b.client.TopReferrers(ctx, "example.com", "/pricing", from, to, 2)
+	got, err = b.client.Traffic().TopReferrers(ctx, "example.com", "/pricing", from, to, 2)
 	if err != nil || !slices.Equal(got, want[:2]) {
 		t.Errorf("TopReferrers limit 2 = %+v, %v; want %+v", got, err, want[:2])
 	}
-	if got, err := b.client.TopReferrers(ctx, "example.com", "/pricing", from, to, 0); err != nil || got != nil {
+	if got, err := b.client.Traffic().TopReferrers(ctx, "example.com", "/pricing", from, to, 0); err != nil || got != nil {
 		t.Errorf("TopReferrers limit 0 = %+v, %v; want nothing", got, err)
 	}
 
 	// A minute earlier takes in the hit from c.example at -1m.
-	got, err = b.client.TopReferrers(ctx, "example.com", "/pricing", from.Add(-time.Minute), to, 10)
+	got, err = b.client.Traffic().TopReferrers(ctx, "example.com", "/pricing", from.Add(-time.Minute), to, 10)
 	if err != nil || len(got) != 4 || !slices.Contains(got, traffic.Referrer{Referer: "https://c.example/", Hits: 1}) {
 		t.Errorf("TopReferrers from -1m = %+v, %v; want c.example counted once", got, err)
 	}
 
 	// After merges the copies are gone and the answer is the same.
 	b.server.Query(t, "OPTIMIZE TABLE pw_test.hits FINAL")
-	got, err = b.client.TopReferrers(ctx, "example.com", "/pricing", from, to, 10)
+	got, err = b.client.Traffic().TopReferrers(ctx, "example.com", "/pricing", from, to, 10)
 	if err != nil || !slices.Equal(got, want) {
 		t.Errorf("TopReferrers after OPTIMIZE = %+v, %v\nwant %+v", got, err, want)
 	}

@@ -54,14 +54,14 @@ func BenchmarkSweepCounts(b *testing.B) {
 	}
 	merged := time.Since(began)
 	began = time.Now()
-	sealed, err := c.SealDays(ctx, end)
+	sealed, err := c.Counts().SealDays(ctx, end)
 	if err != nil {
 		b.Fatal(err)
 	}
 	sealing := time.Since(began)
 	// What every later sweep pays when no day changed.
 	began = time.Now()
-	if n, err := c.SealDays(ctx, end); err != nil || n != 0 {
+	if n, err := c.Counts().SealDays(ctx, end); err != nil || n != 0 {
 		b.Fatalf("sealing again: %d days, %v", n, err)
 	}
 	resealing := time.Since(began)
@@ -82,7 +82,7 @@ func BenchmarkSweepCounts(b *testing.B) {
 	var pages int
 	b.ResetTimer()
 	for b.Loop() {
-		got, err := c.WindowCounts(qctx, q)
+		got, err := c.Counts().WindowCounts(qctx, q)
 		if err != nil {
 			b.Fatal(err)
 		}

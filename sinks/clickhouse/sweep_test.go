@@ -109,7 +109,7 @@ func checkWindows(t *testing.T, c *clickhouse.Client, tr *truth, sealedBefore []
 	starts := sweepStarts()
 	want := tr.count(starts, sweepEnd)
 	for _, sb := range sealedBefore {
-		got, err := c.WindowCounts(context.Background(), traffic.WindowQuery{Starts: starts, End: sweepEnd, SealedBefore: sb, Floor: floor})
+		got, err := c.Counts().WindowCounts(context.Background(), traffic.WindowQuery{Starts: starts, End: sweepEnd, SealedBefore: sb, Floor: floor})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -134,14 +134,14 @@ func checkWindows(t *testing.T, c *clickhouse.Client, tr *truth, sealedBefore []
 
 func insert(t *testing.T, c *clickhouse.Client, batches []hit.Batch) {
 	t.Helper()
-	if err := c.InsertHits(context.Background(), batches); err != nil {
+	if err := c.Hits().InsertHits(context.Background(), batches); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func seal(t *testing.T, c *clickhouse.Client, before time.Time) int {
 	t.Helper()
-	n, err := c.SealDays(context.Background(), before)
+	n, err := c.Counts().SealDays(context.Background(), before)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func TestSealedWindowsEqualBruteForce(t *testing.T) {
 	checkWindows(t, b.client, tr, bounds[1:2], 0)
 
 	// Sites filter.
-	got, err := b.client.WindowCounts(context.Background(), traffic.WindowQuery{
+	got, err := b.client.Counts().WindowCounts(context.Background(), traffic.WindowQuery{
 		Sites: []string{"s1.example"}, Starts: []time.Time{{}}, End: sweepEnd, SealedBefore: today,
 	})
 	if err != nil || len(got) == 0 {
@@ -211,14 +211,14 @@ func TestLateBatchResealsItsDay(t *testing.T) {
 
 	// Until it is sealed again, the day counts what it was sealed with.
 	starts := []time.Time{{}}
-	before, err := b.client.WindowCounts(context.Background(), traffic.WindowQuery{Sites: []string{"s0.example"}, Starts: starts, End: sweepEnd, SealedBefore: today})
+	before, err := b.client.Counts().WindowCounts(context.Background(), traffic.WindowQuery{Sites: []string{"s0.example"}, Starts: starts, End: sweepEnd, SealedBefore: today})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if n := seal(t, b.client, today); n != 1 {
 		t.Fatalf("late batch resealed %d days, want 1", n)
 	}
-	after, err := b.client.WindowCounts(context.Background(), traffic.WindowQuery{Sites: []string{"s0.example"}, Starts: starts, End: sweepEnd, SealedBefore: today})
+	after, err := b.client.Counts().WindowCounts(context.Background(), traffic.WindowQuery{Sites: []string{"s0.example"}, Starts: starts, End: sweepEnd, SealedBefore: today})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +267,7 @@ SELECT site, path, toDate(minute, 'UTC') AS day, 999999, 0 FROM pw_test.page_min
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[i] = b.client.SealDays(context.Background(), today)
+			_, errs[i] = b.client.Counts().SealDays(context.Background(), today)
 		}()
 	}
 	wg.Wait()
@@ -326,7 +326,7 @@ func TestScanMinutes(t *testing.T) {
 	}
 	got := map[string]uint64{}
 	var last string
-	err := b.client.ScanMinutes(context.Background(), traffic.MinuteScan{Sites: []string{"s2.example"}, From: from, To: to},
+	err := b.client.Counts().ScanMinutes(context.Background(), traffic.MinuteScan{Sites: []string{"s2.example"}, From: from, To: to},
 		func(site, path string, minute time.Time, hits uint64) error {
 			key := fmt.Sprintf("%s %s %d", site, path, minute.Unix())
 			// Zero-padded so that string order is (site, path, minute).
@@ -353,7 +353,7 @@ func TestScanMinutes(t *testing.T) {
 	// An error from fn stops the scan and comes back as is.
 	stop := errors.New("enough")
 	calls := 0
-	err = b.client.ScanMinutes(context.Background(), traffic.MinuteScan{From: from, To: to}, func(string, string, time.Time, uint64) error {
+	err = b.client.Counts().ScanMinutes(context.Background(), traffic.MinuteScan{From: from, To: to}, func(string, string, time.Time, uint64) error {
 		calls++
 		return stop
 	})
@@ -361,7 +361,7 @@ func TestScanMinutes(t *testing.T) {
 		t.Fatalf("ScanMinutes with a failing fn: %v after %d calls", err, calls)
 	}
 	// The connection is still usable.
-	if _, err := b.client.HitCount(context.Background()); err != nil {
+	if _, err := b.client.Hits().HitCount(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 }

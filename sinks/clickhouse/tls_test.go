@@ -55,7 +55,7 @@ func TestTLSAndPassword(t *testing.T) {
 	if _, err := c.Migrate(ctx); err != nil {
 		t.Fatalf("migrate over TLS: %v", err)
 	}
-	if n, err := c.HitCount(ctx); err != nil || n != 0 {
+	if n, err := c.Hits().HitCount(ctx); err != nil || n != 0 {
 		t.Fatalf("HitCount = %d, %v", n, err)
 	}
 	// The database was created over TLS by that user.
@@ -71,10 +71,10 @@ func TestTLSAndPassword(t *testing.T) {
 	if err != nil {
 		t.Fatalf("open with an HTTPS insert address: %v", err)
 	}
-	if err := hc.InsertHits(ctx, batchesAt(time.Now().UTC().Add(-10*time.Minute))); err != nil {
+	if err := hc.Hits().InsertHits(ctx, batchesAt(time.Now().UTC().Add(-10*time.Minute))); err != nil {
 		t.Fatalf("insert over HTTPS: %v", err)
 	}
-	if n, err := hc.HitCount(ctx); err != nil || n != 125 {
+	if n, err := hc.Hits().HitCount(ctx); err != nil || n != 125 {
 		t.Fatalf("after the insert over HTTPS, HitCount = %d, %v; want 125", n, err)
 	}
 

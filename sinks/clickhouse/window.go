@@ -24,12 +24,12 @@ import (
 // the next UTC midnight and sealedTo the UTC midnight of SealedBefore (or
 // of End if earlier). Both tables are read with FINAL, exact before and
 // after merges (see sweepqueries.go).
-func (c *Client) WindowCounts(ctx context.Context, q traffic.WindowQuery) ([]traffic.PageCount, error) {
+func (cs Counts) WindowCounts(ctx context.Context, q traffic.WindowQuery) ([]traffic.PageCount, error) {
 	sql, args, err := windowCountsSQL(q)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := c.conn.Query(ctx, sql, args...)
+	rows, err := cs.c.conn.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, fmt.Errorf("window counts of %d starts to %d: %w", len(q.Starts), q.End.Unix(), err)
 	}
@@ -198,13 +198,13 @@ func siteSet(sites []string) ch.GroupSet {
 // hits are absent. The server sorts the whole range before the first row,
 // so callers should scan long spans in pieces. An error from fn stops the
 // scan and is returned as is.
-func (c *Client) ScanMinutes(ctx context.Context, q traffic.MinuteScan, fn func(site, path string, minute time.Time, hits uint64) error) error {
+func (cs Counts) ScanMinutes(ctx context.Context, q traffic.MinuteScan, fn func(site, path string, minute time.Time, hits uint64) error) error {
 	from, to := q.From.Unix(), q.To.Unix()
 	// Cancelled when fn fails: closing the rows alone would read the
 	// rest of the result first.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	rows, err := c.conn.Query(ctx, queryScanMinutes, len(q.Sites) == 0, siteSet(q.Sites), from, to)
+	rows, err := cs.c.conn.Query(ctx, queryScanMinutes, len(q.Sites) == 0, siteSet(q.Sites), from, to)
 	if err != nil {
 		return fmt.Errorf("scan minutes [%d, %d): %w", from, to, err)
 	}
