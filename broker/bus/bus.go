@@ -17,10 +17,15 @@ import (
 // Close drains nothing: callers stop their consumers first.
 func (b *Bus) Close() { b.Conn.Close() }
 
-// Ping reports whether NATS is reachable, for /readyz.
+// Ping reports whether NATS is reachable, for /readyz, and fails while a
+// stream or bucket the daemon needs is still waiting to be created (a
+// cluster with a node down), saying why.
 func (b *Bus) Ping(ctx context.Context) error {
 	if !b.Conn.IsConnected() {
 		return fmt.Errorf("nats: %s", b.Conn.Status())
+	}
+	if err := b.waits.err(); err != nil {
+		return err
 	}
 	return b.Conn.FlushWithContext(ctx)
 }
@@ -75,7 +80,7 @@ const (
 
 // DeadLetterStream creates or updates the dead-letter stream.
 func (b *Bus) DeadLetterStream(ctx context.Context) (jetstream.Stream, error) {
-	s, err := createWithRetry(ctx, func(ctx context.Context) (jetstream.Stream, error) {
+	s, err := createWithRetry(ctx, b, "stream "+b.DeadLetterStreamName(), func(ctx context.Context) (jetstream.Stream, error) {
 		return b.JS.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 			Name:        b.DeadLetterStreamName(),
 			Description: "pagewatch messages that could not be processed, with the reason",
@@ -97,7 +102,7 @@ func (b *Bus) DeadLetterStream(ctx context.Context) (jetstream.Stream, error) {
 
 // HitsStream creates or updates the hits stream.
 func (b *Bus) HitsStream(ctx context.Context) (jetstream.Stream, error) {
-	s, err := createWithRetry(ctx, func(ctx context.Context) (jetstream.Stream, error) {
+	s, err := createWithRetry(ctx, b, "stream "+b.HitsStreamName(), func(ctx context.Context) (jetstream.Stream, error) {
 		return b.JS.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 			Name:        b.HitsStreamName(),
 			Description: "pagewatch page hits, one subject per tailed file",
@@ -117,7 +122,7 @@ func (b *Bus) HitsStream(ctx context.Context) (jetstream.Stream, error) {
 
 // JobsStream creates or updates the notification work queue.
 func (b *Bus) JobsStream(ctx context.Context) (jetstream.Stream, error) {
-	s, err := createWithRetry(ctx, func(ctx context.Context) (jetstream.Stream, error) {
+	s, err := createWithRetry(ctx, b, "stream "+b.JobsStreamName(), func(ctx context.Context) (jetstream.Stream, error) {
 		return b.JS.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 			Name:        b.JobsStreamName(),
 			Description: "pagewatch notification jobs, one per threshold crossing",
@@ -179,7 +184,7 @@ func (b *Bus) BucketName(name string) string { return b.cfg.Prefix + "_" + name 
 // rewritten, which is what turns a lock into a lease.
 func (b *Bus) KV(ctx context.Context, name string, ttl time.Duration) (jetstream.KeyValue, error) {
 	bucket := b.BucketName(name)
-	kv, err := createWithRetry(ctx, func(ctx context.Context) (jetstream.KeyValue, error) {
+	kv, err := createWithRetry(ctx, b, "kv bucket "+bucket, func(ctx context.Context) (jetstream.KeyValue, error) {
 		return b.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 			Bucket:   bucket,
 			TTL:      ttl,

@@ -20,6 +20,9 @@ type Bus struct {
 	Conn *nats.Conn
 	JS   jetstream.JetStream
 	cfg  Config
+	log  *slog.Logger
+	// waits are the creations of streams and buckets retrying now.
+	waits *creations
 }
 
 // Connect dials NATS. The client keeps reconnecting forever: JetStream
@@ -82,7 +85,7 @@ func Connect(ctx context.Context, cfg Config, name string, logger *slog.Logger) 
 		nc.Close()
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	b := &Bus{Conn: nc, JS: js, cfg: cfg}
+	b := &Bus{Conn: nc, JS: js, cfg: cfg, log: logger, waits: &creations{}}
 	// RetryOnFailedConnect returns before the first connection; wait for it
 	// so start-up errors surface here rather than as timeouts later.
 	warnAt := time.Now().Add(cfg.ConnectTimeout)

@@ -3,6 +3,10 @@ package bus
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -11,22 +15,39 @@ import (
 	"github.com/pagewatch/pagewatch/broker/retry"
 )
 
-// createBudget is how long creating a stream or bucket keeps being
-// retried. On a cluster, daemons starting together (a rollout) create the
-// same streams and buckets at once; the server then leaves some of those
-// requests unanswered until the JetStream API's own 5 s timeout, while
-// the first creation completes. Asking again succeeds, so a daemon retries
-// rather than exiting on what is a start-up race.
-const createBudget = time.Minute
+// createWarnEvery is how often a creation that keeps failing for a
+// reason that passes is logged again, after its first failure.
+const createWarnEvery = 30 * time.Second
 
-// createWithRetry calls create until it succeeds, fails for a reason other
-// than a time-out, ctx ends or createBudget has passed.
-func createWithRetry[T any](ctx context.Context, create func(context.Context) (T, error)) (T, error) {
-	deadline := time.Now().Add(createBudget)
+// createWithRetry calls create until it succeeds, fails for a reason no
+// wait can fix, or ctx ends. what names the stream or bucket ("kv bucket
+// pagewatch_sweeps") for the log and for /readyz.
+//
+// On a cluster, daemons starting together (a rollout) create the same
+// streams and buckets at once; the server then leaves some of those
+// requests unanswered until the JetStream API's own 5 s timeout, while
+// the first creation completes. A cluster with a node down, or still
+// forming, cannot place a replicated stream at all until the node is back.
+// Neither is a reason to exit: a daemon that did would only be restarted
+// to try again, and one started mid-outage would never come up on its own.
+// So the daemon waits, as long as it takes, and says why: each wait is
+// logged, and Ping (the daemon's /readyz) fails with it until the
+// creation succeeds.
+func createWithRetry[T any](ctx context.Context, b *Bus, what string, create func(context.Context) (T, error)) (T, error) {
+	var warned time.Time
+	defer b.waits.done(what)
 	for attempt := 0; ; attempt++ {
 		v, err := create(ctx)
-		if err == nil || !retryableCreate(err) || ctx.Err() != nil || time.Now().After(deadline) {
+		if err == nil || !retryableCreate(err) || ctx.Err() != nil {
+			if err == nil && !warned.IsZero() {
+				b.logger().Info("nats: created after waiting", "what", what, "attempts", attempt+1)
+			}
 			return v, err
+		}
+		b.waits.set(what, err)
+		if time.Since(warned) >= createWarnEvery {
+			b.logger().Warn("nats: cannot create yet; waiting and retrying (not ready meanwhile)", "what", what, "attempts", attempt+1, "err", err)
+			warned = time.Now()
 		}
 		if err := retry.Sleep(ctx, retry.Delay(attempt, 100*time.Millisecond, 2*time.Second)); err != nil {
 			return v, err
@@ -34,18 +55,75 @@ func createWithRetry[T any](ctx context.Context, create func(context.Context) (T
 	}
 }
 
-// clusterNotAvailable is nats-server's JSClusterNotAvailErr (HTTP-like
-// code 503), which nats.go names no constant for.
-const clusterNotAvailable jetstream.ErrorCode = 10008
+// Codes of nats-server's JetStream API errors that nats.go names no
+// constant for.
+const (
+	// clusterNotAvailable is JSClusterNotAvailErr (503): no meta leader.
+	clusterNotAvailable jetstream.ErrorCode = 10008
+	// clusterNoPeers is JSClusterNoPeersErrF (400): the stream's replicas
+	// cannot be placed, e.g. "no suitable peers for placement, peer
+	// offline" with one node of three down.
+	clusterNoPeers jetstream.ErrorCode = 10005
+)
 
 // retryableCreate: the request got no answer in time, or the cluster
 // answered that JetStream is temporarily unavailable, as it does while
 // its meta leader is gone and another not yet elected (a node frozen or
-// killed): a worker started then exited with that 503 mid-run. Anything
+// killed: a worker started then exited with that 503 mid-run), or that it
+// has too few peers to place the replicas (a node down, or a cluster
+// still forming: a sweeper started then exited with that 400). Anything
 // else (no JetStream on the server, a config the server refuses) fails
 // at once.
 func retryableCreate(err error) bool {
 	var api *jetstream.APIError
 	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
-		(errors.As(err, &api) && api.ErrorCode == clusterNotAvailable)
+		(errors.As(err, &api) && (api.ErrorCode == clusterNotAvailable || api.ErrorCode == clusterNoPeers))
+}
+
+// creations are the creations waiting on NATS, by what they create, with
+// the last error of each.
+type creations struct {
+	mu      sync.Mutex
+	waiting map[string]error
+}
+
+func (c *creations) set(what string, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.waiting == nil {
+		c.waiting = map[string]error{}
+	}
+	c.waiting[what] = err
+}
+
+func (c *creations) done(what string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.waiting, what)
+}
+
+// err says what is waiting and why, or nil.
+func (c *creations) err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.waiting) == 0 {
+		return nil
+	}
+	names := make([]string, 0, len(c.waiting))
+	for w := range c.waiting {
+		names = append(names, w)
+	}
+	sort.Strings(names)
+	err := fmt.Errorf("waiting to create %s: %w", names[0], c.waiting[names[0]])
+	if len(names) > 1 {
+		err = fmt.Errorf("%w (and %d more)", err, len(names)-1)
+	}
+	return err
+}
+
+func (b *Bus) logger() *slog.Logger {
+	if b.log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return b.log
 }
