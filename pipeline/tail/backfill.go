@@ -12,7 +12,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/term"
 
-	"github.com/pagewatch/pagewatch/broker/bus"
 	"github.com/pagewatch/pagewatch/internal/progress"
 )
 
@@ -179,7 +178,7 @@ func (fw *follower) copyPlanned(ctx context.Context) error {
 	if fw.bf == nil {
 		return nil
 	}
-	if err := fw.copySiblings(ctx, fw.bf.tasks); err != nil {
+	if err := fw.rotated.copy(ctx, fw.bf.tasks, fw.logLevel()); err != nil {
 		return err
 	}
 	fw.bf.tasks = nil
@@ -197,7 +196,7 @@ func (fw *follower) planBackfill(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	sibs, err := fw.siblings()
+	sibs, err := fw.rotated.list()
 	if err != nil {
 		fw.logger.Warn("cannot list rotated files; backfilling the live file only", "err", err)
 		return nil
@@ -208,133 +207,8 @@ func (fw *follower) planBackfill(ctx context.Context) error {
 			current = sibs[i]
 		}
 	}
-	fw.bf.tasks, err = fw.planSiblings(ctx, sibs, current)
+	fw.bf.tasks, err = fw.rotated.plan(ctx, sibs, current)
 	return err
-}
-
-// siblingTask is a rotated sibling to publish on a subject of its own.
-type siblingTask struct {
-	s       *sibling
-	subject string
-	start   int64  // in the content: decompressed bytes for a .gz
-	lastSeq uint64 // of the last message on subject, 0 if none
-}
-
-// backfillSubject is where a sibling the input never published goes: a
-// subject per file, so an interrupted backfill resumes at its own
-// position. It is named by the file's first bytes, not its inode or name,
-// so it is the same after the file is renamed (.1 → .2) or compressed,
-// and by the instance and path of the file's subject (lease.go), so it is
-// the same for every tailer that takes the file over.
-func (fw *follower) backfillSubject(s *sibling) string {
-	instance, path := fw.lease.subjectOwner()
-	return fw.env.bus.HitsSubject(instance, bus.Key(path, "backfill", s.identity().contentKey()))
-}
-
-// planSiblings decides where each sibling is to be read from: past the
-// end recorded for it on its own subject, else past the furthest end
-// recorded for it on the input's subject (a file followed live, then
-// rotated), else from its start. A sibling whose own subject says it is
-// complete, or a plain one already read to its size, is left out, and so
-// is skip, which the caller reads itself.
-func (fw *follower) planSiblings(ctx context.Context, sibs []*sibling, skip *sibling) ([]siblingTask, error) {
-	if len(sibs) == 0 {
-		return nil, nil
-	}
-	recorded, err := retrying(ctx, fw.logger, "scan published files", func() ([]recordedFile, error) { return fw.live.pos.recordedFiles(ctx) })
-	if err != nil {
-		return nil, err
-	}
-	// One sibling per content: while gzip runs, a rotation exists as both
-	// access.log.1 and a growing access.log.1.gz; the plain one is whole.
-	best := map[string]*sibling{}
-	for _, s := range sibs {
-		k := s.identity().contentKey()
-		if b, ok := best[k]; !ok || b.gz && !s.gz || b.gz == s.gz && s.size > b.size {
-			best[k] = s
-		}
-	}
-	var skipKey string
-	if skip != nil {
-		skipKey = skip.identity().contentKey()
-	}
-	var tasks []siblingTask
-	for _, s := range sibs {
-		k := s.identity().contentKey()
-		if len(s.head) == 0 || best[k] != s || k == skipKey {
-			continue // empty files hold no line
-		}
-		subject := fw.backfillSubject(s)
-		bpos, err := retrying(ctx, fw.logger, "read backfill position", func() (*savedPosition, error) { return fw.live.pos.on(ctx, subject) })
-		if err != nil {
-			return nil, err
-		}
-		t := siblingTask{s: s, subject: subject}
-		switch {
-		case bpos != nil && bpos.eof:
-			continue
-		case bpos != nil && !headMatches(s.head, bpos.id):
-			fw.logger.Warn("backfill subject holds another file; skipped", "rotated", s.path, "subject", subject)
-			continue
-		case bpos != nil:
-			t.start, t.lastSeq = bpos.end, bpos.seq
-		default:
-			for _, r := range recorded {
-				if s.match(r.id) != noMatch {
-					t.start = max(t.start, r.end)
-				}
-			}
-		}
-		if !s.gz && t.start >= s.size {
-			continue
-		}
-		fw.live.meter.addTotal(s.toRead(t.start))
-		tasks = append(tasks, t)
-	}
-	return tasks, nil
-}
-
-// copySiblings publishes each planned sibling on its subject, from its
-// start to its end.
-func (fw *follower) copySiblings(ctx context.Context, tasks []siblingTask) error {
-	for _, t := range tasks {
-		for {
-			p := fw.siblingPipe(t.subject)
-			p.pos.lastSeq, p.rd.id = t.lastSeq, t.s.identity()
-			p.rd.startAt(t.start)
-			fw.logger.Log(ctx, fw.logLevel(), "backfilling rotated file", "rotated", t.s.path, "offset", t.start)
-			err := p.copyRotated(ctx, t.s, fw.openSibling, true, fw.env.cfg.RotateGrace, fw.env.cfg.PollInterval)
-			if !errors.Is(err, errResync) {
-				if err != nil {
-					return err
-				}
-				break
-			}
-			// Someone else published on the subject: go on from there.
-			pos, err := retrying(ctx, fw.logger, "read backfill position", func() (*savedPosition, error) { return fw.live.pos.on(ctx, t.subject) })
-			if err != nil {
-				return err
-			}
-			t.start, t.lastSeq = 0, 0
-			if pos != nil {
-				if pos.eof {
-					break
-				}
-				t.start, t.lastSeq = pos.end, pos.seq
-			}
-		}
-	}
-	return nil
-}
-
-// siblingPipe is a pipe that publishes a sibling on subject, sharing the
-// input's format, counters and progress.
-func (fw *follower) siblingPipe(subject string) *pipe {
-	batch := newHitBatch(fw.live.rd.batch.parser, fw.in.Site, fw.env.pages, fw.env.metrics, fw.logger)
-	p := newPipe(fw.env, fw.in, subject, batch, fw.logger)
-	p.meter = fw.live.meter
-	p.pos.source = fw.live.pos.source
-	return p
 }
 
 // meter counts what a backfill reads, for the progress display and the

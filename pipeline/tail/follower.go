@@ -43,8 +43,9 @@ var errGone = errors.New("file gone")
 // follower tails one file. It is the driver over the file's layers: the
 // lease (fileLease) keeps it the file's only publisher, the live pipe
 // reads the file (reader) and moves its position on the subject
-// (position), and the backfill copies rotated siblings through pipes of
-// their own. What it keeps itself is when things happened.
+// (position), rotatedFiles copies rotated siblings through pipes of their
+// own, and the backfill (inputBackfill) has it copy those never
+// published first. What it keeps itself is when things happened.
 type follower struct {
 	env    *fileEnv
 	in     Input
@@ -59,8 +60,9 @@ type follower struct {
 	fromStart bool
 	current   atomic.Pointer[fileKey] // the file read now, for other goroutines
 
-	lease *fileLease
-	live  *pipe // the file at the path, on the input's subject
+	lease   *fileLease
+	live    *pipe // the file at the path, on the input's subject
+	rotated *rotatedFiles
 
 	keepalive time.Duration // re-publish the position of a quiet file this often
 	lastData  time.Time     // when the file last had new bytes
@@ -94,6 +96,7 @@ func (t *Tailer) makeFollower(in Input, p logformat.Parser, state *fileState, gl
 		keepalive: keepalive,
 	}
 	fw.live.pos.stored = fw.lease.refreshRecord
+	fw.rotated = &rotatedFiles{env: t.env, in: in, logger: logger, lease: fw.lease, live: fw.live}
 	fw.live.pos.source = fileLeaseKey(t.files.self.host, in.Path)
 	return fw
 }

@@ -114,7 +114,7 @@ func (p *pipe) finish(ctx context.Context, src io.ReaderAt) error {
 // without opening it.
 //
 // s is opened through open, which finds it again if logrotate renamed it
-// since it was listed (follower.openSibling).
+// since it was listed (rotatedFiles.open).
 func (p *pipe) copyRotated(ctx context.Context, s *sibling, open func(*sibling) (*content, error), eof bool, grace, poll time.Duration) error {
 	c, err := open(s)
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 // which this input never read, are then published on subjects of their
 // own, as a backfill would. found is false when no sibling holds the file.
 func (fw *follower) recoverRotated(ctx context.Context, pos *savedPosition) (found bool, err error) {
-	sibs, err := fw.siblings()
+	sibs, err := fw.rotated.list()
 	if err != nil {
 		fw.logger.Warn("cannot look for the rotated file among its siblings", "err", err)
 		return false, nil
@@ -35,14 +35,14 @@ func (fw *follower) recoverRotated(ctx context.Context, pos *savedPosition) (fou
 	fw.live.rd.id = id
 	fw.live.rd.startAt(pos.end)
 	fw.live.meter.addTotal(s.toRead(pos.end))
-	if err := fw.live.copyRotated(ctx, s, fw.openSibling, false, fw.env.cfg.RotateGrace, fw.env.cfg.PollInterval); err != nil {
+	if err := fw.live.copyRotated(ctx, s, fw.rotated.open, false, fw.env.cfg.RotateGrace, fw.env.cfg.PollInterval); err != nil {
 		return true, err
 	}
-	tasks, err := fw.planSiblings(ctx, sibs[i+1:], s)
+	tasks, err := fw.rotated.plan(ctx, sibs[i+1:], s)
 	if err != nil {
 		return true, err
 	}
-	return true, fw.copySiblings(ctx, tasks)
+	return true, fw.rotated.copy(ctx, tasks, fw.logLevel())
 }
 
 // toRead is how many bytes reading s from start takes from the disk: a

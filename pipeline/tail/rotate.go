@@ -55,7 +55,7 @@ func (fw *follower) checkRotation(ctx context.Context) (bool, error) {
 // Each goes on a subject of its own, as a backfill's would, so a restart
 // halfway through resumes each where it stopped.
 func (fw *follower) copyBetween(ctx context.Context, done identity) error {
-	sibs, err := fw.siblings()
+	sibs, err := fw.rotated.list()
 	if err != nil {
 		fw.logger.Warn("cannot list the rotated files; files rotated while the previous one was drained are not read", "err", err)
 		return nil
@@ -64,11 +64,11 @@ func (fw *follower) copyBetween(ctx context.Context, done identity) error {
 	if i < 0 || i == len(sibs)-1 {
 		return nil
 	}
-	tasks, err := fw.planSiblings(ctx, sibs[i+1:], sibs[i])
+	tasks, err := fw.rotated.plan(ctx, sibs[i+1:], sibs[i])
 	if err != nil {
 		return err
 	}
-	return fw.copySiblings(ctx, tasks)
+	return fw.rotated.copy(ctx, tasks, fw.logLevel())
 }
 
 // followTruncation goes on after the live file was truncated. With
@@ -108,7 +108,7 @@ func (fw *follower) readCopy(ctx context.Context, old identity, from int64) (boo
 	if old.fpLen == 0 {
 		return false, nil // an empty head proves nothing
 	}
-	sibs, err := fw.siblings()
+	sibs, err := fw.rotated.list()
 	if err != nil {
 		fw.logger.Warn("cannot look for the truncated file's copy among its siblings", "err", err)
 		return false, nil
@@ -126,7 +126,7 @@ func (fw *follower) readCopy(ctx context.Context, old identity, from int64) (boo
 	live := rd.f
 	rd.f = nil
 	defer func() { rd.f = live }()
-	if err := fw.live.copyRotated(ctx, s, fw.openSibling, false, 0, fw.env.cfg.PollInterval); err != nil {
+	if err := fw.live.copyRotated(ctx, s, fw.rotated.open, false, 0, fw.env.cfg.PollInterval); err != nil {
 		return true, err
 	}
 	return true, nil

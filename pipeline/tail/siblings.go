@@ -40,7 +40,7 @@ func isSiblingName(name, base string) bool {
 	return len(name) > len(base)+1 && strings.HasPrefix(name, base) && strings.IndexByte(".-_", name[len(base)]) >= 0
 }
 
-// siblings lists the input's rotated siblings, oldest first. The live
+// list lists the input's rotated siblings, oldest first. The live
 // file is left out, under any name (a hard link, a symlink's target) and
 // as a copy (same first bytes: `cp access.log access.log.bak`, or
 // copytruncate before the truncate), since the follower reads those bytes
@@ -48,17 +48,17 @@ func isSiblingName(name, base string) bool {
 // directory (access.log.ssl.1 beside inputs access.log and access.log.ssl)
 // belongs to that input only, and a file a glob input follows (or would,
 // once found) is no rotated copy at all.
-func (fw *follower) siblings() ([]*sibling, error) {
-	dir, base := filepath.Dir(fw.in.Path), filepath.Base(fw.in.Path)
+func (r *rotatedFiles) list() ([]*sibling, error) {
+	dir, base := filepath.Dir(r.in.Path), filepath.Base(r.in.Path)
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("list rotated files of %s: %w", fw.in.Path, err)
+		return nil, fmt.Errorf("list rotated files of %s: %w", r.in.Path, err)
 	}
-	fs := fw.env.files
-	others := fs.liveNames(fw.env.cfg.Inputs, dir, base)
+	fs := r.env.files
+	others := fs.liveNames(r.env.cfg.Inputs, dir, base)
 	var liveID *identity
 	var liveSt os.FileInfo
-	if f, err := os.Open(fw.in.Path); err == nil {
+	if f, err := os.Open(r.in.Path); err == nil {
 		if id, err := identify(f); err == nil {
 			liveID = &id
 		}
@@ -74,7 +74,7 @@ func (fw *follower) siblings() ([]*sibling, error) {
 		}
 		s := &sibling{path: path, gz: strings.HasSuffix(name, ".gz")}
 		if !s.gz && hasUnreadableExt(name) {
-			fw.logger.Debug("rotated file compressed in a format not read; skipped", "rotated", path)
+			r.logger.Debug("rotated file compressed in a format not read; skipped", "rotated", path)
 			continue
 		}
 		// Stat and head from one descriptor: logrotate may give the name
@@ -82,7 +82,7 @@ func (fw *follower) siblings() ([]*sibling, error) {
 		c, st, err := s.openAny()
 		if err != nil {
 			if !errors.Is(err, os.ErrNotExist) {
-				fw.logger.Warn("cannot read rotated file; skipped", "rotated", path, "err", err)
+				r.logger.Warn("cannot read rotated file; skipped", "rotated", path, "err", err)
 			}
 			continue // removed since the listing: logrotate at work
 		}
@@ -98,7 +98,7 @@ func (fw *follower) siblings() ([]*sibling, error) {
 		s.head, err = readHead(c)
 		c.Close()
 		if err != nil {
-			fw.logger.Warn("cannot read rotated file; skipped", "rotated", path, "err", err)
+			r.logger.Warn("cannot read rotated file; skipped", "rotated", path, "err", err)
 			continue
 		}
 		if liveID != nil && liveID.fpLen > 0 && headMatches(s.head, *liveID) {
@@ -278,17 +278,17 @@ func (s *sibling) open() (*content, error) {
 	return c, nil
 }
 
-// openSibling opens s, finding it again when logrotate renamed it (or
+// open opens s, finding it again when logrotate renamed it (or
 // compressed it) since it was listed: by its inode, else by its content
 // among the siblings now, a plain copy first. Reading a name without
 // that check reads whatever file has the name now, which after a shift
 // is the next rotation, published under this one's identity.
-func (fw *follower) openSibling(s *sibling) (*content, error) {
+func (r *rotatedFiles) open(s *sibling) (*content, error) {
 	c, err := s.open()
 	if err == nil || !errors.Is(err, errMoved) && !errors.Is(err, os.ErrNotExist) {
 		return c, err
 	}
-	sibs, lerr := fw.siblings()
+	sibs, lerr := r.list()
 	if lerr != nil {
 		return nil, err
 	}
@@ -305,7 +305,7 @@ func (fw *follower) openSibling(s *sibling) (*content, error) {
 	if found < 0 {
 		return nil, err
 	}
-	fw.logger.Debug("rotated file renamed since listed; found it again", "listed_as", s.path, "now", sibs[found].path)
+	r.logger.Debug("rotated file renamed since listed; found it again", "listed_as", s.path, "now", sibs[found].path)
 	*s = *sibs[found]
 	return s.open()
 }

@@ -37,14 +37,14 @@ func TestSiblingNamesAndOrder(t *testing.T) {
 	write("access.log.live-copy", "live\n", 0) // a copy of the live file
 	write("error.log.1", "other log\n", 0)
 
-	fw := &follower{
+	r := &rotatedFiles{
 		env: &fileEnv{cfg: Config{Inputs: []Input{
 			{Path: filepath.Join(dir, "access.log")}, {Path: filepath.Join(dir, "access.log.ssl")},
 		}}},
 		in:     Input{Path: filepath.Join(dir, "access.log")},
 		logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
-	sibs, err := fw.siblings()
+	sibs, err := r.list()
 	if err != nil {
 		t.Fatal(err)
 	}

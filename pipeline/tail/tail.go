@@ -24,7 +24,7 @@
 // a subject of its own named by its content, so it resumes where it
 // stopped and a sibling is published once whatever its name becomes.
 //
-// A file's follower is a driver over four layers, each its own type:
+// A file's follower is a driver over five layers, each its own type:
 //
 //   - reader (reader.go): the open file and its identity, splitting what
 //     it reads into lines, and telling rotation and truncation apart;
@@ -33,8 +33,13 @@
 //     reader to a position;
 //   - fileLease (lease.go): the lease that keeps a file to one tailer, and
 //     the record naming the subject every holder publishes on;
-//   - the backfill (backfill.go, recover.go, siblings.go): finding a
-//     file's rotated siblings and copying them through pipes of their own.
+//   - rotatedFiles (siblings.go, siblingcopy.go): finding a file's rotated
+//     siblings, again after logrotate renames them, and copying them
+//     through pipes of their own; a restart after a rotation
+//     (recover.go) and rotations faster than rotate_grace (rotate.go)
+//     need them as much as a backfill does;
+//   - inputBackfill (backfill.go): the file's part in a backfill, the
+//     siblings it planned and whether the file was read to its end once.
 //
 // follower.go reads top to bottom: take the lease, copy what the backfill
 // planned, open the file at its position, then read, publish and look at
