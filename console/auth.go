@@ -41,6 +41,8 @@ func principalOf(ctx context.Context) (Principal, bool) {
 	return p, ok
 }
 
+// The cookies' names, after the __Host- prefix when they are Secure
+// (auth.cookie).
 const (
 	sessionCookie = "pw_session"
 	csrfCookie    = "pw_csrf"
@@ -56,6 +58,10 @@ type auth struct {
 	key    []byte
 	ttl    time.Duration
 	secure bool
+	// prefix is "__Host-" when the cookies are Secure: a browser takes
+	// such a cookie only over HTTPS, for this host alone and path /, so
+	// a sibling subdomain or a plain-HTTP page cannot plant one.
+	prefix string
 	now    func() time.Time
 	// dummyHash is compared against when a user does not exist, so that
 	// a login for an unknown name takes as long as one for a known name
@@ -66,6 +72,9 @@ type auth struct {
 func newAuth(cfg Config, now func() time.Time) (*auth, error) {
 	a := &auth{mode: cfg.Auth, users: map[string]User{}, tokens: cfg.Tokens, ttl: cfg.SessionTTL,
 		secure: cfg.secureCookies(), now: now}
+	if a.secure {
+		a.prefix = "__Host-"
+	}
 	for _, u := range cfg.Users {
 		a.users[u.Name] = u
 	}
@@ -93,6 +102,9 @@ func newAuth(cfg Config, now func() time.Time) (*auth, error) {
 	a.dummyHash = h
 	return a, nil
 }
+
+// cookie is the name a cookie goes by.
+func (a *auth) cookie(name string) string { return a.prefix + name }
 
 func (a *auth) mac(parts ...string) []byte {
 	m := hmac.New(sha256.New, a.key)
@@ -124,12 +136,12 @@ func (a *auth) issue(w http.ResponseWriter, u User) {
 	payload := base64.RawURLEncoding.EncodeToString([]byte(u.Name)) + "." + string(u.Role) + "." +
 		strconv.FormatInt(exp, 10) + "." + base64.RawURLEncoding.EncodeToString(id)
 	sig := base64.RawURLEncoding.EncodeToString(a.sessionMAC(payload, u))
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: payload + "." + sig, Path: "/",
+	http.SetCookie(w, &http.Cookie{Name: a.cookie(sessionCookie), Value: payload + "." + sig, Path: "/",
 		HttpOnly: true, Secure: a.secure, SameSite: http.SameSiteStrictMode, MaxAge: int(a.ttl.Seconds())})
 }
 
 func (a *auth) clear(w http.ResponseWriter) {
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", HttpOnly: true,
+	http.SetCookie(w, &http.Cookie{Name: a.cookie(sessionCookie), Value: "", Path: "/", HttpOnly: true,
 		Secure: a.secure, SameSite: http.SameSiteStrictMode, MaxAge: -1})
 }
 
@@ -143,7 +155,7 @@ func (a *auth) sessionMAC(payload string, u User) []byte {
 // user removed or changed in the config is logged out at once). Whether
 // it was logged out since is the caller's to ask (frame.who).
 func (a *auth) fromSession(r *http.Request) (Principal, bool) {
-	c, err := r.Cookie(sessionCookie)
+	c, err := r.Cookie(a.cookie(sessionCookie))
 	if err != nil {
 		return Principal{}, false
 	}
@@ -190,29 +202,31 @@ func (a *auth) fromToken(r *http.Request) (Principal, bool, bool) {
 	return Principal{}, true, false
 }
 
-// csrfToken is the token forms carry: bound to the browser's CSRF
-// cookie by an HMAC, so a page on another site can neither read nor make
-// it (double submit, signed).
-func (a *auth) csrfToken(w http.ResponseWriter, r *http.Request) string {
+// csrfToken is the token forms carry: bound by an HMAC to the browser's
+// CSRF cookie, so a page on another site can neither read nor make it
+// (double submit, signed), and to the session (session: its id; "" before
+// a login), so a pair of token and cookie taken elsewhere, even from the
+// login page of the same browser, does not pass with another session.
+func (a *auth) csrfToken(w http.ResponseWriter, r *http.Request, session string) string {
 	var v string
-	if c, err := r.Cookie(csrfCookie); err == nil && len(c.Value) == 32 {
+	if c, err := r.Cookie(a.cookie(csrfCookie)); err == nil && len(c.Value) == 32 {
 		v = c.Value
 	} else {
 		b := make([]byte, 16)
 		_, _ = rand.Read(b)
 		v = hex.EncodeToString(b)
-		http.SetCookie(w, &http.Cookie{Name: csrfCookie, Value: v, Path: "/", HttpOnly: true,
+		http.SetCookie(w, &http.Cookie{Name: a.cookie(csrfCookie), Value: v, Path: "/", HttpOnly: true,
 			Secure: a.secure, SameSite: http.SameSiteStrictMode})
 		// Later reads in this request see it.
-		r.AddCookie(&http.Cookie{Name: csrfCookie, Value: v})
+		r.AddCookie(&http.Cookie{Name: a.cookie(csrfCookie), Value: v})
 	}
-	return base64.RawURLEncoding.EncodeToString(a.mac("csrf", v))
+	return base64.RawURLEncoding.EncodeToString(a.mac("csrf", v, session))
 }
 
 // checkCSRF accepts a POST whose form field or header carries the token
-// of the browser's CSRF cookie.
-func (a *auth) checkCSRF(r *http.Request) error {
-	c, err := r.Cookie(csrfCookie)
+// of the browser's CSRF cookie and the session (csrfToken).
+func (a *auth) checkCSRF(r *http.Request, session string) error {
+	c, err := r.Cookie(a.cookie(csrfCookie))
 	if err != nil {
 		return errors.New("no CSRF cookie")
 	}
@@ -221,7 +235,7 @@ func (a *auth) checkCSRF(r *http.Request) error {
 		tok = r.PostFormValue(csrfField)
 	}
 	got, err := base64.RawURLEncoding.DecodeString(tok)
-	if err != nil || !hmac.Equal(got, a.mac("csrf", c.Value)) {
+	if err != nil || !hmac.Equal(got, a.mac("csrf", c.Value, session)) {
 		return errors.New("bad CSRF token")
 	}
 	return nil

@@ -63,7 +63,8 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
-	if err := s.auth.checkCSRF(r); err != nil {
+	// The login form's token is bound to no session, as it was drawn.
+	if err := s.auth.checkCSRF(r, ""); err != nil {
 		s.metrics.logins.WithLabelValues("csrf").Inc()
 		s.renderStatus(w, r, http.StatusForbidden, "login", "Log in", loginView{Error: "The form expired; please try again."})
 		return
@@ -93,14 +94,15 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
-	if err := s.auth.checkCSRF(r); err != nil {
+	p, ok := s.auth.fromSession(r)
+	if err := s.auth.checkCSRF(r, p.session); err != nil {
 		s.fail(w, r, http.StatusForbidden, err.Error())
 		return
 	}
 	s.auth.clear(w)
 	// Clearing the cookie ends the session in this browser only; a copy
 	// of it ends when the revocation is recorded.
-	if p, ok := s.auth.fromSession(r); ok {
+	if ok {
 		ctx, cancel := context.WithTimeout(r.Context(), revocationTimeout)
 		defer cancel()
 		if err := s.deps.Revocations.Revoke(ctx, p.session, p.expires); err != nil {

@@ -103,6 +103,57 @@ func TestCookieSecure(t *testing.T) {
 			if ck.Secure != c.want {
 				t.Errorf("cookie_secure %s: cookie %s Secure=%v, want %v", c.name, ck.Name, ck.Secure, c.want)
 			}
+			// Secure, the cookies are __Host- ones: a sibling site on
+			// plain HTTP or another subdomain cannot set them.
+			if strings.HasPrefix(ck.Name, "__Host-") != c.want || ck.Path != "/" || ck.Domain != "" {
+				t.Errorf("cookie_secure %s: cookie %s, path %q, domain %q; want the __Host- prefix %v, path /, no domain", c.name, ck.Name, ck.Path, ck.Domain, c.want)
+			}
 		}
+		// A session cookie without the prefix is not read.
+		if c.want {
+			s := sessionOf(t, cookies)
+			plain := &http.Cookie{Name: strings.TrimPrefix(s.Name, "__Host-"), Value: s.Value}
+			if st, _ := status(t, b.srv.URL+"/history", plain); st != http.StatusSeeOther {
+				t.Errorf("the session cookie without its prefix: %d, want 303", st)
+			}
+		}
+	}
+}
+
+// A CSRF token is bound to the session it was given in: a pair of token
+// and cookie taken from the login page, or from another user's session,
+// does not pass with alice's session.
+func TestCSRFTokenIsBoundToTheSession(t *testing.T) {
+	b := setup(t, nil)
+	alice := sessionOf(t, cookiesOf(t, b))
+	anon, loginPage := send(t, http.MethodGet, b.srv.URL+"/login", "", nil, nil)
+	bobCookies := loginAs(t, b, "bob", "pw-bob")
+	bobPage, bobDead := send(t, http.MethodGet, b.srv.URL+"/dead", "", bobCookies, nil)
+	for name, pair := range map[string]struct {
+		cookies []*http.Cookie
+		token   string
+	}{
+		"the login page's": {anon.Cookies(), csrfOf(t, loginPage)},
+		"bob's session's":  {append(bobCookies, bobPage.Cookies()...), csrfOf(t, bobDead)},
+	} {
+		var cookies []*http.Cookie
+		for _, c := range pair.cookies {
+			if !strings.HasSuffix(c.Name, sessionCookie) {
+				cookies = append(cookies, c)
+			}
+		}
+		resp, _ := send(t, http.MethodPost, b.srv.URL+"/dead/discard", "", append(cookies, alice),
+			strings.NewReader(url.Values{"seq": {"8"}, "csrf": {pair.token}}.Encode()))
+		if resp.StatusCode != http.StatusForbidden || len(b.dead.letters) != 2 {
+			t.Errorf("alice's session with %s CSRF token and cookie: %d, %d dead letters left", name, resp.StatusCode, len(b.dead.letters))
+		}
+	}
+	// Her own page's token passes.
+	cookies := []*http.Cookie{alice}
+	resp, page := send(t, http.MethodGet, b.srv.URL+"/dead", "", cookies, nil)
+	resp, _ = send(t, http.MethodPost, b.srv.URL+"/dead/discard", "", append(cookies, resp.Cookies()...),
+		strings.NewReader(url.Values{"seq": {"8"}, "csrf": {csrfOf(t, page)}}.Encode()))
+	if resp.StatusCode != http.StatusSeeOther || len(b.dead.letters) != 1 {
+		t.Errorf("alice's own token: %d, %d dead letters left", resp.StatusCode, len(b.dead.letters))
 	}
 }

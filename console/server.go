@@ -302,7 +302,7 @@ func (s *frame) change(w http.ResponseWriter, r *http.Request, reachable bool) (
 		return p, false
 	}
 	if !p.Token {
-		if err := s.auth.checkCSRF(r); err != nil {
+		if err := s.auth.checkCSRF(r, p.session); err != nil {
 			s.fail(w, r, http.StatusForbidden, "the form has expired or came from elsewhere ("+err.Error()+"): reload the page and try again")
 			return p, false
 		}
