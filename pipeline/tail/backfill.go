@@ -42,9 +42,13 @@ type backfillRun struct {
 	level slog.Level
 }
 
-// inputBackfill is one follower's part in a backfill.
+// inputBackfill is one follower's part in a backfill. The follower's is
+// nil without --from-start, and a nil one is in no backfill: it never
+// catches up, copies nothing and logs at Info.
 type inputBackfill struct {
 	run      *backfillRun
+	rotated  *rotatedFiles // the follower's: the siblings it plans and copies
+	logger   *slog.Logger
 	tasks    []siblingTask // rotated siblings to publish before the live file
 	caughtUp bool          // the live file has been read to its end once
 }
@@ -64,7 +68,7 @@ func (t *Tailer) startBackfill(ctx context.Context, fws []*follower) (stop func(
 	errs := make([]error, len(fws))
 	var wg sync.WaitGroup
 	for i, fw := range fws {
-		fw.bf = &inputBackfill{run: bf}
+		fw.bf = &inputBackfill{run: bf, rotated: fw.rotated, logger: fw.logger}
 		fw.live.meter = &meter{
 			display: bf.display,
 			bytes:   t.metrics.backfillBytes.WithLabelValues(fw.in.Path),
@@ -107,15 +111,6 @@ func onTerminal(o BackfillOptions) bool {
 	return false
 }
 
-// logLevel is the level of a per-file Info line: lower while a backfill
-// draws on a terminal.
-func (fw *follower) logLevel() slog.Level {
-	if fw.catchingUp() {
-		return fw.bf.run.level
-	}
-	return slog.LevelInfo
-}
-
 func countTasks(fws []*follower) int {
 	n := 0
 	for _, fw := range fws {
@@ -126,68 +121,8 @@ func countTasks(fws []*follower) int {
 	return n
 }
 
-// catchingUp reports whether a backfill is reading the live file for the
-// first time.
-func (fw *follower) catchingUp() bool { return fw.bf != nil && !fw.bf.caughtUp }
-
-// noteCaughtUp is called when the live file has been read to its end, or
-// is missing: the input's part of a backfill is done. It returns
-// errBackfillDone when the follower is then to end (--backfill-only).
-func (fw *follower) noteCaughtUp() error {
-	if !fw.catchingUp() {
-		return nil
-	}
-	fw.catchUpDone()
-	if fw.bf.run.opts.Only {
-		return errBackfillDone
-	}
-	return nil
-}
-
-// catchUpDone records that the follower's live file has been read to its
-// end once; the last input to get there ends the backfill.
-func (fw *follower) catchUpDone() {
-	fw.bf.caughtUp = true
-	run := fw.bf.run
-	if run.left.Add(-1) == 0 {
-		if run.display != nil {
-			run.display.Done()
-		}
-		run.logger.Info("backfill done; every input has been read to its end")
-	}
-}
-
-// leaveBackfill gives up the input's part in a backfill: the tailer
-// holding the file publishes it. It reports whether the follower is to
-// end (a backfill-only run).
-func (fw *follower) leaveBackfill() bool {
-	if fw.bf == nil {
-		return false
-	}
-	fw.bf.tasks = nil
-	if fw.bf.caughtUp {
-		return false
-	}
-	fw.catchUpDone()
-	return fw.bf.run.opts.Only
-}
-
-// copyPlanned publishes the rotated siblings the backfill planned, once:
-// not again after a lost lease.
-func (fw *follower) copyPlanned(ctx context.Context) error {
-	if fw.bf == nil {
-		return nil
-	}
-	if err := fw.rotated.copy(ctx, fw.bf.tasks, fw.logLevel()); err != nil {
-		return err
-	}
-	fw.bf.tasks = nil
-	return nil
-}
-
-// planBackfill decides which rotated siblings of the input to publish,
-// and from where. The file the input's position is in is left to open,
-// which continues it on the input's subject wherever it now is.
+// planBackfill reads the input's position on the subject its record
+// names, which the backfill plans around.
 func (fw *follower) planBackfill(ctx context.Context) error {
 	if err := fw.resolveSubject(ctx); err != nil {
 		return err
@@ -196,9 +131,16 @@ func (fw *follower) planBackfill(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	sibs, err := fw.rotated.list()
+	return fw.bf.plan(ctx, pos)
+}
+
+// plan decides which rotated siblings of the input to publish, and from
+// where. The file the input's position (pos) is in is left to open,
+// which continues it on the input's subject wherever it now is.
+func (b *inputBackfill) plan(ctx context.Context, pos *savedPosition) error {
+	sibs, err := b.rotated.list()
 	if err != nil {
-		fw.logger.Warn("cannot list rotated files; backfilling the live file only", "err", err)
+		b.logger.Warn("cannot list rotated files; backfilling the live file only", "err", err)
 		return nil
 	}
 	var current *sibling
@@ -207,8 +149,76 @@ func (fw *follower) planBackfill(ctx context.Context) error {
 			current = sibs[i]
 		}
 	}
-	fw.bf.tasks, err = fw.rotated.plan(ctx, sibs, current)
+	b.tasks, err = b.rotated.plan(ctx, sibs, current)
 	return err
+}
+
+// copyPlanned publishes the rotated siblings the backfill planned, once:
+// not again after a lost lease.
+func (b *inputBackfill) copyPlanned(ctx context.Context) error {
+	if b == nil {
+		return nil
+	}
+	if err := b.rotated.copy(ctx, b.tasks, b.logLevel()); err != nil {
+		return err
+	}
+	b.tasks = nil
+	return nil
+}
+
+// logLevel is the level of a per-file Info line: lower while a backfill
+// draws on a terminal.
+func (b *inputBackfill) logLevel() slog.Level {
+	if b.catchingUp() {
+		return b.run.level
+	}
+	return slog.LevelInfo
+}
+
+// catchingUp reports whether a backfill is reading the live file for the
+// first time.
+func (b *inputBackfill) catchingUp() bool { return b != nil && !b.caughtUp }
+
+// noteCaughtUp is called when the live file has been read to its end, or
+// is missing: the input's part of a backfill is done. It returns
+// errBackfillDone when the follower is then to end (--backfill-only).
+func (b *inputBackfill) noteCaughtUp() error {
+	if !b.catchingUp() {
+		return nil
+	}
+	b.catchUpDone()
+	if b.run.opts.Only {
+		return errBackfillDone
+	}
+	return nil
+}
+
+// catchUpDone records that the follower's live file has been read to its
+// end once; the last input to get there ends the backfill.
+func (b *inputBackfill) catchUpDone() {
+	b.caughtUp = true
+	run := b.run
+	if run.left.Add(-1) == 0 {
+		if run.display != nil {
+			run.display.Done()
+		}
+		run.logger.Info("backfill done; every input has been read to its end")
+	}
+}
+
+// leave gives up the input's part in a backfill: the tailer holding the
+// file publishes it. It reports whether the follower is to end (a
+// backfill-only run).
+func (b *inputBackfill) leave() bool {
+	if b == nil {
+		return false
+	}
+	b.tasks = nil
+	if b.caughtUp {
+		return false
+	}
+	b.catchUpDone()
+	return b.run.opts.Only
 }
 
 // meter counts what a backfill reads, for the progress display and the

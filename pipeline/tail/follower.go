@@ -133,7 +133,7 @@ func (fw *follower) run(ctx context.Context) error {
 		}
 		fw.env.files.fm.lost.Inc()
 		fw.logger.Warn("lost the file's lease (NATS unreachable for lease_ttl, or taken by another tailer); stopped publishing, standing by")
-		if fw.leaveBackfill() {
+		if fw.bf.leave() {
 			return nil
 		}
 	}
@@ -142,7 +142,7 @@ func (fw *follower) run(ctx context.Context) error {
 // standby is called when another tailer holds the file: a backfill-only
 // run gives the file up rather than wait.
 func (fw *follower) standby(holder string) error {
-	if fw.leaveBackfill() {
+	if fw.bf.leave() {
 		fw.logger.Warn("file not backfilled: another tailer follows it", "holder", holder)
 		return errBackfillDone
 	}
@@ -164,7 +164,7 @@ func (fw *follower) resolveSubject(ctx context.Context) error {
 // siblings the backfill planned first, then the file, reopened whenever
 // it is replaced.
 func (fw *follower) work(ctx context.Context) error {
-	if err := fw.copyPlanned(ctx); err != nil {
+	if err := fw.bf.copyPlanned(ctx); err != nil {
 		return err
 	}
 	for {
@@ -200,7 +200,7 @@ func (fw *follower) follow(ctx context.Context) error {
 		if err := fw.publishRead(ctx); err != nil {
 			return err
 		}
-		if err := fw.noteCaughtUp(); err != nil {
+		if err := fw.bf.noteCaughtUp(); err != nil {
 			return err
 		}
 		switched, err := fw.checkRotation(ctx)
@@ -228,7 +228,7 @@ func (fw *follower) readNew(ctx context.Context) (int, error) {
 	if err != nil {
 		return n, err
 	}
-	if fw.catchingUp() {
+	if fw.bf.catchingUp() {
 		fw.live.meter.add(int64(n), rd.linesRead-linesBefore)
 	}
 	if n > 0 {

@@ -30,7 +30,7 @@ func (fw *follower) recoverRotated(ctx context.Context, pos *savedPosition) (fou
 		// same way and the subject reads as one file.
 		id.dev, id.ino = pos.id.dev, pos.id.ino
 	}
-	fw.logger.Log(ctx, fw.logLevel(), "file was rotated while ingest was stopped; reading the rest of it", "rotated", s.path, "offset", pos.end)
+	fw.logger.Log(ctx, fw.bf.logLevel(), "file was rotated while ingest was stopped; reading the rest of it", "rotated", s.path, "offset", pos.end)
 	fw.env.metrics.rotations.WithLabelValues("rename").Inc()
 	fw.live.rd.id = id
 	fw.live.rd.startAt(pos.end)
@@ -42,7 +42,7 @@ func (fw *follower) recoverRotated(ctx context.Context, pos *savedPosition) (fou
 	if err != nil {
 		return true, err
 	}
-	return true, fw.rotated.copy(ctx, tasks, fw.logLevel())
+	return true, fw.rotated.copy(ctx, tasks, fw.bf.logLevel())
 }
 
 // toRead is how many bytes reading s from start takes from the disk: a

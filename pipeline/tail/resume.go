@@ -48,7 +48,7 @@ func (fw *follower) open(ctx context.Context) error {
 	}
 	appeared := false
 	if f == nil {
-		if err := fw.noteCaughtUp(); err != nil {
+		if err := fw.bf.noteCaughtUp(); err != nil {
 			// Nothing to catch up with: the backfill of this input is over.
 			return err
 		}
@@ -92,8 +92,8 @@ func (fw *follower) open(ctx context.Context) error {
 		start, marker = size, true
 	}
 	rd.startAt(start)
-	fw.logger.Log(ctx, fw.logLevel(), "following", "offset", start, "file_id", rd.id.String(), "stream_seq", fw.live.pos.lastSeq)
-	if fw.catchingUp() {
+	fw.logger.Log(ctx, fw.bf.logLevel(), "following", "offset", start, "file_id", rd.id.String(), "stream_seq", fw.live.pos.lastSeq)
+	if fw.bf.catchingUp() {
 		fw.live.meter.setFile(fw.in.Path)
 		fw.live.meter.addTotal(size - start)
 	}

@@ -68,7 +68,7 @@ func (fw *follower) copyBetween(ctx context.Context, done identity) error {
 	if err != nil {
 		return err
 	}
-	return fw.rotated.copy(ctx, tasks, fw.logLevel())
+	return fw.rotated.copy(ctx, tasks, fw.bf.logLevel())
 }
 
 // followTruncation goes on after the live file was truncated. With
