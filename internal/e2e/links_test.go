@@ -68,7 +68,7 @@ func TestEmailLinksThroughTheWorker(t *testing.T) {
 	}
 	ops := mailed["ops@example.com"]
 	if !strings.HasPrefix(ops, "http://"+addr+"/links/unsubscribe?t=") || mailed["sales@example.com"] == ops {
-		t.Fatalf("links: %v", links)
+		t.Fatalf("links: %v", mailed)
 	}
 	post := func(u string) int {
 		resp, err := http.Post(u, "application/x-www-form-urlencoded", strings.NewReader("List-Unsubscribe=One-Click"))
