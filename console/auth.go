@@ -46,6 +46,7 @@ func principalOf(ctx context.Context) (Principal, bool) {
 const (
 	sessionCookie = "pw_session"
 	csrfCookie    = "pw_csrf"
+	flashCookie   = "pw_flash"
 	csrfField     = "csrf"
 	csrfHeader    = "X-CSRF-Token"
 )

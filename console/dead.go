@@ -3,7 +3,6 @@ package console
 import (
 	"fmt"
 	"net/http"
-	"net/url"
 	"strconv"
 )
 
@@ -127,12 +126,14 @@ func (s *deadPages) act(r *http.Request, p Principal, act string, seq uint64) (D
 }
 
 // done answers a change: JSON on the API, a redirect back to the page
-// it was made on (back: "/dead", "/silences") with a message otherwise
-// (POST, redirect, GET).
+// it was made on (back: "/dead", "/silences") with a message for it
+// otherwise (POST, redirect, GET; the message goes in a signed cookie).
 func (s *frame) done(w http.ResponseWriter, r *http.Request, back string, v any, msg string) {
 	if isAPI(r) {
 		writeJSON(w, http.StatusOK, v)
 		return
 	}
-	http.Redirect(w, r, back+"?"+url.Values{"flash": {msg}}.Encode(), http.StatusSeeOther)
+	p, _ := principalOf(r.Context())
+	s.auth.setFlash(w, p.session, msg)
+	http.Redirect(w, r, back, http.StatusSeeOther)
 }

@@ -101,7 +101,7 @@ func (s *frame) renderStatus(w http.ResponseWriter, r *http.Request, status int,
 	}
 	p, _ := principalOf(r.Context())
 	v := view{Title: title, Nav: page, User: p, Auth: s.cfg.Load().Auth != AuthNone,
-		CSRF: s.auth.csrfToken(w, r, p.session), Zone: s.zone.String(), Flash: r.URL.Query().Get("flash"), Data: data}
+		CSRF: s.auth.csrfToken(w, r, p.session), Zone: s.zone.String(), Flash: s.auth.takeFlash(w, r, p.session), Data: data}
 	var buf bytes.Buffer
 	if err := t.ExecuteTemplate(&buf, "layout", v); err != nil {
 		s.deps.Logger.Error("render failed", "page", page, "err", err)
