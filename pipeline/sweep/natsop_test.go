@@ -39,7 +39,7 @@ func (unanswered) Put(ctx context.Context, _ string, _ []byte) (uint64, error) {
 func TestStateRequestsBoundedWithinASweep(t *testing.T) {
 	defer func(d time.Duration) { natsOpTimeout = d }(natsOpTimeout)
 	natsOpTimeout = 100 * time.Millisecond
-	s := newStateStore(unanswered{})
+	s := newStateStore(unanswered{}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // as Sweep gives a sweep
 	defer cancel()
 	for name, op := range map[string]func() error{

@@ -109,7 +109,7 @@ func New(ctx context.Context, cfg Config, rs []rules.Rule, deps Deps) (*Sweeper,
 	if err != nil {
 		return nil, err
 	}
-	state, m := newStateStore(stateKV), newMetrics(deps.Registry)
+	state, m := newStateStore(stateKV, deps.Logger), newMetrics(deps.Registry)
 	seals := newSealing(deps.Counts, cfg, deps.Logger)
 	return &Sweeper{cfg: cfg, counts: deps.Counts, explainer: deps.Explain, state: state,
 		leader: newLeadership(leases, cfg.LeaderTTL), logger: deps.Logger, metrics: m, now: time.Now,
