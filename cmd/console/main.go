@@ -5,9 +5,7 @@ package main
 import (
 	"context"
 	"os"
-	"os/signal"
 	"sync"
-	"syscall"
 
 	"github.com/pagewatch/pagewatch/config"
 	"github.com/pagewatch/pagewatch/console"
@@ -35,13 +33,7 @@ sweeper.rules_path), read again on SIGHUP.`,
 	},
 }
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	os.Exit(daemon.Main(ctx, program, os.Args[1:], os.Stdout, os.Stderr, hup))
-}
+func main() { os.Exit(daemon.Exec(program)) }
 
 func run(ctx context.Context, env *daemon.Env) error {
 	b, err := env.NATS(ctx)

@@ -1,7 +1,8 @@
 // Package daemon is what the four pagewatch commands (ingest, sweeper,
 // worker, console) share: flags, the config file, logging, metrics, admin
 // endpoints and a bounded shutdown.
-// Signals stay in each main; this package only sees a context.
+// Signals are handled only in Exec, which is each command's main; the
+// rest of this package sees a context and a reload channel.
 package daemon
 
 import (
@@ -36,8 +37,8 @@ type Command struct {
 	Name    string
 	Summary string
 	Part    config.Part // which config sections it validates
-	// Flags adds command-specific flags, bound to variables the command's
-	// Run reads.
+	// Flags adds command-specific flags, bound to a value of the
+	// command's own (made with the Command) that its Run reads.
 	Flags func(fs *flag.FlagSet)
 	// Listen gives the admin endpoints' address from the config ("" or a
 	// nil Listen: none). They are served from start-up, before the
@@ -128,7 +129,7 @@ const (
 )
 
 // Main parses args, loads and validates the config, and runs a command.
-// Each signal on reload (SIGHUP, from main; nil for none) reloads the
+// Each signal on reload (SIGHUP, from Exec; nil for none) reloads the
 // config file. It returns the process exit code.
 func Main(ctx context.Context, p Program, args []string, stdout, stderr io.Writer, reload <-chan os.Signal) int {
 	var (
