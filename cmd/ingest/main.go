@@ -7,9 +7,7 @@ import (
 	"errors"
 	"flag"
 	"os"
-	"os/signal"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/pagewatch/pagewatch/broker/bus"
@@ -18,13 +16,6 @@ import (
 	"github.com/pagewatch/pagewatch/pipeline/load"
 	"github.com/pagewatch/pagewatch/pipeline/retention"
 	"github.com/pagewatch/pagewatch/pipeline/tail"
-)
-
-var (
-	replayFrom   string
-	fromStart    bool
-	backfillOnly bool
-	readStdin    bool
 )
 
 var program = daemon.Program{
@@ -43,44 +34,65 @@ halves that run as separate processes:
         ClickHouse, acknowledging only after the insert. Run as many as you
         like; a batch loaded twice is still counted once. Loaders also drop
         raw hits older than ingest.load.retention.raw_hits_days.`,
-	Commands: []daemon.Command{
-		{Name: "tail", Part: config.IngestTail, Listen: tailListen, Summary: "follow access logs and publish page hits to JetStream (first backfilling rotated logs, with --from-start)", Run: runTail,
-			Flags: func(fs *flag.FlagSet) {
-				fs.BoolVar(&fromStart, "from-start", false, "tail: first publish every input's rotated logs (access.log.1, access.log.2.gz, ...) not published yet, oldest first, and each file without a saved position from its beginning; then follow as usual. Safe to interrupt and to run again within nats.hits_max_age; past that the stream no longer says what was published, so run it once, not on every start")
-				fs.BoolVar(&backfillOnly, "backfill-only", false, "tail: with --from-start, exit once every file has been read to its end instead of following")
-				fs.BoolVar(&readStdin, "stdin", false, `tail: read access-log lines from standard input (Apache: CustomLog "|/usr/bin/ingest tail --stdin --config /etc/pagewatch.yaml" combined), in ingest.tail.stdin's format, instead of the files and syslog; exit at end of input. Lines in the pipe when ingest dies are lost. No admin endpoint`)
-			}},
-		{Name: "load", Part: config.IngestLoad, Listen: func(c config.Config) string { return c.Ingest.Load.Listen }, Summary: "load page hits from JetStream into ClickHouse (or replay them, with --replay-from)", Run: runLoad,
-			Flags: func(fs *flag.FlagSet) {
-				fs.StringVar(&replayFrom, "replay-from", "", `load: load again every hit JetStream holds since a time, then exit: "start", an RFC 3339 time, or a duration ago ("24h"). Rebuilds ClickHouse; loading a hit twice changes no count`)
-			}},
-	},
+	Commands: []daemon.Command{tailCommand(), loadCommand()},
 }
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	os.Exit(daemon.Main(ctx, program, os.Args[1:], os.Stdout, os.Stderr, hup))
+func main() { os.Exit(daemon.Exec(program)) }
+
+// tailFlags are `ingest tail`'s flags.
+type tailFlags struct {
+	fromStart, backfillOnly, stdin bool
 }
 
-func runTail(ctx context.Context, env *daemon.Env) error {
-	if backfillOnly && !fromStart {
+func (f *tailFlags) bind(fs *flag.FlagSet) {
+	fs.BoolVar(&f.fromStart, "from-start", false, "tail: first publish every input's rotated logs (access.log.1, access.log.2.gz, ...) not published yet, oldest first, and each file without a saved position from its beginning; then follow as usual. Safe to interrupt and to run again within nats.hits_max_age; past that the stream no longer says what was published, so run it once, not on every start")
+	fs.BoolVar(&f.backfillOnly, "backfill-only", false, "tail: with --from-start, exit once every file has been read to its end instead of following")
+	fs.BoolVar(&f.stdin, "stdin", false, `tail: read access-log lines from standard input (Apache: CustomLog "|/usr/bin/ingest tail --stdin --config /etc/pagewatch.yaml" combined), in ingest.tail.stdin's format, instead of the files and syslog; exit at end of input. Lines in the pipe when ingest dies are lost. No admin endpoint`)
+}
+
+func tailCommand() daemon.Command {
+	var f tailFlags
+	return daemon.Command{Name: "tail", Part: config.IngestTail, Summary: "follow access logs and publish page hits to JetStream (first backfilling rotated logs, with --from-start)",
+		Flags:  f.bind,
+		Listen: func(c config.Config) string { return tailListen(c, f) },
+		Run:    func(ctx context.Context, env *daemon.Env) error { return runTail(ctx, env, f) },
+	}
+}
+
+// loadFlags are `ingest load`'s flags.
+type loadFlags struct {
+	replayFrom string
+}
+
+func (f *loadFlags) bind(fs *flag.FlagSet) {
+	fs.StringVar(&f.replayFrom, "replay-from", "", `load: load again every hit JetStream holds since a time, then exit: "start", an RFC 3339 time, or a duration ago ("24h"). Rebuilds ClickHouse; loading a hit twice changes no count`)
+}
+
+func loadCommand() daemon.Command {
+	var f loadFlags
+	return daemon.Command{Name: "load", Part: config.IngestLoad, Summary: "load page hits from JetStream into ClickHouse (or replay them, with --replay-from)",
+		Flags:  f.bind,
+		Listen: func(c config.Config) string { return c.Ingest.Load.Listen },
+		Run:    func(ctx context.Context, env *daemon.Env) error { return runLoad(ctx, env, f) },
+	}
+}
+
+func runTail(ctx context.Context, env *daemon.Env, f tailFlags) error {
+	if f.backfillOnly && !f.fromStart {
 		return &daemon.UsageError{Err: errors.New("--backfill-only needs --from-start")}
 	}
-	if readStdin {
-		return runStdin(ctx, env)
+	if f.stdin {
+		return runStdin(ctx, env, f)
 	}
 	b, err := env.NATS(ctx)
 	if err != nil {
 		return err
 	}
 	var opts []tail.Option
-	if fromStart {
+	if f.fromStart {
 		// A redrawn progress line when stderr is a terminal, a log line
 		// every 30s otherwise (systemd, redirected output).
-		opts = append(opts, tail.WithBackfill(tail.BackfillOptions{Progress: env.Stderr, Only: backfillOnly}))
+		opts = append(opts, tail.WithBackfill(tail.BackfillOptions{Progress: env.Stderr, Only: f.backfillOnly}))
 	}
 	t, err := tail.New(ctx, env.Config.Ingest.Tail, b, env.Logger, env.Registry, opts...)
 	if err != nil {
@@ -90,8 +102,8 @@ func runTail(ctx context.Context, env *daemon.Env) error {
 }
 
 // tailListen is ingest.tail.listen, except for --stdin (see runStdin).
-func tailListen(c config.Config) string {
-	if readStdin {
+func tailListen(c config.Config, f tailFlags) string {
+	if f.stdin {
 		return ""
 	}
 	return c.Ingest.Tail.Listen
@@ -100,8 +112,8 @@ func tailListen(c config.Config) string {
 // runStdin is `ingest tail --stdin`. It serves no admin endpoint: Apache
 // starts a piped logger per CustomLog, beside the `ingest tail` daemon
 // that holds ingest.tail.listen, so no one address could be theirs.
-func runStdin(ctx context.Context, env *daemon.Env) error {
-	if fromStart {
+func runStdin(ctx context.Context, env *daemon.Env, f tailFlags) error {
+	if f.fromStart {
 		return &daemon.UsageError{Err: errors.New("--stdin cannot be given with --from-start: standard input has no rotated logs")}
 	}
 	if err := env.Config.Ingest.Tail.ValidateStdin(); err != nil {
@@ -118,7 +130,7 @@ func runStdin(ctx context.Context, env *daemon.Env) error {
 	return env.Serve(ctx, s)
 }
 
-func runLoad(ctx context.Context, env *daemon.Env) error {
+func runLoad(ctx context.Context, env *daemon.Env, f loadFlags) error {
 	b, err := env.NATS(ctx)
 	if err != nil {
 		return err
@@ -128,8 +140,8 @@ func runLoad(ctx context.Context, env *daemon.Env) error {
 		return err
 	}
 	cfg := env.Config.Ingest.Load
-	if replayFrom != "" {
-		from, err := load.ParseReplayFrom(replayFrom, time.Now())
+	if f.replayFrom != "" {
+		from, err := load.ParseReplayFrom(f.replayFrom, time.Now())
 		if err != nil {
 			return err
 		}
