@@ -6,18 +6,9 @@ import (
 	"context"
 	"flag"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/pagewatch/pagewatch/config"
 	"github.com/pagewatch/pagewatch/internal/daemon"
-)
-
-var (
-	once   bool
-	since  string
-	counts string
-	format string
 )
 
 var program = daemon.Program{
@@ -36,32 +27,57 @@ They are read again on SIGHUP and when a rules file changes; a set with an
 error is rejected whole and the previous rules stay in force.`,
 	Default: "run",
 	Commands: []daemon.Command{
-		{Name: "run", Part: config.Sweeper, Listen: listen, Summary: "sweep on the configured schedule (or once, with --once)", Run: run,
-			Flags: func(fs *flag.FlagSet) { fs.BoolVar(&once, "once", false, "run: sweep once and exit") }},
+		runCommand(),
 		{Name: "check", Part: config.Sweeper, Summary: "validate the config and every rule, list the rules, and exit (0 valid, 2 invalid)", Run: check},
 		{Name: "dry-run", Part: config.Sweeper, Summary: "print what would fire now, recording nothing", Run: dryRun},
-		{Name: "backtest", Part: config.Sweeper, Summary: "print what would have fired since a time, per rule, from the stored counts or a counts file", Run: backtest,
-			Flags: func(fs *flag.FlagSet) {
-				fs.StringVar(&since, "since", "", `backtest: how far back: a duration ("7d", "36h") or an RFC 3339 time; default 7d, or with --counts the file's start`)
-				fs.StringVar(&counts, "counts", "", "backtest: read counts from this CSV file (timestamp,site,path,count; RFC 3339 times) instead of ClickHouse; needs neither NATS nor ClickHouse")
-				fs.StringVar(&format, "format", "text", "backtest: text (a table and a summary) or json (one object per line)")
-			}},
+		backtestCommand(),
 		{Name: "migrate", Part: config.Sweeper, Summary: "apply the ClickHouse schema migrations and exit", Run: migrate},
 	},
 }
 
+func main() { os.Exit(daemon.Exec(program)) }
+
+// runFlags are `sweeper run`'s flags.
+type runFlags struct {
+	once bool
+}
+
+func (f *runFlags) bind(fs *flag.FlagSet) {
+	fs.BoolVar(&f.once, "once", false, "run: sweep once and exit")
+}
+
+func runCommand() daemon.Command {
+	var f runFlags
+	return daemon.Command{Name: "run", Part: config.Sweeper, Summary: "sweep on the configured schedule (or once, with --once)",
+		Flags:  f.bind,
+		Listen: func(c config.Config) string { return listen(c, f) },
+		Run:    func(ctx context.Context, env *daemon.Env) error { return run(ctx, env, f) },
+	}
+}
+
 // listen is sweeper.listen, except with --once, which exits after a sweep.
-func listen(c config.Config) string {
-	if once {
+func listen(c config.Config, f runFlags) string {
+	if f.once {
 		return ""
 	}
 	return c.Sweeper.Listen
 }
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	os.Exit(daemon.Main(ctx, program, os.Args[1:], os.Stdout, os.Stderr, hup))
+// backtestFlags are `sweeper backtest`'s flags.
+type backtestFlags struct {
+	since, counts, format string
+}
+
+func (f *backtestFlags) bind(fs *flag.FlagSet) {
+	fs.StringVar(&f.since, "since", "", `backtest: how far back: a duration ("7d", "36h") or an RFC 3339 time; default 7d, or with --counts the file's start`)
+	fs.StringVar(&f.counts, "counts", "", "backtest: read counts from this CSV file (timestamp,site,path,count; RFC 3339 times) instead of ClickHouse; needs neither NATS nor ClickHouse")
+	fs.StringVar(&f.format, "format", "text", "backtest: text (a table and a summary) or json (one object per line)")
+}
+
+func backtestCommand() daemon.Command {
+	var f backtestFlags
+	return daemon.Command{Name: "backtest", Part: config.Sweeper, Summary: "print what would have fired since a time, per rule, from the stored counts or a counts file",
+		Flags: f.bind,
+		Run:   func(ctx context.Context, env *daemon.Env) error { return runBacktest(ctx, env, f) },
+	}
 }

@@ -1,0 +1,170 @@
+// Package backtest is what the sweeper prints without recording anything:
+// the crossings a backtest finds since a time (from the stored counts or
+// a counts file) or a dry run finds now, and the rules `sweeper check`
+// lists. The commands in cmd/sweeper wire it to the sweep and the config.
+package backtest
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pagewatch/pagewatch/domain/crossing"
+	"github.com/pagewatch/pagewatch/domain/rules"
+	"github.com/pagewatch/pagewatch/pipeline/sweep"
+)
+
+// Query is a backtest as `sweeper backtest` is asked for it.
+type Query struct {
+	// Since is how far back: a duration ("7d", "36h") or an RFC 3339
+	// time; "" is 7 days, or with Counts the file's start.
+	Since string
+	// Counts is a counts CSV file (timestamp,site,path,count) to replay
+	// instead of the stored counts; "": the stored counts.
+	Counts string
+	// Format is text (a table and a summary) or json (one object per
+	// line).
+	Format string
+}
+
+// InputError is a bad flag value or counts file, named by its flag
+// ("--since: ..."): the command's usage error, not a failure.
+type InputError struct{ Err error }
+
+func (e *InputError) Error() string { return e.Err.Error() }
+func (e *InputError) Unwrap() error { return e.Err }
+
+func inputError(format string, args ...any) error {
+	return &InputError{Err: fmt.Errorf(format, args...)}
+}
+
+// Check says whether the format is one Print knows.
+func (q Query) Check() error {
+	if q.Format != "text" && q.Format != "json" {
+		return inputError("--format: want text or json, got %q", q.Format)
+	}
+	return nil
+}
+
+// From is where a backtest of the stored counts starts: Since before now
+// (7 days by default).
+func (q Query) From(now time.Time) (time.Time, error) {
+	s := q.Since
+	if s == "" {
+		s = "7d"
+	}
+	from, err := ParseSince(s, now)
+	if err != nil {
+		return from, inputError("--since: %w", err)
+	}
+	return from, nil
+}
+
+// File replays the counts file q.Counts under rs: the history ends with
+// its last row. It returns the crossings and when the backtest started.
+func (q Query) File(ctx context.Context, rs []rules.Rule, logger *slog.Logger) ([]crossing.Crossing, time.Time, error) {
+	f, err := os.Open(q.Counts)
+	if err != nil {
+		return nil, time.Time{}, inputError("--counts: %w", err)
+	}
+	defer f.Close()
+	cf, err := sweep.ReadCounts(bufio.NewReaderSize(f, 1<<20), q.Counts)
+	if err != nil {
+		return nil, time.Time{}, inputError("--counts: %w", err)
+	}
+	now := cf.Last.Add(time.Minute)
+	from := cf.First
+	if q.Since != "" {
+		if from, err = ParseSince(q.Since, now); err != nil {
+			return nil, from, inputError("--since: %w", err)
+		}
+	}
+	xs, err := sweep.Backtest(ctx, cf, rs, from, now, logger)
+	return xs, from, err
+}
+
+// Print writes a backtest's crossings since from in q.Format: a table
+// and a summary per rule, or one JSON object per line.
+func (q Query) Print(out io.Writer, xs []crossing.Crossing, from time.Time) error {
+	if q.Format == "json" {
+		return printJSON(out, xs)
+	}
+	PrintCrossings(out, xs)
+	perRule := map[string]int{}
+	for _, x := range xs {
+		perRule[x.Rule]++
+	}
+	fmt.Fprintf(out, "since %s: %d crossing(s)", from.UTC().Format(time.RFC3339), len(xs))
+	for _, rule := range slices.Sorted(maps.Keys(perRule)) {
+		fmt.Fprintf(out, "; %s %d", rule, perRule[rule])
+	}
+	fmt.Fprintln(out)
+	return nil
+}
+
+// line is one crossing of a backtest as --format json prints it.
+type line struct {
+	Rule     string    `json:"rule"`
+	Site     string    `json:"site"`
+	Path     string    `json:"path"`
+	FiredAt  time.Time `json:"fired_at"`
+	Kind     string    `json:"kind"` // fire, escalate or resolve
+	Count    uint64    `json:"count"`
+	Baseline *float64  `json:"baseline"` // null for threshold rules
+	// Expected, Low and High are the page's normal and its usual range
+	// (unusual rules; expected is the baseline for spike rules); Direction
+	// is up or down for rules with a normal.
+	Expected  *float64 `json:"expected,omitempty"`
+	Low       *float64 `json:"low,omitempty"`
+	High      *float64 `json:"high,omitempty"`
+	Direction string   `json:"direction,omitempty"`
+	Key       string   `json:"key"`
+}
+
+func printJSON(out io.Writer, xs []crossing.Crossing) error {
+	enc := json.NewEncoder(out)
+	for _, x := range xs {
+		l := line{Rule: x.Rule, Site: x.Site, Path: x.Path, FiredAt: x.CrossedAt.UTC(), Kind: x.Event, Count: x.Count, Key: x.Key}
+		if l.Kind == "" {
+			l.Kind = string(rules.EventFire)
+		}
+		if x.Why != nil && x.Why.Kind != string(rules.KindThreshold) {
+			b := x.Why.Baseline
+			l.Baseline, l.Expected, l.Direction = &b, &b, x.Why.Direction
+			if x.Why.High > 0 {
+				lo, hi := x.Why.Low, x.Why.High
+				l.Low, l.High = &lo, &hi
+			}
+		}
+		if err := enc.Encode(l); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ParseSince reads "7d", "36h" or an RFC 3339 time.
+func ParseSince(s string, now time.Time) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		if n, err := strconv.Atoi(days); err == nil && n > 0 {
+			return now.Add(-time.Duration(n) * 24 * time.Hour), nil
+		}
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return time.Time{}, fmt.Errorf(`want a duration ("7d", "36h") or an RFC 3339 time, got %q`, s)
+	}
+	return now.Add(-d), nil
+}

@@ -1,0 +1,83 @@
+package backtest_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pagewatch/pagewatch/domain/crossing"
+	"github.com/pagewatch/pagewatch/pipeline/sweep/backtest"
+)
+
+func TestParseSince(t *testing.T) {
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	for s, want := range map[string]time.Time{
+		"7d":                   now.Add(-7 * 24 * time.Hour),
+		"36h":                  now.Add(-36 * time.Hour),
+		"2026-11-01T00:00:00Z": time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC),
+	} {
+		if got, err := backtest.ParseSince(s, now); err != nil || !got.Equal(want) {
+			t.Errorf("ParseSince(%q) = %v, %v; want %v", s, got, err, want)
+		}
+	}
+	for _, s := range []string{"yesterday", "0d", "-1h", ""} {
+		if _, err := backtest.ParseSince(s, now); err == nil {
+			t.Errorf("ParseSince(%q) took it", s)
+		}
+	}
+}
+
+// The command's usage errors (a bad flag or counts file) are InputErrors,
+// named by their flag.
+func TestBadInputIsAnInputError(t *testing.T) {
+	var in *backtest.InputError
+	if err := (backtest.Query{Format: "xml"}).Check(); !errors.As(err, &in) || !strings.HasPrefix(err.Error(), "--format:") {
+		t.Errorf("--format xml: %v", err)
+	}
+	if _, err := (backtest.Query{Since: "yesterday"}).From(time.Now()); !errors.As(err, &in) || !strings.HasPrefix(err.Error(), "--since:") {
+		t.Errorf("--since yesterday: %v", err)
+	}
+	q := backtest.Query{Counts: filepath.Join(t.TempDir(), "missing.csv"), Format: "text"}
+	if _, _, err := q.File(context.Background(), nil, nil); !errors.As(err, &in) || !strings.HasPrefix(err.Error(), "--counts:") {
+		t.Errorf("a missing counts file: %v", err)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.csv")
+	if err := os.WriteFile(bad, []byte("timestamp,site,path,count\nnot a time,example.com,/,1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	q.Counts = bad
+	if _, _, err := q.File(context.Background(), nil, nil); !errors.As(err, &in) || !strings.HasPrefix(err.Error(), "--counts:") {
+		t.Errorf("a bad counts file: %v", err)
+	}
+}
+
+func TestPrintSummarisesPerRule(t *testing.T) {
+	at := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	xs := []crossing.Crossing{
+		{Rule: "pricing", Site: "example.com", Path: "/pricing", CrossedAt: at, Threshold: 100, Count: 120, Window: "1h", Key: "k1"},
+		{Rule: "blog", Site: "example.com", Path: "/blog/\x1b[31m", CrossedAt: at, Threshold: 10, Count: 11, Window: "1h", Key: "k2"},
+		{Rule: "pricing", Site: "example.com", Path: "/pricing", CrossedAt: at.Add(time.Hour), Threshold: 100, Count: 130, Window: "1h", Key: "k3"},
+	}
+	var out bytes.Buffer
+	if err := (backtest.Query{Format: "text"}).Print(&out, xs, at.Add(-time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	s := out.String()
+	for _, want := range []string{"CROSSED AT", `"/blog/\x1b[31m"`, "since 2026-11-24T11:00:00Z: 3 crossing(s); blog 1; pricing 2\n"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("text output lacks %q:\n%s", want, s)
+		}
+	}
+	out.Reset()
+	if err := (backtest.Query{Format: "json"}).Print(&out, xs[:1], at); err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"rule":"pricing","site":"example.com","path":"/pricing","fired_at":"2026-11-24T12:00:00Z","kind":"fire","count":120,"baseline":null,"key":"k1"}` + "\n"; out.String() != want {
+		t.Errorf("json output:\n%s\nwant\n%s", out.String(), want)
+	}
+}
