@@ -4,8 +4,6 @@ package main
 import (
 	"context"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/pagewatch/pagewatch/config"
 	"github.com/pagewatch/pagewatch/internal/daemon"
@@ -32,22 +30,14 @@ reports (reports:, docs/reports.md).`,
 	Default: "run",
 	Commands: []daemon.Command{
 		{Name: "run", Part: config.Worker, Listen: func(c config.Config) string { return c.Worker.Listen }, Summary: "consume notification jobs and send mail", Run: run},
-		{Name: "silence", Args: "add|list|expire <id>", Part: config.Worker, Flags: silenceFlagSet, Run: silenceCmd,
-			Summary: "silence crossings (--site, --rule, --page glob, --label k=v; --for or --ends; --author, --comment), list (--all) or expire them"},
-		{Name: "report", Args: "<name>", Part: config.Worker, Flags: reportFlagSet, Run: reportCmd,
-			Summary: "print a scheduled report for the last whole period (--at a time; default now), and with --send deliver it"},
+		silenceCommand(),
+		reportCommand(),
 		{Name: "unsubscribes", Args: "list|remove <rule> <address>", Part: config.Worker, Run: unsubscribes,
 			Summary: "list the addresses unsubscribed from rules through email links, or take one back"},
 	},
 }
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	os.Exit(daemon.Main(ctx, program, os.Args[1:], os.Stdout, os.Stderr, hup))
-}
+func main() { os.Exit(daemon.Exec(program)) }
 
 func run(ctx context.Context, env *daemon.Env) error {
 	b, err := env.NATS(ctx)

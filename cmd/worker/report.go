@@ -7,30 +7,38 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pagewatch/pagewatch/config"
 	"github.com/pagewatch/pagewatch/internal/daemon"
 	"github.com/pagewatch/pagewatch/sinks/mail"
 )
 
-// The report command's flags.
-var reportFlags struct {
+// reportFlags are `worker report`'s flags.
+type reportFlags struct {
 	at   string
 	send bool
 }
 
-func reportFlagSet(fs *flag.FlagSet) {
-	fs.StringVar(&reportFlags.at, "at", "", "report: as if run at this time, RFC 3339 (default now): the period is the last whole one before it")
-	fs.BoolVar(&reportFlags.send, "send", false, "report: send it to its receivers too (once per period and receiver, as the schedule does)")
+func (f *reportFlags) bind(fs *flag.FlagSet) {
+	fs.StringVar(&f.at, "at", "", "report: as if run at this time, RFC 3339 (default now): the period is the last whole one before it")
+	fs.BoolVar(&f.send, "send", false, "report: send it to its receivers too (once per period and receiver, as the schedule does)")
+}
+
+func reportCommand() daemon.Command {
+	var f reportFlags
+	return daemon.Command{Name: "report", Args: "<name>", Part: config.Worker, Flags: f.bind,
+		Run:     func(ctx context.Context, env *daemon.Env) error { return reportCmd(ctx, env, f) },
+		Summary: "print a scheduled report for the last whole period (--at a time; default now), and with --send deliver it"}
 }
 
 // reportCmd prints a configured report for the last whole period, and
 // with --send delivers it.
-func reportCmd(ctx context.Context, env *daemon.Env) error {
+func reportCmd(ctx context.Context, env *daemon.Env, f reportFlags) error {
 	if len(env.Args) != 1 {
 		return &daemon.UsageError{Err: fmt.Errorf("report: name one report (worker report <name> [--at time] [--send])")}
 	}
 	at := time.Now()
-	if reportFlags.at != "" {
-		t, err := time.Parse(time.RFC3339, reportFlags.at)
+	if f.at != "" {
+		t, err := time.Parse(time.RFC3339, f.at)
 		if err != nil {
 			return &daemon.UsageError{Err: fmt.Errorf("--at: %w", err)}
 		}
@@ -62,7 +70,7 @@ func reportCmd(ctx context.Context, env *daemon.Env) error {
 		return &daemon.UsageError{Err: err}
 	}
 	fmt.Fprintf(env.Stdout, "%s\n\n%s\n", r.Subject(), strings.Join(r.Lines(), "\n"))
-	if !reportFlags.send {
+	if !f.send {
 		return nil
 	}
 	n, err := stage.Send(ctx, name, at)

@@ -11,13 +11,14 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/pagewatch/pagewatch/config"
 	"github.com/pagewatch/pagewatch/domain/crossing"
 	"github.com/pagewatch/pagewatch/internal/daemon"
 	"github.com/pagewatch/pagewatch/pipeline/silence"
 )
 
-// The silence command's flags.
-var silenceFlags struct {
+// silenceFlags are `worker silence`'s flags.
+type silenceFlags struct {
 	site, rule, page, author, comment string
 	labels                            labelFlags
 	forDur                            time.Duration
@@ -40,8 +41,10 @@ func (l *labelFlags) Set(s string) error {
 	return nil
 }
 
-func silenceFlagSet(fs *flag.FlagSet) {
-	f := &silenceFlags
+func (f *silenceFlags) bind(fs *flag.FlagSet) {
+	// fs.Var starts from what it is given: each parse (a test runs the
+	// program many times) starts with no labels.
+	f.labels = nil
 	fs.StringVar(&f.site, "site", "", "silence add: match this site")
 	fs.StringVar(&f.rule, "rule", "", "silence add: match this rule")
 	fs.StringVar(&f.page, "page", "", "silence add: match pages by this glob (* within a segment, ** across)")
@@ -54,9 +57,16 @@ func silenceFlagSet(fs *flag.FlagSet) {
 	fs.BoolVar(&f.all, "all", false, "silence list: include ended silences")
 }
 
+func silenceCommand() daemon.Command {
+	var f silenceFlags
+	return daemon.Command{Name: "silence", Args: "add|list|expire <id>", Part: config.Worker, Flags: f.bind,
+		Run:     func(ctx context.Context, env *daemon.Env) error { return silenceCmd(ctx, env, f) },
+		Summary: "silence crossings (--site, --rule, --page glob, --label k=v; --for or --ends; --author, --comment), list (--all) or expire them"}
+}
+
 // silence creates, lists and expires silences (in NATS KV, read by every
 // worker within moments).
-func silenceCmd(ctx context.Context, env *daemon.Env) error {
+func silenceCmd(ctx context.Context, env *daemon.Env, f silenceFlags) error {
 	usage := func(format string, args ...any) error {
 		return &daemon.UsageError{Err: fmt.Errorf(format+"\n(worker silence add|list|expire <id>)", args...)}
 	}
@@ -74,7 +84,7 @@ func silenceCmd(ctx context.Context, env *daemon.Env) error {
 	now := time.Now()
 	switch verb, rest := env.Args[0], env.Args[1:]; {
 	case verb == "add" && len(rest) == 0:
-		sl, err := silenceFromFlags(now)
+		sl, err := silenceFromFlags(f, now)
 		if err == nil {
 			sl, err = s.Add(ctx, sl, now)
 		}
@@ -87,7 +97,7 @@ func silenceCmd(ctx context.Context, env *daemon.Env) error {
 		if err != nil {
 			return err
 		}
-		printSilences(env, all, now)
+		printSilences(env, all, now, f.all)
 	case verb == "expire" && len(rest) == 1:
 		sl, err := s.Expire(ctx, rest[0], now)
 		if errors.Is(err, silence.ErrNotFound) {
@@ -103,8 +113,7 @@ func silenceCmd(ctx context.Context, env *daemon.Env) error {
 	return nil
 }
 
-func silenceFromFlags(now time.Time) (silence.Silence, error) {
-	f := silenceFlags
+func silenceFromFlags(f silenceFlags, now time.Time) (silence.Silence, error) {
 	req := silence.Request{Match: crossing.Match{Site: f.site, Rule: f.rule, Page: f.page, Labels: f.labels},
 		Author: f.author, Comment: f.comment}
 	if f.starts != "" {
@@ -130,7 +139,9 @@ func silenceFromFlags(now time.Time) (silence.Silence, error) {
 	return req.Silence(now)
 }
 
-func printSilences(env *daemon.Env, all []silence.Silence, now time.Time) {
+// printSilences lists the silences that have not ended, or with ended
+// all of them.
+func printSilences(env *daemon.Env, all []silence.Silence, now time.Time, ended bool) {
 	sort.SliceStable(all, func(i, j int) bool { return all[i].StartsAt.Before(all[j].StartsAt) })
 	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTATE\tSTARTS\tENDS\tMATCH\tAUTHOR\tCOMMENT")
@@ -138,7 +149,7 @@ func printSilences(env *daemon.Env, all []silence.Silence, now time.Time) {
 		state := "active"
 		switch {
 		case !s.EndsAt.After(now):
-			if !silenceFlags.all {
+			if !ended {
 				continue
 			}
 			state = "ended"

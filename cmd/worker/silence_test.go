@@ -19,8 +19,6 @@ func runWorker(t *testing.T, cfg string, args ...string) (code int, stdout, stde
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	silenceFlags.labels = nil // flags are package variables: one run's labels must not leak into the next
-	reportFlags.at, reportFlags.send = "", false
 	var out, errb bytes.Buffer
 	code = daemon.Main(context.Background(), program, append([]string{"--config", path}, args...), &out, &errb, nil)
 	return code, out.String(), errb.String()
