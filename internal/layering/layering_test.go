@@ -9,6 +9,9 @@
 //
 // Only what a package's own (non-test) files import is checked: a test may
 // wire a real adapter into the stage it tests, as cmd does.
+//
+// It also holds the test that cmd/* only wires: a command declares no
+// package variable but its program (cmdvars_test.go).
 package layering
 
 import (
