@@ -1,4 +1,4 @@
-// Command worker mails notification jobs, one page at a time.
+// Command worker delivers notification jobs to their receivers, one page at a time.
 package main
 
 import (
@@ -17,7 +17,7 @@ var program = daemon.Program{
 	Name: "worker",
 	Description: `worker takes notification jobs from the JetStream work queue and sends
 each threshold crossing once to each receiver the routing names (email,
-signed webhooks, Slack, Teams, Discord, Telegram; docs/receivers.md), except
+signed webhooks, Slack, Teams, Discord, Telegram, ntfy; docs/receivers.md), except
 what a silence matches or quiet hours hold. Run as many as you like: a per-page lease
 in NATS KV keeps two workers off the same page (a job for a locked page is
 deferred, not failed; a dead worker's lease lapses within worker.lock_ttl),
@@ -29,7 +29,7 @@ snooze links, served there under /links/. It also sends the scheduled
 reports (reports:, docs/reports.md).`,
 	Default: "run",
 	Commands: []daemon.Command{
-		{Name: "run", Part: config.Worker, Listen: func(c config.Config) string { return c.Worker.Listen }, Summary: "consume notification jobs and send mail", Run: run},
+		{Name: "run", Part: config.Worker, Listen: func(c config.Config) string { return c.Worker.Listen }, Summary: "consume notification jobs and send them to their receivers", Run: run},
 		silenceCommand(),
 		reportCommand(),
 		{Name: "unsubscribes", Args: "list|remove <rule> <address>", Part: config.Worker, Run: unsubscribes,
