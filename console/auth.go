@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
@@ -240,60 +239,4 @@ func (a *auth) checkCSRF(r *http.Request, session string) error {
 		return errors.New("bad CSRF token")
 	}
 	return nil
-}
-
-// limiter refuses logins after too many failures from one address or for
-// one user name, for a while: a password guesser gets a handful of tries
-// per window, a person who mistyped is not locked out for long.
-type limiter struct {
-	mu     sync.Mutex
-	max    int
-	window time.Duration
-	fails  map[string][]time.Time
-	now    func() time.Time
-}
-
-func newLimiter(max int, window time.Duration, now func() time.Time) *limiter {
-	return &limiter{max: max, window: window, fails: map[string][]time.Time{}, now: now}
-}
-
-// wait says how long key must wait before its next try (0: now).
-func (l *limiter) wait(key string) time.Duration {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	ts := l.recent(key)
-	if len(ts) < l.max {
-		return 0
-	}
-	return ts[0].Add(l.window).Sub(l.now())
-}
-
-func (l *limiter) fail(key string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.fails[key] = append(l.recent(key), l.now())
-	if len(l.fails) > 100_000 {
-		// Many addresses: forget the ones whose failures are all old.
-		for k := range l.fails {
-			if len(l.recent(k)) == 0 {
-				delete(l.fails, k)
-			}
-		}
-	}
-}
-
-func (l *limiter) recent(key string) []time.Time {
-	ts := l.fails[key]
-	cut := l.now().Add(-l.window)
-	i := 0
-	for i < len(ts) && !ts[i].After(cut) {
-		i++
-	}
-	ts = ts[i:]
-	if len(ts) == 0 {
-		delete(l.fails, key)
-		return nil
-	}
-	l.fails[key] = ts
-	return ts
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -44,6 +45,11 @@ type Config struct {
 	// itself; set it true behind a proxy that terminates TLS, which the
 	// console cannot see.
 	CookieSecure *bool `yaml:"cookie_secure"`
+	// TrustedProxies are the addresses (CIDRs, or single addresses) of
+	// the proxies in front of the console, whose X-Forwarded-For names
+	// the client a login came from. Empty, the header is ignored: the
+	// login limit then counts every login through a proxy as one address.
+	TrustedProxies []string `yaml:"trusted_proxies"`
 }
 
 // User is one person who may log in.
@@ -165,7 +171,27 @@ func (c Config) Validate() error {
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		add("console.tls_cert: tls_cert and tls_key go together")
 	}
+	if _, err := c.proxies(); err != nil {
+		add("%v", err)
+	}
 	return errors.Join(errs...)
+}
+
+// proxies are trusted_proxies, parsed.
+func (c Config) proxies() ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for i, s := range c.TrustedProxies {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			a, aerr := netip.ParseAddr(s)
+			if aerr != nil {
+				return nil, fmt.Errorf("console.trusted_proxies[%d]: %q is neither an address nor a CIDR (e.g. 10.0.0.0/8)", i, s)
+			}
+			p = netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen())
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
 }
 
 // secureCookies is cookie_secure, or whether the console serves TLS

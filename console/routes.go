@@ -3,10 +3,10 @@ package console
 import (
 	"context"
 	"io/fs"
-	"net"
 	"net/http"
 	"strconv"
 	"time"
+	"unicode/utf8"
 )
 
 func (s *Server) routes() {
@@ -70,27 +70,42 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	name, password := r.PostFormValue("user"), r.PostFormValue("password")
-	ip := clientIP(r)
-	if d := max(s.ipLimit.wait("ip:"+ip), s.usrLimit.wait("user:"+name)); d > 0 {
+	ip := clientAddr(r, s.proxies)
+	from := keyOf("addr", limitAddr(ip))
+	pair := keyOf("user", name, limitAddr(ip))
+	if d := max(s.addrLimit.wait(from), s.pairLimit.wait(pair)); d > 0 {
 		s.metrics.logins.WithLabelValues("limited").Inc()
-		w.Header().Set("Retry-After", strconv.Itoa(int(d.Round(time.Second).Seconds())+1))
+		d = d.Truncate(time.Second) + time.Second
+		w.Header().Set("Retry-After", strconv.Itoa(int(d.Seconds())))
 		s.renderStatus(w, r, http.StatusTooManyRequests, "login", "Log in",
-			loginView{Error: "Too many failed logins; try again in " + d.Round(time.Second).String() + ".", User: name})
+			loginView{Error: "Too many failed logins; try again in " + d.String() + ".", User: name})
 		return
 	}
 	u, ok := s.auth.check(name, password)
 	if !ok {
-		s.ipLimit.fail("ip:" + ip)
-		s.usrLimit.fail("user:" + name)
+		s.addrLimit.fail(from)
+		s.pairLimit.fail(pair)
 		s.metrics.logins.WithLabelValues("failed").Inc()
-		s.deps.Logger.Warn("console login failed", "user", name, "addr", ip)
+		s.deps.Logger.Warn("console login failed", "user", shorten(name, 64), "addr", ip)
 		s.renderStatus(w, r, http.StatusUnauthorized, "login", "Log in", loginView{Error: "Wrong user name or password.", User: name})
 		return
 	}
+	s.pairLimit.reset(pair)
 	s.metrics.logins.WithLabelValues("ok").Inc()
 	s.deps.Logger.Info("console login", "user", u.Name, "role", u.Role, "addr", ip)
 	s.auth.issue(w, u)
 	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+// shorten cuts a stranger's text for the log (a user name may be 16 KB).
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
@@ -115,14 +130,4 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 		s.deps.Logger.Info("console logout", "user", p.Name)
 	}
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
-}
-
-// clientIP is the peer's address. X-Forwarded-For is not trusted: the
-// limit would be a header away from useless.
-func clientIP(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
 }

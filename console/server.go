@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -44,12 +45,15 @@ type Deps struct {
 // rulePages, silencePages), all drawn and guarded by one frame.
 type Server struct {
 	*frame
-	ipLimit  *limiter
-	usrLimit *limiter
-	live     *hub
-	mux      *http.ServeMux
-	ln       net.Listener
-	timeouts timeouts
+	// addrLimit counts failed logins per address, pairLimit per user name
+	// and address (limit.go).
+	addrLimit *limiter
+	pairLimit *limiter
+	proxies   []netip.Prefix
+	live      *hub
+	mux       *http.ServeMux
+	ln        net.Listener
+	timeouts  timeouts
 }
 
 // timeouts bound each connection's requests (tests shorten them).
@@ -105,9 +109,10 @@ func New(cfg Config, d Deps) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{frame: &frame{deps: d, auth: a, zone: zone, tmpl: t, metrics: newMetrics(d.Registry)},
-		ipLimit:  newLimiter(20, 15*time.Minute, d.Now),
-		usrLimit: newLimiter(5, 15*time.Minute, d.Now),
-		timeouts: defaultTimeouts(),
+		addrLimit: newLimiter(20, d.Now), pairLimit: newLimiter(5, d.Now), timeouts: defaultTimeouts(),
+	}
+	if s.proxies, err = cfg.proxies(); err != nil {
+		return nil, err
 	}
 	s.cfg.Store(&cfg)
 	s.live = newHub(d.Store, cfg.LiveInterval, d.Now, d.Logger, s.metrics)
