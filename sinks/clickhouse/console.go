@@ -153,7 +153,7 @@ func (hs History) Actions(ctx context.Context, since time.Time, limit int) ([]co
 		a.Receiver, a.Reason = parseActionText(a.Reason)
 		if kind, seq, ok := strings.Cut(a.Key, "#"); ok {
 			a.Kind, a.Key = kind, ""
-			fmt.Sscan(seq, &a.Seq)
+			_, _ = fmt.Sscan(seq, &a.Seq) // a key with no number after # leaves Seq 0
 		} else {
 			a.Kind = "jobs"
 		}
@@ -183,12 +183,18 @@ func (hs History) LastFired(ctx context.Context, rules []string, since time.Time
 	return out, rows.Err()
 }
 
-// Live returns the last hour's busiest pages, at most q.PerSite a site.
+// MaxLivePages bounds the live view's pages over all sites: when sites
+// come from Host headers a client can make up any number of them, and
+// PerSite alone would then not bound the answer.
+var MaxLivePages = 2000
+
+// Live returns the last hour's busiest pages, at most q.PerSite a site
+// and MaxLivePages in all.
 func (t Traffic) Live(ctx context.Context, q console.LiveQuery) ([]console.LivePage, error) {
 	end := q.Now.Truncate(time.Minute).Add(time.Minute)
 	start := end.Add(-time.Hour)
 	rows, err := t.c.conn.Query(ctx, queryConsoleLive, end.Add(-5*time.Minute).Unix(), start.Unix(), end.Unix(),
-		q.Site == "", q.Site, min(max(q.PerSite, 1), 1000))
+		q.Site == "", q.Site, min(max(q.PerSite, 1), 1000), MaxLivePages)
 	if err != nil {
 		return nil, fmt.Errorf("live pages: %w", err)
 	}

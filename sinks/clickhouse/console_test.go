@@ -7,6 +7,7 @@ import (
 
 	"github.com/pagewatch/pagewatch/console"
 	"github.com/pagewatch/pagewatch/domain/crossing"
+	"github.com/pagewatch/pagewatch/sinks/clickhouse"
 )
 
 // The console's reads against a real server: counts exact with batches
@@ -42,6 +43,14 @@ func TestConsoleStore(t *testing.T) {
 	if other, err := b.client.Traffic().Live(ctx, console.LiveQuery{Site: "other.example", Now: now, PerSite: 10}); err != nil || len(other) != 0 {
 		t.Errorf("live of another site: %+v, %v", other, err)
 	}
+	// Sites made up by clients' Host headers do not grow the answer past
+	// its overall bound: the busiest pages stay.
+	defer func(n int) { clickhouse.MaxLivePages = n }(clickhouse.MaxLivePages)
+	clickhouse.MaxLivePages = 1
+	if top, err := b.client.Traffic().Live(ctx, console.LiveQuery{Now: now, PerSite: 10}); err != nil || len(top) != 1 || top[0].Path != "/pricing" {
+		t.Errorf("live bounded to 1 page: %+v, %v; want /pricing alone", top, err)
+	}
+	clickhouse.MaxLivePages = 2000
 	counts, err := b.client.Traffic().PageCounts(ctx, []string{"example.com", "o'ther"}, []string{"/pricing", "/nope"}, now.Add(-72*time.Hour), now.Add(time.Minute))
 	if err != nil || len(counts) != 1 || counts[0].Views != 120 {
 		t.Errorf("page counts: %+v, %v; want /pricing's 120", counts, err)

@@ -62,7 +62,8 @@ FROM (
 )
 GROUP BY site, path
 ORDER BY v60 DESC, site, path
-LIMIT ? BY site`
+LIMIT ? BY site
+LIMIT ?`
 
 	// queryConsoleDayTotals is sealed views per page and day, read by
 	// page_days' key (site, path, day); the largest of a page-day's rows

@@ -79,7 +79,7 @@ var sampleRuns = map[string]string{
 	"queryConsoleOutcomes":  bind(queryConsoleOutcomes, ch.GroupSet{Value: []any{"r.k.1", "o'ther"}}),
 	"queryConsoleActions":   bind(queryConsoleActions, int64(1699990000), 50),
 	"queryConsoleLastFired": bind(queryConsoleLastFired, ch.GroupSet{Value: []any{"r"}}, int64(1699990000)),
-	"queryConsoleLive":      bind(queryConsoleLive, int64(1699999700), int64(1699996400), int64(1700000000), true, "", 50),
+	"queryConsoleLive":      bind(queryConsoleLive, int64(1699999700), int64(1699996400), int64(1700000000), true, "", 50, 2000),
 	"queryConsoleDayTotals": bind(queryConsoleDayTotals, ch.GroupSet{Value: []any{"example.com"}}, ch.GroupSet{Value: []any{"/p", "o'ther"}},
 		int64(1699392000), int64(1700006400)),
 	"queryConsolePageCounts": bind(queryConsolePageCounts, ch.GroupSet{Value: []any{"example.com"}}, ch.GroupSet{Value: []any{"/p", "o'ther"}},
