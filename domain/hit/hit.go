@@ -286,7 +286,10 @@ type Batch struct {
 	// range), LineKey the source its hits' offsets count in; both 0
 	// means Seq names both, as before deterministic keys (Keys).
 	Key, LineKey uint64
-	Hits         []Hit
+	// Again, when not 0, is the message's HeaderAgain: its lines at
+	// offsets below it may have been loaded before, from other messages.
+	Again uint64
+	Hits  []Hit
 	// Lean, when not nil, holds the batch's hits instead of Hits, as
 	// DecodeLean leaves them: the loader's way, which copies no string.
 	Lean *Lean

@@ -19,7 +19,16 @@ const (
 	HeaderEnd   = "Pagewatch-End"
 	// HeaderStream names a stdin or syslog stream: "<name>.<start>".
 	HeaderStream = "Pagewatch-Stream"
-	headerMsgID  = "Nats-Msg-Id"
+	// HeaderAgain, on a file's message, is a byte offset of the file
+	// below which the message's lines may have been published before in
+	// other messages: ones NATS acknowledged and then forgot (a restart
+	// after a power cut), which the tailer found out and published again,
+	// cut into other messages. The lines are the same hits (the same
+	// event ids); a loader counts in page_minutes only those it has not
+	// loaded yet, since the forgotten messages' counts, under their own
+	// keys, are still there.
+	HeaderAgain = "Pagewatch-Again"
+	headerMsgID = "Nats-Msg-Id"
 )
 
 // deterministic marks a key derived from a message's content: JetStream

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 
@@ -244,6 +245,11 @@ func (l *Loader) decode(ctx context.Context, m jetstream.Msg) (hit.Batch, bool) 
 	}
 	hb := hit.Batch{Seq: meta.Sequence.Stream, Lean: lean}
 	hb.Key, hb.LineKey = hit.Keys(m.Headers().Get)
+	if v := m.Headers().Get(hit.HeaderAgain); v != "" {
+		// Unparsable: 0, counted as any message (a header only a tailer
+		// sets, never seen malformed).
+		hb.Again, _ = strconv.ParseUint(v, 10, 64)
+	}
 	return hb, true
 }
 

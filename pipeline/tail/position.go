@@ -50,6 +50,19 @@ type position struct {
 	// stored, when set, is called after each batch is stored: the lease
 	// rewrites the file's record, which must live as long as the positions.
 	stored func(ctx context.Context)
+	// storedEnd is how far the batches this position stored reached, in the
+	// file storedID (its dev and ino).
+	storedEnd int64
+	storedID  identity
+	// again is how far this position had stored, or tried to, in the file
+	// againID, when it found the stream behind it: at a resync (a publish
+	// refused for the subject's last sequence) or when it read its
+	// position back, as after NATS forgot writes it had acknowledged (a
+	// restart after a power cut). What it publishes of that file below
+	// again may have been published, and loaded, before
+	// (hit.HeaderAgain).
+	again   int64
+	againID identity
 }
 
 // publisher is the part of JetStream a position publishes through.
@@ -68,7 +81,21 @@ func (p *position) resume(saved *savedPosition) {
 	if saved != nil {
 		p.lastSeq, p.lastPublish = saved.seq, saved.at
 	}
+	if p.storedEnd > 0 && (saved == nil || saved.end < p.storedEnd) {
+		p.publishedBefore(p.storedID, p.storedEnd)
+	}
 }
+
+// publishedBefore notes that the file id may have been published up to
+// end by this position in messages the stream no longer holds.
+func (p *position) publishedBefore(id identity, end int64) {
+	if !oneInode(id, p.againID) {
+		p.again = 0
+	}
+	p.again, p.againID = max(p.again, end), id
+}
+
+func oneInode(a, b identity) bool { return a.dev == b.dev && a.ino == b.ino }
 
 func (p *position) last(ctx context.Context) (*savedPosition, error) {
 	return p.on(ctx, p.subject)
@@ -144,6 +171,9 @@ func (p *position) launch(ctx context.Context, b *hitBatch, id identity, start, 
 	if eof {
 		msg.Header.Set(HeaderEOF, "1")
 	}
+	if start < p.again && oneInode(id, p.againID) {
+		msg.Header.Set(hit.HeaderAgain, strconv.FormatInt(p.again, 10))
+	}
 	// The expected sequence makes the ID unique per publish and the same
 	// for every retry of it: a duplicate ack means an earlier attempt of
 	// this very publish landed.
@@ -176,9 +206,17 @@ func (p *position) settle(ctx context.Context) error {
 	}
 	<-fl.done
 	p.flying = nil
+	if errors.Is(fl.err, errResync) {
+		// An attempt of it may have landed, and been forgotten.
+		p.publishedBefore(fl.id, fl.end)
+	}
 	if fl.err != nil {
 		return fl.err
 	}
+	if !oneInode(fl.id, p.storedID) {
+		p.storedEnd = 0
+	}
+	p.storedEnd, p.storedID = max(p.storedEnd, fl.end), fl.id
 	p.lastSeq = fl.seq
 	p.metrics.batches.Inc()
 	p.lastPublish = time.Now()
