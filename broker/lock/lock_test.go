@@ -91,7 +91,7 @@ func TestLockedReportsHolder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer held.Release(ctx)
+	defer func() { _ = held.Release(ctx) }()
 	_, err = lock.Acquire(ctx, kv, "page", "b", ttl, nil)
 	var he *lock.HeldError
 	if !errors.As(err, &he) || !errors.Is(err, lock.ErrLocked) {

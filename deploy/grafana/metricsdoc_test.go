@@ -102,51 +102,52 @@ func scanFile(fset *token.FileSet, f *ast.File, add func(codeMetric)) {
 			return true
 		}
 		stack = append(stack, n)
-		switch n := n.(type) {
-		case *ast.CallExpr:
-			fn := selectorName(n.Fun, "prometheus")
-			if fn == "MustNewConstMetric" && len(n.Args) >= 2 {
-				if typ, ok := valueTypes[selectorName(n.Args[1], "prometheus")]; ok {
-					descTypes[lastName(n.Args[0])] = typ
-				}
+		call, ok := n.(*ast.CallExpr)
+		if !ok {
+			return true
+		}
+		fn := selectorName(call.Fun, "prometheus")
+		if fn == "MustNewConstMetric" && len(call.Args) >= 2 {
+			if typ, ok := valueTypes[selectorName(call.Args[1], "prometheus")]; ok {
+				descTypes[lastName(call.Args[0])] = typ
 			}
-			if fn == "NewDesc" && len(n.Args) >= 3 {
-				if name, ok := stringLit(n.Args[0]); ok {
-					holder := ""
-					if kv, ok := stack[len(stack)-2].(*ast.KeyValueExpr); ok {
-						holder = lastName(kv.Key)
-					}
-					descs[holder] = codeMetric{Name: name, Labels: stringList(n.Args[2]), Pos: fset.Position(n.Pos()).String()}
+		}
+		if fn == "NewDesc" && len(call.Args) >= 3 {
+			if name, ok := stringLit(call.Args[0]); ok {
+				holder := ""
+				if kv, ok := stack[len(stack)-2].(*ast.KeyValueExpr); ok {
+					holder = lastName(kv.Key)
 				}
+				descs[holder] = codeMetric{Name: name, Labels: stringList(call.Args[2]), Pos: fset.Position(call.Pos()).String()}
 			}
-			typ, ok := newFuncs[fn]
-			if !ok || len(n.Args) == 0 {
+		}
+		typ, ok := newFuncs[fn]
+		if !ok || len(call.Args) == 0 {
+			return true
+		}
+		var labels []string
+		if len(call.Args) >= 2 {
+			labels = stringList(call.Args[1])
+		}
+		nameExpr := optsName(call.Args[0])
+		if name, ok := stringLit(nameExpr); ok {
+			add(codeMetric{Name: name, Type: typ, Labels: labels, Pos: fset.Position(call.Pos()).String(), Holder: holderOf(stack)})
+			return true
+		}
+		// "prefix" + param in a func literal bound to a variable.
+		if be, ok := nameExpr.(*ast.BinaryExpr); ok && be.Op == token.ADD {
+			prefix, ok := stringLit(be.X)
+			if !ok {
 				return true
 			}
-			var labels []string
-			if len(n.Args) >= 2 {
-				labels = stringList(n.Args[1])
-			}
-			nameExpr := optsName(n.Args[0])
-			if name, ok := stringLit(nameExpr); ok {
-				add(codeMetric{Name: name, Type: typ, Labels: labels, Pos: fset.Position(n.Pos()).String(), Holder: holderOf(stack)})
-				return true
-			}
-			// "prefix" + param in a func literal bound to a variable.
-			if be, ok := nameExpr.(*ast.BinaryExpr); ok && be.Op == token.ADD {
-				prefix, ok := stringLit(be.X)
-				if !ok {
-					return true
+			for i := len(stack) - 1; i >= 1; i-- {
+				if _, ok := stack[i].(*ast.FuncLit); !ok {
+					continue
 				}
-				for i := len(stack) - 1; i >= 1; i-- {
-					if _, ok := stack[i].(*ast.FuncLit); !ok {
-						continue
-					}
-					if as, ok := stack[i-1].(*ast.AssignStmt); ok && len(as.Lhs) == 1 {
-						helpers[lastName(as.Lhs[0])] = helper{prefix, typ, labels}
-					}
-					break
+				if as, ok := stack[i-1].(*ast.AssignStmt); ok && len(as.Lhs) == 1 {
+					helpers[lastName(as.Lhs[0])] = helper{prefix, typ, labels}
 				}
+				break
 			}
 		}
 		return true

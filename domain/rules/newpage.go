@@ -51,10 +51,10 @@ func (d *newPageDetector) Expect(_ []Interval, counts []uint64) Expected {
 }
 
 func (d *newPageDetector) weigh(o Observation, _ *Episode) judgement {
-	min := float64(d.r.NewPage.MinCount)
+	minCount := float64(d.r.NewPage.MinCount)
 	// Once open the page has a past, so only min_count matters.
 	fires := o.Expected.OK && o.Expected.Value == 0 && o.Count >= d.r.NewPage.MinCount
-	return judgement{fires: fires, level: min, severity: float64(o.Count) / min, known: true}
+	return judgement{fires: fires, level: minCount, severity: float64(o.Count) / minCount, known: true}
 }
 
 func (d *newPageDetector) back(j judgement, o Observation, _ *Episode) bool {

@@ -126,6 +126,7 @@ type Match struct {
 // Aggregate is per_page or sum.
 type Aggregate string
 
+// The aggregates, as written in YAML.
 const (
 	PerPage Aggregate = "per_page"
 	Sum     Aggregate = "sum"

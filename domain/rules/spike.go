@@ -16,6 +16,7 @@ import (
 // spike and new_page.
 type Kind string
 
+// The kinds of rule, as Rule.Kind reports them.
 const (
 	KindThreshold Kind = "threshold"
 	KindSpike     Kind = "spike"
@@ -46,6 +47,7 @@ type Spike struct {
 // Direction is which way a spike rule looks.
 type Direction string
 
+// The directions, as written in YAML.
 const (
 	Up   Direction = "up"
 	Down Direction = "down" // "went quiet"
@@ -87,6 +89,7 @@ const DefaultZScoreWindows = 24
 // Event is one kind of message an episode sends.
 type Event string
 
+// The events, as written in notify_on.
 const (
 	EventFire     Event = "fire"
 	EventEscalate Event = "escalate"

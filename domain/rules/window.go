@@ -12,6 +12,7 @@ import (
 // WindowKind is rolling, calendar or all.
 type WindowKind string
 
+// The kinds of window.
 const (
 	Rolling  WindowKind = "rolling"
 	Calendar WindowKind = "calendar"
@@ -21,6 +22,7 @@ const (
 // Period is a calendar window's length.
 type Period string
 
+// The calendar periods, as written in YAML.
 const (
 	Day   Period = "day"
 	Week  Period = "week" // ISO weeks: Monday to Sunday

@@ -27,7 +27,9 @@ const (
 	// TerminalAuto draws for a terminal when w is an *os.File on one, so
 	// the same command is quiet under systemd or with stderr redirected.
 	TerminalAuto TerminalMode = iota
+	// TerminalOn draws for a terminal whatever w is.
 	TerminalOn
+	// TerminalOff never draws for a terminal, even when w is one.
 	TerminalOff
 )
 

@@ -2,6 +2,7 @@ package sqlcheck
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -33,17 +34,17 @@ func TestRunGood(t *testing.T) {
 }
 
 func TestQueryReportsFailures(t *testing.T) {
-	stmts := append(good[:len(good):len(good)],
+	stmts := slices.Concat(good, []Statement{
 		// The pre-1.x MergeTree syntax ClickHouse 18.16 still accepted; the
 		// current engine must reject it, which proves errors surface.
-		Statement{"old mergetree", "CREATE TABLE old (a UInt32, d Date) ENGINE = MergeTree(d, (a), 8192)"},
-		Statement{"blank", "  "},
+		{"old mergetree", "CREATE TABLE old (a UInt32, d Date) ENGINE = MergeTree(d, (a), 8192)"},
+		{"blank", "  "},
 		// Statements after a failure still run, in the same session: USE
 		// sticks, so later names resolve in the new database.
-		Statement{"create db", "CREATE DATABASE other"},
-		Statement{"use", "USE other"},
-		Statement{"current db", "SELECT currentDatabase()"},
-	)
+		{"create db", "CREATE DATABASE other"},
+		{"use", "USE other"},
+		{"current db", "SELECT currentDatabase()"},
+	})
 	c := &collectTB{TB: t}
 	results := Query(c, stmts)
 

@@ -211,9 +211,9 @@ func parseISO(b []byte) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	year, mon, day := num(b[0:4]), num(b[5:7]), num(b[8:10])
-	hour, min, sec := num(b[11:13]), num(b[14:16]), num(b[17:19])
+	hour, minute, sec := num(b[11:13]), num(b[14:16]), num(b[17:19])
 	if mon < 1 || mon > 12 || year < 1 || day < 1 || day > daysIn(mon, year) ||
-		hour < 0 || hour > 23 || min < 0 || min > 59 || sec < 0 || sec > 59 {
+		hour < 0 || hour > 23 || minute < 0 || minute > 59 || sec < 0 || sec > 59 {
 		return time.Time{}, false
 	}
 	zone := 0
@@ -234,7 +234,7 @@ func parseISO(b []byte) (time.Time, bool) {
 			return time.Time{}, false
 		}
 	}
-	unix := daysSinceEpoch(year, mon, day)*86400 + int64(hour*3600+min*60+sec-zone)
+	unix := daysSinceEpoch(year, mon, day)*86400 + int64(hour*3600+minute*60+sec-zone)
 	return time.Unix(unix, 0).UTC(), true
 }
 

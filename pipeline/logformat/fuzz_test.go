@@ -25,7 +25,7 @@ func FuzzParse(f *testing.F) {
 		var e Entry
 		err := Parse(line, &e)
 		if err != nil {
-			if _, ok := err.(*ParseError); !ok {
+			if _, ok := err.(*ParseError); !ok { //nolint:errorlint // Parse's error itself must be a *ParseError, not wrap one
 				t.Fatalf("error %T is not a *ParseError", err)
 			}
 			return

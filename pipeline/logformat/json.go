@@ -119,11 +119,12 @@ func jsonTemplate(format string) (map[string]field, error) {
 
 // soleVar returns the variable name when v is exactly "$name" or "${name}".
 func soleVar(v string) (string, bool) {
-	if strings.HasPrefix(v, "${") && strings.HasSuffix(v, "}") {
+	switch {
+	case strings.HasPrefix(v, "${") && strings.HasSuffix(v, "}"):
 		v = v[2 : len(v)-1]
-	} else if strings.HasPrefix(v, "$") {
+	case strings.HasPrefix(v, "$"):
 		v = v[1:]
-	} else {
+	default:
 		return "", false
 	}
 	if v == "" {

@@ -32,12 +32,12 @@ func clock(b []byte) (int, bool) {
 	if b[14] != ':' || b[17] != ':' {
 		return 0, false
 	}
-	hour, min, sec := num2(b[12], b[13]), num2(b[15], b[16]), num2(b[18], b[19])
+	hour, minute, sec := num2(b[12], b[13]), num2(b[15], b[16]), num2(b[18], b[19])
 	// A bad digit gives -1, which as a uint is out of every range.
-	if uint(hour) > 23 || uint(min) > 59 || uint(sec) > 59 {
+	if uint(hour) > 23 || uint(minute) > 59 || uint(sec) > 59 {
 		return 0, false
 	}
-	return hour*3600 + min*60 + sec, true
+	return hour*3600 + minute*60 + sec, true
 }
 
 // dayStart returns the Unix time of the midnight starting the day of a

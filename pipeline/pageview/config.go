@@ -96,14 +96,13 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("%s.%s: %s", keyPrefix, key, fmt.Sprintf(format, args...)))
 	}
 	seen := map[string]int{}
-	dup := func(list string, i int, norm string) bool {
+	dup := func(list string, i int, norm string) {
 		k := list + "\x00" + norm
 		if j, ok := seen[k]; ok {
 			add(fmt.Sprintf("%s[%d]", list, i), "same as %s[%d]", list, j)
-			return true
+			return
 		}
 		seen[k] = i
-		return false
 	}
 	for i, name := range c.KeepQuery {
 		key := fmt.Sprintf("keep_query[%d]", i)
@@ -121,13 +120,14 @@ func (c Config) Validate() error {
 	}
 	for i, m := range c.Methods {
 		key := fmt.Sprintf("methods[%d]", i)
-		if !isToken(m) {
+		switch {
+		case !isToken(m):
 			add(key, "must be a request method like \"GET\", got %q", m)
-		} else if strings.ToUpper(m) != m {
+		case strings.ToUpper(m) != m:
 			// Methods are case-sensitive and logged as sent: "get" would
 			// never match a browser's GET.
 			add(key, "must be upper case as logged, like %q, got %q", strings.ToUpper(m), m)
-		} else {
+		default:
 			dup("methods", i, m)
 		}
 	}

@@ -48,7 +48,7 @@ func FuzzNormalize(f *testing.F) {
 		normalizers[flags], maxBytes[flags] = n, cfg.MaxPathBytes
 	}
 	f.Fuzz(func(t *testing.T, target []byte, flags uint8) {
-		n, max := normalizers[flags%16], maxBytes[flags%16]
+		n, maxLen := normalizers[flags%16], maxBytes[flags%16]
 		page, ok := n.Path(string(target))
 		if !ok {
 			return
@@ -56,8 +56,8 @@ func FuzzNormalize(f *testing.F) {
 		if page == "" || page[0] != '/' {
 			t.Fatalf("%q: page %q does not start with '/'", target, page)
 		}
-		if len(page) > max {
-			t.Fatalf("%q: page has %d bytes, more than %d", target, len(page), max)
+		if len(page) > maxLen {
+			t.Fatalf("%q: page has %d bytes, more than %d", target, len(page), maxLen)
 		}
 		if !utf8.ValidString(page) {
 			t.Fatalf("%q: page %q is not UTF-8", target, page)

@@ -126,7 +126,7 @@ func appendComponent(dst, src []byte, lowercase, query bool) []byte {
 // servers do before mapping a path: /a/./b and /a/x/../b are /a/b.
 // p starts with '/'.
 func removeDots(p []byte) []byte {
-	if bytes.Index(p, []byte("/.")) < 0 {
+	if !bytes.Contains(p, []byte("/.")) {
 		return p
 	}
 	w := 0

@@ -186,7 +186,7 @@ func (c *chart) png() ([]byte, error) {
 			setPixel(img, x, y, colGrid)
 		}
 		label := compactNumber(v)
-		drawText(img, marginLeft-4-textWidth(label), y-glyphH/2, label, colText)
+		drawText(img, marginLeft-4-textWidth(label), y-glyphH/2, label)
 	}
 	gridLine(top)
 	if top%2 == 0 {
@@ -221,7 +221,7 @@ func (c *chart) png() ([]byte, error) {
 	for x := marginLeft; x < marginLeft+plotW; x++ {
 		setPixel(img, x, base, colText)
 	}
-	drawText(img, marginLeft-4-textWidth("0"), base-glyphH/2, "0", colText)
+	drawText(img, marginLeft-4-textWidth("0"), base-glyphH/2, "0")
 	c.drawTimeAxis(img, base)
 
 	var buf bytes.Buffer
@@ -257,9 +257,9 @@ func (c *chart) drawTimeAxis(img *image.Paletted, base int) {
 		}
 		label := t.Format(layout)
 		lx := min(max(x-textWidth(label)/2, marginLeft), chartW-1-textWidth(label))
-		drawText(img, lx, y+1, label, colText)
+		drawText(img, lx, y+1, label)
 	}
-	drawText(img, 4, y+1, "UTC", colText)
+	drawText(img, 4, y+1, "UTC")
 }
 
 // niceCeil returns the smallest of 1, 2, 5, 10, 20, 50, ... that is at

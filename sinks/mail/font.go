@@ -48,15 +48,15 @@ func textWidth(s string) int {
 	return n*glyphAdvance - 1
 }
 
-// drawText draws s with its top-left corner at (x, y) in colour index c,
-// clipped to the image. Runes without a glyph leave a blank.
-func drawText(img *image.Paletted, x, y int, s string, c uint8) {
+// drawText draws s with its top-left corner at (x, y) in the text colour
+// (colText), clipped to the image. Runes without a glyph leave a blank.
+func drawText(img *image.Paletted, x, y int, s string) {
 	for _, r := range s {
 		g := glyphs[r]
 		for gy, row := range g {
 			for gx := 0; gx < len(row); gx++ {
 				if row[gx] == '#' {
-					setPixel(img, x+gx, y+gy, c)
+					setPixel(img, x+gx, y+gy, colText)
 				}
 			}
 		}

@@ -3,6 +3,7 @@ package mail_test
 import (
 	"bytes"
 	"encoding/base64"
+	"errors"
 	"io"
 	"mime"
 	"mime/multipart"
@@ -126,7 +127,7 @@ func walkPart(t *testing.T, p *parsed, contentType string, body io.Reader) strin
 	mr := multipart.NewReader(body, params["boundary"])
 	for {
 		part, err := mr.NextPart() // decodes quoted-printable itself
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {

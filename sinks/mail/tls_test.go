@@ -33,8 +33,8 @@ func writeCA(t *testing.T, srv *smtptest.Server) string {
 }
 
 // sendVerified sends one notification with certificate checks on and
-// returns the error and everything the sender logged.
-func sendVerified(t *testing.T, cfg mail.Config) (error, string) {
+// returns everything the sender logged and the error.
+func sendVerified(t *testing.T, cfg mail.Config) (string, error) {
 	t.Helper()
 	cfg.SMTP.InsecureSkipVerify = false
 	cfg.SMTP.Password = secret.New(tlsTestPassword)
@@ -48,7 +48,7 @@ func sendVerified(t *testing.T, cfg mail.Config) (error, string) {
 	}
 	err = s.Send(context.Background(), testNotification())
 	_ = s.Close()
-	return err, logs.String()
+	return logs.String(), err
 }
 
 func checkNoSecret(t *testing.T, err error, logs string) {
@@ -73,7 +73,7 @@ func TestSMTPCAFile(t *testing.T) {
 			cfg.SMTP.TLS = mode
 			cfg.SMTP.CAFile = writeCA(t, srv)
 
-			err, logs := sendVerified(t, cfg)
+			logs, err := sendVerified(t, cfg)
 			if err != nil {
 				t.Fatalf("Send trusting ca_file: %v", err)
 			}
@@ -82,7 +82,7 @@ func TestSMTPCAFile(t *testing.T) {
 
 			// The system roots do not know a self-signed certificate.
 			cfg.SMTP.CAFile = ""
-			err, logs = sendVerified(t, cfg)
+			logs, err = sendVerified(t, cfg)
 			var verify *tls.CertificateVerificationError
 			if !errors.As(err, &verify) {
 				t.Fatalf("Send with system roots: err = %v, want a certificate error", err)
