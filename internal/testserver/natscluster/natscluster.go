@@ -1,6 +1,7 @@
 // Package natscluster runs a real NATS cluster for tests: nats-server
-// processes with JetStream, clustered on loopback, each with its store in
-// a temp dir, that a test can SIGKILL, SIGSTOP and restart one by one.
+// processes with JetStream, clustered on loopback (or one standalone
+// server), each with its store in a temp dir, that a test can SIGKILL,
+// SIGSTOP, restart one by one, and take back to a snapshot of its store.
 // The nats-server binary is built from the module pagewatch already
 // depends on, so nothing needs installing.
 package natscluster
@@ -83,6 +84,25 @@ func Build(t testing.TB, dir string) string {
 // test ends, and waits until JetStream answers through every node.
 func Start(t testing.TB, n int, bin string) *Cluster {
 	t.Helper()
+	return StartWith(t, n, bin, Options{})
+}
+
+// Options vary the servers Start runs.
+type Options struct {
+	// Standalone runs one server with no cluster block (n must be 1):
+	// JetStream as a single-node deployment runs it, not a cluster of one.
+	Standalone bool
+	// JetStream is added to each server's jetstream block, e.g.
+	// "sync_interval: always".
+	JetStream string
+}
+
+// StartWith is Start with options.
+func StartWith(t testing.TB, n int, bin string, o Options) *Cluster {
+	t.Helper()
+	if o.Standalone && n != 1 {
+		t.Fatalf("natscluster: a standalone server is one node, not %d", n)
+	}
 	if _, err := os.Stat(bin); err != nil {
 		testcheck.SkipOutsideCI(t, fmt.Sprintf("natscluster: no nats-server at %s: %v", bin, err))
 	}
@@ -110,13 +130,17 @@ jetstream {
   store_dir: %q
   max_memory_store: 256MB
   max_file_store: 4GB
+  %s
 }
-cluster {
+`, nd.Name, nd.ClientPort, nd.MonitorPort, nd.store(), o.JetStream)
+		if !o.Standalone {
+			conf += fmt.Sprintf(`cluster {
   name: pagewatch-test
   listen: 127.0.0.1:%d
   routes: [%s]
 }
-`, nd.Name, nd.ClientPort, nd.MonitorPort, filepath.Join(nd.dir, "store"), nd.ClusterPort, strings.Join(routes, ", "))
+`, nd.ClusterPort, strings.Join(routes, ", "))
+		}
 		if err := os.WriteFile(nd.config, []byte(conf), 0o644); err != nil {
 			t.Fatal(err)
 		}
