@@ -8,9 +8,19 @@ import (
 	"testing"
 )
 
+// answer is what send got: the response's status, headers and cookies
+// (its body is read and closed).
+type answer struct {
+	StatusCode int
+	Header     http.Header
+	cookies    []*http.Cookie
+}
+
+func (a answer) Cookies() []*http.Cookie { return a.cookies }
+
 // send makes one request with the given Host header and cookies (a
 // cookie jar keys them by the URL, which a rebound name does not change).
-func send(t *testing.T, method, u, host string, cookies []*http.Cookie, body io.Reader) (*http.Response, string) {
+func send(t *testing.T, method, u, host string, cookies []*http.Cookie, body io.Reader) (answer, string) {
 	t.Helper()
 	req, err := http.NewRequest(method, u, body)
 	if err != nil {
@@ -29,7 +39,7 @@ func send(t *testing.T, method, u, host string, cookies []*http.Cookie, body io.
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	return resp, string(b)
+	return answer{StatusCode: resp.StatusCode, Header: resp.Header, cookies: resp.Cookies()}, string(b)
 }
 
 // With auth: none every caller is the operator, so a page on another
