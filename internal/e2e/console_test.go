@@ -159,13 +159,13 @@ const rowAttr = `([sel, attr, value, want]) => {
   return null;
 }`
 
-func findRow(p *browsertest.Page, sel, attr, value, want string) (attrValue, text string, ok bool) {
+func findRow(p *browsertest.Page, sel, attr, value, want string) (attrValue string, ok bool) {
 	var got []string
 	p.Eval(rowAttr, []string{sel, attr, value, want}, &got)
 	if got == nil {
-		return "", "", false
+		return "", false
 	}
-	return got[0], got[1], true
+	return got[0], true
 }
 
 // TestConsoleInBrowser drives the console in Chromium against the whole
@@ -348,7 +348,7 @@ func (c *consoleCheck) checkHistory() {
 	op.Goto(base + "/history")
 	checkNavigation(t, op, "/history")
 	want := strings.TrimSpace(b.ch.Query(t, "SELECT hits FROM pagewatch.crossings FINAL WHERE rule = 'pricing-hourly'"))
-	value, _, ok := findRow(op, "tr[data-testid=crossing]", "data-rule", "pricing-hourly", "data-path")
+	value, ok := findRow(op, "tr[data-testid=crossing]", "data-rule", "pricing-hourly", "data-path")
 	if !ok {
 		t.Fatalf("/history: no crossing row of pricing-hourly:\n%s", op.Text("main"))
 	}
@@ -361,7 +361,7 @@ func (c *consoleCheck) checkHistory() {
 		t.Errorf("/history: pricing-hourly count %q (data-value %q), ClickHouse holds %s", count, countValue, want)
 	}
 	for _, path := range stored {
-		if _, _, ok := findRow(op, "tr[data-testid=crossing]", "data-path", path, "data-rule"); !ok {
+		if _, ok := findRow(op, "tr[data-testid=crossing]", "data-path", path, "data-rule"); !ok {
 			t.Errorf("/history: no crossing row with data-path %q", path)
 		}
 	}
@@ -415,7 +415,7 @@ func (c *consoleCheck) checkOtherPages() {
 	op.Goto(base + "/rules")
 	checkNavigation(t, op, "/rules")
 	for _, path := range stored {
-		if _, _, ok := findRow(op, "[data-testid=rule][data-rule=hostile-pages] [data-testid=rule-page]", "data-path", path, "data-state"); !ok {
+		if _, ok := findRow(op, "[data-testid=rule][data-rule=hostile-pages] [data-testid=rule-page]", "data-path", path, "data-state"); !ok {
 			t.Errorf("/rules: hostile-pages lacks the page %q", path)
 		}
 	}

@@ -96,7 +96,6 @@ type watcher struct {
 	last    map[string]map[string]float64
 	served  map[string]map[string]bool // daemon -> family
 	moved   map[string]map[string]bool
-	errs    []string
 	stop    chan struct{}
 	done    chan struct{}
 	once    sync.Once

@@ -79,8 +79,8 @@ func BenchmarkTailProcess(b *testing.B) {
 // lines, and returns the lines written.
 func writeRepeated(b *testing.B, path string, n int) int {
 	var chunk []byte
-	real := realdata.Lines(b, realdata.ApacheLog)
-	for _, l := range real {
+	realLines := realdata.Lines(b, realdata.ApacheLog)
+	for _, l := range realLines {
 		chunk = append(chunk, l...)
 		chunk = append(chunk, '\n')
 	}
@@ -94,7 +94,7 @@ func writeRepeated(b *testing.B, path string, n int) int {
 		if _, err := f.Write(chunk); err != nil {
 			b.Fatal(err)
 		}
-		lines += len(real)
+		lines += len(realLines)
 	}
 	// On disk before the clock starts: writing 1 GB back would otherwise
 	// compete with the run.

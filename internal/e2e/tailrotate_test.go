@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"errors"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -317,7 +318,7 @@ func runRotation(t *testing.T, plan rotationRun) {
 	close(stopRot)
 	<-rotDone
 	cancel()
-	if err := <-wrote; err != nil && err != context.Canceled {
+	if err := <-wrote; err != nil && !errors.Is(err, context.Canceled) {
 		t.Fatal(err)
 	}
 	written := w.next.Load()
@@ -453,8 +454,14 @@ func gzipTo(t *testing.T, src, dst string) {
 	}
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
-	zw.Write(data)
-	zw.Close()
+	if _, err := zw.Write(data); err != nil {
+		t.Error(err)
+		return
+	}
+	if err := zw.Close(); err != nil {
+		t.Error(err)
+		return
+	}
 	if err := os.WriteFile(dst, buf.Bytes(), 0o644); err != nil {
 		t.Error(err)
 		return

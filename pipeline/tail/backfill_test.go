@@ -102,7 +102,9 @@ func TestBackfillInterrupted(t *testing.T) {
 		if err := b.runBackfill(ctx, t, nil, tail.BackfillOptions{Only: true}); err != nil {
 			t.Fatal(err)
 		}
-		sub.Unsubscribe()
+		if err := sub.Unsubscribe(); err != nil {
+			t.Fatal(err)
+		}
 		cancel()
 		n := len(b.published(t))
 		if n == 0 || n >= 7000 {

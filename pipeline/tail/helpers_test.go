@@ -178,7 +178,9 @@ func gzipFile(t testing.TB, src, dst string) {
 	}
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
-	zw.Write(data)
+	if _, err := zw.Write(data); err != nil {
+		t.Fatal(err)
+	}
 	if err := zw.Close(); err != nil {
 		t.Fatal(err)
 	}

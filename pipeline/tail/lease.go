@@ -86,14 +86,14 @@ func parseHolder(value string) (holder, bool) {
 	return h, h.host != "" && h.pid > 0 && h.pidns != ""
 }
 
-// gone reports whether h is a process of this host, in our pid
-// namespace, that no longer runs. Only then can its lease be taken
-// before it lapses; a holder anywhere else is waited for.
-func (self holder) gone(h holder) bool {
-	if h.host != self.host || h.pidns != self.pidns || self.pidns == "" || h.pid == self.pid {
+// gone reports whether other is a process of h's host, in h's pid
+// namespace (h is this process), that no longer runs. Only then can its
+// lease be taken before it lapses; a holder anywhere else is waited for.
+func (h holder) gone(other holder) bool {
+	if other.host != h.host || other.pidns != h.pidns || h.pidns == "" || other.pid == h.pid {
 		return false
 	}
-	err := syscall.Kill(h.pid, 0)
+	err := syscall.Kill(other.pid, 0)
 	return errors.Is(err, syscall.ESRCH)
 }
 

@@ -71,7 +71,7 @@ func TestRotatedWhileStoppedDelayCompress(t *testing.T) {
 
 	// Two rotations while stopped: the file read last ends up in
 	// access.log.2.gz, the one after it in access.log.1, never read.
-	older := []file{readLog(t, two)}
+	older := readLog(t, two)
 	appendLines(t, a, b.lines[2400:2600])
 	rename(t, two, b.log+".3.gz")
 	gzipFile(t, one, two)
@@ -83,7 +83,7 @@ func TestRotatedWhileStoppedDelayCompress(t *testing.T) {
 	rename(t, b.log+".2.gz.tmp", two)
 	rename(t, a, one)
 	appendLines(t, a, b.lines[3000:3300])
-	files := append(older, readLog(t, b.log+".3.gz"), readLog(t, two), readLog(t, one), readLog(t, a))
+	files := []file{older, readLog(t, b.log+".3.gz"), readLog(t, two), readLog(t, one), readLog(t, a)}
 	stop = b.start(t)
 	b.waitHits(t, 3300)
 	stop()

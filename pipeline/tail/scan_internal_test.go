@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"path/filepath"
 	"strconv"
@@ -66,7 +65,7 @@ func scanFixture(tb testing.TB, n, size int) *position {
 	ns := natstest.Start(tb)
 	bc := bus.DefaultConfig()
 	bc.URL = ns.URL
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	logger := slog.New(slog.DiscardHandler)
 	bb, err := bus.Connect(context.Background(), bc, "bench", logger)
 	if err != nil {
 		tb.Fatal(err)

@@ -182,7 +182,7 @@ func olderFirst(a, b *sibling) bool {
 func readHead(c *content) ([]byte, error) {
 	head := make([]byte, fingerprintLen)
 	n, err := c.ReadAt(head, 0)
-	if err != nil && err != io.EOF && !errors.Is(err, io.ErrUnexpectedEOF) {
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
 		return nil, fmt.Errorf("read head: %w", err)
 	}
 	return head[:n], nil
@@ -370,7 +370,7 @@ func (s *streamAt) ReadAt(p []byte, off int64) (int, error) {
 	if off > s.pos {
 		n, err := io.CopyN(io.Discard, s.r, off-s.pos)
 		s.pos += n
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			return 0, errShorter
 		}
 		if err != nil {

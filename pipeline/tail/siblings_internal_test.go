@@ -1,7 +1,6 @@
 package tail
 
 import (
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -42,7 +41,7 @@ func TestSiblingNamesAndOrder(t *testing.T) {
 			{Path: filepath.Join(dir, "access.log")}, {Path: filepath.Join(dir, "access.log.ssl")},
 		}}},
 		in:     Input{Path: filepath.Join(dir, "access.log")},
-		logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		logger: slog.New(slog.DiscardHandler),
 	}
 	sibs, err := r.list()
 	if err != nil {

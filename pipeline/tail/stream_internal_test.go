@@ -2,7 +2,6 @@ package tail
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"testing"
 	"time"
@@ -25,7 +24,7 @@ func TestRetryPastDuplicateWindowStoresOnce(t *testing.T) {
 	ns := natstest.Start(t)
 	bcfg := bus.DefaultConfig()
 	bcfg.URL = ns.URL
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	logger := slog.New(slog.DiscardHandler)
 	b, err := bus.Connect(context.Background(), bcfg, "test", logger)
 	if err != nil {
 		t.Fatal(err)

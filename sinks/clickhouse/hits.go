@@ -379,7 +379,9 @@ func splitBy(n int, key func(i int) int) []span {
 	var out []span
 	for i := 0; i < n; {
 		s := span{key: key(i), from: i}
-		for i++; i < n && key(i) == s.key; i++ {
+		i++
+		for i < n && key(i) == s.key {
+			i++
 		}
 		s.to = i
 		out = append(out, s)

@@ -154,11 +154,8 @@ func windowCountsSQL(q traffic.WindowQuery) (string, []any, error) {
 		ranges = []string{"0"}
 	}
 	all, sites := len(q.Sites) == 0, siteSet(q.Sites)
-	args := append(sealedArgs, sealedFrom, p.sealedTo, all, sites)
-	args = append(args, liveArgs...)
-	args = append(args, liveFrom, p.end, all, sites)
-	args = append(args, rangeArgs...)
-	args = append(args, q.Floor)
+	args := slices.Concat(sealedArgs, []any{sealedFrom, p.sealedTo, all, sites},
+		liveArgs, []any{liveFrom, p.end, all, sites}, rangeArgs, []any{q.Floor})
 	sql := fmt.Sprintf(queryWindowCounts, strings.Join(sums, ", "), strings.Join(sealedCols, ",\n            "),
 		strings.Join(liveCols, ",\n            "), strings.Join(ranges, " OR "))
 	return sql, args, nil

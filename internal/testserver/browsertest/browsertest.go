@@ -221,7 +221,7 @@ func (b *Browser) wait(id int, within time.Duration) (answer, error) {
 		select {
 		case a, ok := <-b.answers:
 			if !ok {
-				err := fmt.Errorf("the driver exited: %v\n%s", b.cmd.Wait(), b.stderr.String())
+				err := fmt.Errorf("the driver exited: %v\n%s", b.cmd.Wait(), b.stderr.String()) //nolint:errorlint // Wait is nil for an exit 0, which %w prints as %!w(<nil>)
 				b.dead = err
 				return answer{}, err
 			}

@@ -369,7 +369,7 @@ func (s *Server) waitReady(p *process) error {
 		}
 		select {
 		case <-p.exited:
-			return fmt.Errorf("server exited: %v", p.waitErr)
+			return fmt.Errorf("server exited: %v", p.waitErr) //nolint:errorlint // nil for an exit 0, which %w prints as %!w(<nil>)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
