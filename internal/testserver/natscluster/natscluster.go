@@ -70,7 +70,7 @@ func Build(t testing.TB, dir string) string {
 		cmd := exec.Command("go", "build", "-o", bin, "github.com/nats-io/nats-server/v2")
 		cmd.Dir = modroot.Must(t)
 		if out, e := cmd.CombinedOutput(); e != nil {
-			err = fmt.Errorf("go build nats-server: %v\n%s", e, out)
+			err = fmt.Errorf("go build nats-server: %w\n%s", e, out)
 		}
 		built[bin] = err
 	}
