@@ -19,7 +19,7 @@ func (b *Bus) Close() { b.Conn.Close() }
 
 // Ping reports whether NATS is reachable, for /readyz, and fails while a
 // stream or bucket the daemon needs is still waiting to be created (a
-// cluster with a node down), saying why.
+// cluster with a node down), saying why, or is gone.
 func (b *Bus) Ping(ctx context.Context) error {
 	if !b.Conn.IsConnected() {
 		return fmt.Errorf("nats: %s", b.Conn.Status())
@@ -27,7 +27,10 @@ func (b *Bus) Ping(ctx context.Context) error {
 	if err := b.waits.err(); err != nil {
 		return err
 	}
-	return b.Conn.FlushWithContext(ctx)
+	if err := b.Conn.FlushWithContext(ctx); err != nil {
+		return err
+	}
+	return b.waits.gone(ctx, b.JS)
 }
 
 // HitsMaxAge is how long a hit stays in the hits stream.
@@ -97,6 +100,7 @@ func (b *Bus) DeadLetterStream(ctx context.Context) (jetstream.Stream, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create stream %s: %w", b.DeadLetterStreamName(), err)
 	}
+	b.waits.created(b.DeadLetterStreamName())
 	return s, nil
 }
 
@@ -117,6 +121,7 @@ func (b *Bus) HitsStream(ctx context.Context) (jetstream.Stream, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create stream %s: %w", b.HitsStreamName(), err)
 	}
+	b.waits.created(b.HitsStreamName())
 	return s, nil
 }
 
@@ -138,6 +143,7 @@ func (b *Bus) JobsStream(ctx context.Context) (jetstream.Stream, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create stream %s: %w", b.JobsStreamName(), err)
 	}
+	b.waits.created(b.JobsStreamName())
 	return s, nil
 }
 
@@ -195,6 +201,7 @@ func (b *Bus) KV(ctx context.Context, name string, ttl time.Duration) (jetstream
 	if err != nil {
 		return nil, fmt.Errorf("create kv bucket %s: %w", bucket, err)
 	}
+	b.waits.created("KV_" + bucket)
 	return kv, nil
 }
 

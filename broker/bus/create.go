@@ -81,10 +81,44 @@ func retryableCreate(err error) bool {
 }
 
 // creations are the creations waiting on NATS, by what they create, with
-// the last error of each.
+// the last error of each, and the streams created (a bucket is stream
+// KV_<bucket>).
 type creations struct {
 	mu      sync.Mutex
 	waiting map[string]error
+	streams map[string]bool
+}
+
+// created notes a stream the daemon created and uses.
+func (c *creations) created(stream string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.streams == nil {
+		c.streams = map[string]bool{}
+	}
+	c.streams[stream] = true
+}
+
+// gone names a stream the daemon created that NATS no longer has: one
+// whose store NATS lost (Jepsen saw whole streams go after a power cut of
+// several nodes) or that someone deleted. Nothing recreates it while the
+// daemon runs: its publishes, fetches and KV requests fail until then, so
+// /readyz says so rather than "ok". Other errors are left to the rest of
+// Ping.
+func (c *creations) gone(ctx context.Context, js jetstream.JetStream) error {
+	c.mu.Lock()
+	names := make([]string, 0, len(c.streams))
+	for n := range c.streams {
+		names = append(names, n)
+	}
+	c.mu.Unlock()
+	sort.Strings(names)
+	for _, n := range names {
+		if _, err := js.Stream(ctx, n); errors.Is(err, jetstream.ErrStreamNotFound) {
+			return fmt.Errorf("stream %s is gone from NATS (its store lost, or the stream deleted): what this daemon does with it fails until it is created again, as a restart does", n)
+		}
+	}
+	return nil
 }
 
 func (c *creations) set(what string, err error) {

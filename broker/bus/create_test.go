@@ -14,6 +14,7 @@ import (
 
 	"github.com/pagewatch/pagewatch/internal/testcheck"
 	"github.com/pagewatch/pagewatch/internal/testserver/natscluster"
+	"github.com/pagewatch/pagewatch/internal/testserver/natstest"
 )
 
 // TestRetryableCreate: what a cluster answers while it has no meta leader
@@ -155,4 +156,42 @@ type testWriter struct{ t *testing.T }
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimSpace(string(p)))
 	return len(p), nil
+}
+
+// TestPingSaysAStreamIsGone: a stream or bucket the daemon created that
+// NATS no longer has (a store lost in a power cut, or deleted) fails
+// Ping, naming it: nothing recreates it while the daemon runs, and its
+// requests fail meanwhile, so /readyz must not say "ok".
+func TestPingSaysAStreamIsGone(t *testing.T) {
+	ns := natstest.Start(t)
+	cfg := DefaultConfig()
+	cfg.URL = ns.URL
+	b, err := Connect(context.Background(), cfg, "ping test", slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := b.HitsStream(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.KV(ctx, BucketSweeps, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Ping(ctx); err != nil {
+		t.Fatalf("Ping with everything there: %v", err)
+	}
+	if err := b.JS.DeleteKeyValue(ctx, b.BucketName(BucketSweeps)); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Ping(ctx); err == nil || !strings.Contains(err.Error(), "stream KV_pagewatch_sweeps is gone") {
+		t.Errorf("Ping with the bucket gone: %v", err)
+	}
+	if _, err := b.KV(ctx, BucketSweeps, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Ping(ctx); err != nil {
+		t.Errorf("Ping with the bucket back: %v", err)
+	}
 }
