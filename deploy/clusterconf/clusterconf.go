@@ -217,6 +217,9 @@ func (s Shape) checkNATS() []error {
 		if o.StoreDir == "" {
 			add("nats %s: no jetstream store_dir: the streams would live in a temp dir", n.Host)
 		}
+		if !o.SyncAlways {
+			add("nats %s: sync_interval %s, not always: a power cut of two nodes at once would lose the writes they acknowledged last (docs/operations.md)", n.Host, o.SyncInterval)
+		}
 		if o.ServerName == "" || names[o.ServerName] {
 			add("nats %s: server_name %q: each node needs its own", n.Host, o.ServerName)
 		}
