@@ -34,7 +34,7 @@ func TestSecureCookiesInBrowser(t *testing.T) {
 		if got := p.Text(`[data-testid=flash]`); !strings.HasPrefix(got, "retry: dead letter "+strconv.FormatUint(seq, 10)) {
 			t.Errorf("%s: message after the retry %q", base, got)
 		}
-		if p.Goto(base+"/dead"); p.Count(`[data-testid=flash]`) != 0 {
+		if p.Goto(base + "/dead"); p.Count(`[data-testid=flash]`) != 0 {
 			t.Errorf("%s: the message shows again", base)
 		}
 		p.ClickNav("form.logout button")
