@@ -15,7 +15,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -68,27 +67,14 @@ func Key(crossingKey, receiver string) string {
 // Ledger reads and writes the entries. New does no I/O: the bucket is
 // opened (created if need be) on first use.
 type Ledger struct {
-	b    *bus.Bus
-	open sync.Mutex
-	kvv  jetstream.KeyValue // nil until opened
+	b      *bus.Bus
+	bucket *bus.LazyKV
 }
 
 // New returns the ledger kept in b's bucket.
-func New(b *bus.Bus) *Ledger { return &Ledger{b: b} }
+func New(b *bus.Bus) *Ledger { return &Ledger{b: b, bucket: b.Lazy(bus.BucketSent, 0)} }
 
-func (l *Ledger) kv(ctx context.Context) (jetstream.KeyValue, error) {
-	l.open.Lock()
-	defer l.open.Unlock()
-	if l.kvv != nil {
-		return l.kvv, nil
-	}
-	kv, err := l.b.KV(ctx, bus.BucketSent, 0)
-	if err != nil {
-		return nil, err
-	}
-	l.kvv = kv
-	return kv, nil
-}
+func (l *Ledger) kv(ctx context.Context) (jetstream.KeyValue, error) { return l.bucket.Get(ctx) }
 
 // Open opens the bucket now: a worker does at start, to be ready.
 func (l *Ledger) Open(ctx context.Context) error {

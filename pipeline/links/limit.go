@@ -34,8 +34,8 @@ type bucket struct {
 	at     time.Time
 }
 
-func newCallers(burst int, every time.Duration, max int) *callers {
-	return &callers{burst: float64(burst), every: every, max: max, buckets: map[string]*bucket{}}
+func newCallers(burst int, every time.Duration, most int) *callers {
+	return &callers{burst: float64(burst), every: every, max: most, buckets: map[string]*bucket{}}
 }
 
 // allow takes a token from the caller's bucket, if it has one.

@@ -40,7 +40,7 @@ type Config struct {
 	SnoozeFor time.Duration `yaml:"snooze_for"`
 }
 
-// DefaultConfig: no links; when set up, links work 30 days and a
+// DefaultConfig is no links; when set up, links work 30 days and a
 // snooze lasts 24 h.
 func DefaultConfig() Config {
 	return Config{TTL: 30 * 24 * time.Hour, SnoozeFor: 24 * time.Hour}

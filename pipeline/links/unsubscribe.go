@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -29,14 +28,12 @@ type Unsubscribe struct {
 
 // Unsubscribes is the unsubscribe store. NewUnsubscribes does no I/O:
 // the bucket is opened (created if need be) on first use.
-type Unsubscribes struct {
-	b    *bus.Bus
-	open sync.Mutex
-	kvv  jetstream.KeyValue // nil until opened
-}
+type Unsubscribes struct{ bucket *bus.LazyKV }
 
 // NewUnsubscribes returns the store of the unsubscribes in b's bucket.
-func NewUnsubscribes(b *bus.Bus) *Unsubscribes { return &Unsubscribes{b: b} }
+func NewUnsubscribes(b *bus.Bus) *Unsubscribes {
+	return &Unsubscribes{bucket: b.Lazy(bus.BucketUnsubscribes, 0)}
+}
 
 // OpenUnsubscribes returns a store whose bucket is open: for commands
 // that want a NATS problem reported at once.
@@ -48,20 +45,7 @@ func OpenUnsubscribes(ctx context.Context, b *bus.Bus) (*Unsubscribes, error) {
 	return u, nil
 }
 
-// kv opens the bucket once; a failed open is tried again on the next use.
-func (u *Unsubscribes) kv(ctx context.Context) (jetstream.KeyValue, error) {
-	u.open.Lock()
-	defer u.open.Unlock()
-	if u.kvv != nil {
-		return u.kvv, nil
-	}
-	kv, err := u.b.KV(ctx, bus.BucketUnsubscribes, 0)
-	if err != nil {
-		return nil, err
-	}
-	u.kvv = kv
-	return kv, nil
-}
+func (u *Unsubscribes) kv(ctx context.Context) (jetstream.KeyValue, error) { return u.bucket.Get(ctx) }
 
 func unsubKey(rule, recipient string) string {
 	return bus.Key(rule, strings.ToLower(strings.TrimSpace(recipient)))

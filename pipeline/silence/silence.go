@@ -97,11 +97,8 @@ func (s Silence) Validate() error {
 // NATS KV; Match answers from memory, kept current by Watch. New does no
 // I/O: the bucket is opened (created if need be) on first use.
 type Store struct {
-	b   *bus.Bus
-	log *slog.Logger
-
-	open sync.Mutex
-	kvv  jetstream.KeyValue // nil until opened
+	bucket *bus.LazyKV
+	log    *slog.Logger
 
 	mu    sync.RWMutex
 	cache map[string]Silence
@@ -112,7 +109,7 @@ func New(b *bus.Bus, logger *slog.Logger) *Store {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Store{b: b, log: logger, cache: map[string]Silence{}}
+	return &Store{bucket: b.Lazy(bus.BucketSilences, 0), log: logger, cache: map[string]Silence{}}
 }
 
 // Open returns a store whose bucket is open: for commands that want a
@@ -125,20 +122,7 @@ func Open(ctx context.Context, b *bus.Bus, logger *slog.Logger) (*Store, error) 
 	return s, nil
 }
 
-// kv opens the bucket once; a failed open is tried again on the next use.
-func (s *Store) kv(ctx context.Context) (jetstream.KeyValue, error) {
-	s.open.Lock()
-	defer s.open.Unlock()
-	if s.kvv != nil {
-		return s.kvv, nil
-	}
-	kv, err := s.b.KV(ctx, bus.BucketSilences, 0)
-	if err != nil {
-		return nil, err
-	}
-	s.kvv = kv
-	return kv, nil
-}
+func (s *Store) kv(ctx context.Context) (jetstream.KeyValue, error) { return s.bucket.Get(ctx) }
 
 // Add stores a new silence and returns it with its ID. CreatedAt is now;
 // a zero StartsAt means now.
