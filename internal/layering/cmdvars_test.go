@@ -45,22 +45,8 @@ func packageVars(fset *token.FileSet, name string, src any) ([]string, error) {
 // cache or a counter in a package variable would be state shared by
 // every run of the program (and every test of it).
 func TestCommandsHoldNoPackageVariables(t *testing.T) {
-	out, err := exec.Command("go", "list", "-json=ImportPath,Dir,GoFiles", module+"cmd/...").Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
-	}
-	dec := json.NewDecoder(strings.NewReader(string(out)))
 	n := 0
-	for {
-		var p struct {
-			ImportPath, Dir string
-			GoFiles         []string // non-test files only
-		}
-		if err := dec.Decode(&p); err == io.EOF {
-			break
-		} else if err != nil {
-			t.Fatalf("decoding go list output: %v", err)
-		}
+	for _, p := range goFiles(t, module+"cmd/...") {
 		n++
 		fset := token.NewFileSet()
 		for _, name := range p.GoFiles {
@@ -104,4 +90,31 @@ func main() { var local int; _ = local }
 	if got := strings.Join(names, " "); got != "once a b" {
 		t.Errorf("package variables found: %q, want %q", got, "once a b")
 	}
+}
+
+// listedFiles is a package and its non-test Go files, as go list gives them.
+type listedFiles struct {
+	ImportPath, Dir string
+	GoFiles         []string
+}
+
+// goFiles lists the packages matching pattern with their non-test files.
+func goFiles(t *testing.T, pattern string) []listedFiles {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-json=ImportPath,Dir,GoFiles", pattern).Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	var all []listedFiles
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for {
+		var p listedFiles
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatalf("decoding go list output: %v", err)
+		}
+		all = append(all, p)
+	}
+	return all
 }

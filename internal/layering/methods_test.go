@@ -1,14 +1,10 @@
 package layering
 
 import (
-	"encoding/json"
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -48,22 +44,8 @@ func methodCounts(fset *token.FileSet, name string, src any, into map[string]int
 // TestNoTypeHasTooManyMethods keeps every type of ours (non-test files)
 // at maxMethods or fewer.
 func TestNoTypeHasTooManyMethods(t *testing.T) {
-	out, err := exec.Command("go", "list", "-json=ImportPath,Dir,GoFiles", module+"...").Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
-	}
-	dec := json.NewDecoder(strings.NewReader(string(out)))
 	pkgs := 0
-	for {
-		var p struct {
-			ImportPath, Dir string
-			GoFiles         []string
-		}
-		if err := dec.Decode(&p); err == io.EOF {
-			break
-		} else if err != nil {
-			t.Fatalf("decoding go list output: %v", err)
-		}
+	for _, p := range goFiles(t, module+"...") {
 		pkgs++
 		counts := map[string]int{}
 		fset := token.NewFileSet()
