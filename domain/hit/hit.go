@@ -14,14 +14,24 @@ import (
 
 // Hit is one page view taken from one access-log line.
 type Hit struct {
-	Time      time.Time // second resolution, as access logs have it
-	Site      string
-	Path      string
-	Method    string
-	Status    uint16
-	Bytes     uint64
-	Referer   string
-	UserAgent string
+	Time    time.Time // second resolution, as access logs have it
+	Site    string
+	Path    string
+	Method  string
+	Status  uint16
+	Bytes   uint64
+	Referer string
+	// Class is who sent the hit, as its user agent told the tailer;
+	// Counted is whether the tailer's settings count that class as a
+	// page view (ingest.tail.pages.count_classes). Hits that are not
+	// counted travel too, so that a page's share of each class is known.
+	Class   Class
+	Counted bool
+	// Client is the hit's client key: a keyed hash of its address and
+	// user agent under a salt that changes every UTC day (pipeline/visitor),
+	// 0 when the tailer made none. The address and the user agent
+	// themselves never leave the tailer.
+	Client uint64
 	// Offset is the byte offset of the line in its file (or stream).
 	// Together with its batch's HitKey it identifies the line for good,
 	// which is what makes loading it again idempotent.
@@ -30,19 +40,29 @@ type Hit struct {
 
 // magic starts every encoded batch; the digit is the format version, so a
 // loader meeting a newer tailer's batch fails loudly instead of misreading
-// it. Decode reads version 1 too, which Encoder wrote before.
+// it. Decode reads versions 1 and 2 too, which Encoder wrote before.
 var (
-	magic   = []byte("PWH2")
+	magic   = []byte("PWH3")
+	magicV2 = []byte("PWH2")
 	magicV1 = []byte("PWH1")
 )
 
-// The format, version 2. After the magic, each hit is:
+// The format, version 3. After the magic, each hit is:
 //
 //	time    varint, seconds since the previous hit's time (the first: since 1970)
 //	offset  varint, bytes since the previous hit's offset (the first: since 0)
 //	status  uvarint
 //	bytes   uvarint
-//	site, path, method, referer, user agent: each a string
+//	who     one byte: the class in bits 0-2, bit 6 set when a client
+//	        key follows, bit 7 set when the hit is counted
+//	client  8 bytes, little-endian, when bit 6 says so
+//	site, path, method, referer: each a string
+//
+// Version 2 was the same without who and client, and with the user
+// agent as a fifth string: a tailer now classifies and keys the client
+// itself, and the user agent goes no further than its memory. Its hits
+// decode as counted, of class unknown, with no client key: version 2
+// tailers dropped what was not counted.
 //
 // A string is a uvarint n. Even n is a literal of n/2 bytes, which follow;
 // it becomes the next entry of the batch's dictionary while that has fewer
@@ -55,6 +75,16 @@ var (
 // Version 1 was the same without the deltas and the dictionary: a string
 // was its length and bytes.
 const maxDict = 1 << 13
+
+// numStrings is the strings of a version 3 hit; version 2 had one more.
+const numStrings = 4
+
+// The bits of a hit's who byte.
+const (
+	whoClass   = 0x07
+	whoClient  = 0x40
+	whoCounted = 0x80
+)
 
 // ErrCorrupt is returned by Decode for input that is not a batch. Callers
 // branch on it: a corrupt message is dead-lettered, never retried.
@@ -72,7 +102,7 @@ type Encoder struct {
 	slots []uint32
 	seed  maphash.Seed
 	// last is, per field, the previous hit's entry+1 (0: none).
-	last   [5]uint32
+	last   [numStrings]uint32
 	time   int64
 	offset uint64
 }
@@ -94,11 +124,20 @@ func (e *Encoder) Add(h *Hit) {
 	e.time, e.offset = t, h.Offset
 	e.buf = binary.AppendUvarint(e.buf, uint64(h.Status))
 	e.buf = binary.AppendUvarint(e.buf, h.Bytes)
+	who := byte(h.Class) & whoClass
+	if h.Counted {
+		who |= whoCounted
+	}
+	if h.Client != 0 {
+		e.buf = append(e.buf, who|whoClient)
+		e.buf = binary.LittleEndian.AppendUint64(e.buf, h.Client)
+	} else {
+		e.buf = append(e.buf, who)
+	}
 	e.string(0, h.Site)
 	e.string(1, h.Path)
 	e.string(2, h.Method)
 	e.string(3, h.Referer)
-	e.string(4, h.UserAgent)
 	e.count++
 }
 
@@ -160,16 +199,17 @@ func (e *Encoder) Reset() {
 	e.count = 0
 	clear(e.slots)
 	e.words = e.words[:0]
-	e.last = [5]uint32{}
+	e.last = [numStrings]uint32{}
 	e.time, e.offset = 0, 0
 }
 
 // Decode appends the hits of an encoded batch to dst.
 func Decode(data []byte, dst []Hit) ([]Hit, error) {
-	v1 := len(data) >= len(magicV1) && string(data[:len(magicV1)]) == string(magicV1)
-	if !v1 && (len(data) < len(magic) || string(data[:len(magic)]) != string(magic)) {
+	version := batchVersion(data)
+	if version == 0 {
 		return dst, fmt.Errorf("%w: bad header", ErrCorrupt)
 	}
+	v1 := version == 1
 	// One string holds the whole payload and every field is a substring of
 	// it: five allocations per hit otherwise dominate a loader's CPU.
 	d := decoder{data: data[len(magic):]}
@@ -193,6 +233,11 @@ func Decode(data []byte, dst []Hit) ([]Hit, error) {
 		}
 		h.Status = uint16(status)
 		h.Bytes = d.uvarint()
+		if version == 3 {
+			h.Class, h.Counted, h.Client = d.who()
+		} else {
+			h.Counted = true
+		}
 		str := d.string
 		if v1 {
 			str = d.stringV1
@@ -201,13 +246,56 @@ func Decode(data []byte, dst []Hit) ([]Hit, error) {
 		h.Path = str()
 		h.Method = str()
 		h.Referer = str()
-		h.UserAgent = str()
+		if version < 3 {
+			str() // the user agent
+		}
 		if d.err != nil {
 			return dst, fmt.Errorf("%w: hit %d: %v", ErrCorrupt, len(dst)-n, d.err)
 		}
 		dst = append(dst, h)
 	}
 	return dst, nil
+}
+
+// batchVersion is the format version of an encoded batch, 0 for none.
+func batchVersion(data []byte) int {
+	if len(data) < len(magic) {
+		return 0
+	}
+	switch string(data[:len(magic)]) {
+	case string(magic):
+		return 3
+	case string(magicV2):
+		return 2
+	case string(magicV1):
+		return 1
+	}
+	return 0
+}
+
+// who reads a version 3 hit's class, counted bit and client key.
+func (d *decoder) who() (Class, bool, uint64) {
+	if len(d.data) == 0 {
+		d.fail("class")
+		return 0, false, 0
+	}
+	b := d.data[0]
+	d.data = d.data[1:]
+	c := Class(b & whoClass)
+	if !c.Valid() || b&^(whoClass|whoClient|whoCounted) != 0 {
+		d.fail("class")
+		return 0, false, 0
+	}
+	var client uint64
+	if b&whoClient != 0 {
+		if len(d.data) < 8 {
+			d.fail("client key")
+			return 0, false, 0
+		}
+		client = binary.LittleEndian.Uint64(d.data)
+		d.data = d.data[8:]
+	}
+	return c, b&whoCounted != 0, client
 }
 
 type decoder struct {

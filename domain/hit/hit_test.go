@@ -1,6 +1,7 @@
 package hit
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -13,7 +14,7 @@ import (
 
 func TestRoundTrip(t *testing.T) {
 	in := []Hit{
-		{Time: time.Unix(1431857103, 0).UTC(), Site: "example.com", Path: "/pricing", Method: "GET", Status: 200, Bytes: 1234, Referer: "-", UserAgent: "curl/8", Offset: 0},
+		{Time: time.Unix(1431857103, 0).UTC(), Site: "example.com", Path: "/pricing", Method: "GET", Status: 200, Bytes: 1234, Referer: "-", Class: ClassBot, Client: 42, Offset: 0},
 		{Time: time.Unix(0, 0).UTC(), Site: "", Path: "/\x00\xff\r\n", Method: "HEAD", Status: 404, Offset: 1 << 40},
 	}
 	var e Encoder
@@ -44,17 +45,18 @@ func TestDictionary(t *testing.T) {
 		e.Reset()
 		var want []Hit
 		for i := range 2 * maxDict {
-			// The user agent lives in line, which the next hit overwrites.
-			ua := line[:copy(line, fmt.Sprintf("agent-%d", rng.IntN(distinct)))]
+			// The referrer lives in line, which the next hit overwrites.
+			ref := line[:copy(line, fmt.Sprintf("r%d", rng.IntN(distinct)))]
 			h := Hit{Time: time.Unix(1431857103+int64(rng.IntN(100))-50, 0).UTC(), Site: "example.com",
 				Path: fmt.Sprintf("/p/%d", rng.IntN(distinct)), Method: "GET", Status: 200, Bytes: uint64(i),
-				Referer: fmt.Sprintf("r%d", i%7), UserAgent: unsafe.String(unsafe.SliceData(ua), len(ua)),
+				Referer: unsafe.String(unsafe.SliceData(ref), len(ref)),
+				Class:   Class(i % int(numClasses)), Counted: i%3 > 0, Client: uint64(rng.IntN(distinct)) * 0x9E3779B97F4A7C15,
 				Offset: uint64(i * 100)}
 			if i%5 == 0 {
 				h.Offset = uint64(rng.Uint64()) // backwards too
 			}
 			e.Add(&h)
-			h.UserAgent = string(ua)
+			h.Referer = string(ref)
 			want = append(want, h)
 		}
 		got, err := Decode(e.Bytes(), nil)
@@ -75,8 +77,8 @@ func TestDictionary(t *testing.T) {
 // TestDecodeV1 reads a batch of version 1, which tailers wrote before.
 func TestDecodeV1(t *testing.T) {
 	want := []Hit{
-		{Time: time.Unix(1431857103, 0).UTC(), Site: "example.com", Path: "/pricing", Method: "GET", Status: 200, Bytes: 1234, Referer: "-", UserAgent: "curl/8", Offset: 0},
-		{Time: time.Unix(1431857100, 0).UTC(), Site: "example.com", Path: "/", Method: "GET", Status: 304, Offset: 1 << 40},
+		{Time: time.Unix(1431857103, 0).UTC(), Site: "example.com", Path: "/pricing", Method: "GET", Status: 200, Bytes: 1234, Referer: "-", Counted: true, Offset: 0},
+		{Time: time.Unix(1431857100, 0).UTC(), Site: "example.com", Path: "/", Method: "GET", Status: 304, Counted: true, Offset: 1 << 40},
 	}
 	data := []byte("PWH1")
 	for _, h := range want {
@@ -89,6 +91,39 @@ func TestDecodeV1(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %+v\nwant %+v", got, want)
 	}
+}
+
+// TestDecodeV2 reads a batch of version 2, which tailers wrote before
+// they classified clients: its hits are counted, of class unknown, with
+// no client key, and its user agents are read past.
+func TestDecodeV2(t *testing.T) {
+	want := []Hit{
+		{Time: time.Unix(1431857103, 0).UTC(), Site: "example.com", Path: "/pricing", Method: "GET", Status: 200, Bytes: 1234, Referer: "-", Counted: true, Offset: 7},
+		{Time: time.Unix(1431857100, 0).UTC(), Site: "example.com", Path: "/", Method: "GET", Status: 304, Counted: true, Offset: 1 << 40},
+	}
+	data := []byte("PWH2")
+	var t0 int64
+	var off uint64
+	for _, h := range want {
+		data = binary.AppendVarint(data, h.Time.Unix()-t0)
+		data = binary.AppendVarint(data, int64(h.Offset-off))
+		t0, off = h.Time.Unix(), h.Offset
+		data = binary.AppendUvarint(data, uint64(h.Status))
+		data = binary.AppendUvarint(data, h.Bytes)
+		for _, s := range [...]string{h.Site, h.Path, h.Method, h.Referer, "Mozilla/5.0"} {
+			data = binary.AppendUvarint(data, uint64(len(s))<<1)
+			data = append(data, s...)
+		}
+	}
+	got, err := Decode(data, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %+v\nwant %+v", got, want)
+	}
+	var lean Lean
+	sameAsDecode(t, data, &lean)
 }
 
 func FuzzDecode(f *testing.F) {
@@ -116,7 +151,8 @@ func FuzzRoundTrip(f *testing.F) {
 		var want []Hit
 		for i := 0; i+4 < len(parts) && i < 5000; i += 3 {
 			h := Hit{Time: time.Unix(int64(seed)+int64(i)*int64(seed%7)-1000, 0).UTC(), Site: parts[i], Path: parts[i+1],
-				Method: parts[i+2], Referer: parts[i+3], UserAgent: parts[i+4], Status: uint16(seed % 1000),
+				Method: parts[i+2], Referer: parts[i+3], Class: Class(seed % uint64(numClasses)), Counted: seed&1 == 0,
+				Client: seed * uint64(i), Status: uint16(seed % 1000),
 				Bytes: seed >> 3, Offset: seed * uint64(i)}
 			e.Add(&h)
 			want = append(want, h)
@@ -137,7 +173,7 @@ func BenchmarkDecode(b *testing.B) {
 	for i := 0; i < 5000; i++ {
 		e.Add(&Hit{Time: time.Unix(1431857103+int64(i), 0), Site: "example.com", Path: "/blog/2015/05/some-post.html",
 			Method: "GET", Status: 200, Bytes: 12345, Referer: "https://www.google.com/search?q=pagewatch",
-			UserAgent: "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36", Offset: uint64(i * 200)})
+			Class: ClassHuman, Counted: true, Client: uint64(i%700) * 0x9E3779B97F4A7C15, Offset: uint64(i * 200)})
 	}
 	data := e.Bytes()
 	dst := make([]Hit, 0, 5000)
@@ -153,16 +189,16 @@ func BenchmarkDecode(b *testing.B) {
 }
 
 // BenchmarkEncode encodes 5,000-hit batches with real traffic's
-// repetition: one site, 1,000 pages, 300 user agents, 100 referers.
+// repetition: one site, 1,000 pages, 300 clients, 100 referers.
 func BenchmarkEncode(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	hits := make([]Hit, 5000)
 	for i := range hits {
 		hits[i] = Hit{Time: time.Unix(1431857103+int64(i/10), 0), Site: "example.com",
 			Path: fmt.Sprintf("/blog/2015/05/post-%d.html", rng.IntN(1000)), Method: "GET", Status: 200, Bytes: 12345,
-			Referer:   fmt.Sprintf("https://www.google.com/search?q=pagewatch+%d", rng.IntN(100)),
-			UserAgent: fmt.Sprintf("Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/%d.0 Safari/537.36", rng.IntN(300)),
-			Offset:    uint64(i * 200)}
+			Referer: fmt.Sprintf("https://www.google.com/search?q=pagewatch+%d", rng.IntN(100)),
+			Class:   ClassHuman, Counted: true, Client: uint64(rng.IntN(300)) * 0x9E3779B97F4A7C15,
+			Offset: uint64(i * 200)}
 	}
 	var e Encoder
 	b.ResetTimer()

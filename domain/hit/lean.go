@@ -32,7 +32,10 @@ type Word struct{ At, Len uint32 }
 type LeanHit struct {
 	Unix                int64 // seconds since 1970, as Hit.Time
 	Offset              uint64
+	Client              uint64 // as Hit.Client
 	Site, Path, Referer uint32
+	Class               Class // as Hit.Class
+	Counted             bool  // as Hit.Counted
 }
 
 // Str is the string whose id is id.
@@ -51,8 +54,8 @@ func (l *Lean) Str(id uint32) string {
 // client allocates it for each message and never writes it again.
 func DecodeLean(data []byte, dst *Lean) error {
 	dst.Text, dst.Words, dst.Hits = "", dst.Words[:0], dst.Hits[:0]
-	v1 := len(data) >= len(magicV1) && string(data[:len(magicV1)]) == string(magicV1)
-	if !v1 && (len(data) < len(magic) || string(data[:len(magic)]) != string(magic)) {
+	version := batchVersion(data)
+	if version == 0 {
 		return fmt.Errorf("%w: bad header", ErrCorrupt)
 	}
 	body := data[len(magic):]
@@ -62,24 +65,31 @@ func DecodeLean(data []byte, dst *Lean) error {
 	dst.Text = unsafe.String(unsafe.SliceData(body), len(body))
 	d := leanDecoder{data: body, words: dst.Words}
 	var err error
-	if v1 {
+	switch version {
+	case 1:
 		dst.Hits, err = d.hitsV1(dst.Hits)
-	} else {
-		dst.Hits, err = d.hits(dst.Hits)
+	case 2:
+		dst.Hits, err = d.hits(dst.Hits, false)
+	default:
+		dst.Hits, err = d.hits(dst.Hits, true)
 	}
 	dst.Words = d.words
 	return err
 }
 
-// hits appends the hits of a version 2 batch. Most of its values take one
-// or two bytes (a time step of 0, an offset step of a line's length, a
-// status, a reference to one of the first 8,192 strings), which uv reads
-// inline; the rest go the decoder's way.
-func (d *leanDecoder) hits(dst []LeanHit) ([]LeanHit, error) {
+// hits appends the hits of a version 3 batch (v3) or a version 2 one.
+// Most of its values take one or two bytes (a time step of 0, an offset
+// step of a line's length, a status, a reference to one of the first
+// 8,192 strings), which uv reads inline; the rest go the decoder's way.
+func (d *leanDecoder) hits(dst []LeanHit, v3 bool) ([]LeanHit, error) {
 	data := d.data
 	var t int64
 	var off uint64
-	var strs [5]uint32
+	var all [numStrings + 1]uint32
+	strs := all[:]
+	if v3 {
+		strs = all[:numStrings]
+	}
 	for d.pos < len(data) {
 		v, p := uv(data, d.pos)
 		if p < 0 {
@@ -107,7 +117,11 @@ func (d *leanDecoder) hits(dst []LeanHit) ([]LeanHit, error) {
 		} else {
 			d.pos = p
 		}
-		// Site, path, method, referer, user agent.
+		h := LeanHit{Counted: true}
+		if v3 {
+			h.Class, h.Counted, h.Client = d.who()
+		}
+		// Site, path, method, referer (and a version 2 user agent).
 		for f := range strs {
 			if v, p = uv(data, d.pos); p >= 0 && v&1 == 1 && v>>1 < uint64(d.dict) {
 				strs[f] = uint32(v >> 1)
@@ -119,7 +133,8 @@ func (d *leanDecoder) hits(dst []LeanHit) ([]LeanHit, error) {
 		if d.err != nil {
 			return dst, fmt.Errorf("%w: hit %d: %v", ErrCorrupt, len(dst), d.err)
 		}
-		dst = append(dst, LeanHit{Unix: t, Offset: off, Site: strs[0], Path: strs[1], Referer: strs[3]})
+		h.Unix, h.Offset, h.Site, h.Path, h.Referer = t, off, strs[0], strs[1], strs[3]
+		dst = append(dst, h)
 	}
 	return dst, nil
 }
@@ -142,7 +157,7 @@ func uv(b []byte, p int) (uint64, int) {
 // before version 2.
 func (d *leanDecoder) hitsV1(dst []LeanHit) ([]LeanHit, error) {
 	for d.pos < len(d.data) {
-		var h LeanHit
+		h := LeanHit{Counted: true}
 		h.Unix, h.Offset = d.varint(), d.uvarint()
 		if status := d.uvarint(); status > 999 {
 			d.fail("status")
@@ -176,6 +191,31 @@ func (d *leanDecoder) fail(what string) {
 		d.err = fmt.Errorf("truncated or invalid %s", what)
 	}
 	d.pos = len(d.data)
+}
+
+// who reads a version 3 hit's class, counted bit and client key.
+func (d *leanDecoder) who() (Class, bool, uint64) {
+	if d.pos >= len(d.data) {
+		d.fail("class")
+		return 0, false, 0
+	}
+	b := d.data[d.pos]
+	d.pos++
+	c := Class(b & whoClass)
+	if !c.Valid() || b&^(whoClass|whoClient|whoCounted) != 0 {
+		d.fail("class")
+		return 0, false, 0
+	}
+	var client uint64
+	if b&whoClient != 0 {
+		if len(d.data)-d.pos < 8 {
+			d.fail("client key")
+			return 0, false, 0
+		}
+		client = binary.LittleEndian.Uint64(d.data[d.pos:])
+		d.pos += 8
+	}
+	return c, b&whoCounted != 0, client
 }
 
 func (d *leanDecoder) varint() int64 {

@@ -50,7 +50,7 @@ func TestDecodeLean(t *testing.T) {
 		for i := range 2 * maxDict {
 			e.Add(&Hit{Time: time.Unix(1431857103+int64(rng.IntN(100))-50, 0), Site: fmt.Sprint("site", rng.IntN(2)),
 				Path: fmt.Sprintf("/p/%d", rng.IntN(distinct)), Method: "GET", Status: 200, Bytes: uint64(i),
-				Referer: fmt.Sprintf("r%d", rng.IntN(distinct)), UserAgent: fmt.Sprint("agent-", rng.IntN(distinct)),
+				Referer: fmt.Sprintf("r%d", rng.IntN(distinct)), Class: Class(rng.IntN(int(numClasses))), Client: uint64(rng.IntN(3)),
 				Offset: rng.Uint64()})
 		}
 		sameAsDecode(t, e.Bytes(), &lean)
@@ -64,11 +64,11 @@ func TestDecodeLean(t *testing.T) {
 		t.Fatalf("empty batch: %+v", lean)
 	}
 	v1 := []byte("PWH1")
-	for _, h := range []Hit{{Time: time.Unix(1431857103, 0), Site: "example.com", Path: "/pricing", Method: "GET", Status: 200, Referer: "-", UserAgent: "curl/8"}, {Site: "example.com", Path: "/\x00", Offset: 1 << 40}} {
+	for _, h := range []Hit{{Time: time.Unix(1431857103, 0), Site: "example.com", Path: "/pricing", Method: "GET", Status: 200, Referer: "-"}, {Site: "example.com", Path: "/\x00", Offset: 1 << 40}} {
 		v1 = appendV1(v1, h)
 	}
 	sameAsDecode(t, v1, &lean)
-	for _, bad := range []string{"", "PWH", "PWH3", "PWH2\x00\x00\x00\x00\x03", "PWH2\x00\x00\xe8\x07\x00", "PWH1\xff\xff\xff", "PWH2\x00\x00\x00\x00\x02a\x03\x05"} {
+	for _, bad := range []string{"", "PWH", "PWH4", "PWH3\x00\x00\x00\x00\x07", "PWH3\x00\x00\x00\x00\x20", "PWH3\x00\x00\x00\x00\x40\x01\x02", "PWH2\x00\x00\x00\x00\x03", "PWH2\x00\x00\xe8\x07\x00", "PWH1\xff\xff\xff", "PWH2\x00\x00\x00\x00\x02a\x03\x05"} {
 		sameAsDecode(t, []byte(bad), &lean)
 		if DecodeLean([]byte(bad), &lean) == nil {
 			t.Fatalf("%q: no error", bad)
@@ -82,7 +82,7 @@ func appendV1(data []byte, h Hit) []byte {
 	data = binary.AppendUvarint(data, h.Offset)
 	data = binary.AppendUvarint(data, uint64(h.Status))
 	data = binary.AppendUvarint(data, h.Bytes)
-	for _, s := range [...]string{h.Site, h.Path, h.Method, h.Referer, h.UserAgent} {
+	for _, s := range [...]string{h.Site, h.Path, h.Method, h.Referer, "curl/8"} {
 		data = binary.AppendUvarint(data, uint64(len(s)))
 		data = append(data, s...)
 	}
@@ -114,7 +114,8 @@ func FuzzRoundTripLean(f *testing.F) {
 		n := 0
 		for i := 0; i+4 < len(parts) && i < 5000; i += 3 {
 			e.Add(&Hit{Time: time.Unix(int64(seed)+int64(i)*int64(seed%7)-1000, 0).UTC(), Site: parts[i], Path: parts[i+1],
-				Method: parts[i+2], Referer: parts[i+3], UserAgent: parts[i+4], Status: uint16(seed % 1000),
+				Method: parts[i+2], Referer: parts[i+3], Class: Class(seed % uint64(numClasses)), Counted: seed&1 == 0,
+				Client: seed * uint64(i), Status: uint16(seed % 1000),
 				Bytes: seed >> 3, Offset: seed * uint64(i)})
 			n++
 		}
@@ -133,9 +134,8 @@ func BenchmarkDecodeLean(b *testing.B) {
 	for i := range 5000 {
 		e.Add(&Hit{Time: time.Unix(1431857103+int64(i/10), 0), Site: "example.com",
 			Path: fmt.Sprintf("/blog/2015/05/post-%d.html", rng.IntN(1000)), Method: "GET", Status: 200, Bytes: 12345,
-			Referer:   fmt.Sprintf("https://www.google.com/search?q=pagewatch+%d", rng.IntN(100)),
-			UserAgent: fmt.Sprintf("Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/%d.0 Safari/537.36", rng.IntN(300)),
-			Offset:    uint64(i * 200)})
+			Referer: fmt.Sprintf("https://www.google.com/search?q=pagewatch+%d", rng.IntN(100)),
+			Offset:  uint64(i * 200)})
 	}
 	data := e.Bytes()
 	b.Run("Decode", func(b *testing.B) {

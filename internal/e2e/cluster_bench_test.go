@@ -141,7 +141,7 @@ func benchHits(tb *testing.B) []hit.Hit {
 		}
 		path, _ := pagePath(e.Target)
 		out = append(out, hit.Hit{Site: site, Path: path, Method: string(e.Method), Status: uint16(e.Status),
-			Referer: string(e.Referer), UserAgent: string(e.UserAgent), Time: e.Time, Bytes: uint64(max(e.Bytes, 0)),
+			Referer: string(e.Referer), Time: e.Time, Bytes: uint64(max(e.Bytes, 0)),
 			Offset: uint64(i)})
 	}
 	return out

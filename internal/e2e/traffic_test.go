@@ -73,7 +73,7 @@ func newTraffic(t *testing.T, n, files int, span time.Duration) *traffic {
 			t.Fatalf("real log line %d is not a page view: %s", i+1, l)
 		}
 		h := hit.Hit{Site: site, Path: path, Method: string(e.Method), Status: uint16(e.Status),
-			Referer: string(e.Referer), UserAgent: string(e.UserAgent)}
+			Referer: string(e.Referer)}
 		if e.Bytes > 0 {
 			h.Bytes = uint64(e.Bytes)
 		}

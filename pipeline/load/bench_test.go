@@ -123,7 +123,7 @@ func benchMessages(b *testing.B, total, per, perMinute int) [][]byte {
 		}
 		at := base.Add(time.Duration(i) * time.Minute / time.Duration(perMinute))
 		enc.Add(&hit.Hit{Time: at, Site: "example.com", Path: string(e.Target), Method: string(e.Method),
-			Status: uint16(e.Status), Referer: string(e.Referer), UserAgent: string(e.UserAgent), Offset: uint64(i) * 200})
+			Status: uint16(e.Status), Referer: string(e.Referer), Offset: uint64(i) * 200})
 		if enc.Len() == per || i == total-1 {
 			msgs = append(msgs, append([]byte(nil), enc.Bytes()...))
 			enc.Reset()

@@ -180,13 +180,12 @@ func (n *Normalizer) Fill(h *hit.Hit, e *logformat.Entry, site string) (drop str
 		return DropBot
 	}
 	*h = hit.Hit{
-		Time:      e.Time,
-		Site:      site,
-		Path:      string(page),
-		Method:    method,
-		Status:    uint16(e.Status),
-		Referer:   alias(e.Referer),
-		UserAgent: alias(e.UserAgent),
+		Time:    e.Time,
+		Site:    site,
+		Path:    string(page),
+		Method:  method,
+		Status:  uint16(e.Status),
+		Referer: alias(e.Referer),
 	}
 	if e.Bytes > 0 {
 		h.Bytes = uint64(e.Bytes)

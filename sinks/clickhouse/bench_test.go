@@ -31,7 +31,7 @@ func BenchmarkInsertHits(b *testing.B) {
 			b.Fatal(err)
 		}
 		base = append(base, hit.Hit{Time: e.Time, Site: "example.com", Path: string(e.Target), Method: string(e.Method),
-			Status: uint16(e.Status), Referer: string(e.Referer), UserAgent: string(e.UserAgent), Offset: uint64(i)})
+			Status: uint16(e.Status), Referer: string(e.Referer), Offset: uint64(i)})
 	}
 	seq := uint64(0)
 	batches := func() []hit.Batch {
@@ -92,8 +92,7 @@ func benchInsertMerges(b *testing.B, batchRows, total int) {
 			b.Fatal(err)
 		}
 		enc.Add(&hit.Hit{Time: day.Add(time.Hour + time.Duration(i)*2*time.Microsecond), Site: "example.com",
-			Path: string(e.Target), Method: string(e.Method), Status: uint16(e.Status), Referer: string(e.Referer),
-			UserAgent: string(e.UserAgent), Offset: uint64(i) * 200})
+			Path: string(e.Target), Method: string(e.Method), Status: uint16(e.Status), Referer: string(e.Referer), Offset: uint64(i) * 200})
 		if enc.Len() == 5000 {
 			msgs = append(msgs, slices.Clone(enc.Bytes()))
 			enc.Reset()

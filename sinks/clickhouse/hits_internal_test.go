@@ -106,7 +106,7 @@ func manyBatches() []hit.Batch {
 	for i := range 20_000 {
 		many.Hits = append(many.Hits, hit.Hit{Time: base.Add(time.Duration(rng.IntN(7200)) * time.Second),
 			Site: []string{"a.example", "b.example"}[rng.IntN(2)], Path: fmt.Sprintf("/p/%d", rng.IntN(12_000)),
-			Referer: fmt.Sprintf("r%d", rng.IntN(9_000)), UserAgent: fmt.Sprint(i), Offset: uint64(i) * 100})
+			Referer: fmt.Sprintf("r%d", rng.IntN(9_000)), Offset: uint64(i) * 100})
 	}
 	return append(batches, many)
 }
@@ -157,8 +157,7 @@ func BenchmarkEncodeInsert(b *testing.B) {
 				b.Fatal(err)
 			}
 			bt.Hits = append(bt.Hits, hit.Hit{Time: base.Add(time.Duration(i) * 600 * time.Microsecond), Site: "example.com",
-				Path: string(e.Target), Method: string(e.Method), Status: uint16(e.Status), Referer: string(e.Referer),
-				UserAgent: string(e.UserAgent), Offset: uint64(i) * 200})
+				Path: string(e.Target), Method: string(e.Method), Status: uint16(e.Status), Referer: string(e.Referer), Offset: uint64(i) * 200})
 		}
 		batches = append(batches, leanOf(b, bt))
 	}
