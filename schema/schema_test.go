@@ -122,6 +122,7 @@ func TestClusterDDLShape(t *testing.T) {
 		"crossing_whys":    "cityHash64(crossing_key)",
 		"page_hours":       "cityHash64(site, path)",
 		"sealed_hour_days": "cityHash64(day)",
+		"page_clients":     "cityHash64(site, path)",
 	}
 	wantEngines := map[string]string{
 		"hits":             "ReplicatedReplacingMergeTree",
@@ -134,6 +135,7 @@ func TestClusterDDLShape(t *testing.T) {
 		"crossing_whys":    "ReplicatedReplacingMergeTree",
 		"page_hours":       "ReplicatedReplacingMergeTree",
 		"sealed_hour_days": "ReplicatedReplacingMergeTree",
+		"page_clients":     "ReplicatedReplacingMergeTree",
 	}
 	// The version column a ReplacingMergeTree keeps the highest of.
 	wantVersions := map[string]string{"page_days": "version", "sealed_days": "batches", "page_hours": "version", "sealed_hour_days": "batches"}

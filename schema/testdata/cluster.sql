@@ -151,3 +151,21 @@ ORDER BY day;
 CREATE TABLE IF NOT EXISTS pagewatch.sealed_hour_days ON CLUSTER `pw` AS pagewatch.sealed_hour_days_local
 ENGINE = Distributed('pw', 'pagewatch', 'sealed_hour_days_local', cityHash64(day));
 
+-- 0005_page_clients.sql
+CREATE TABLE IF NOT EXISTS pagewatch.page_clients_local ON CLUSTER `pw` (
+    site String,
+    path String,
+    minute DateTime,
+    seq UInt64,
+    class UInt8,
+    counted UInt8,
+    client UInt64,
+    hits UInt64
+) ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/pagewatch/page_clients_local', '{replica}')
+PARTITION BY toYYYYMMDD(minute)
+ORDER BY (site, path, minute, seq, class, counted, client);
+
+-- 0005_page_clients.sql
+CREATE TABLE IF NOT EXISTS pagewatch.page_clients ON CLUSTER `pw` AS pagewatch.page_clients_local
+ENGINE = Distributed('pw', 'pagewatch', 'page_clients_local', cityHash64(site, path));
+

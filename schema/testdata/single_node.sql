@@ -111,3 +111,17 @@ CREATE TABLE IF NOT EXISTS sealed_hour_days (
 ) ENGINE = ReplacingMergeTree(batches)
 ORDER BY day;
 
+-- 0005_page_clients.sql
+CREATE TABLE IF NOT EXISTS page_clients (
+    site String,
+    path String,
+    minute DateTime,
+    seq UInt64,
+    class UInt8,
+    counted UInt8,
+    client UInt64,
+    hits UInt64
+) ENGINE = ReplacingMergeTree()
+PARTITION BY toYYYYMMDD(minute)
+ORDER BY (site, path, minute, seq, class, counted, client);
+
