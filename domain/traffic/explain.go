@@ -22,6 +22,8 @@ type ExplainQuery struct {
 	// Domains bounds the referrer domains returned, most hits in the
 	// window first.
 	Domains int
+	// Clients asks who sent the window's hits (Explanation.Clients).
+	Clients bool
 }
 
 // Explanation answers an ExplainQuery. Parts not asked for, or without
@@ -40,6 +42,41 @@ type Explanation struct {
 	// earliest of equals); zero when the window had none.
 	BusiestMinute time.Time
 	BusiestHits   uint64
+	// Clients is who sent the window's hits; nil when not asked, or when
+	// nothing of the window is in page_clients (raw hits past their
+	// retention, or loaded before visitors were counted).
+	Clients *Clients
+}
+
+// Clients is who sent a page's hits in a window: its views against its
+// visitors, the busiest client's share, and each class's hits.
+type Clients struct {
+	// Views are the counted hits; Keyed those of them with a client key,
+	// the denominator of the visitor figures (0: no tailer keys clients).
+	Views, Keyed uint64
+	// Visitors are the distinct client keys among the counted hits.
+	Visitors uint64
+	// TopViews are the counted hits of the busiest client key.
+	TopViews uint64
+	// Classes are the hits of each client class, counted or not, most
+	// first; classes without hits are left out.
+	Classes []ClassHits
+}
+
+// ClassHits is one client class's hits in a window.
+type ClassHits struct {
+	Class   string // domain/hit.Class's name: human, bot, ai_agent, ai_crawler, unknown
+	Hits    uint64
+	Counted bool // the tailers counted them as views
+}
+
+// TopShare is the busiest client's share of the keyed views, 0 to 1
+// (0 when no view has a key).
+func (c *Clients) TopShare() float64 {
+	if c == nil || c.Keyed == 0 {
+		return 0
+	}
+	return float64(c.TopViews) / float64(c.Keyed)
 }
 
 // DomainHits is one referrer domain's hits in a window and in the

@@ -7,9 +7,33 @@ package traffic
 
 import "time"
 
+// Measure is what a count counts: views (page views, the hits of the
+// classes counted) or visitors (distinct client keys among those hits,
+// schema/migrations/0005).
+type Measure uint8
+
+// The measures. The zero value is Views, what every count was before
+// visitors.
+const (
+	Views Measure = iota
+	Visitors
+)
+
+// String is the measure's name, as rules spell it (count: visitors).
+func (m Measure) String() string {
+	if m == Visitors {
+		return "visitors"
+	}
+	return "views"
+}
+
 // WindowQuery asks for the hits of every page in several windows at once,
 // all ending at End: what one sweep needs for all its rules.
 type WindowQuery struct {
+	// Measure is what the counts count. Visitors are distinct over each
+	// whole window, read from page_clients (never sealed, kept as long
+	// as raw hits): SealedBefore does not apply to them.
+	Measure Measure
 	// Sites limits the pages to these sites; empty means every site.
 	Sites []string
 	// Starts are the windows' starts; the zero time means all time. A
@@ -66,6 +90,15 @@ type HourQuery struct {
 	// page_minutes only. Pass the time of the last SealHours that
 	// succeeded, as WindowQuery.SealedBefore is SealDays'.
 	SealedBefore time.Time
+}
+
+// SpanQuery asks for some pages' visitors in each of some spans: the
+// baselines of rules counting visitors, which cannot be summed from
+// hours (a person seen in two hours is one visitor of both).
+type SpanQuery struct {
+	Sites, Paths []string
+	AllPaths     bool // as HourQuery's
+	Spans        []Span
 }
 
 // Span is [From, To) in whole hours.
