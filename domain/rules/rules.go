@@ -19,6 +19,10 @@
 //	                                    # sum: the matched pages' counts are added up
 //	      threshold: 1000               # one number, or milestones: [100, 1000, 10000]
 //	      window: 1h                    # rolling (5m, 1h, 24h), day, week, month, or all
+//	      count: views                  # views (default) or visitors: distinct clients
+//	      clients:                      # spike, new_page, unusual: on by default
+//	        max_top_share: 0.5          # no fire when one client sent more than half
+//	        max_unknown_share: 0.5      # ... or unidentified clients more than half
 //	      zone: Europe/Berlin           # calendar windows only; default UTC
 //	      rearm:                        # rolling windows with one threshold only
 //	        hysteresis: 0.1             # re-arm once the count is back to 900 or below
@@ -80,6 +84,12 @@ type Rule struct {
 	// and down, on two time scales (unusual.go): the shipped default.
 	Unusual *Unusual `yaml:"unusual,omitempty"`
 	Window  Window   `yaml:"window"`
+	// Count is what the rule counts: views (the default) or visitors
+	// (clients.go).
+	Count Count `yaml:"count,omitempty"`
+	// Clients keeps the rule from firing on a surge one client, or
+	// unidentified clients, made (clients.go).
+	Clients ClientGuard `yaml:"clients,omitempty"`
 	// Zone is the IANA time zone calendar windows are cut in ("" = UTC).
 	// Validate loads it into Window.Zone.
 	Zone       string     `yaml:"zone"`

@@ -62,6 +62,7 @@ func (r *Rule) Validate(key string) error {
 	}
 
 	r.validateKinds(add)
+	r.validateClients(add)
 	for i, t := range r.Thresholds {
 		field := ".threshold"
 		if len(r.Thresholds) > 1 {

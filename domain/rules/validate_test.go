@@ -45,6 +45,31 @@ func TestValidateErrorsNameKeys(t *testing.T) {
 			`sweeper.rules[1].window: want a duration like "1h", day, week, month or all, got ""`,
 			`sweeper.rules[1].notify.recipients: at least one address is needed`,
 		}},
+		{"visitors summed, all time, and guards out of range", `
+  - name: r
+    site: example.com
+    match: {prefix: /}
+    aggregate: sum
+    count: visitors
+    threshold: 10
+    window: all
+    clients: {max_top_share: 1.5, max_unknown_share: -0.1}
+    notify: {recipients: [a@example.com]}`, []string{
+			`sweeper.rules[1].count: visitors cannot be summed over pages`,
+			`sweeper.rules[1].count: visitors are counted as far back as raw hits are kept`,
+			`sweeper.rules[1].clients.max_top_share: must be a share from 0 (off) to below 1, got 1.5`,
+			`sweeper.rules[1].clients.max_unknown_share: must be a share from 0 (off) to below 1, got -0.1`,
+		}},
+		{"count misspelt", `
+  - name: r
+    site: example.com
+    match: {exact: /}
+    count: visits
+    threshold: 10
+    window: 1h
+    notify: {recipients: [a@example.com]}`, []string{
+			`sweeper.rules[1].count: must be views or visitors, got "visits"`,
+		}},
 		{"receivers named badly", `
   - name: r
     site: example.com
@@ -224,5 +249,28 @@ func TestRenderAndStormGuard(t *testing.T) {
 	in, out = SplitStorm(StormGuard{}, xs)
 	if len(in) != 5 || out != nil {
 		t.Errorf("default SplitStorm = %v, %v", in, out)
+	}
+}
+
+// TestClientGuardDefaults: the kinds that judge a page against its past
+// are guarded against one-client surges unless told otherwise; threshold
+// rules are not, and 0 turns a guard off.
+func TestClientGuardDefaults(t *testing.T) {
+	zero := 0.0
+	for _, c := range []struct {
+		r    Rule
+		want float64
+	}{
+		{Rule{Thresholds: Thresholds{10}}, 0},
+		{Rule{Spike: &Spike{}}, 0.5},
+		{Rule{Unusual: &Unusual{}}, 0.5},
+		{Rule{Spike: &Spike{}, Clients: ClientGuard{MaxTopShare: &zero, MaxUnknownShare: &zero}}, 0},
+	} {
+		if got := c.r.TopShareLimit(); got != c.want {
+			t.Errorf("%s: top share limit %v, want %v", c.r.Kind(), got, c.want)
+		}
+		if got := c.r.UnknownShareLimit(); got != c.want {
+			t.Errorf("%s: unknown share limit %v, want %v", c.r.Kind(), got, c.want)
+		}
 	}
 }
