@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/pagewatch/pagewatch/domain/hit"
+	"github.com/pagewatch/pagewatch/pipeline/classify"
 )
 
 // keyPrefix is where Config sits in the YAML file; errors name full keys
@@ -36,9 +39,15 @@ type Config struct {
 	// it renders (stylesheets, scripts, images, fonts); requests for them
 	// are not page views. Compared without case.
 	StaticExtensions []string `yaml:"static_extensions"`
-	// Bots are substrings of the user agent, compared without case, that
-	// mark crawlers, feed readers, link checkers and scripts.
+	// Bots are extra substrings of the user agent, compared without case,
+	// that mark bots beyond the maintained crawler list (classify): feed
+	// readers, scripts and crawlers the list misses.
 	Bots []string `yaml:"bots"`
+	// CountClasses are the client classes (hit.Class names: human, bot,
+	// ai_agent, ai_crawler, unknown) whose hits count as page views. Hits
+	// of the others are kept, marked as not counted. Unknown is counted by
+	// default: the common log format logs no user agent.
+	CountClasses []string `yaml:"count_classes"`
 	// Sites lists the sites a line may name by its virtual host (the
 	// Host header: the client's to choose), as host names or
 	// "*.example.com" for its subdomains; lines naming another are not
@@ -67,14 +76,8 @@ func DefaultConfig() Config {
 			"woff", "woff2", "ttf", "otf", "eot",
 			"webmanifest", "mp4", "webm", "mp3",
 		},
-		Bots: []string{
-			"bot", "crawl", "spider", "slurp", "archiver", "mediapartners",
-			"facebookexternalhit", "preview", "feed", "rss", "fetch",
-			"check", "validator", "monitor", "uptime", "pingdom",
-			"headless", "phantomjs", "lighthouse",
-			"curl", "wget", "python", "java/", "go-http-client", "okhttp",
-			"httpclient", "libwww-perl", "scrapy", "nutch",
-		},
+		Bots:         classify.DefaultExtra(),
+		CountClasses: []string{hit.ClassHuman.String(), hit.ClassAIAgent.String(), hit.ClassUnknown.String()},
 	}
 }
 
@@ -156,6 +159,13 @@ func (c Config) Validate() error {
 			dup("bots", i, strings.ToLower(b))
 		}
 	}
+	for i, name := range c.CountClasses {
+		if _, ok := hit.ParseClass(name); !ok {
+			add(fmt.Sprintf("count_classes[%d]", i), "must be one of %s, got %q", classNames(), name)
+		} else {
+			dup("count_classes", i, name)
+		}
+	}
 	for i, s := range c.Sites {
 		h := strings.TrimPrefix(strings.ToLower(s), "*.")
 		if h == "" || len(h) > 253 || strings.Trim(h, "abcdefghijklmnopqrstuvwxyz0123456789.-:[]") != "" || strings.HasPrefix(h, ".") {
@@ -165,6 +175,15 @@ func (c Config) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// classNames lists the classes' names for an error message.
+func classNames() string {
+	var names []string
+	for _, c := range hit.Classes() {
+		names = append(names, c.String())
+	}
+	return strings.Join(names, ", ")
 }
 
 // checkQueryName says what is wrong with a keep_query entry, or "".

@@ -34,13 +34,15 @@ func Example() {
 			fmt.Println("dropped:", drop)
 			continue
 		}
-		fmt.Println(h.Site, h.Path, h.Status)
+		// A tailer classifies through a cache of its own.
+		cl := n.Classifier().Class(e.UserAgent)
+		fmt.Println(h.Site, h.Path, h.Status, cl, n.Counts(cl))
 	}
 	// Output:
-	// example.com /blog/?page=2 200
-	// example.com /~me/caf%C3%A9 304
+	// example.com /blog/?page=2 200 human true
+	// example.com /~me/caf%C3%A9 304 human true
 	// dropped: static
-	// dropped: bot
+	// example.com / 200 bot false
 	// dropped: status
 }
 

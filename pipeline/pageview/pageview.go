@@ -1,8 +1,9 @@
 // Package pageview decides what a page view is: which access-log lines
 // count, and under which page each is counted.
 //
-// A line counts when its method, status, file extension and user agent
-// pass the filters of Config; its page is the request target normalised
+// A line is a page view when its method, status and file extension pass
+// the filters of Config, and counts when its client's class (classify,
+// from the user agent) is one of count_classes; its page is the request target normalised
 // so that every spelling of one URL is one page:
 //
 //   - the logger's own escapes (\xHH, \", JSON's \uXXXX) are undone;
@@ -30,6 +31,7 @@ import (
 	"unsafe"
 
 	"github.com/pagewatch/pagewatch/domain/hit"
+	"github.com/pagewatch/pagewatch/pipeline/classify"
 	"github.com/pagewatch/pagewatch/pipeline/logformat"
 )
 
@@ -41,7 +43,6 @@ const (
 	DropStatus    = "status"
 	DropNotAPath  = "not_a_path" // "*" (OPTIONS), an authority (CONNECT), junk
 	DropStatic    = "static"
-	DropBot       = "bot"
 	// DropSite: the line's virtual host names a site that sites does not
 	// list (SiteListed; checked by the caller, which knows where the site
 	// came from).
@@ -52,7 +53,7 @@ const (
 // order Fill checks them, then SiteListed's; so callers can pre-register
 // metric series at zero.
 func Reasons() []string {
-	return []string{DropNoRequest, DropMethod, DropStatus, DropNotAPath, DropStatic, DropBot, DropSite}
+	return []string{DropNoRequest, DropMethod, DropStatus, DropNotAPath, DropStatic, DropSite}
 }
 
 // Normalizer applies a Config. It is immutable once made, so one can be
@@ -66,7 +67,8 @@ type Normalizer struct {
 	anyStatus    bool
 	statuses     [1024 / 64]uint64 // bit per status code
 	exts         map[string]struct{}
-	bots         botMatcher
+	classes      *classify.Classifier
+	counts       uint32              // bit per hit.Class counted
 	sites        map[string]struct{} // empty: every site
 	siteSuffixes []string            // ".example.com" of "*.example.com"
 }
@@ -98,8 +100,16 @@ func New(cfg Config) (*Normalizer, error) {
 	for _, e := range cfg.StaticExtensions {
 		n.exts[string(foldASCII([]byte(trimDot(e))))] = struct{}{}
 	}
-	for _, b := range cfg.Bots {
-		n.bots.add(b)
+	var err error
+	if n.classes, err = classify.New(cfg.Bots); err != nil {
+		return nil, err
+	}
+	if len(cfg.CountClasses) == 0 {
+		n.counts = ^uint32(0)
+	}
+	for _, name := range cfg.CountClasses {
+		c, _ := hit.ParseClass(name)
+		n.counts |= 1 << c
 	}
 	for _, s := range cfg.Sites {
 		s = strings.ToLower(s)
@@ -114,6 +124,15 @@ func New(cfg Config) (*Normalizer, error) {
 	}
 	return n, nil
 }
+
+// Classifier is the classifier of ingest.tail.pages.bots, shared: each
+// goroutine makes its own cache of it (Classifier.NewCache).
+func (n *Normalizer) Classifier() *classify.Classifier { return n.classes }
+
+// Counts reports whether hits of class c are page views to count
+// (ingest.tail.pages.count_classes). The others are kept too, so that a
+// page's share of bots stays known, but no view counts them.
+func (n *Normalizer) Counts(c hit.Class) bool { return n.counts&(1<<c) != 0 }
 
 // SiteListed reports whether a site taken from a line's virtual host may
 // be counted: the Host header is the client's to choose, and each new
@@ -152,9 +171,11 @@ func foldASCII(b []byte) []byte {
 // (one of the Drop reasons) and leaves h alone. Offset is the caller's.
 //
 // Fill allocates only the path (and a buffer for one over 256 bytes).
-// h.Referer and h.UserAgent share e's bytes, like e's own fields: they
-// are valid until the line's buffer is reused, which is enough to encode
-// h and saves two allocations per line. Use strings.Clone to keep them.
+// h.Referer shares e's bytes, like e's own fields: it is valid until the
+// line's buffer is reused, which is enough to encode h and saves an
+// allocation per line. Use strings.Clone to keep it. Fill leaves h's
+// Class and Counted to the caller, which classifies with a cache of its
+// own (Classifier, Counts).
 func (n *Normalizer) Fill(h *hit.Hit, e *logformat.Entry, site string) (drop string) {
 	if len(e.Method) == 0 || len(e.Target) == 0 {
 		return DropNoRequest
@@ -175,9 +196,6 @@ func (n *Normalizer) Fill(h *hit.Hit, e *logformat.Entry, site string) (drop str
 	}
 	if n.static(page[:pathEnd]) {
 		return DropStatic
-	}
-	if n.bots.match(e.UserAgent) {
-		return DropBot
 	}
 	*h = hit.Hit{
 		Time:    e.Time,
@@ -266,61 +284,4 @@ func (n *Normalizer) static(path []byte) bool {
 	ext := foldASCII(append(buf[:0], seg[dot+1:]...))
 	_, ok := n.exts[string(ext)]
 	return ok
-}
-
-// botMatcher finds any of its patterns in a user agent, ignoring ASCII
-// case, in one pass: a bit per hashed lowercased trigram says where a
-// pattern may start, and only there are patterns compared. A browser's
-// user agent rarely hits a bit, so the cost is about a table lookup per
-// byte rather than a search per pattern.
-type botMatcher struct {
-	starts *[1 << 16 / 64]uint64
-	pats   []botPattern
-}
-
-type botPattern struct {
-	tri uint32
-	p   []byte // lowercased
-}
-
-func trigram(a, b, c byte) uint32 {
-	return (uint32(a)<<16 | uint32(b)<<8 | uint32(c)) * 0x9E3779B1 >> 16
-}
-
-func (m *botMatcher) add(p string) {
-	if m.starts == nil {
-		m.starts = new([1 << 16 / 64]uint64)
-	}
-	lp := foldASCII([]byte(p))
-	k := trigram(lp[0], lp[1], lp[2])
-	m.starts[k/64] |= 1 << (k % 64)
-	m.pats = append(m.pats, botPattern{k, lp})
-}
-
-func (m *botMatcher) match(ua []byte) bool {
-	if m.starts == nil {
-		return false
-	}
-	for i := 0; i+2 < len(ua); i++ {
-		k := trigram(lower[ua[i]], lower[ua[i+1]], lower[ua[i+2]])
-		if m.starts[k/64]&(1<<(k%64)) == 0 {
-			continue
-		}
-		for _, p := range m.pats {
-			if p.tri == k && len(ua)-i >= len(p.p) && foldEqual(ua[i:i+len(p.p)], p.p) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// foldEqual reports whether s equals the lowercase p, ignoring ASCII case.
-func foldEqual(s, p []byte) bool {
-	for i, c := range p {
-		if lower[s[i]] != c {
-			return false
-		}
-	}
-	return true
 }

@@ -32,7 +32,7 @@ func TestFillKeeps(t *testing.T) {
 		t.Fatalf("dropped: %s", drop)
 	}
 	want := hit.Hit{Time: time.Date(2015, 5, 17, 10, 5, 3, 0, time.UTC), Site: "example.com", Path: "/a/b",
-		Method: "GET", Status: 200, Bytes: 512, Referer: "-", UserAgent: browser}
+		Method: "GET", Status: 200, Bytes: 512, Referer: "-"}
 	if h != want {
 		t.Fatalf("got  %+v\nwant %+v", h, want)
 	}
@@ -75,14 +75,10 @@ func TestFilters(t *testing.T) {
 			{"GET /robots.txt HTTP/1.1", 200, browser, ""},
 			{"GET /feed.xml HTTP/1.1", 200, browser, ""},
 			{"GET /a.x%2Ecss HTTP/1.1", 200, browser, pageview.DropStatic}, // decoded before it is judged
-			{"GET / HTTP/1.1", 200, "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)", pageview.DropBot},
-			{"GET / HTTP/1.1", 200, "Mozilla/5.0 (compatible; BINGBOT/2.0)", pageview.DropBot},
-			{"GET / HTTP/1.1", 200, "curl/8.5.0", pageview.DropBot},
-			{"GET / HTTP/1.1", 200, "UniversalFeedParser/4.2-pre-314-svn +http://feedparser.org/", pageview.DropBot},
-			{"GET / HTTP/1.1", 200, "Mozilla/5.0 (X11; Linux x86_64) HeadlessChrome/120.0", pageview.DropBot},
-			{"GET / HTTP/1.1", 200, "Lynx/2.8.7rel.2 libwww-FM/2.14", ""}, // a browser, not libwww-perl
-			{"GET / HTTP/1.1", 200, "-", ""},                              // scripts, but also the common format's lack
-			{"GET / HTTP/1.1", 200, "b", ""},
+			// Bots are page views too, of class bot, that Counts says
+			// whether to count (TestCounts).
+			{"GET / HTTP/1.1", 200, "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)", ""},
+			{"GET / HTTP/1.1", 200, "curl/8.5.0", ""},
 			{"GET http://example.com/p HTTP/1.1", 200, browser, ""},
 			{"CONNECT example.com:443 HTTP/1.1", 200, browser, pageview.DropMethod},
 		}},
@@ -98,7 +94,6 @@ func TestFilters(t *testing.T) {
 			c.Methods = []string{"GET", "POST"}
 			c.Statuses = []string{"200", "4xx"}
 			c.StaticExtensions = []string{".PDF"}
-			c.Bots = []string{"Firefox/27"}
 		}, []tc{
 			{"POST /form HTTP/1.1", 200, "x", ""},
 			{"HEAD /form HTTP/1.1", 200, "x", pageview.DropMethod},
@@ -107,7 +102,6 @@ func TestFilters(t *testing.T) {
 			{"GET /a HTTP/1.1", 404, "x", ""},
 			{"GET /a.pdf HTTP/1.1", 200, "x", pageview.DropStatic},
 			{"GET /a.css HTTP/1.1", 200, "x", ""},
-			{"GET /a HTTP/1.1", 200, browser, pageview.DropBot},
 		}},
 	} {
 		n := normalizer(t, c.edit)
@@ -134,8 +128,8 @@ func TestFillNoRequest(t *testing.T) {
 	}
 }
 
-// A kept line costs one allocation, its path (up to 256 bytes); a
-// dropped one none.
+// A kept line costs one allocation, its path (up to 256 bytes), whoever
+// sent it; a dropped one none.
 func TestFillAllocations(t *testing.T) {
 	n := normalizer(t, func(c *pageview.Config) { c.KeepQuery = []string{"page", "lang"} })
 	for request, want := range map[string]float64{
@@ -153,34 +147,74 @@ func TestFillAllocations(t *testing.T) {
 			t.Errorf("%.40q: %v allocations, want %v", request, got, want)
 		}
 	}
-	bot := entry(t, "GET / HTTP/1.1", 200, "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)")
-	var h hit.Hit
-	if got := testing.AllocsPerRun(100, func() { n.Fill(&h, bot, "s") }); got != 0 {
-		t.Errorf("bot: %v allocations", got)
+}
+
+// Counts follows count_classes, and the classifier takes bots as extra
+// substrings beyond the crawler list.
+func TestCounts(t *testing.T) {
+	for name, c := range map[string]struct {
+		edit func(*pageview.Config)
+		uas  map[string]bool // user agent: counted
+	}{
+		"defaults": {nil, map[string]bool{
+			browser: true,
+			"Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)":         false,
+			"Mozilla/5.0 (compatible; BINGBOT/2.0)":                                            false,
+			"curl/8.5.0":                                                                       false,
+			"UniversalFeedParser/4.2-pre-314-svn +http://feedparser.org/":                      false,
+			"Mozilla/5.0 (X11; Linux x86_64) HeadlessChrome/120.0":                             false,
+			"Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko); compatible; GPTBot/1.2":       false,
+			"Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko); compatible; ChatGPT-User/1.0": true,
+			"Lynx/2.8.7rel.2 libwww-FM/2.14":                                                   true, // unknown: a browser, but few are; not libwww-perl
+			"-":                                                                                true, // unknown: scripts, but also the common format's lack
+		}},
+		"replaced": {func(c *pageview.Config) {
+			c.Bots = []string{"Firefox/27"}
+			c.CountClasses = []string{"human"}
+		}, map[string]bool{
+			browser: false,
+			"Mozilla/5.0 (X11; Linux x86_64) Firefox/125.0": true,
+			"curl/8.5.0": false,
+			"-":          false,
+			"Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko); compatible; ChatGPT-User/1.0": false,
+		}},
+		"all": {func(c *pageview.Config) { c.CountClasses = nil }, map[string]bool{
+			"curl/8.5.0": true, "-": true,
+		}},
+	} {
+		n := normalizer(t, c.edit)
+		for ua, want := range c.uas {
+			cl := n.Classifier().Class([]byte(ua))
+			if got := n.Counts(cl); got != want {
+				t.Errorf("%s: %q, class %s: counted %v, want %v", name, ua, cl, got, want)
+			}
+		}
 	}
 }
 
 func TestValidateNamesKeys(t *testing.T) {
 	for want, edit := range map[string]func(*pageview.Config){
-		"ingest.tail.pages.keep_query[2]: must not be empty":                                       func(c *pageview.Config) { c.KeepQuery = []string{"a", "b", ""} },
-		"ingest.tail.pages.keep_query[0]: must be a parameter name":                                func(c *pageview.Config) { c.KeepQuery = []string{"a=1"} },
-		"ingest.tail.pages.keep_query[1]: must not contain spaces":                                 func(c *pageview.Config) { c.KeepQuery = []string{"a", "b c"} },
-		"ingest.tail.pages.keep_query[1]: same as keep_query[0]":                                   func(c *pageview.Config) { c.KeepQuery = []string{"a_b", "a%5fb"} },
-		`ingest.tail.pages.trailing_slash: must be "keep" or "strip", got "add"`:                   func(c *pageview.Config) { c.TrailingSlash = "add" },
-		"ingest.tail.pages.max_path_bytes: must be 64..65536, got 10":                              func(c *pageview.Config) { c.MaxPathBytes = 10 },
-		"ingest.tail.pages.max_path_bytes: must be 64..65536, got 0":                               func(c *pageview.Config) { c.MaxPathBytes = 0 },
-		`ingest.tail.pages.methods[1]: must be upper case as logged, like "HEAD"`:                  func(c *pageview.Config) { c.Methods = []string{"GET", "head"} },
-		`ingest.tail.pages.methods[0]: must be a request method`:                                   func(c *pageview.Config) { c.Methods = []string{"GET HEAD"} },
-		"ingest.tail.pages.methods[1]: same as methods[0]":                                         func(c *pageview.Config) { c.Methods = []string{"GET", "GET"} },
-		`ingest.tail.pages.statuses[1]: must be a code like "304" or a class like "2xx", got "2x"`: func(c *pageview.Config) { c.Statuses = []string{"200", "2x"} },
-		`ingest.tail.pages.statuses[0]: must be a code like "304"`:                                 func(c *pageview.Config) { c.Statuses = []string{"099"} },
-		"ingest.tail.pages.statuses[1]: same as statuses[0]":                                       func(c *pageview.Config) { c.Statuses = []string{"2xx", "2XX"} },
-		"ingest.tail.pages.static_extensions[1]: must be an extension":                             func(c *pageview.Config) { c.StaticExtensions = []string{"css", "tar.gz"} },
-		"ingest.tail.pages.static_extensions[0]: must be an extension of 1..16":                    func(c *pageview.Config) { c.StaticExtensions = []string{"."} },
-		"ingest.tail.pages.static_extensions[1]: same as static_extensions[0]":                     func(c *pageview.Config) { c.StaticExtensions = []string{"css", ".CSS"} },
-		"ingest.tail.pages.bots[0]: must be 3..128 printable ASCII":                                func(c *pageview.Config) { c.Bots = []string{"bo"} },
-		"ingest.tail.pages.bots[1]: must be 3..128 printable ASCII":                                func(c *pageview.Config) { c.Bots = []string{"bot", "bot\n"} },
-		"ingest.tail.pages.bots[1]: same as bots[0]":                                               func(c *pageview.Config) { c.Bots = []string{"Bot", "bOT"} },
+		"ingest.tail.pages.keep_query[2]: must not be empty":                                                        func(c *pageview.Config) { c.KeepQuery = []string{"a", "b", ""} },
+		"ingest.tail.pages.keep_query[0]: must be a parameter name":                                                 func(c *pageview.Config) { c.KeepQuery = []string{"a=1"} },
+		"ingest.tail.pages.keep_query[1]: must not contain spaces":                                                  func(c *pageview.Config) { c.KeepQuery = []string{"a", "b c"} },
+		"ingest.tail.pages.keep_query[1]: same as keep_query[0]":                                                    func(c *pageview.Config) { c.KeepQuery = []string{"a_b", "a%5fb"} },
+		`ingest.tail.pages.trailing_slash: must be "keep" or "strip", got "add"`:                                    func(c *pageview.Config) { c.TrailingSlash = "add" },
+		"ingest.tail.pages.max_path_bytes: must be 64..65536, got 10":                                               func(c *pageview.Config) { c.MaxPathBytes = 10 },
+		"ingest.tail.pages.max_path_bytes: must be 64..65536, got 0":                                                func(c *pageview.Config) { c.MaxPathBytes = 0 },
+		`ingest.tail.pages.methods[1]: must be upper case as logged, like "HEAD"`:                                   func(c *pageview.Config) { c.Methods = []string{"GET", "head"} },
+		`ingest.tail.pages.methods[0]: must be a request method`:                                                    func(c *pageview.Config) { c.Methods = []string{"GET HEAD"} },
+		"ingest.tail.pages.methods[1]: same as methods[0]":                                                          func(c *pageview.Config) { c.Methods = []string{"GET", "GET"} },
+		`ingest.tail.pages.statuses[1]: must be a code like "304" or a class like "2xx", got "2x"`:                  func(c *pageview.Config) { c.Statuses = []string{"200", "2x"} },
+		`ingest.tail.pages.statuses[0]: must be a code like "304"`:                                                  func(c *pageview.Config) { c.Statuses = []string{"099"} },
+		"ingest.tail.pages.statuses[1]: same as statuses[0]":                                                        func(c *pageview.Config) { c.Statuses = []string{"2xx", "2XX"} },
+		"ingest.tail.pages.static_extensions[1]: must be an extension":                                              func(c *pageview.Config) { c.StaticExtensions = []string{"css", "tar.gz"} },
+		"ingest.tail.pages.static_extensions[0]: must be an extension of 1..16":                                     func(c *pageview.Config) { c.StaticExtensions = []string{"."} },
+		"ingest.tail.pages.static_extensions[1]: same as static_extensions[0]":                                      func(c *pageview.Config) { c.StaticExtensions = []string{"css", ".CSS"} },
+		"ingest.tail.pages.bots[0]: must be 3..128 printable ASCII":                                                 func(c *pageview.Config) { c.Bots = []string{"bo"} },
+		"ingest.tail.pages.bots[1]: must be 3..128 printable ASCII":                                                 func(c *pageview.Config) { c.Bots = []string{"bot", "bot\n"} },
+		"ingest.tail.pages.bots[1]: same as bots[0]":                                                                func(c *pageview.Config) { c.Bots = []string{"Bot", "bOT"} },
+		`ingest.tail.pages.count_classes[1]: must be one of unknown, human, bot, ai_agent, ai_crawler, got "Human"`: func(c *pageview.Config) { c.CountClasses = []string{"bot", "Human"} },
+		"ingest.tail.pages.count_classes[2]: same as count_classes[0]":                                              func(c *pageview.Config) { c.CountClasses = []string{"bot", "human", "bot"} },
 	} {
 		cfg := pageview.DefaultConfig()
 		edit(&cfg)

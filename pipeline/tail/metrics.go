@@ -44,7 +44,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		filtered: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pagewatch_ingest_tail_filtered_lines_total",
 			Help: "Parsed lines that are no page view (counted as skipped), by the filter that dropped them: " +
-				"no_request, method, status, not_a_path, static, bot (ingest.tail.pages), or no_site (no virtual host).",
+				"no_request, method, status, not_a_path, static (ingest.tail.pages), or no_site (no virtual host).",
 		}, []string{"filter"}),
 		bytes: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "pagewatch_ingest_tail_read_bytes_total",
