@@ -22,11 +22,12 @@ type Hit struct {
 	Bytes   uint64
 	Referer string
 	// Class is who sent the hit, as its user agent told the tailer;
-	// Counted is whether the tailer's settings count that class as a
-	// page view (ingest.tail.pages.count_classes). Hits that are not
-	// counted travel too, so that a page's share of each class is known.
-	Class   Class
-	Counted bool
+	// Uncounted is set when the tailer's settings do not count that
+	// class as page views (ingest.tail.pages.count_classes). Such hits
+	// travel too, so that a page's share of each class is known; the
+	// zero value, a counted hit, is what every hit was before classes.
+	Class     Class
+	Uncounted bool
 	// Client is the hit's client key: a keyed hash of its address and
 	// user agent under a salt that changes every UTC day (pipeline/visitor),
 	// 0 when the tailer made none. The address and the user agent
@@ -54,14 +55,14 @@ var (
 //	status  uvarint
 //	bytes   uvarint
 //	who     one byte: the class in bits 0-2, bit 6 set when a client
-//	        key follows, bit 7 set when the hit is counted
+//	        key follows, bit 7 set when the hit is not counted
 //	client  8 bytes, little-endian, when bit 6 says so
 //	site, path, method, referer: each a string
 //
 // Version 2 was the same without who and client, and with the user
 // agent as a fifth string: a tailer now classifies and keys the client
 // itself, and the user agent goes no further than its memory. Its hits
-// decode as counted, of class unknown, with no client key: version 2
+// decode as counted (all of them were), of class unknown, with no client key: version 2
 // tailers dropped what was not counted.
 //
 // A string is a uvarint n. Even n is a literal of n/2 bytes, which follow;
@@ -81,9 +82,9 @@ const numStrings = 4
 
 // The bits of a hit's who byte.
 const (
-	whoClass   = 0x07
-	whoClient  = 0x40
-	whoCounted = 0x80
+	whoClass     = 0x07
+	whoClient    = 0x40
+	whoUncounted = 0x80
 )
 
 // ErrCorrupt is returned by Decode for input that is not a batch. Callers
@@ -125,8 +126,8 @@ func (e *Encoder) Add(h *Hit) {
 	e.buf = binary.AppendUvarint(e.buf, uint64(h.Status))
 	e.buf = binary.AppendUvarint(e.buf, h.Bytes)
 	who := byte(h.Class) & whoClass
-	if h.Counted {
-		who |= whoCounted
+	if h.Uncounted {
+		who |= whoUncounted
 	}
 	if h.Client != 0 {
 		e.buf = append(e.buf, who|whoClient)
@@ -234,9 +235,7 @@ func Decode(data []byte, dst []Hit) ([]Hit, error) {
 		h.Status = uint16(status)
 		h.Bytes = d.uvarint()
 		if version == 3 {
-			h.Class, h.Counted, h.Client = d.who()
-		} else {
-			h.Counted = true
+			h.Class, h.Uncounted, h.Client = d.who()
 		}
 		str := d.string
 		if v1 {
@@ -273,7 +272,7 @@ func batchVersion(data []byte) int {
 	return 0
 }
 
-// who reads a version 3 hit's class, counted bit and client key.
+// who reads a version 3 hit's class, uncounted bit and client key.
 func (d *decoder) who() (Class, bool, uint64) {
 	if len(d.data) == 0 {
 		d.fail("class")
@@ -282,7 +281,7 @@ func (d *decoder) who() (Class, bool, uint64) {
 	b := d.data[0]
 	d.data = d.data[1:]
 	c := Class(b & whoClass)
-	if !c.Valid() || b&^(whoClass|whoClient|whoCounted) != 0 {
+	if !c.Valid() || b&^(whoClass|whoClient|whoUncounted) != 0 {
 		d.fail("class")
 		return 0, false, 0
 	}
@@ -295,7 +294,7 @@ func (d *decoder) who() (Class, bool, uint64) {
 		client = binary.LittleEndian.Uint64(d.data)
 		d.data = d.data[8:]
 	}
-	return c, b&whoCounted != 0, client
+	return c, b&whoUncounted != 0, client
 }
 
 type decoder struct {

@@ -50,7 +50,7 @@ func TestDictionary(t *testing.T) {
 			h := Hit{Time: time.Unix(1431857103+int64(rng.IntN(100))-50, 0).UTC(), Site: "example.com",
 				Path: fmt.Sprintf("/p/%d", rng.IntN(distinct)), Method: "GET", Status: 200, Bytes: uint64(i),
 				Referer: unsafe.String(unsafe.SliceData(ref), len(ref)),
-				Class:   Class(i % int(numClasses)), Counted: i%3 > 0, Client: uint64(rng.IntN(distinct)) * 0x9E3779B97F4A7C15,
+				Class:   Class(i % int(numClasses)), Uncounted: i%3 == 0, Client: uint64(rng.IntN(distinct)) * 0x9E3779B97F4A7C15,
 				Offset: uint64(i * 100)}
 			if i%5 == 0 {
 				h.Offset = uint64(rng.Uint64()) // backwards too
@@ -77,8 +77,8 @@ func TestDictionary(t *testing.T) {
 // TestDecodeV1 reads a batch of version 1, which tailers wrote before.
 func TestDecodeV1(t *testing.T) {
 	want := []Hit{
-		{Time: time.Unix(1431857103, 0).UTC(), Site: "example.com", Path: "/pricing", Method: "GET", Status: 200, Bytes: 1234, Referer: "-", Counted: true, Offset: 0},
-		{Time: time.Unix(1431857100, 0).UTC(), Site: "example.com", Path: "/", Method: "GET", Status: 304, Counted: true, Offset: 1 << 40},
+		{Time: time.Unix(1431857103, 0).UTC(), Site: "example.com", Path: "/pricing", Method: "GET", Status: 200, Bytes: 1234, Referer: "-", Offset: 0},
+		{Time: time.Unix(1431857100, 0).UTC(), Site: "example.com", Path: "/", Method: "GET", Status: 304, Offset: 1 << 40},
 	}
 	data := []byte("PWH1")
 	for _, h := range want {
@@ -98,8 +98,8 @@ func TestDecodeV1(t *testing.T) {
 // no client key, and its user agents are read past.
 func TestDecodeV2(t *testing.T) {
 	want := []Hit{
-		{Time: time.Unix(1431857103, 0).UTC(), Site: "example.com", Path: "/pricing", Method: "GET", Status: 200, Bytes: 1234, Referer: "-", Counted: true, Offset: 7},
-		{Time: time.Unix(1431857100, 0).UTC(), Site: "example.com", Path: "/", Method: "GET", Status: 304, Counted: true, Offset: 1 << 40},
+		{Time: time.Unix(1431857103, 0).UTC(), Site: "example.com", Path: "/pricing", Method: "GET", Status: 200, Bytes: 1234, Referer: "-", Offset: 7},
+		{Time: time.Unix(1431857100, 0).UTC(), Site: "example.com", Path: "/", Method: "GET", Status: 304, Offset: 1 << 40},
 	}
 	data := []byte("PWH2")
 	var t0 int64
@@ -151,7 +151,7 @@ func FuzzRoundTrip(f *testing.F) {
 		var want []Hit
 		for i := 0; i+4 < len(parts) && i < 5000; i += 3 {
 			h := Hit{Time: time.Unix(int64(seed)+int64(i)*int64(seed%7)-1000, 0).UTC(), Site: parts[i], Path: parts[i+1],
-				Method: parts[i+2], Referer: parts[i+3], Class: Class(seed % uint64(numClasses)), Counted: seed&1 == 0,
+				Method: parts[i+2], Referer: parts[i+3], Class: Class(seed % uint64(numClasses)), Uncounted: seed&1 == 1,
 				Client: seed * uint64(i), Status: uint16(seed % 1000),
 				Bytes: seed >> 3, Offset: seed * uint64(i)}
 			e.Add(&h)
@@ -173,7 +173,7 @@ func BenchmarkDecode(b *testing.B) {
 	for i := 0; i < 5000; i++ {
 		e.Add(&Hit{Time: time.Unix(1431857103+int64(i), 0), Site: "example.com", Path: "/blog/2015/05/some-post.html",
 			Method: "GET", Status: 200, Bytes: 12345, Referer: "https://www.google.com/search?q=pagewatch",
-			Class: ClassHuman, Counted: true, Client: uint64(i%700) * 0x9E3779B97F4A7C15, Offset: uint64(i * 200)})
+			Class: ClassHuman, Client: uint64(i%700) * 0x9E3779B97F4A7C15, Offset: uint64(i * 200)})
 	}
 	data := e.Bytes()
 	dst := make([]Hit, 0, 5000)
@@ -197,7 +197,7 @@ func BenchmarkEncode(b *testing.B) {
 		hits[i] = Hit{Time: time.Unix(1431857103+int64(i/10), 0), Site: "example.com",
 			Path: fmt.Sprintf("/blog/2015/05/post-%d.html", rng.IntN(1000)), Method: "GET", Status: 200, Bytes: 12345,
 			Referer: fmt.Sprintf("https://www.google.com/search?q=pagewatch+%d", rng.IntN(100)),
-			Class:   ClassHuman, Counted: true, Client: uint64(rng.IntN(300)) * 0x9E3779B97F4A7C15,
+			Class:   ClassHuman, Client: uint64(rng.IntN(300)) * 0x9E3779B97F4A7C15,
 			Offset: uint64(i * 200)}
 	}
 	var e Encoder

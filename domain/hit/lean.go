@@ -35,7 +35,7 @@ type LeanHit struct {
 	Client              uint64 // as Hit.Client
 	Site, Path, Referer uint32
 	Class               Class // as Hit.Class
-	Counted             bool  // as Hit.Counted
+	Uncounted           bool  // as Hit.Uncounted
 }
 
 // Str is the string whose id is id.
@@ -117,9 +117,9 @@ func (d *leanDecoder) hits(dst []LeanHit, v3 bool) ([]LeanHit, error) {
 		} else {
 			d.pos = p
 		}
-		h := LeanHit{Counted: true}
+		var h LeanHit
 		if v3 {
-			h.Class, h.Counted, h.Client = d.who()
+			h.Class, h.Uncounted, h.Client = d.who()
 		}
 		// Site, path, method, referer (and a version 2 user agent).
 		for f := range strs {
@@ -157,7 +157,7 @@ func uv(b []byte, p int) (uint64, int) {
 // before version 2.
 func (d *leanDecoder) hitsV1(dst []LeanHit) ([]LeanHit, error) {
 	for d.pos < len(d.data) {
-		h := LeanHit{Counted: true}
+		var h LeanHit
 		h.Unix, h.Offset = d.varint(), d.uvarint()
 		if status := d.uvarint(); status > 999 {
 			d.fail("status")
@@ -193,7 +193,7 @@ func (d *leanDecoder) fail(what string) {
 	d.pos = len(d.data)
 }
 
-// who reads a version 3 hit's class, counted bit and client key.
+// who reads a version 3 hit's class, uncounted bit and client key.
 func (d *leanDecoder) who() (Class, bool, uint64) {
 	if d.pos >= len(d.data) {
 		d.fail("class")
@@ -202,7 +202,7 @@ func (d *leanDecoder) who() (Class, bool, uint64) {
 	b := d.data[d.pos]
 	d.pos++
 	c := Class(b & whoClass)
-	if !c.Valid() || b&^(whoClass|whoClient|whoCounted) != 0 {
+	if !c.Valid() || b&^(whoClass|whoClient|whoUncounted) != 0 {
 		d.fail("class")
 		return 0, false, 0
 	}
@@ -215,7 +215,7 @@ func (d *leanDecoder) who() (Class, bool, uint64) {
 		client = binary.LittleEndian.Uint64(d.data[d.pos:])
 		d.pos += 8
 	}
-	return c, b&whoCounted != 0, client
+	return c, b&whoUncounted != 0, client
 }
 
 func (d *leanDecoder) varint() int64 {

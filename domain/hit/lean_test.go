@@ -114,7 +114,7 @@ func FuzzRoundTripLean(f *testing.F) {
 		n := 0
 		for i := 0; i+4 < len(parts) && i < 5000; i += 3 {
 			e.Add(&Hit{Time: time.Unix(int64(seed)+int64(i)*int64(seed%7)-1000, 0).UTC(), Site: parts[i], Path: parts[i+1],
-				Method: parts[i+2], Referer: parts[i+3], Class: Class(seed % uint64(numClasses)), Counted: seed&1 == 0,
+				Method: parts[i+2], Referer: parts[i+3], Class: Class(seed % uint64(numClasses)), Uncounted: seed&1 == 1,
 				Client: seed * uint64(i), Status: uint16(seed % 1000),
 				Bytes: seed >> 3, Offset: seed * uint64(i)})
 			n++
