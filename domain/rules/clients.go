@@ -19,9 +19,6 @@ const (
 	CountVisitors Count = "visitors"
 )
 
-// Visitors reports whether the rule counts visitors rather than views.
-func (r *Rule) Visitors() bool { return r.Count == CountVisitors }
-
 // ClientGuard keeps a rule that judges a page against its own past from
 // firing on a surge that is not people reading: most of the window's
 // views from one client (a scraper with a browser's user agent), or from
@@ -45,22 +42,20 @@ type ClientGuard struct {
 // not a page taking off.
 const defaultGuardShare = 0.5
 
-// TopShareLimit is the busiest client's share of a window's views above
-// which the rule does not fire; 0: no limit.
-func (r *Rule) TopShareLimit() float64 { return r.guardShare(r.Clients.MaxTopShare) }
-
-// UnknownShareLimit is the unknown clients' share of a window's hits
-// above which the rule does not fire; 0: no limit.
-func (r *Rule) UnknownShareLimit() float64 { return r.guardShare(r.Clients.MaxUnknownShare) }
-
-func (r *Rule) guardShare(set *float64) float64 {
-	if set != nil {
-		return *set
+// Limits are the guard's shares for a rule of kind k: the busiest
+// client's share of a window's keyed views, and the unknown clients'
+// share of its hits, above which the rule does not fire; 0: no limit.
+func (g ClientGuard) Limits(k Kind) (top, unknown float64) {
+	share := func(set *float64) float64 {
+		switch {
+		case set != nil:
+			return *set
+		case k == KindThreshold:
+			return 0
+		}
+		return defaultGuardShare
 	}
-	if r.Kind() == KindThreshold {
-		return 0
-	}
-	return defaultGuardShare
+	return share(g.MaxTopShare), share(g.MaxUnknownShare)
 }
 
 // validateClients checks count and clients.

@@ -266,11 +266,9 @@ func TestClientGuardDefaults(t *testing.T) {
 		{Rule{Unusual: &Unusual{}}, 0.5},
 		{Rule{Spike: &Spike{}, Clients: ClientGuard{MaxTopShare: &zero, MaxUnknownShare: &zero}}, 0},
 	} {
-		if got := c.r.TopShareLimit(); got != c.want {
-			t.Errorf("%s: top share limit %v, want %v", c.r.Kind(), got, c.want)
-		}
-		if got := c.r.UnknownShareLimit(); got != c.want {
-			t.Errorf("%s: unknown share limit %v, want %v", c.r.Kind(), got, c.want)
+		top, unknown := c.r.Clients.Limits(c.r.Kind())
+		if top != c.want || unknown != c.want {
+			t.Errorf("%s: limits %v and %v, want %v", c.r.Kind(), top, unknown, c.want)
 		}
 	}
 }
