@@ -28,10 +28,16 @@ import (
 // again in another message (a recovery, a --from-start run, a replay) is
 // the same hits row.
 func (h Hits) InsertHits(ctx context.Context, batches []hit.Batch) error {
-	rows, pages, refs := sortedRows(batches)
-	defer putRows(&rows)
-	if len(rows) == 0 {
+	all, pages, refs := sortedRows(batches)
+	defer putRows(&all)
+	if len(all) == 0 {
 		return nil
+	}
+	// Views are the counted hits; the others (bots, by default) are in
+	// page_clients only.
+	rows, filtered := countedRows(all)
+	if filtered != nil {
+		defer putRows(filtered)
 	}
 	minutes := countMinutes(rows)
 	defer minuteSlices.put(&minutes)
@@ -40,6 +46,16 @@ func (h Hits) InsertHits(ctx context.Context, batches []hit.Batch) error {
 	for _, part := range splitBy(len(minutes), func(i int) int { return minutes[i].month }) {
 		if err := h.insertMinutes(ctx, minutes[part.from:part.to], pages); err != nil {
 			return fmt.Errorf("insert %d page-minute counts of month %d: %w", part.to-part.from, part.key, err)
+		}
+	}
+	// Who sent them: written before loaded_days like the counts, though
+	// nothing is sealed from them, so that a message's rows are all in
+	// once any sealed day counts it.
+	clients := countClients(all)
+	defer clientSlices.put(&clients)
+	for _, part := range splitBy(len(clients), func(i int) int { return int(clients[i].day) }) {
+		if err := h.insertClients(ctx, clients[part.from:part.to], pages); err != nil {
+			return fmt.Errorf("insert %d page-minute clients of day %d: %w", part.to-part.from, part.key, err)
 		}
 	}
 	// Then which messages those counts hold for which days, never before
@@ -67,13 +83,16 @@ func (h Hits) InsertHits(ctx context.Context, batches []hit.Batch) error {
 // It holds no pointers, so the garbage collector neither scans the rows
 // nor slows their copying in the sort with write barriers.
 type row struct {
-	day  int32  // dayOf(unix), the partition
-	page uint32 // rank of (site, path) among the insert's pages
-	ref  uint32 // index of the referrer in the insert's strings
-	unix int64
-	seq  uint64 // hits.seq: the batch's HitKey; with the offset, the event id
-	msg  uint64 // page_minutes.seq: the batch's MsgKey
-	off  uint64 // the hit's line offset
+	day     int32  // dayOf(unix), the partition
+	page    uint32 // rank of (site, path) among the insert's pages
+	ref     uint32 // index of the referrer in the insert's strings
+	class   hit.Class
+	counted bool
+	unix    int64
+	seq     uint64 // hits.seq: the batch's HitKey; with the offset, the event id
+	msg     uint64 // page_minutes.seq: the batch's MsgKey
+	off     uint64 // the hit's line offset
+	client  uint64 // the hit's client key
 }
 
 // page is a (site, path); an insert's pages are indexed by rank.
@@ -116,7 +135,8 @@ func sortedRows(batches []hit.Batch) ([]row, []page, []string) {
 					dayEnd = dayStart + 86400
 					days[day] = 0
 				}
-				*rows = append(*rows, row{day: day, page: id, unix: h.Unix, seq: hitKey, msg: msgKey, off: h.Offset, ref: ref})
+				*rows = append(*rows, row{day: day, page: id, unix: h.Unix, seq: hitKey, msg: msgKey, off: h.Offset, ref: ref,
+					class: h.Class, counted: !h.Uncounted, client: h.Client})
 			}
 			continue
 		}
@@ -139,7 +159,8 @@ func sortedRows(batches []hit.Batch) ([]row, []page, []string) {
 				dayEnd = dayStart + 86400
 				days[day] = 0
 			}
-			*rows = append(*rows, row{day: day, page: id, unix: unix, seq: hitKey, msg: msgKey, off: h.Offset, ref: refs.id(h.Referer)})
+			*rows = append(*rows, row{day: day, page: id, unix: unix, seq: hitKey, msg: msgKey, off: h.Offset, ref: refs.id(h.Referer),
+				class: h.Class, counted: !h.Uncounted, client: h.Client})
 		}
 	}
 	// Rank pages and days; bucket = day index × pages + page rank.
