@@ -10,9 +10,6 @@ import (
 	"github.com/pagewatch/pagewatch/domain/hit"
 )
 
-// insertPageClients writes page_clients (schema/migrations/0005).
-const insertPageClients = `INSERT INTO page_clients (site, path, minute, seq, class, counted, client, hits)`
-
 // clientCount is one page_clients row.
 type clientCount struct {
 	day     int32  // as in row: the partition

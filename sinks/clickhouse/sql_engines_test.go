@@ -51,6 +51,13 @@ var sampleRuns = map[string]string{
 		SealedBefore: time.Unix(1700006400, 0),
 		Floor:        1,
 	}),
+	// Visitors (visitorqueries.go), over a page_clients row of the same
+	// page and minute: one client, counted.
+	"insertPageClients": insertPageClients + " VALUES ('example.com', '/p', toDateTime(1700000000), 7, 1, 1, 12345, 3)",
+	"queryVisitorCounts": bindVisitorCounts(traffic.WindowQuery{Measure: traffic.Visitors, Sites: []string{"example.com", "o'ther"},
+		Starts: []time.Time{{}, time.Unix(1699999000, 0), time.Unix(1800000000, 0)}, End: time.Unix(1700100000, 0), Floor: 0}),
+	"querySpanVisitors": bindSpanVisitors(traffic.SpanQuery{Sites: []string{"example.com"}, Paths: []string{"/p", "o'ther"},
+		Spans: []traffic.Span{{From: time.Unix(1699995600, 0), To: time.Unix(1699999200, 0)}, {From: time.Unix(1699999200, 0), To: time.Unix(1700002800, 0)}}}),
 	"queryHourCounts": bindHourCounts(traffic.HourQuery{Sites: []string{"example.com"}, Paths: []string{"/p", "o'ther"},
 		Spans: []traffic.Span{{From: time.Unix(1699995600, 0), To: time.Unix(1699999200, 0)}, {From: time.Unix(1699999200, 0), To: time.Unix(1700002800, 0)}}}, false),
 	// The page_hours statements, over the same page-minute row: its day
@@ -99,6 +106,18 @@ func bindWindowCounts(q traffic.WindowQuery) string {
 	if err != nil {
 		panic(err)
 	}
+	return bind(sql, args...)
+}
+
+// bindVisitorCounts renders queryVisitorCounts as WindowCounts would.
+func bindVisitorCounts(q traffic.WindowQuery) string {
+	sql, args := visitorCountsSQL(q)
+	return bind(sql, args...)
+}
+
+// bindSpanVisitors renders querySpanVisitors as SpanVisitors would.
+func bindSpanVisitors(q traffic.SpanQuery) string {
+	sql, args := spanVisitorsSQL(q)
 	return bind(sql, args...)
 }
 
@@ -177,7 +196,7 @@ func statements(t *testing.T) []sqlcheck.Statement {
 // statement cannot skip the check.
 func queryConstNames(t *testing.T) []string {
 	var names []string
-	for _, file := range []string{"queries.go", "sweepqueries.go", "explainqueries.go", "consolequeries.go"} {
+	for _, file := range []string{"queries.go", "sweepqueries.go", "explainqueries.go", "consolequeries.go", "visitorqueries.go"} {
 		names = append(names, constNames(t, file)...)
 	}
 	return names

@@ -25,6 +25,9 @@ import (
 // of End if earlier). Both tables are read with FINAL, exact before and
 // after merges (see sweepqueries.go).
 func (cs Counts) WindowCounts(ctx context.Context, q traffic.WindowQuery) ([]traffic.PageCount, error) {
+	if q.Measure == traffic.Visitors {
+		return cs.visitorCounts(ctx, q)
+	}
 	sql, args, err := windowCountsSQL(q)
 	if err != nil {
 		return nil, err
