@@ -52,7 +52,15 @@ const maxGroups = 100_000
 type normalKey struct {
 	spans      int // the spans' number in baselines.spanIDs
 	kind       rules.Kind
+	measure    traffic.Measure
 	site, path string
+}
+
+// spanGroupKey is the normals one query reads: the same spans, counted
+// the same way.
+type spanGroupKey struct {
+	spans   int
+	measure traffic.Measure
 }
 
 type spanned struct {
@@ -107,7 +115,7 @@ func (b *baselines) keyOf(r *rules.Rule, i int, site, path string, to time.Time)
 		g.id = id
 		b.groups[sp] = g
 	}
-	return normalKey{spans: g.id, kind: r.Kind(), site: site, path: path}, g.spans, true
+	return normalKey{spans: g.id, kind: r.Kind(), measure: measureOf(r), site: site, path: path}, g.spans, true
 }
 
 // expect fills in exp for the observations of rules with a normal that
@@ -130,9 +138,9 @@ func (b *baselines) expect(ctx context.Context, set *ruleSet, obs map[string][]o
 	// normal over the same window, as in a file of rules, one per site)
 	// share it, and so do the sites whose data begins before those hours:
 	// a query per rule was most of a first sweep's time.
-	missing := map[int]map[normalKey][]ref{}
-	spansOf := map[int][]rules.Interval{}
-	slotOfGroup := map[int]time.Time{}
+	missing := map[spanGroupKey]map[normalKey][]ref{}
+	spansOf := map[spanGroupKey][]rules.Interval{}
+	slotOfGroup := map[spanGroupKey]time.Time{}
 	for key, list := range obs {
 		for i, o := range list {
 			r := set.rules[o.pt.rule]
@@ -148,11 +156,12 @@ func (b *baselines) expect(ctx context.Context, set *ruleSet, obs map[string][]o
 				list[i].exp = c.exp
 				continue
 			}
-			if missing[nk.spans] == nil {
-				missing[nk.spans] = map[normalKey][]ref{}
-				spansOf[nk.spans], slotOfGroup[nk.spans] = spans, slot
+			gk := spanGroupKey{nk.spans, nk.measure}
+			if missing[gk] == nil {
+				missing[gk] = map[normalKey][]ref{}
+				spansOf[gk], slotOfGroup[gk] = spans, slot
 			}
-			missing[nk.spans][nk] = append(missing[nk.spans][nk], ref{key, i})
+			missing[gk][nk] = append(missing[gk][nk], ref{key, i})
 		}
 	}
 	for g, pages := range missing {
@@ -163,8 +172,12 @@ func (b *baselines) expect(ctx context.Context, set *ruleSet, obs map[string][]o
 			// page, beats naming them run after run.
 			runs = [][]normalKey{slices.Concat(runs...)}
 		}
+		read := b.readNormals
+		if g.measure == traffic.Visitors {
+			read = b.readVisitorNormals
+		}
 		for _, run := range runs {
-			if err := b.readNormals(ctx, set, obs, slotOfGroup[g], spansOf[g], run, pages, all); err != nil {
+			if err := read(ctx, set, obs, slotOfGroup[g], spansOf[g], run, pages, all); err != nil {
 				return err
 			}
 		}
@@ -266,6 +279,51 @@ func (b *baselines) readNormals(ctx context.Context, set *ruleSet, obs map[strin
 		}
 		first := obs[rs[0].key][rs[0].i]
 		e := set.rules[first.pt.rule].Normal(spans, counts)
+		for _, r := range rs {
+			obs[r.key][r.i].exp = e
+		}
+		b.cache[k] = cachedExpected{slot: slot, exp: e}
+	}
+	return nil
+}
+
+// readVisitorNormals is readNormals for rules counting visitors: each
+// span's distinct visitors, read whole, since a person seen in two hours
+// of a span is one visitor of it.
+func (b *baselines) readVisitorNormals(ctx context.Context, set *ruleSet, obs map[string][]observation, slot time.Time, spans []rules.Interval, run []normalKey, refs map[normalKey][]ref, all bool) error {
+	q := traffic.SpanQuery{AllPaths: all}
+	for _, sp := range spans {
+		q.Spans = append(q.Spans, traffic.Span{From: sp.From, To: sp.To})
+	}
+	for _, k := range run {
+		q.Sites = append(q.Sites, k.site)
+		if !all {
+			q.Paths = append(q.Paths, k.path)
+		}
+	}
+	slices.Sort(q.Sites)
+	q.Sites = slices.Compact(q.Sites)
+	slices.Sort(q.Paths)
+	q.Paths = slices.Compact(q.Paths)
+	counts := map[page][]uint64{}
+	err := b.counts.SpanVisitors(ctx, q, func(site, path string, span int, n uint64) {
+		p := page{site, path}
+		if counts[p] == nil {
+			counts[p] = make([]uint64, len(spans))
+		}
+		counts[p][span] = n
+	})
+	if err != nil {
+		return fmt.Errorf("visitor baselines of %d pages over %d spans: %w", len(run), len(spans), err)
+	}
+	for _, k := range run {
+		rs := refs[k]
+		c := counts[page{k.site, k.path}]
+		if c == nil {
+			c = make([]uint64, len(spans))
+		}
+		first := obs[rs[0].key][rs[0].i]
+		e := set.rules[first.pt.rule].Normal(spans, c)
 		for _, r := range rs {
 			obs[r.key][r.i].exp = e
 		}

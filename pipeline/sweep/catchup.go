@@ -82,7 +82,11 @@ func (s *Sweeper) rollingCatchUp(ctx context.Context, set *ruleSet, last, now ti
 	}
 	slices.Sort(q.Sites)
 
-	all, rows, err := scanSeries(ctx, s.counts, set, q, func(r *rules.Rule) bool { return r.Window.Kind == rules.Rolling })
+	// Visitors are distinct over a whole window and cannot be added up
+	// from minutes: rules counting them are judged at sweep time only.
+	all, rows, err := scanSeries(ctx, s.counts, set, q, func(r *rules.Rule) bool {
+		return r.Window.Kind == rules.Rolling && r.Count != rules.CountVisitors
+	})
 	if err != nil {
 		return rows, err
 	}

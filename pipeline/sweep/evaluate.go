@@ -21,6 +21,9 @@ type Counter interface {
 	ScanMinutes(ctx context.Context, q traffic.MinuteScan, fn func(site, path string, minute time.Time, hits uint64) error) error
 	// For the baselines of spike and new_page rules (baseline.go).
 	HourCounts(ctx context.Context, q traffic.HourQuery, fn func(site, path string, hour time.Time, hits uint64)) error
+	// For the baselines of rules counting visitors, which are distinct
+	// over each span and cannot be summed from hours.
+	SpanVisitors(ctx context.Context, q traffic.SpanQuery, fn func(site, path string, span int, visitors uint64)) error
 	DataStarts(ctx context.Context) (map[string]time.Time, error)
 	// For holding drops while a site's data is late (freshness.go).
 	DataEnds(ctx context.Context, since time.Time) (map[string]time.Time, error)
@@ -105,6 +108,14 @@ func newRuleSet(rs []rules.Rule) *ruleSet {
 	slices.Sort(set.sites)
 	set.floor = floor
 	return set
+}
+
+// measureOf is what a rule's counts count.
+func measureOf(r *rules.Rule) traffic.Measure {
+	if r.Count == rules.CountVisitors {
+		return traffic.Visitors
+	}
+	return traffic.Views
 }
 
 // siteOf is the site a query for a rule reads: "" for every site.
@@ -225,19 +236,32 @@ func (s *Sweeper) count(ctx context.Context, set *ruleSet, pts []point, every bo
 	if every {
 		floor = 0
 	}
-	byEnd := map[time.Time][]point{}
-	var ends []time.Time
-	for _, p := range pts {
-		if _, ok := byEnd[p.to]; !ok {
-			ends = append(ends, p.to)
-		}
-		byEnd[p.to] = append(byEnd[p.to], p)
+	// Points with the same end and measure share a query: views and
+	// visitors are read from different tables.
+	type endOf struct {
+		to time.Time
+		m  traffic.Measure
 	}
-	slices.SortFunc(ends, func(a, b time.Time) int { return a.Compare(b) })
+	byEnd := map[endOf][]point{}
+	var ends []endOf
+	for _, p := range pts {
+		k := endOf{p.to, measureOf(set.rules[p.rule])}
+		if _, ok := byEnd[k]; !ok {
+			ends = append(ends, k)
+		}
+		byEnd[k] = append(byEnd[k], p)
+	}
+	slices.SortFunc(ends, func(a, b endOf) int {
+		if c := a.to.Compare(b.to); c != 0 {
+			return c
+		}
+		return int(a.m) - int(b.m)
+	})
 	obs := map[string][]observation{}
 	rows := 0
-	for _, end := range ends {
-		group := byEnd[end]
+	for _, ek := range ends {
+		end := ek.to
+		group := byEnd[ek]
 		var starts []time.Time
 		// startIdx is t's index into starts, added if new.
 		startIdx := func(t time.Time) int {
@@ -267,7 +291,7 @@ func (s *Sweeper) count(ctx context.Context, set *ruleSet, pts []point, every bo
 				shortIdx[i] = startIdx(from)
 			}
 		}
-		q := traffic.WindowQuery{Starts: starts, End: end, SealedBefore: s.seals.daysBefore(), Floor: floor}
+		q := traffic.WindowQuery{Measure: ek.m, Starts: starts, End: end, SealedBefore: s.seals.daysBefore(), Floor: floor}
 		for site := range sites {
 			q.Sites = append(q.Sites, site)
 		}

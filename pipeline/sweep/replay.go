@@ -41,8 +41,13 @@ func replay(ctx context.Context, src MinuteSource, set *ruleSet, base map[string
 		}
 	}
 	first := &firstRows{src: src, first: map[string]time.Time{}}
+	for _, r := range set.rules {
+		if r.Count == rules.CountVisitors {
+			logger.Warn("a backtest replays per-minute views; this rule counts visitors, which are distinct over a whole window, and is left out", "rule", r.Name)
+		}
+	}
 	all, _, err := scanSeries(ctx, first, set, traffic.MinuteScan{Sites: set.sites, From: scanFrom, To: now.Truncate(time.Minute).Add(time.Minute)},
-		func(*rules.Rule) bool { return true })
+		func(r *rules.Rule) bool { return r.Count != rules.CountVisitors })
 	if err != nil {
 		return nil, err
 	}
