@@ -55,7 +55,7 @@ func TestVisitorThresholdFiresOnDistinctClients(t *testing.T) {
 		t.Fatalf("50 visitors is not more than 50, and 1,200 views not more than 5,000; got %+v", jobs)
 	}
 	b.addVisits(t, "/pricing", keys(51, 1), 1, now.Add(-5*time.Minute)) // the 51st visitor
-	b.seq--                                                              // ... loaded again, as one message
+	b.seq--                                                             // ... loaded again, as one message
 	b.addVisits(t, "/pricing", keys(51, 1), 1, now.Add(-5*time.Minute))
 	b.sweep(t, s)
 	b.sweep(t, s)
