@@ -5,6 +5,7 @@ import (
 	"log/slog"
 
 	"github.com/pagewatch/pagewatch/domain/hit"
+	"github.com/pagewatch/pagewatch/pipeline/classify"
 	"github.com/pagewatch/pagewatch/pipeline/logformat"
 	"github.com/pagewatch/pagewatch/pipeline/pageview"
 )
@@ -23,6 +24,9 @@ type hitBatch struct {
 	enc   hit.Encoder
 	entry logformat.Entry
 	lines int // lines in the batch, hits or not
+	// classes is this batch's own cache of pages' classifier, made on
+	// first use: a batch is filled by one goroutine, so it needs no lock.
+	classes *classify.Cache
 }
 
 func newHitBatch(p logformat.Parser, site string, pages *pageview.Normalizer, m *metrics, logger *slog.Logger) hitBatch {
@@ -63,9 +67,15 @@ func (b *hitBatch) add(line []byte, offset int64) {
 		m.skipped(drop)
 		return
 	}
+	if b.classes == nil {
+		b.classes = b.pages.Classifier().NewCache(0)
+	}
+	h.Class = b.classes.Class(b.entry.UserAgent)
+	h.Uncounted = !b.pages.Counts(h.Class)
 	h.Offset = uint64(offset)
 	b.enc.Add(&h)
 	m.hits.Inc()
+	m.byClass[h.Class].Inc()
 }
 
 // tooLong counts a line over max_line_bytes, dropped unparsed; the

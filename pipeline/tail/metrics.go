@@ -3,6 +3,7 @@ package tail
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/pagewatch/pagewatch/domain/hit"
 	"github.com/pagewatch/pagewatch/pipeline/logformat"
 	"github.com/pagewatch/pagewatch/pipeline/pageview"
 )
@@ -15,6 +16,7 @@ type metrics struct {
 	lines     *prometheus.CounterVec // by result: hit, malformed, skipped
 	malformed *prometheus.CounterVec // by reason
 	filtered  *prometheus.CounterVec // by filter: why a parsed line is no page view
+	classes   *prometheus.CounterVec // hits by client class
 	bytes     prometheus.Counter
 	batches   prometheus.Counter
 	retries   prometheus.Counter
@@ -24,6 +26,7 @@ type metrics struct {
 	// line costs more than the counting.
 	hits, malformedLines, skippedLines prometheus.Counter
 	byReason, byFilter                 map[string]prometheus.Counter
+	byClass                            []prometheus.Counter // by hit.Class
 
 	// With --from-start, by input (its configured path).
 	backfillBytes *prometheus.CounterVec
@@ -46,6 +49,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Parsed lines that are no page view (counted as skipped), by the filter that dropped them: " +
 				"no_request, method, status, not_a_path, static (ingest.tail.pages), or no_site (no virtual host).",
 		}, []string{"filter"}),
+		classes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pagewatch_ingest_tail_hits_by_class_total",
+			Help: "Hits published, by client class as the user agent tells: human, bot, ai_agent, ai_crawler, unknown; " +
+				"counted as views or not (ingest.tail.pages.count_classes).",
+		}, []string{"class"}),
 		bytes: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "pagewatch_ingest_tail_read_bytes_total",
 			Help: "Bytes read from access logs.",
@@ -75,7 +83,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Bytes the backfill (ingest tail --from-start) has to read, by input: rotated files not yet published and the live file up to its size at start.",
 		}, []string{"file"}),
 	}
-	reg.MustRegister(m.lines, m.malformed, m.filtered, m.bytes, m.batches, m.retries, m.rotations,
+	reg.MustRegister(m.lines, m.malformed, m.filtered, m.classes, m.bytes, m.batches, m.retries, m.rotations,
 		m.backfillBytes, m.backfillLines, m.backfillTotal)
 	m.hits = m.lines.WithLabelValues("hit")
 	m.malformedLines = m.lines.WithLabelValues("malformed")
@@ -86,6 +94,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m.byReason = map[string]prometheus.Counter{}
 	for _, r := range logformat.Reasons() {
 		m.byReason[r] = m.malformed.WithLabelValues(r)
+	}
+	for _, c := range hit.Classes() {
+		m.byClass = append(m.byClass, m.classes.WithLabelValues(c.String()))
 	}
 	m.byFilter = map[string]prometheus.Counter{}
 	for _, f := range append(pageview.Reasons(), filterNoSite) {

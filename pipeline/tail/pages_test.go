@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/pagewatch/pagewatch/domain/hit"
 	"github.com/pagewatch/pagewatch/internal/testcheck"
 	"github.com/pagewatch/pagewatch/pipeline/pageview"
 	"github.com/pagewatch/pagewatch/pipeline/tail"
@@ -52,9 +53,25 @@ func TestPagesFilteredAndCounted(t *testing.T) {
 	})
 	hits := b.waitHits(t, kept)
 	paths := map[string]string{}
+	classes, counted := map[hit.Class]float64{}, 0
 	for _, h := range hits {
 		paths[h.Site+h.Path] = h.Method
+		classes[h.Class]++
+		if !h.Uncounted {
+			counted++
+		}
 	}
+	// The real log's counted views (pipeline/pageview's TestRealLog) and
+	// the vhost lines' two; bots' views travel too, not counted.
+	if counted != 1876+2 {
+		t.Errorf("%d hits counted, want %d", counted, 1876+2)
+	}
+	for _, c := range hit.Classes() {
+		if got := counter(t, reg, "pagewatch_ingest_tail_hits_by_class_total", "class", c.String()); got != classes[c] {
+			t.Errorf("hits_by_class{class=%q} = %v, hits of the class %v", c, got, classes[c])
+		}
+	}
+	t.Logf("hits by class: %v", classes)
 	for _, p := range []string{"example.com/", "shop.example.com/cart/items%2Fall", "shop.example.com/a%0A%00b"} {
 		if paths[p] != "GET" {
 			t.Errorf("no hit on %s", p)
