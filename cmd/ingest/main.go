@@ -42,11 +42,13 @@ func main() { os.Exit(daemon.Exec(program)) }
 // tailFlags are `ingest tail`'s flags.
 type tailFlags struct {
 	fromStart, backfillOnly, stdin bool
+	classify                       classifyFlags
 }
 
 func (f *tailFlags) bind(fs *flag.FlagSet) {
 	fs.BoolVar(&f.fromStart, "from-start", false, "tail: first publish every input's rotated logs (access.log.1, access.log.2.gz, ...) not published yet, oldest first, and each file without a saved position from its beginning; then follow as usual. Safe to interrupt and to run again within nats.hits_max_age; past that the stream no longer says what was published, so run it once, not on every start")
 	fs.BoolVar(&f.backfillOnly, "backfill-only", false, "tail: with --from-start, exit once every file has been read to its end instead of following")
+	f.classify.bind(fs)
 	fs.BoolVar(&f.stdin, "stdin", false, `tail: read access-log lines from standard input (Apache: CustomLog "|/usr/bin/ingest tail --stdin --config /etc/pagewatch.yaml" combined), in ingest.tail.stdin's format, instead of the files and syslog; exit at end of input. Lines in the pipe when ingest dies are lost. No admin endpoint`)
 }
 
@@ -81,6 +83,9 @@ func runTail(ctx context.Context, env *daemon.Env, f tailFlags) error {
 	if f.backfillOnly && !f.fromStart {
 		return &daemon.UsageError{Err: errors.New("--backfill-only needs --from-start")}
 	}
+	if f.classify.file != "" {
+		return runClassify(env, f)
+	}
 	if f.stdin {
 		return runStdin(ctx, env, f)
 	}
@@ -103,7 +108,7 @@ func runTail(ctx context.Context, env *daemon.Env, f tailFlags) error {
 
 // tailListen is ingest.tail.listen, except for --stdin (see runStdin).
 func tailListen(c config.Config, f tailFlags) string {
-	if f.stdin {
+	if f.stdin || f.classify.file != "" {
 		return ""
 	}
 	return c.Ingest.Tail.Listen

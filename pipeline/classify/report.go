@@ -8,7 +8,6 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/pagewatch/pagewatch/domain/hit"
 	"github.com/pagewatch/pagewatch/pipeline/logformat"
@@ -95,19 +94,15 @@ func (r *Report) Write(out io.Writer) error {
 	if top <= 0 {
 		top = 10
 	}
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "lines\tshare\t\tclass\t\n")
+	fmt.Fprintf(w, "%8s  %6s  %s\n", "lines", "share", "class")
 	for _, cl := range hit.Classes() {
-		cc := r.classes[cl]
-		fmt.Fprintf(tw, "%d\t%s\t\t%s%s\t\n", cc.lines, share(cc.lines, r.lines), cl, r.counted(cl))
+		n := r.classes[cl].lines
+		fmt.Fprintf(w, "%8d  %6s  %s%s\n", n, share(n, r.lines), cl, r.counted(cl))
 	}
 	if r.malformed > 0 {
-		fmt.Fprintf(tw, "%d\t%s\t\t(malformed lines)\t\n", r.malformed, share(r.malformed, r.lines))
+		fmt.Fprintf(w, "%8d  %6s  (malformed lines)\n", r.malformed, share(r.malformed, r.lines))
 	}
-	fmt.Fprintf(tw, "%d\t\t\t(all lines)\t\n", r.lines)
-	if err := tw.Flush(); err != nil {
-		return err
-	}
+	fmt.Fprintf(w, "%8d  %6s  (all lines)\n", r.lines, "")
 	for _, cl := range hit.Classes() {
 		cc := r.classes[cl]
 		if cc.lines == 0 {
