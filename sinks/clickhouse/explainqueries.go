@@ -56,3 +56,36 @@ LIMIT ?`
 )
 WHERE d != ''`
 )
+
+// The statements of a crossing's clients part (Explanation.Clients) and
+// of the sweep's client guard, over one page's page_clients rows in
+// [from, to): the ? bind the site, the path and the range. A batch
+// loaded twice writes identical rows, which only a merge makes one: the
+// inner GROUP BY the whole key, with any(hits), counts each once before
+// and after merges (FINAL would too, but costs a merge of the page's
+// parts on 18.16).
+const (
+	// queryExplainClasses is the page's hits per class and counted,
+	// with those of them that carry a client key.
+	queryExplainClasses = `SELECT class, counted, toUInt64(sum(h)) AS n, toUInt64(sumIf(h, client != 0)) AS keyed FROM (
+    SELECT class, counted, client, any(hits) AS h
+    FROM page_clients
+    WHERE site = ? AND path = ? AND minute >= toDateTime(?) AND minute < toDateTime(?)
+    GROUP BY minute, seq, class, counted, client
+)
+GROUP BY class, counted
+ORDER BY n DESC, class, counted`
+
+	// queryExplainVisitors is the distinct client keys among the page's
+	// views, and the views of the busiest of them (0 and 0 with none).
+	queryExplainVisitors = `SELECT toUInt64(count()) AS visitors, toUInt64(max(n)) AS top FROM (
+    SELECT client, sum(h) AS n FROM (
+        SELECT client, any(hits) AS h
+        FROM page_clients
+        WHERE site = ? AND path = ? AND minute >= toDateTime(?) AND minute < toDateTime(?)
+            AND counted = 1 AND client != 0
+        GROUP BY minute, seq, class, counted, client
+    )
+    GROUP BY client
+)`
+)

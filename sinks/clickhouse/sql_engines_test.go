@@ -80,6 +80,8 @@ var sampleRuns = map[string]string{
 	"queryExplainBusiest":  bind(queryExplainBusiest, "example.com", "/p", int64(1699990000), int64(1700010000)),
 	"queryExplainDomains":  bind(queryExplainDomains, int64(1700000000), "example.com", "/p", int64(1699390000), int64(1700010000), 10),
 	"queryExplainReferred": bind(queryExplainReferred, int64(1700000000), "example.com", "/p", int64(1699390000), int64(1700010000)),
+	"queryExplainClasses":  bind(queryExplainClasses, "example.com", "/p", int64(1699990000), int64(1700010000)),
+	"queryExplainVisitors": bind(queryExplainVisitors, "example.com", "/p", int64(1699990000), int64(1700010000)),
 
 	// The console's reads (consolequeries.go), over the rows above.
 	"queryConsoleCrossings": bind(queryConsoleCrossings, int64(1699990000), int64(1700010000), "example.com", "example.com", "", "", "", "", "sent", "sent", int64(1699990000), 0, 50),
