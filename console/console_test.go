@@ -39,6 +39,8 @@ type fakeStore struct {
 	refs      []traffic.Referrer
 	top       []PageViews
 	fresh     Freshness
+	visitors  []traffic.MinuteHits
+	classes   []ClassCount
 }
 
 func (f *fakeStore) Crossings(_ context.Context, q HistoryQuery) ([]CrossingRow, error) {
@@ -121,6 +123,14 @@ func (f *fakeStore) PageCounts(_ context.Context, sites, paths []string, _, _ ti
 
 func (f *fakeStore) TopPages(context.Context, string, time.Time, time.Time, int) ([]PageViews, error) {
 	return f.top, nil
+}
+
+func (f *fakeStore) PageVisitors(context.Context, string, string, time.Time, time.Time, time.Duration) ([]traffic.MinuteHits, error) {
+	return f.visitors, nil
+}
+
+func (f *fakeStore) PageClasses(context.Context, string, string, time.Time, time.Time) ([]ClassCount, error) {
+	return f.classes, nil
 }
 
 func (f *fakeStore) Freshness(context.Context) (Freshness, error) {

@@ -59,6 +59,20 @@ type TrafficStore interface {
 	TopPages(ctx context.Context, site string, from, to time.Time, limit int) ([]PageViews, error)
 	// Freshness says how far the loaded and sealed counts reach.
 	Freshness(ctx context.Context) (Freshness, error)
+	VisitorStore
+}
+
+// VisitorStore reads who sent a page's hits: its visitors (distinct
+// client keys among its views) and its hits per client class. Client
+// keys change every UTC day, and are kept as long as the raw hits.
+type VisitorStore interface {
+	// PageVisitors returns a page's visitors in each step (a minute or
+	// an hour) of [from, to), as MinuteHits whose Hits are visitors;
+	// steps without any are absent.
+	PageVisitors(ctx context.Context, site, path string, from, to time.Time, step time.Duration) ([]traffic.MinuteHits, error)
+	// PageClasses returns a page's hits per client class in [from, to),
+	// counted as views or not, most first.
+	PageClasses(ctx context.Context, site, path string, from, to time.Time) ([]ClassCount, error)
 }
 
 // HistoryQuery filters the history. Empty strings match everything.
@@ -109,8 +123,19 @@ type LivePage struct {
 	Site, Path string
 	Views5m    uint64
 	Views1h    uint64
+	// Visitors5m and Visitors1h are the distinct client keys among those
+	// views (0 when no tailer keys clients).
+	Visitors5m uint64
+	Visitors1h uint64
 	// Minutes are the views in each of the last 60 minutes, oldest first.
 	Minutes []uint64
+}
+
+// ClassCount is one client class's hits on a page over a span, and the
+// distinct client keys that sent them.
+type ClassCount struct {
+	traffic.ClassHits
+	Clients uint64
 }
 
 // DayTotal is one page's views on one UTC day.

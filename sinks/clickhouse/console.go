@@ -189,11 +189,23 @@ func (hs History) LastFired(ctx context.Context, rules []string, since time.Time
 var MaxLivePages = 2000
 
 // Live returns the last hour's busiest pages, at most q.PerSite a site
-// and MaxLivePages in all.
+// and MaxLivePages in all, with their visitors.
 func (t Traffic) Live(ctx context.Context, q console.LiveQuery) ([]console.LivePage, error) {
 	end := q.Now.Truncate(time.Minute).Add(time.Minute)
-	start := end.Add(-time.Hour)
-	rows, err := t.c.conn.Query(ctx, queryConsoleLive, end.Add(-5*time.Minute).Unix(), start.Unix(), end.Unix(),
+	start, five := end.Add(-time.Hour), end.Add(-5*time.Minute)
+	out, err := t.livePages(ctx, q, five, start, end)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.liveVisitors(ctx, out, five, start, end); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// livePages are Live's pages and views, from the raw hits.
+func (t Traffic) livePages(ctx context.Context, q console.LiveQuery, five, start, end time.Time) ([]console.LivePage, error) {
+	rows, err := t.c.conn.Query(ctx, queryConsoleLive, five.Unix(), start.Unix(), end.Unix(),
 		q.Site == "", q.Site, min(max(q.PerSite, 1), 1000), MaxLivePages)
 	if err != nil {
 		return nil, fmt.Errorf("live pages: %w", err)

@@ -142,6 +142,43 @@ GROUP BY site, path
 ORDER BY n DESC, site, path
 LIMIT ?`
 
+	// queryConsoleLiveVisitors is the live view's pages' visitors in its
+	// last 5 minutes (the first ?) and hour: distinct client keys among
+	// their counted hits, from page_clients, read by its key (site, path,
+	// minute). The sites and paths are those queryConsoleLive returned
+	// (every pair of them: the caller keeps its own). A distinct count
+	// needs no deduplication: a batch loaded twice adds no client.
+	queryConsoleLiveVisitors = `SELECT site, path, uniqExactIf(client, minute >= toDateTime(?)) AS u5, uniqExact(client) AS u60
+FROM page_clients
+WHERE site IN ? AND path IN ? AND minute >= toDateTime(?) AND minute < toDateTime(?)
+    AND counted = 1 AND client != 0
+GROUP BY site, path
+LIMIT 10000`
+
+	// queryConsolePageVisitors is one page's visitors per step (the first
+	// two ?, in seconds: 60 or 3600) in [from, to): distinct client keys
+	// among its counted hits in each. Steps divide a UTC day, and keys
+	// change each UTC day, so no step mixes two days' keys.
+	queryConsolePageVisitors = `SELECT toDateTime(intDiv(toUInt32(minute), ?) * ?) AS b, uniqExact(client) AS u
+FROM page_clients
+WHERE site = ? AND path = ? AND minute >= toDateTime(?) AND minute < toDateTime(?)
+    AND counted = 1 AND client != 0
+GROUP BY b
+ORDER BY b`
+
+	// queryConsolePageClasses is one page's hits per client class in
+	// [from, to), counted as views or not, with the distinct client keys
+	// of each. Hits are deduplicated by page_clients' whole key first (a
+	// batch loaded twice writes the same rows), distinct keys need not.
+	queryConsolePageClasses = `SELECT class, counted, sum(h) AS n, uniqExactIf(client, client != 0) AS u FROM (
+    SELECT class, counted, client, any(hits) AS h
+    FROM page_clients
+    WHERE site = ? AND path = ? AND minute >= toDateTime(?) AND minute < toDateTime(?)
+    GROUP BY minute, seq, class, counted, client
+)
+GROUP BY class, counted
+ORDER BY n DESC, class, counted`
+
 	// queryConsoleFreshness is how far the loaded and sealed counts
 	// reach; the raw hits are read only over the last two days.
 	queryConsoleFreshness = `SELECT

@@ -100,6 +100,10 @@ var sampleRuns = map[string]string{
 	"queryConsoleTopPagesRecent": bind(queryConsoleTopPagesRecent, int64(1699990000), int64(1700010000), false, "example.com", 500),
 	"queryConsoleTopPagesDays":   bind(queryConsoleTopPagesDays, int64(1699390000), int64(1700010000), true, "", 500),
 	"queryConsoleFreshness":      bind(queryConsoleFreshness, int64(1699990000)),
+	"queryConsoleLiveVisitors": bind(queryConsoleLiveVisitors, int64(1699999700), ch.GroupSet{Value: []any{"example.com"}},
+		ch.GroupSet{Value: []any{"/p", "o'ther"}}, int64(1699996400), int64(1700000000)),
+	"queryConsolePageVisitors": bind(queryConsolePageVisitors, int64(3600), int64(3600), "example.com", "/p", int64(1699390000), int64(1700010000)),
+	"queryConsolePageClasses":  bind(queryConsolePageClasses, "example.com", "/p", int64(1699390000), int64(1700010000)),
 }
 
 // bindWindowCounts renders queryWindowCounts as WindowCounts would.
