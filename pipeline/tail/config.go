@@ -10,6 +10,7 @@ import (
 	"github.com/pagewatch/pagewatch/pipeline/discover"
 	"github.com/pagewatch/pagewatch/pipeline/pageview"
 	"github.com/pagewatch/pagewatch/pipeline/syslog"
+	"github.com/pagewatch/pagewatch/pipeline/visitor"
 )
 
 // Config is the `ingest.tail:` section.
@@ -49,6 +50,9 @@ type Config struct {
 	// normalised; one section for every input, so a page is spelled the
 	// same whichever file it came from.
 	Pages pageview.Config `yaml:"pages"`
+	// Visitors says whether each hit gets a client key, for counting
+	// visitors (pipeline/visitor, docs/privacy.md).
+	Visitors visitor.Config `yaml:"visitors"`
 	// Stdin is what `ingest tail --stdin` reads (Apache's piped logs), in
 	// place of inputs and syslog; see Stdin.
 	Stdin StreamInput `yaml:"stdin"`
@@ -92,6 +96,7 @@ func DefaultConfig() Config {
 		MaxLineBytes:   64 << 10,
 		PublishTimeout: 10 * time.Second,
 		Pages:          pageview.DefaultConfig(),
+		Visitors:       visitor.DefaultConfig(),
 		Stdin:          DefaultStreamInput(),
 		Syslog:         syslog.DefaultConfig(),
 		SyslogInput:    DefaultStreamInput(),
@@ -159,6 +164,9 @@ func (c Config) Validate() error {
 		add("ingest.tail.publish_timeout: must be positive, got %s", c.PublishTimeout)
 	}
 	if err := c.Pages.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Visitors.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if err := c.validateStreams(); err != nil {

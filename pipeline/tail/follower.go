@@ -92,7 +92,7 @@ func (t *Tailer) makeFollower(in Input, p logformat.Parser, state *fileState, gl
 		state:     state,
 		glob:      glob,
 		lease:     newFileLease(t.files, t.cfg, in.Path, glob, keepalive, logger),
-		live:      newPipe(t.env, in, t.bus.HitsSubject(t.cfg.Instance, bus.Key(in.Path)), newHitBatch(p, in.Site, t.pages, t.metrics, logger), logger),
+		live:      newPipe(t.env, in, t.bus.HitsSubject(t.cfg.Instance, bus.Key(in.Path)), newHitBatch(p, in.Site, t.env.rules, t.metrics, logger), logger),
 		keepalive: keepalive,
 	}
 	fw.live.pos.stored = fw.lease.refreshRecord

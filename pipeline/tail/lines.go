@@ -1,13 +1,19 @@
 package tail
 
 import (
+	"context"
 	"errors"
 	"log/slog"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pagewatch/pagewatch/broker/bus"
 	"github.com/pagewatch/pagewatch/domain/hit"
 	"github.com/pagewatch/pagewatch/pipeline/classify"
 	"github.com/pagewatch/pagewatch/pipeline/logformat"
 	"github.com/pagewatch/pagewatch/pipeline/pageview"
+	"github.com/pagewatch/pagewatch/pipeline/visitor"
 )
 
 // hitBatch turns the lines of one input into a batch of hits: each line
@@ -18,6 +24,7 @@ type hitBatch struct {
 	site    string            // the input's site; "" takes each line's virtual host
 	sites   map[string]string // vhost as logged → site, when site is ""
 	pages   *pageview.Normalizer
+	salts   *visitor.Salts // nil: visitors are off, hits carry no client key
 	metrics *metrics
 	logger  *slog.Logger
 
@@ -27,10 +34,65 @@ type hitBatch struct {
 	// classes is this batch's own cache of pages' classifier, made on
 	// first use: a batch is filled by one goroutine, so it needs no lock.
 	classes *classify.Cache
+	// keys makes the client keys, with the salt of keyDay (the UTC day,
+	// in days since 1970, of the last line keyed) in hand.
+	keys   *visitor.Keyer
+	keyDay int64
 }
 
-func newHitBatch(p logformat.Parser, site string, pages *pageview.Normalizer, m *metrics, logger *slog.Logger) hitBatch {
-	return hitBatch{parser: p, site: site, pages: pages, metrics: m, logger: logger}
+// lineRules is what every input's lines are judged by: which are page
+// views, and how their clients are keyed.
+type lineRules struct {
+	pages *pageview.Normalizer
+	salts *visitor.Salts // nil: visitors are off
+}
+
+// newLineRules makes the rules of cfg; the salts are read from NATS on
+// first use.
+func newLineRules(cfg Config, pages *pageview.Normalizer, b *bus.Bus, reg prometheus.Registerer) lineRules {
+	r := lineRules{pages: pages}
+	if cfg.Visitors.Enabled {
+		r.salts = visitor.NewSalts(b, reg, nil)
+	}
+	return r
+}
+
+func newHitBatch(p logformat.Parser, site string, r lineRules, m *metrics, logger *slog.Logger) hitBatch {
+	return hitBatch{parser: p, site: site, pages: r.pages, salts: r.salts, metrics: m, logger: logger}
+}
+
+// saltWait bounds the wait for a new day's salt: NATS being down then
+// leaves the line without a client key (counted in
+// pagewatch_ingest_tail_hits_keyless_total) rather than stalling the
+// file, whose publishes wait for NATS anyway.
+const saltWait = 10 * time.Second
+
+// clientKey is the line's client key, or 0 when visitors are off or the
+// day's salt could not be had.
+func (b *hitBatch) clientKey(t time.Time) uint64 {
+	if b.salts == nil {
+		return visitor.NoKey
+	}
+	if b.keys == nil {
+		b.keys = b.salts.Keyer()
+	}
+	ctx := context.Background()
+	// Only a line of another day than the last may wait for NATS: the
+	// salt of the day in hand is held in memory.
+	if day := t.Unix() / 86400; day != b.keyDay {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, saltWait)
+		defer cancel()
+		b.keyDay = day
+	}
+	k, err := b.keys.Key(ctx, t, b.entry.Client, b.entry.UserAgent)
+	if err != nil {
+		b.keyDay = 0 // try again on the next line
+		b.metrics.keyless.Inc()
+		b.logger.Warn("no client key for the line: visitors will be undercounted", "err", err)
+		return visitor.NoKey
+	}
+	return k
 }
 
 // add turns one line, without its newline, into a hit in the batch, or
@@ -72,6 +134,7 @@ func (b *hitBatch) add(line []byte, offset int64) {
 	}
 	h.Class = b.classes.Class(b.entry.UserAgent)
 	h.Uncounted = !b.pages.Counts(h.Class)
+	h.Client = b.clientKey(h.Time)
 	h.Offset = uint64(offset)
 	b.enc.Add(&h)
 	m.hits.Inc()

@@ -17,6 +17,7 @@ type metrics struct {
 	malformed *prometheus.CounterVec // by reason
 	filtered  *prometheus.CounterVec // by filter: why a parsed line is no page view
 	classes   *prometheus.CounterVec // hits by client class
+	keyless   prometheus.Counter     // hits without a client key though visitors are on
 	bytes     prometheus.Counter
 	batches   prometheus.Counter
 	retries   prometheus.Counter
@@ -54,6 +55,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Hits published, by client class as the user agent tells: human, bot, ai_agent, ai_crawler, unknown; " +
 				"counted as views or not (ingest.tail.pages.count_classes).",
 		}, []string{"class"}),
+		keyless: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "pagewatch_ingest_tail_hits_keyless_total",
+			Help: "Hits published without a client key though ingest.tail.visitors is on: the day's salt could not be had from NATS in time. Visitors are undercounted by them.",
+		}),
 		bytes: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "pagewatch_ingest_tail_read_bytes_total",
 			Help: "Bytes read from access logs.",
@@ -83,7 +88,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Bytes the backfill (ingest tail --from-start) has to read, by input: rotated files not yet published and the live file up to its size at start.",
 		}, []string{"file"}),
 	}
-	reg.MustRegister(m.lines, m.malformed, m.filtered, m.classes, m.bytes, m.batches, m.retries, m.rotations,
+	reg.MustRegister(m.lines, m.malformed, m.filtered, m.classes, m.keyless, m.bytes, m.batches, m.retries, m.rotations,
 		m.backfillBytes, m.backfillLines, m.backfillTotal)
 	m.hits = m.lines.WithLabelValues("hit")
 	m.malformedLines = m.lines.WithLabelValues("malformed")

@@ -144,7 +144,7 @@ func (r *rotatedFiles) copy(ctx context.Context, tasks []siblingTask, level slog
 // pipeFor is a pipe that publishes a sibling on subject, sharing the
 // input's format, counters and progress.
 func (r *rotatedFiles) pipeFor(subject string) *pipe {
-	batch := newHitBatch(r.live.rd.batch.parser, r.in.Site, r.env.pages, r.env.metrics, r.logger)
+	batch := newHitBatch(r.live.rd.batch.parser, r.in.Site, r.env.rules, r.env.metrics, r.logger)
 	p := newPipe(r.env, r.in, subject, batch, r.logger)
 	p.meter = r.live.meter
 	p.pos.source = r.live.pos.source

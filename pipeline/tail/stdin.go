@@ -63,7 +63,7 @@ func NewStdin(ctx context.Context, cfg Config, b *bus.Bus, r io.Reader, logger *
 	if err != nil {
 		return nil, err
 	}
-	env := newStreamEnv(cfg, b, hits, logger, newMetrics(reg), pages)
+	env := newStreamEnv(cfg, b, hits, logger, newMetrics(reg), newLineRules(cfg, pages, b, reg))
 	return &Stdin{r: r, cfg: cfg, st: env.newStream("stdin", "stdin", cfg.Stdin, p)}, nil
 }
 

@@ -14,7 +14,6 @@ import (
 
 	"github.com/pagewatch/pagewatch/broker/bus"
 	"github.com/pagewatch/pagewatch/pipeline/logformat"
-	"github.com/pagewatch/pagewatch/pipeline/pageview"
 )
 
 // HeaderStream names the stream a message of a non-file input belongs to:
@@ -32,19 +31,19 @@ type streamEnv struct {
 	hits    jetstream.Stream
 	logger  *slog.Logger
 	metrics *metrics
-	pages   *pageview.Normalizer
+	rules   lineRules
 	// dedup is JetStream's duplicate window on the hits stream: how long
 	// a message ID is remembered (see publish).
 	dedup time.Duration
 	start int64 // Unix nanoseconds, in every message ID of this process
 }
 
-func newStreamEnv(cfg Config, b *bus.Bus, hits jetstream.Stream, logger *slog.Logger, m *metrics, pages *pageview.Normalizer) *streamEnv {
+func newStreamEnv(cfg Config, b *bus.Bus, hits jetstream.Stream, logger *slog.Logger, m *metrics, rules lineRules) *streamEnv {
 	dedup := 2 * time.Minute // what bus.HitsStream sets
 	if info := hits.CachedInfo(); info != nil && info.Config.Duplicates > 0 {
 		dedup = info.Config.Duplicates
 	}
-	return &streamEnv{cfg: cfg, bus: b, hits: hits, logger: logger, metrics: m, pages: pages, dedup: dedup, start: time.Now().UnixNano()}
+	return &streamEnv{cfg: cfg, bus: b, hits: hits, logger: logger, metrics: m, rules: rules, dedup: dedup, start: time.Now().UnixNano()}
 }
 
 // stream turns the lines of a non-replayable source into batches of hits,
@@ -110,7 +109,7 @@ func (e *streamEnv) newStream(name, subjectKey string, in StreamInput, p logform
 		idPrefix: prefix,
 		header:   name + "." + strconv.FormatInt(e.start, 10),
 		in:       in,
-		batch:    newHitBatch(p, in.Site, e.pages, e.metrics, logger),
+		batch:    newHitBatch(p, in.Site, e.rules, e.metrics, logger),
 		logger:   logger,
 		full:     e.cfg.BatchBytes - e.cfg.MaxLineBytes - 1024,
 		out:      make(chan *batch),

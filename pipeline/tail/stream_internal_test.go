@@ -44,7 +44,7 @@ func TestRetryPastDuplicateWindowStoresOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := newStreamEnv(cfg, b, hits, logger, newMetrics(prometheus.NewRegistry()), pages)
+	env := newStreamEnv(cfg, b, hits, logger, newMetrics(prometheus.NewRegistry()), lineRules{pages: pages})
 	if env.dedup != 200*time.Millisecond {
 		t.Fatalf("dedup window %s", env.dedup)
 	}

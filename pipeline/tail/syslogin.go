@@ -41,7 +41,7 @@ func (t *Tailer) listenSyslog(reg prometheus.Registerer) error {
 		}
 		return nil
 	}
-	env := newStreamEnv(t.cfg, t.bus, t.stream, t.logger, t.metrics, t.pages)
+	env := newStreamEnv(t.cfg, t.bus, t.stream, t.logger, t.metrics, t.env.rules)
 	in := &syslogInput{streams: map[string]*stream{}}
 	for _, transport := range []string{"udp", "tcp"} {
 		// A parser each: the streams parse concurrently, each under its

@@ -92,7 +92,7 @@ type fileEnv struct {
 	bus     *bus.Bus
 	stream  jetstream.Stream
 	metrics *metrics
-	pages   *pageview.Normalizer
+	rules   lineRules
 	files   *fileSetup
 }
 
@@ -135,7 +135,7 @@ func New(ctx context.Context, cfg Config, b *bus.Bus, logger *slog.Logger, reg p
 	if t.files, err = t.setupFiles(ctx, reg); err != nil {
 		return nil, err
 	}
-	t.env = &fileEnv{cfg: cfg, bus: b, stream: stream, metrics: t.metrics, pages: pages, files: t.files}
+	t.env = &fileEnv{cfg: cfg, bus: b, stream: stream, metrics: t.metrics, rules: newLineRules(cfg, pages, b, reg), files: t.files}
 	if err := t.listenSyslog(reg); err != nil {
 		return nil, err
 	}
