@@ -257,6 +257,7 @@ var servedBy = map[string][]string{
 	"internal/daemon":    metricsdoc.Headings,
 	"console":            {"console"},
 	"pipeline/tail":      {"ingest tail"},
+	"pipeline/visitor":   {"ingest tail"},
 	"pipeline/discover":  {"ingest tail"},
 	"pipeline/syslog":    {"ingest tail"},
 	"pipeline/load":      {"ingest load"},
