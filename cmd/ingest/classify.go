@@ -7,10 +7,12 @@ import (
 	"os"
 	"strings"
 
+	"github.com/pagewatch/pagewatch/config"
 	"github.com/pagewatch/pagewatch/internal/daemon"
 	"github.com/pagewatch/pagewatch/pipeline/classify"
 	"github.com/pagewatch/pagewatch/pipeline/logformat"
 	"github.com/pagewatch/pagewatch/pipeline/pageview"
+	"github.com/pagewatch/pagewatch/pipeline/tail"
 )
 
 // classifyFlags are `ingest tail --classify`'s.
@@ -23,6 +25,16 @@ func (f *classifyFlags) bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.file, "classify", "", "tail: read this access-log file and print its lines per client class (human, bot, ai_agent, ai_crawler, unknown; ingest.tail.pages.bots and count_classes) with the top user agents of each, then exit; needs no NATS")
 	f.format = "combined"
 	fs.Var(&f.format, "classify-format", "tail: with --classify, the file's format, a preset: "+strings.Join(logformat.PresetNames(), ", "))
+}
+
+// configure makes the classified file the config's one input, so that
+// --classify runs with no config file, or one written for other hosts:
+// only ingest.tail.pages is read.
+func (f *classifyFlags) configure(c *config.Config) {
+	if f.file == "" {
+		return
+	}
+	c.Ingest.Tail.Inputs = []tail.Input{{Path: f.file, Site: "classify", Format: string(f.format)}}
 }
 
 // presetFlag is a logformat preset's name, checked as the flag is parsed.

@@ -40,3 +40,18 @@ func TestTailClassifyCommand(t *testing.T) {
 		t.Errorf("an unknown format: exit %d, %s", code, stderr.String())
 	}
 }
+
+// Without a config file, --classify runs on the defaults: the file is
+// its one input, and nothing else is needed.
+func TestTailClassifyNeedsNoConfig(t *testing.T) {
+	t.Setenv("PAGEWATCH_CONFIG", "")
+	log := realdata.Path(t, realdata.ApacheLog)
+	var stdout, stderr bytes.Buffer
+	code := daemon.Main(context.Background(), program, []string{"tail", "--classify", log}, &stdout, &stderr, nil)
+	if code != daemon.ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if out := stdout.String(); !strings.Contains(out, "2650   26.5%  bot (not counted)") || !strings.Contains(out, "314    3.1%  unknown (counted)") {
+		t.Errorf("output:\n%s", out)
+	}
+}

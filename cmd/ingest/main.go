@@ -55,9 +55,10 @@ func (f *tailFlags) bind(fs *flag.FlagSet) {
 func tailCommand() daemon.Command {
 	var f tailFlags
 	return daemon.Command{Name: "tail", Part: config.IngestTail, Summary: "follow access logs and publish page hits to JetStream (first backfilling rotated logs, with --from-start)",
-		Flags:  f.bind,
-		Listen: func(c config.Config) string { return tailListen(c, f) },
-		Run:    func(ctx context.Context, env *daemon.Env) error { return runTail(ctx, env, f) },
+		Flags:     f.bind,
+		Listen:    func(c config.Config) string { return tailListen(c, f) },
+		Configure: f.classify.configure,
+		Run:       func(ctx context.Context, env *daemon.Env) error { return runTail(ctx, env, f) },
 	}
 }
 

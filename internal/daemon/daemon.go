@@ -44,7 +44,11 @@ type Command struct {
 	// nil Listen: none). They are served from start-up, before the
 	// command connects to anything, so /healthz answers while it waits.
 	Listen func(config.Config) string
-	Run    func(ctx context.Context, env *Env) error
+	// Configure, when set, adjusts the loaded config to the command's
+	// flags before it is validated: a mode that reads a file named on the
+	// command line needs no input in the file.
+	Configure func(*config.Config)
+	Run       func(ctx context.Context, env *Env) error
 	// Args, when set, lets the command take arguments after its name
 	// (flags may come between them) and says which, for --help:
 	// "add|list|expire [id]". They reach Run as Env.Args.
@@ -196,6 +200,9 @@ func Main(ctx context.Context, p Program, args []string, stdout, stderr io.Write
 	cfg, err := config.Load(configPath)
 	if err == nil {
 		flags.apply(&cfg)
+		if cmd.Configure != nil {
+			cmd.Configure(&cfg)
+		}
 		err = cfg.Validate(cmd.Part)
 	}
 	if err != nil {
