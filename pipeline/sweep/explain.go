@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"github.com/pagewatch/pagewatch/domain/crossing"
@@ -44,13 +45,20 @@ const (
 	maxNewReferrers = 10
 )
 
-// explain adds the rank, referrers and busiest minute to the whys of the
+// explain adds the rank, referrers, busiest minute and clients to the whys of the
 // jobs to publish. The Why is shared by pointer with the crossing in all,
 // so the history gets it too. Failures are logged: the mail goes out with
 // what the sweep knows.
 func (s *Sweeper) explain(ctx context.Context, jobs []job) {
 	if s.explainer == nil {
 		return
+	}
+	limits := map[string][2]float64{}
+	if s.rules != nil {
+		for _, r := range s.rules.current().rules {
+			top, unknown := r.Clients.Limits(r.Kind())
+			limits[r.Name] = [2]float64{top, unknown}
+		}
 	}
 	var todo []crossing.Crossing
 	for _, j := range jobs {
@@ -74,6 +82,7 @@ func (s *Sweeper) explain(ctx context.Context, jobs []job) {
 			return err
 		}
 		addExplanation(x.Why, e)
+		addClients(x.Why, e.Clients, limits[x.Rule])
 		return nil
 	})
 	if len(errs) > 0 {
@@ -96,7 +105,7 @@ func explainQuery(x crossing.Crossing) traffic.ExplainQuery {
 		from = to.Add(-maxExplainWindow)
 	}
 	return traffic.ExplainQuery{Site: x.Site, Path: x.Path, From: from, To: to, Count: x.Count, Rank: rank,
-		BaselineFrom: from.Add(-referrerPeriod), Domains: askDomains}
+		BaselineFrom: from.Add(-referrerPeriod), Domains: askDomains, Clients: true}
 }
 
 // addExplanation fills in w from e: the top domains with their shares in
@@ -124,3 +133,39 @@ func addExplanation(w *crossing.Why, e traffic.Explanation) {
 		}
 	}
 }
+
+// addClients fills in the why's clients part from c, marked "mostly"
+// past the rule's guard shares (limits: top, unknown), or past half for
+// a rule whose guard is off (a threshold rule): the mark tells, it does
+// not hold. An escalation or a resolve of an episode the guard let fire
+// is marked too, if a scraper took it over since.
+func addClients(w *crossing.Why, c *traffic.Clients, limits [2]float64) {
+	if c == nil {
+		w.Clients = nil
+		return
+	}
+	wc := &crossing.Clients{Views: c.Views, Keyed: c.Keyed, Visitors: c.Visitors, TopViews: c.TopViews,
+		TopShare: round3(c.TopShare()), Hits: hitsOf(c)}
+	for _, k := range c.Classes {
+		share := 0.0
+		if wc.Hits > 0 {
+			share = round3(float64(k.Hits) / float64(wc.Hits))
+		}
+		wc.Classes = append(wc.Classes, crossing.ClassShare{Class: k.Class, Hits: k.Hits, Share: share, Counted: k.Counted})
+	}
+	top, unknown := limits[0], limits[1]
+	if top == 0 {
+		top = markShare
+	}
+	if unknown == 0 {
+		unknown = markShare
+	}
+	wc.Mostly, _ = judgeClients(c, top, unknown)
+	w.Clients = wc
+}
+
+// markShare is the share past which a why is marked "mostly one client"
+// or "mostly unidentified clients" when its rule's guard is off.
+const markShare = 0.5
+
+func round3(f float64) float64 { return math.Round(f*1000) / 1000 }

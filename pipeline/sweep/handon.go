@@ -47,7 +47,7 @@ func (h *handOn) claim(ctx context.Context, vs []*verdict) []*verdict {
 	won := make([]bool, len(vs))
 	errs := parallel(len(vs), func(i int) error {
 		v := vs[i]
-		st := pageState{State: v.next, Pending: append(slices.Clone(v.pending), v.fired...)}
+		st := v.stored(append(slices.Clone(v.pending), v.fired...))
 		if !v.changed() {
 			won[i] = true // only pending to hand on; nothing to claim
 			return nil
@@ -190,7 +190,7 @@ func (h *handOn) publishJob(ctx context.Context, x crossing.Crossing) error {
 func (h *handOn) release(ctx context.Context, vs []*verdict) error {
 	errs := parallel(len(vs), func(i int) error {
 		v := vs[i]
-		_, err := h.state.put(ctx, v.key, pageState{State: v.next}, v.rev)
+		_, err := h.state.put(ctx, v.key, v.stored(nil), v.rev)
 		return err
 	})
 	if len(errs) > 0 {

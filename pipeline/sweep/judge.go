@@ -25,10 +25,19 @@ type verdict struct {
 	next    rules.State
 	fired   []crossing.Crossing
 	pending []crossing.Crossing
+	// guard is the step that would open a surge the rule's client guard
+	// judges (guard.go); held, what the guard held, to be stored.
+	guard *guardCase
+	held  *pagestate.Held
 }
 
 func (v *verdict) changed() bool {
-	return len(v.fired) > 0 || !reflect.DeepEqual(normal(v.prev.State), normal(v.next))
+	return len(v.fired) > 0 || !reflect.DeepEqual(normal(v.prev.State), normal(v.next)) || !reflect.DeepEqual(v.prev.Held, v.held)
+}
+
+// stored is the state to write: the rule's, with pending and the hold.
+func (v *verdict) stored(pending []crossing.Crossing) pageState {
+	return pageState{State: v.next, Pending: pending, Held: v.held}
 }
 
 // normal drops what does not change behaviour: an empty Fired is nil,
@@ -106,6 +115,7 @@ func (s *Sweeper) judge(ctx context.Context, set *ruleSet, obs map[string][]obse
 		pagestate.FixLegacy(&st.State, r)
 		v := &verdict{key: key, rule: r, prev: st, rev: rev, next: st.State, pending: st.Pending}
 		for _, o := range list {
+			before, nfired := v.next, len(v.fired)
 			var fire []rules.Firing
 			if r.Kind() == rules.KindThreshold {
 				v.next, fire = r.Step(v.next, o.count, o.pt.at)
@@ -118,11 +128,15 @@ func (s *Sweeper) judge(ctx context.Context, set *ruleSet, obs map[string][]obse
 			for _, f := range fire {
 				v.fired = append(v.fired, crossingOf(s.logger, r, o, f))
 			}
+			if v.guard == nil && opensSurge(r, before, v.next, fire) {
+				v.guard = &guardCase{before: before, obs: o, fired: nfired}
+			}
 		}
-		if v.changed() || len(v.pending) > 0 {
+		if v.changed() || len(v.pending) > 0 || v.guard != nil {
 			out = append(out, v)
 		}
 	}
+	out = s.guardClients(ctx, out)
 	slices.SortFunc(out, func(a, b *verdict) int { return strings.Compare(a.key, b.key) })
 	return out, nil
 }

@@ -25,6 +25,28 @@ import (
 type State struct {
 	rules.State
 	Pending []crossing.Crossing `json:"pending,omitempty"`
+	// Held is set while the client guard keeps the page's surge from
+	// firing (rules.ClientGuard); nil: nothing held.
+	Held *Held `json:"held,omitempty"`
+}
+
+// Held is a surge the client guard did not let fire: the rule would
+// have opened an episode, and no crossing, job or episode was made of
+// it. The sweep judges it again each sweep while it lasts (it fires
+// then if people came) and clears it once the rule no longer would fire.
+type Held struct {
+	// Since is the first sweep that held this surge, At the last.
+	Since time.Time `json:"since"`
+	At    time.Time `json:"at"`
+	// Checked is when its clients were last read; zero: not yet, the
+	// sweep had more surges to check than it checks at once
+	// (Mostly is then empty and Reason says so).
+	Checked time.Time `json:"checked,omitzero"`
+	// Mostly is crossing.MostlyOneClient or MostlyUnidentified; Reason
+	// the same in words for people: "mostly one client: 97% of 1,204
+	// views".
+	Mostly string `json:"mostly,omitempty"`
+	Reason string `json:"reason"`
 }
 
 // ProgressKey holds how far sweeps have evaluated, for catching up.
@@ -112,6 +134,9 @@ func NewReader(b *bus.Bus) *Reader { return &Reader{b: b} }
 type Summary struct {
 	rules.State
 	Pending int
+	// Held is the surge the client guard holds, if any: the console
+	// shows its Reason ("mostly one client: ...").
+	Held *Held
 }
 
 // Read returns the state of rule on a page (site and path ignored with
@@ -135,7 +160,7 @@ func (r *Reader) Read(ctx context.Context, rule, site, path string, sum bool) (s
 	if err != nil {
 		return Summary{}, false, fmt.Errorf("sweeper state %s: %w", key, err)
 	}
-	return Summary{State: ps.State, Pending: len(ps.Pending)}, true, nil
+	return Summary{State: ps.State, Pending: len(ps.Pending), Held: ps.Held}, true, nil
 }
 
 // Progress returns how far sweeps have evaluated; ok is false before the
