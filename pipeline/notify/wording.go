@@ -76,11 +76,11 @@ func (n Notification) Predicate(clean func(string) string) string {
 		case w != nil && w.Step > 0 && down:
 			return "fell to 1/" + trimFloat(w.Step) + " of " + level + ": " + views(n.Count)
 		case w != nil && w.Step > 0:
-			return "rose to " + trimFloat(w.Step) + "× " + level + ": " + views(n.Count)
+			return "rose to " + trimFloat(w.Step) + "× " + level + ": " + views(n.Count) + mostlyClients(w)
 		case down:
 			return "fell further: " + views(n.Count)
 		}
-		return "rose further: " + views(n.Count)
+		return "rose further: " + views(n.Count) + mostlyClients(w)
 	}
 	switch {
 	case normal && w.Direction == "down":
@@ -93,13 +93,27 @@ func (n Notification) Predicate(clean func(string) string) string {
 		}
 		return s
 	case normal && w.Ratio > 0:
-		return "is at " + strconv.FormatFloat(w.Ratio, 'f', 1, 64) + "× its normal: " + views(n.Count) + rangeOf(w) + n.mostlyFrom(clean)
+		return "is at " + strconv.FormatFloat(w.Ratio, 'f', 1, 64) + "× its normal: " + views(n.Count) + rangeOf(w) + n.mostlyFrom(clean) + mostlyClients(w)
 	case normal:
-		return "took off from nothing: " + views(n.Count) + n.mostlyFrom(clean)
+		return "took off from nothing: " + views(n.Count) + n.mostlyFrom(clean) + mostlyClients(w)
 	case kind == "new_page":
-		return "took off as a new page: " + views(n.Count) + n.mostlyFrom(clean)
+		return "took off as a new page: " + views(n.Count) + n.mostlyFrom(clean) + mostlyClients(w)
 	}
-	return "passed " + views(n.Threshold)
+	return "passed " + views(n.Threshold) + mostlyClients(w)
+}
+
+// mostlyClients is the clear mark of a surge most of which one client,
+// or unidentified clients, sent: "; mostly one client". Only a rule
+// whose client guard is off, or an escalation of an episode the guard
+// let fire, says it: the guard holds the others.
+func mostlyClients(w *crossing.Why) string {
+	if w == nil {
+		return ""
+	}
+	if m := w.Clients.MostlyText(); m != "" {
+		return "; " + m
+	}
+	return ""
 }
 
 // rangeOf is ", expected 120–180" for a rule with a usual range.

@@ -23,6 +23,10 @@ type whyView struct {
 	Since     string // the episode's start, or empty
 	Referrers []domainView
 	New       string // "news.example, blog.example", or empty
+	// Clients and Classes are who sent the window's views: "1,000 views
+	// from 3 visitors; one client sent 82% (mostly one client)" and
+	// "bots 40% of hits, AI crawlers 5%". Numbers and class names only.
+	Clients, Classes string
 }
 
 type domainView struct {
@@ -83,7 +87,11 @@ func newWhyView(w *crossing.Why, chartPeak string) *whyView {
 		news = append(news, clean(d, maxReferrerRunes))
 	}
 	v.New = strings.Join(news, ", ")
-	if v.Normal == "" && v.Rank == "" && v.Busiest == "" && len(v.Referrers) == 0 && v.New == "" {
+	v.Clients, v.Classes = w.Clients.Text(), w.Clients.ClassesText()
+	if m := w.Clients.MostlyText(); m != "" {
+		v.Clients = strings.TrimPrefix(v.Clients+" ("+m+")", " ")
+	}
+	if v.Normal == "" && v.Rank == "" && v.Busiest == "" && len(v.Referrers) == 0 && v.New == "" && v.Clients == "" && v.Classes == "" {
 		return nil // a threshold crossing told nothing more than its count
 	}
 	return v
@@ -121,6 +129,10 @@ Why:
   Rank:           {{.Rank}}{{end}}
 {{- if .Busiest}}
   Busiest minute: {{.Busiest}}{{end}}
+{{- if .Clients}}
+  Visitors:       {{.Clients}}{{end}}
+{{- if .Classes}}
+  Clients:        {{.Classes}}{{end}}
 {{- if .Referrers}}
   Referrer domains, share of referred views in the window and in the week before:
 {{- range .Referrers}}
@@ -141,6 +153,10 @@ const htmlWhy = `{{define "why"}}{{with .Why}}
 <tr><th align="left">Rank</th><td>{{.Rank}}</td></tr>{{end}}
 {{- if .Busiest}}
 <tr><th align="left">Busiest minute</th><td>{{.Busiest}}</td></tr>{{end}}
+{{- if .Clients}}
+<tr><th align="left">Visitors</th><td>{{.Clients}}</td></tr>{{end}}
+{{- if .Classes}}
+<tr><th align="left">Clients</th><td>{{.Classes}}</td></tr>{{end}}
 {{- if .New}}
 <tr><th align="left">New referrer domains</th><td style="word-break: break-all"><code>{{.New}}</code></td></tr>{{end}}
 </table>

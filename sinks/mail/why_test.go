@@ -136,3 +136,20 @@ func TestSpikeSubjectIsBounded(t *testing.T) {
 		t.Errorf("subject of %d runes: %q", got, p.Subject)
 	}
 }
+
+// Who sent the views is in both parts: visitors, the busiest client's
+// share with the mark, and the classes worth telling.
+func TestMessageShowsWhoSentTheViews(t *testing.T) {
+	n := testNotification()
+	n.Why = &crossing.Why{Kind: "threshold", Count: 1000, Baseline: 900, Clients: &crossing.Clients{Views: 1000, Keyed: 1000, Visitors: 3,
+		TopViews: 820, TopShare: 0.82, Hits: 2000, Mostly: crossing.MostlyOneClient,
+		Classes: []crossing.ClassShare{{Class: "human", Hits: 1000, Counted: true}, {Class: "bot", Hits: 800}, {Class: "ai_crawler", Hits: 100}}}}
+	p := sendToFile(t, n)
+	for name, body := range map[string]string{"text": p.Text, "html": p.HTML} {
+		for _, want := range []string{"1,000 views from 3 visitors; one client sent 82% (mostly one client)", "bots 40% of hits, AI crawlers 5%"} {
+			if !strings.Contains(body, want) {
+				t.Errorf("%s part lacks %q:\n%s", name, want, body)
+			}
+		}
+	}
+}

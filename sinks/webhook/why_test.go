@@ -86,3 +86,21 @@ func TestChatTitleSaysWhatHappened(t *testing.T) {
 		t.Errorf("title (%d runes) %q", utf8.RuneCountInString(got), got)
 	}
 }
+
+// Who sent the views is a fact of its own, with the mark when one
+// client sent most of them, and the classes worth telling.
+func TestChatFactsSayWhoSentTheViews(t *testing.T) {
+	n := notify.Notification{Key: "k", Rule: "r", Site: "s", Path: "/p", Count: 1000,
+		Why: &crossing.Why{Kind: "threshold", Count: 1000, Clients: &crossing.Clients{Views: 1000, Keyed: 1000, Visitors: 3, TopViews: 820, TopShare: 0.82,
+			Hits: 1000, Classes: []crossing.ClassShare{{Class: "human", Hits: 600}, {Class: "bot", Hits: 400}}, Mostly: crossing.MostlyOneClient}}}
+	got := map[string]string{}
+	for _, f := range webhook.ChatFacts(n) {
+		got[f[0]] = f[1]
+	}
+	if v := got["Visitors"]; v != "1,000 views from 3 visitors; one client sent 82% (mostly one client)" {
+		t.Errorf("Visitors fact %q", v)
+	}
+	if v := got["Clients"]; v != "bots 40% of hits" {
+		t.Errorf("Clients fact %q", v)
+	}
+}

@@ -10,7 +10,7 @@ import (
 )
 
 // whyFacts are the crossing's why as chat facts: the page's normal, its
-// rank, where its views came from, and its busiest minute. Referrer
+// rank, where its views came from, who sent them, and its busiest minute. Referrer
 // domains are written by strangers: cleaned like every other value, and
 // each service escapes them for its markup.
 func whyFacts(w *crossing.Why) []fact {
@@ -41,6 +41,17 @@ func whyFacts(w *crossing.Why) []fact {
 			names = append(names, clean(d, 100))
 		}
 		out = append(out, fact{"New referrers", clean(strings.Join(names, ", "), maxLine)})
+	}
+	// Who sent the views: numbers and class names only, nothing a
+	// stranger wrote.
+	if v := w.Clients.Text(); v != "" || w.Clients.MostlyText() != "" {
+		if m := w.Clients.MostlyText(); m != "" {
+			v = strings.TrimPrefix(v+" ("+m+")", " ")
+		}
+		out = append(out, fact{"Visitors", v})
+	}
+	if c := w.Clients.ClassesText(); c != "" {
+		out = append(out, fact{"Clients", c})
 	}
 	if !w.BusiestMinute.IsZero() {
 		out = append(out, fact{"Busiest minute", w.BusiestMinute.UTC().Format("15:04 UTC") + ", " + traffic.FormatViews(w.BusiestHits)})
