@@ -279,7 +279,7 @@ func build(t *testing.T, mutate func(*Config), deps ...func(*Deps)) *bundle {
 		},
 		outcomes: []OutcomeRow{{Key: "pricing.k.1", At: now.Add(-time.Hour), Outcome: "failed", SMTPCode: 550, Error: "<b>no</b>"}},
 		live: []LivePage{
-			{Site: "example.com", Path: "/pricing", Views5m: 7, Views1h: 1234, Minutes: make([]uint64, 60)},
+			{Site: "example.com", Path: "/pricing", Views5m: 7, Views1h: 1234, Visitors5m: 5, Visitors1h: 1001, Minutes: make([]uint64, 60)},
 			{Site: "example.com", Path: hostileScript, Views5m: 1, Views1h: 2, Minutes: make([]uint64, 60)},
 			{Site: "example.com", Path: hostileImg, Views5m: 1, Views1h: 3, Minutes: make([]uint64, 60)},
 		},
@@ -511,7 +511,7 @@ func TestHostilePathsAreText(t *testing.T) {
 		t.Errorf("no chart with a series:\n%s", body)
 	}
 	// The threshold and the normal are drawn, in views per minute.
-	for _, want := range []string{`class="threshold"`, `class="baseline"`, "normal: 100 an hour", "pricing: more than 100 in 1h (1.7 per minute on average)"} {
+	for _, want := range []string{`class="threshold"`, `class="baseline"`, "normal: 100 views an hour", "pricing: more than 100 views in 1h (1.7 per minute on average)"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("page lacks %q", want)
 		}
@@ -598,8 +598,13 @@ func TestFormatRate(t *testing.T) {
 func TestLiveStreamUpdatesInPlace(t *testing.T) {
 	b := setup(t, func(c *Config) { c.Auth, c.LiveInterval = AuthNone, 500*time.Millisecond })
 	resp, body := get(t, b.client(t), b.srv.URL+"/live?site=example.com")
-	if resp.StatusCode != 200 || !strings.Contains(body, `data-testid="views-1h" class="num">1234<`) {
-		t.Fatalf("live page: %d\n%s", resp.StatusCode, body)
+	// Numbers with thousands separators; visitors beside views, and a
+	// dash where views had no client keys (the hostile pages' here).
+	for _, want := range []string{`data-testid="views-1h" class="num">1,234<`, `data-testid="visitors-1h" class="num visitors">1,001<`,
+		`data-testid="visitors-5m" class="num visitors">5<`, `title="` + noKeys + `">—<`} {
+		if resp.StatusCode != 200 || !strings.Contains(body, want) {
+			t.Fatalf("live page: %d, lacks %s\n%s", resp.StatusCode, want, body)
+		}
 	}
 	req, _ := http.NewRequest(http.MethodGet, b.srv.URL+"/api/v1/live/stream?site=example.com", nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -617,7 +622,7 @@ func TestLiveStreamUpdatesInPlace(t *testing.T) {
 	b.store.mu.Unlock()
 	sc := bufio.NewScanner(sresp.Body)
 	for sc.Scan() {
-		if strings.HasPrefix(sc.Text(), "data: ") && strings.Contains(sc.Text(), `"views_1h":1300`) {
+		if strings.HasPrefix(sc.Text(), "data: ") && strings.Contains(sc.Text(), `"views_1h":1300`) && strings.Contains(sc.Text(), `"visitors_1h":1001`) {
 			if strings.Contains(sc.Text(), "<script>") {
 				t.Errorf("stream holds a raw tag: %s", sc.Text())
 			}

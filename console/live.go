@@ -6,14 +6,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/pagewatch/pagewatch/console/chart"
+	"github.com/pagewatch/pagewatch/domain/traffic"
 )
 
 const (
@@ -41,6 +42,8 @@ type livePage struct {
 	Path          string  `json:"path"`
 	Views5m       uint64  `json:"views_5m"`
 	Views1h       uint64  `json:"views_1h"`
+	Visitors5m    uint64  `json:"visitors_5m"` // distinct client keys among the views
+	Visitors1h    uint64  `json:"visitors_1h"`
 	Baseline      float64 `json:"baseline"` // normal views per hour
 	BaselineShown string  `json:"baseline_shown"`
 	Ratio         float64 `json:"ratio"` // views_1h against the baseline
@@ -182,7 +185,8 @@ func (h *hub) poll(ctx context.Context) (*liveSnapshot, error) {
 		base := h.baselines[[2]string{p.Site, p.Path}]
 		ratio := float64(p.Views1h) / max(base, 1)
 		snap.Pages = append(snap.Pages, livePage{Site: p.Site, Path: p.Path, Views5m: p.Views5m, Views1h: p.Views1h,
-			Baseline: base, BaselineShown: strconv.FormatFloat(base, 'f', 0, 64), Ratio: ratio,
+			Visitors5m: p.Visitors5m, Visitors1h: p.Visitors1h,
+			Baseline: base, BaselineShown: traffic.FormatCount(uint64(math.Round(base))), Ratio: ratio,
 			RatioShown: ratioShown(ratio, base), Spark: chart.Spark(p.Minutes, 120, 24)})
 	}
 	slices.SortStableFunc(snap.Pages, func(a, b livePage) int {

@@ -3,6 +3,7 @@ package console
 import (
 	"fmt"
 	"html/template"
+	"math"
 	"net/http"
 	"strconv"
 	"time"
@@ -37,7 +38,9 @@ type pageView struct {
 	To     time.Time     `json:"to"`
 	Series []seriesPoint `json:"series"`
 	Total  uint64        `json:"total"`
-	Lines  []chartLine   `json:"lines"`
+	// Classes are the range's hits per client class; nil without any.
+	Classes *classesView `json:"classes"`
+	Lines   []chartLine  `json:"lines"`
 	// Band is the page's usual range, for a rule that has one.
 	Band  *bandView     `json:"band,omitempty"`
 	Chart template.HTML `json:"-"`
@@ -53,6 +56,8 @@ type pageView struct {
 type seriesPoint struct {
 	T     time.Time `json:"t"`
 	Views uint64    `json:"views"`
+	// Visitors are the distinct client keys among the step's views.
+	Visitors uint64 `json:"visitors"`
 }
 
 type chartLine struct {
@@ -109,7 +114,10 @@ func (s *pagePages) pagePage(w http.ResponseWriter, r *http.Request) {
 	v.ReferrerSpan = shortDuration(to.Sub(refFrom))
 	// The reads are independent: made at once, the page waits for the
 	// slowest, not for their sum.
-	var raw []traffic.MinuteHits
+	var (
+		raw, visitors []traffic.MinuteHits
+		classes       []ClassCount
+	)
 	err := together(
 		func() (err error) {
 			if rg.Step == time.Minute {
@@ -118,6 +126,14 @@ func (s *pagePages) pagePage(w http.ResponseWriter, r *http.Request) {
 				raw, err = s.deps.Store.PageHourSeries(ctx, site, path, from, to)
 			}
 			return wrap("the page's views", err)
+		},
+		func() (err error) {
+			visitors, err = s.deps.Store.PageVisitors(ctx, site, path, from, to, rg.Step)
+			return wrap("the page's visitors", err)
+		},
+		func() (err error) {
+			classes, err = s.deps.Store.PageClasses(ctx, site, path, from, to)
+			return wrap("the page's client classes", err)
 		},
 		func() (err error) {
 			v.Lines, err = s.pageLines(r, site, path, rg.Step)
@@ -145,6 +161,8 @@ func (s *pagePages) pagePage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v.Series = fill(raw, from, to, rg.Step)
+	addVisitors(v.Series, visitors, rg.Step)
+	v.Classes = classShares(classes)
 	for _, p := range v.Series {
 		v.Total += p.Views
 	}
@@ -183,8 +201,12 @@ func (s *pagePages) pageLines(r *http.Request, site, path string, step time.Dura
 			continue
 		}
 		perStep := float64(rule.Thresholds[0]) * float64(step) / float64(win)
+		what := "views"
+		if rule.Count == rules.CountVisitors {
+			what = "visitors"
+		}
 		out = append(out, chartLine{Kind: "threshold", Rule: rule.Name, Value: perStep,
-			Label: fmt.Sprintf("%s: more than %d in %s (%s per %s on average)", rule.Name, rule.Thresholds[0], windowText(rule.Window), formatRate(perStep), stepName(step))})
+			Label: fmt.Sprintf("%s: more than %s %s in %s (%s per %s on average)", rule.Name, traffic.FormatCount(rule.Thresholds[0]), what, windowText(rule.Window), formatRate(perStep), stepName(step))})
 	}
 	// The page's normal, as the live view computes it: a 24th of its
 	// median day over the last 7 whole days (page_days, by key).
@@ -200,7 +222,7 @@ func (s *pagePages) pageLines(r *http.Request, site, path string, step time.Dura
 	if len(vals) > 0 {
 		perHour := normalPerHour(vals)
 		out = append(out, chartLine{Kind: "baseline", Value: perHour * float64(step) / float64(time.Hour),
-			Label: fmt.Sprintf("normal: %.0f an hour (a 24th of the median day of the last 7)", perHour)})
+			Label: fmt.Sprintf("normal: %s views an hour (a 24th of the median day of the last 7)", traffic.FormatCount(uint64(math.Round(perHour))))})
 	}
 	return out, nil
 }
@@ -283,11 +305,14 @@ func (s *pagePages) referrers(r *http.Request, site, path string, from, to time.
 
 // drawPage draws the page's chart, and names the crossings it marks.
 func (s *pagePages) drawPage(v pageView, rg pageRange) (template.HTML, []string) {
-	spec := chart.Spec{Title: "Views per " + stepName(rg.Step) + " of " + v.Site + v.Path, From: v.From, To: v.To,
-		Unit: "views per " + stepName(rg.Step), Zone: s.zone}
+	spec := chart.Spec{Title: "Views and visitors per " + stepName(rg.Step) + " of " + v.Site + v.Path, From: v.From, To: v.To,
+		Unit: "views, visitors per " + stepName(rg.Step), Zone: s.zone}
+	vis := chart.Series{Label: "visitors per " + stepName(rg.Step), Class: "visitors"}
 	for _, p := range v.Series {
 		spec.Points = append(spec.Points, chart.Point{T: p.T, V: float64(p.Views)})
+		vis.Points = append(vis.Points, chart.Point{T: p.T, V: float64(p.Visitors)})
 	}
+	spec.Others = []chart.Series{vis}
 	for _, l := range v.Lines {
 		spec.Lines = append(spec.Lines, chart.Line{Label: l.Label, Value: l.Value, Class: l.Kind})
 	}

@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/pagewatch/pagewatch/domain/traffic"
 )
 
 //go:embed templates/*.html
@@ -54,6 +56,11 @@ func parseTemplates() (*templates, error) {
 // drawing, whose SVG escapes every text it holds (console/chart).
 var funcs = template.FuncMap{
 	"digits": func(n uint64) string { return strconv.FormatUint(n, 10) },
+	// count writes a number people read: "32,260".
+	"count":    traffic.FormatCount,
+	"visitors": visitorsShown,
+	"noKeys":   func() string { return noKeys },
+	"bar1000":  func(v float64) string { return strconv.FormatFloat(min(max(v, 0), barWidth), 'f', 1, 64) },
 	"pct": func(v float64) string {
 		return strconv.FormatFloat(v, 'f', 0, 64) + "%"
 	},

@@ -40,6 +40,15 @@ type BandPoint struct {
 	Low, High float64
 }
 
+// Series is a further series over the same times as Spec.Points (a
+// page's visitors beside its views), drawn over it as a path of class
+// "series-" + Class.
+type Series struct {
+	Label  string // its tooltip; the legend under the chart names it
+	Class  string // letters and digits: a class name of ours
+	Points []Point
+}
+
 // Mark is a moment on the time axis: a crossing.
 type Mark struct {
 	T     time.Time
@@ -51,7 +60,9 @@ type Spec struct {
 	// Title names the chart (its aria-label).
 	Title string
 	// Points are the series, oldest first, one per Step, zeros included.
-	Points   []Point
+	Points []Point
+	// Others are drawn over Points, on the same axes.
+	Others   []Series
 	From, To time.Time
 	Unit     string // the y axis: "views per minute"
 	Zone     *time.Location
@@ -85,6 +96,11 @@ func SVG(s Spec) string {
 	maxV := 0.0
 	for _, p := range s.Points {
 		maxV = max(maxV, p.V)
+	}
+	for _, o := range s.Others {
+		for _, p := range o.Points {
+			maxV = max(maxV, p.V)
+		}
 	}
 	for _, l := range s.Lines {
 		maxV = max(maxV, l.Value)
@@ -148,19 +164,11 @@ func SVG(s Spec) string {
 		// chart (the page's); here each line's label is its tooltip.
 		fmt.Fprintf(&b, `<line class="%s" x1="%d" x2="%d" y1="%.1f" y2="%.1f"><title>%s</title></line>`, cls, padLeft, s.Width-padRight, y(l.Value), y(l.Value), esc(l.Label))
 	}
-	var d strings.Builder
-	for i, p := range s.Points {
-		if i == 0 {
-			d.WriteString("M")
-		} else {
-			d.WriteString(" L")
-		}
-		fmt.Fprintf(&d, "%.1f %.1f", x(p.T), y(p.V))
+	fmt.Fprintf(&b, `<path class="series" d="%s"/>`, pathOf(s.Points, x, y))
+	for _, o := range s.Others {
+		fmt.Fprintf(&b, `<path class="series-%s" data-testid="chart-%s" d="%s"><title>%s</title></path>`,
+			esc(o.Class), esc(o.Class), pathOf(o.Points, x, y), esc(o.Label))
 	}
-	if len(s.Points) == 1 {
-		fmt.Fprintf(&d, " L%.1f %.1f", x(s.Points[0].T)+1, y(s.Points[0].V))
-	}
-	fmt.Fprintf(&b, `<path class="series" d="%s"/>`, d.String())
 	for _, m := range s.Marks {
 		if m.T.Before(s.From) || m.T.After(s.To) {
 			continue
@@ -173,6 +181,23 @@ func SVG(s Spec) string {
 	}
 	b.WriteString(`</svg>`)
 	return b.String()
+}
+
+// pathOf is the d attribute of a series' path: numbers only.
+func pathOf(points []Point, x func(time.Time) float64, y func(float64) float64) string {
+	var d strings.Builder
+	for i, p := range points {
+		if i == 0 {
+			d.WriteString("M")
+		} else {
+			d.WriteString(" L")
+		}
+		fmt.Fprintf(&d, "%.1f %.1f", x(p.T), y(p.V))
+	}
+	if len(points) == 1 {
+		fmt.Fprintf(&d, " L%.1f %.1f", x(points[0].T)+1, y(points[0].V))
+	}
+	return d.String()
 }
 
 // Spark returns the points attribute of a small polyline (width w,

@@ -61,3 +61,22 @@ func TestLineLabelsNeverOverlap(t *testing.T) {
 		}
 	}
 }
+
+// A second series (a page's visitors beside its views) is its own path
+// on the same axes, which reach its largest value, with its label
+// escaped as its tooltip.
+func TestOtherSeries(t *testing.T) {
+	from := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	svg := SVG(Spec{Title: "t", From: from, To: from.Add(2 * time.Minute), Unit: "per minute",
+		Points: []Point{{T: from, V: 1}, {T: from.Add(time.Minute), V: 3}},
+		Others: []Series{{Label: "visitors <b>", Class: "visitors", Points: []Point{{T: from, V: 1}, {T: from.Add(time.Minute), V: 9}}}}})
+	for _, want := range []string{`<path class="series" d="M`, `<path class="series-visitors" data-testid="chart-visitors" d="M`,
+		"<title>visitors &lt;b&gt;</title>", ">10<"} {
+		if !strings.Contains(svg, want) {
+			t.Errorf("SVG lacks %q:\n%s", want, svg)
+		}
+	}
+	if strings.Contains(svg, "<b>") {
+		t.Errorf("SVG holds the label unescaped:\n%s", svg)
+	}
+}

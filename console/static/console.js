@@ -9,6 +9,7 @@
   }
   var body = table.querySelector("tbody");
   var svgNS = "http://www.w3.org/2000/svg";
+  var noKeys = table.dataset.noKeys || "";
 
   function rowsByPage() {
     var m = new Map();
@@ -45,7 +46,9 @@
     cell(tr, "site").appendChild(link("/live?site=" + encodeURIComponent(p.site), p.site));
     cell(tr, "path", "path").appendChild(link("/page?site=" + encodeURIComponent(p.site) + "&path=" + encodeURIComponent(p.path), p.path));
     cell(tr, "views-5m", "num");
+    cell(tr, "visitors-5m", "num visitors");
     cell(tr, "views-1h", "num");
+    cell(tr, "visitors-1h", "num visitors");
     cell(tr, "baseline", "num");
     cell(tr, "ratio", "num");
     var svg = document.createElementNS(svgNS, "svg");
@@ -61,9 +64,28 @@
     return tr;
   }
 
+  // count writes a number as the server does: "32,260".
+  function count(n) {
+    return String(n).replace(/\B(?=(\d{3})+$)/g, ",");
+  }
+
+  // As the server shows visitors (visitorsShown): "—" when there were
+  // views but none with a client key.
+  function visitors(td, v, views) {
+    if (v === 0 && views > 0) {
+      td.textContent = "\u2014";
+      td.setAttribute("title", noKeys);
+    } else {
+      td.textContent = count(v);
+      td.removeAttribute("title");
+    }
+  }
+
   function update(tr, p) {
-    tr.querySelector("[data-testid=views-5m]").textContent = String(p.views_5m);
-    tr.querySelector("[data-testid=views-1h]").textContent = String(p.views_1h);
+    tr.querySelector("[data-testid=views-5m]").textContent = count(p.views_5m);
+    tr.querySelector("[data-testid=views-1h]").textContent = count(p.views_1h);
+    visitors(tr.querySelector("[data-testid=visitors-5m]"), p.visitors_5m || 0, p.views_5m);
+    visitors(tr.querySelector("[data-testid=visitors-1h]"), p.visitors_1h || 0, p.views_1h);
     tr.querySelector("[data-testid=baseline]").textContent = p.baseline_shown;
     tr.querySelector("[data-testid=ratio]").textContent = p.ratio_shown;
     var pl = tr.querySelector("polyline.series");

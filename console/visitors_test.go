@@ -1,0 +1,123 @@
+package console
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pagewatch/pagewatch/domain/traffic"
+)
+
+func classCount(class string, hits uint64, counted bool, clients uint64) ClassCount {
+	return ClassCount{ClassHits: traffic.ClassHits{Class: class, Hits: hits, Counted: counted}, Clients: clients}
+}
+
+// Counted classes come first, each part in a fixed order; every class
+// has a row, zeros included; the bar's segments follow each other and
+// end at its width; a class counted only in part says so.
+func TestClassShares(t *testing.T) {
+	if classShares(nil) != nil {
+		t.Error("no counts: want no view")
+	}
+	v := classShares([]ClassCount{classCount("bot", 300, false, 3), classCount("human", 600, true, 200),
+		classCount("ai_crawler", 50, false, 1), classCount("ai_crawler", 50, true, 1)})
+	var got []string
+	for _, c := range v.Classes {
+		got = append(got, fmt.Sprintf("%s %d %s %s", c.Class, c.Hits, c.ShareShown, c.CountedShown))
+	}
+	want := "[human 600 60% views|ai_agent 0 0% —|unknown 0 0% —|ai_crawler 100 10% partly: 50 views|bot 300 30% not counted]"
+	if s := "[" + strings.Join(got, "|") + "]"; s != want {
+		t.Errorf("classes %s\nwant    %s", s, want)
+	}
+	var x float64
+	for _, c := range v.Classes {
+		if c.X != x {
+			t.Errorf("%s starts at %.1f, want %.1f", c.Class, c.X, x)
+		}
+		x += c.W
+	}
+	if x < barWidth-0.01 || x > barWidth+0.01 || v.Divide != 700 {
+		t.Errorf("the bar ends at %.1f (want %d), counted part at %.1f (want 700)", x, barWidth, v.Divide)
+	}
+	if v.ViewsShown != "650 of 1,000 hits (65%)" || v.NotCountedShown != "350 (35%)" {
+		t.Errorf("split %q, %q", v.ViewsShown, v.NotCountedShown)
+	}
+	for _, c := range []struct {
+		v    float64
+		want string
+	}{{0, "0%"}, {0.004, "0.4%"}, {0.0996, "10.0%"}, {0.5, "50%"}, {1, "100%"}} {
+		if got := sharePct(c.v); got != c.want {
+			t.Errorf("sharePct(%v) = %q, want %q", c.v, got, c.want)
+		}
+	}
+}
+
+// The page view: views and visitors drawn and named in the legend, the
+// class shares as a bar and a table, numbers with separators, and the
+// API's series with visitors per step.
+func TestPageShowsVisitorsAndClasses(t *testing.T) {
+	b := setup(t, nil)
+	now := time.Date(2026, 11, 24, 12, 0, 30, 0, time.UTC)
+	b.store.series = []traffic.MinuteHits{{Minute: now.Add(-10 * time.Minute).Truncate(time.Minute), Hits: 32260}}
+	b.store.visitors = []traffic.MinuteHits{{Minute: now.Add(-10 * time.Minute).Truncate(time.Minute), Hits: 1200}}
+	b.store.classes = []ClassCount{classCount("human", 30000, true, 1100), classCount("bot", 5000, false, 40),
+		classCount("unknown", 2260, true, 0), classCount("ai_agent", 0, true, 0)}
+	alice, resp, _ := b.login(t, "alice", "pw-alice")
+	_ = resp.Body.Close()
+	q := url.Values{"site": {"example.com"}, "path": {"/pricing"}}.Encode()
+	body := bodyOf(t, alice, b.srv.URL+"/page?"+q)
+	for _, want := range []string{
+		`<span data-testid="page-total">32,260</span> views`,
+		`<path class="series-visitors" data-testid="chart-visitors" d="M`,
+		`data-testid="chart-legend-visitors">visitors per minute`,
+		`data-testid="class-bar"`, `<rect class="seg class-human" x="0.0" width="805.2"`,
+		`<rect class="seg class-bot uncounted"`,
+		`data-class="human"`, `<td class="num" data-testid="class-hits">30,000</td>`, `data-testid="class-clients">1,100<`,
+		// unknown hits without client keys: a dash, not 0 clients
+		`data-testid="class-clients">—<`,
+		`Counted as views: <strong>32,260 of 37,260 hits (87%)</strong>`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("page lacks %s", want)
+		}
+	}
+	if n := strings.Count(body, `data-testid="class"`); n != 5 {
+		t.Errorf("%d class rows, want the 5 classes", n)
+	}
+	api := bodyOf(t, alice, b.srv.URL+"/api/v1/page?"+q)
+	var v struct {
+		Series []struct {
+			Views, Visitors uint64
+		}
+		Classes struct {
+			Views   uint64
+			Classes []struct{ Class string }
+		}
+	}
+	if err := json.Unmarshal([]byte(api), &v); err != nil {
+		t.Fatalf("%v\n%s", err, api)
+	}
+	var views, visitors uint64
+	for _, p := range v.Series {
+		views, visitors = views+p.Views, visitors+p.Visitors
+	}
+	if views != 32260 || visitors != 1200 || v.Classes.Views != 32260 || len(v.Classes.Classes) != 5 {
+		t.Errorf("API: %d views, %d visitors, classes %+v", views, visitors, v.Classes)
+	}
+	// No class counts: said so, no bar.
+	b.store.classes = nil
+	if body := bodyOf(t, alice, b.srv.URL+"/page?"+q); !strings.Contains(body, `data-testid="classes-none"`) || strings.Contains(body, `data-testid="class-bar"`) {
+		t.Errorf("page without class counts:\n%s", body)
+	}
+}
+
+// bodyOf is get's body (get has read and closed it).
+func bodyOf(t *testing.T, c *http.Client, u string) string {
+	resp, body := get(t, c, u)
+	_ = resp.Body.Close()
+	return body
+}
