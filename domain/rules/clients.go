@@ -26,8 +26,9 @@ const (
 // got through). Such a surge is still seen: the page is marked as held,
 // with the reason, in the console; no message goes out.
 type ClientGuard struct {
-	// MaxTopShare: a surge whose busiest client sent more than this
-	// share of the window's views (with a client key) does not fire.
+	// MaxTopShare: a surge whose busiest client, or busiest two or three
+	// together (a scraper spread over a few addresses), sent more than
+	// this share of the window's views (with a client key) does not fire.
 	// nil: 0.5 for spike, new_page and unusual rules, off for threshold
 	// rules (a threshold is the user's own number); 0 turns it off.
 	MaxTopShare *float64 `yaml:"max_top_share,omitempty"`

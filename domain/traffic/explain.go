@@ -56,8 +56,11 @@ type Clients struct {
 	Views, Keyed uint64
 	// Visitors are the distinct client keys among the counted hits.
 	Visitors uint64
-	// TopViews are the counted hits of the busiest client key.
+	// TopViews are the counted hits of the busiest client key; Busiest
+	// those of the busiest FewClients keys, most first (TopViews is
+	// Busiest[0]).
 	TopViews uint64
+	Busiest  []uint64
 	// Classes are the hits of each client class, counted or not, most
 	// first; classes without hits are left out.
 	Classes []ClassHits
@@ -68,6 +71,29 @@ type ClassHits struct {
 	Class   string // domain/hit.Class's name: human, bot, ai_agent, ai_crawler, unknown
 	Hits    uint64
 	Counted bool // the tailers counted them as views
+}
+
+// FewClients is how many of the busiest client keys Clients.Busiest
+// holds: a scraper may spread over a few addresses, and the client guard
+// (domain/rules.ClientGuard) looks at them together.
+const FewClients = 3
+
+// FewShare is the smallest number k of the busiest client keys (1 to
+// FewClients) whose share of the keyed views is over limit, and that
+// share; 0 and the busiest FewClients' share when none is.
+func (c *Clients) FewShare(limit float64) (k int, share float64) {
+	if c == nil || c.Keyed == 0 {
+		return 0, 0
+	}
+	var sum uint64
+	for i, n := range c.Busiest {
+		sum += n
+		share = float64(sum) / float64(c.Keyed)
+		if share > limit {
+			return i + 1, share
+		}
+	}
+	return 0, share
 }
 
 // TopShare is the busiest client's share of the keyed views, 0 to 1

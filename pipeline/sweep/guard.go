@@ -3,6 +3,7 @@ package sweep
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -185,8 +186,10 @@ func guardWindow(o observation) (from, to time.Time) {
 
 // judgeClients is the guard's verdict on a window's clients: the mark
 // and its reason when the busiest client's share of the keyed views is
-// over top, or the unknown clients' share of the hits over unknown (0:
-// that limit is off); "" when the surge may fire.
+// over top, or that of the busiest few (a scraper spread over two or
+// three addresses: traffic.FewClients), or the unknown clients' share of
+// the hits over unknown (0: that limit is off); "" when the surge may
+// fire.
 //
 // Two cases are left unjudged, as not knowing rather than knowing: the
 // busiest client's share when fewer than half the views carry a client
@@ -198,8 +201,12 @@ func judgeClients(c *traffic.Clients, top, unknown float64) (mostly, reason stri
 	if c == nil {
 		return "", ""
 	}
-	if share := c.TopShare(); top > 0 && c.Keyed > 0 && c.Keyed*2 >= c.Views && share > top {
-		return crossing.MostlyOneClient, "mostly one client: " + percent(share) + " of " + traffic.FormatViews(c.Keyed)
+	if k, share := c.FewShare(top); top > 0 && k > 0 && c.Keyed*2 >= c.Views {
+		who := "one client key sent "
+		if k > 1 {
+			who = fmt.Sprintf("%d client keys sent ", k)
+		}
+		return crossing.MostlyOneClient, "mostly one client: " + who + percent(share) + " of " + traffic.FormatViews(c.Keyed)
 	}
 	if share, ok := unknownShare(c); unknown > 0 && ok && share > unknown {
 		return crossing.MostlyUnidentified, "mostly unidentified clients: " + percent(share) + " of " + traffic.FormatCount(hitsOf(c)) + " hits"

@@ -49,11 +49,10 @@ func guardSetup(t *testing.T) (*bundle, time.Time) {
 	return b, now
 }
 
-// scraper is a scraper with a browser's user agent from 2 addresses, one
-// of which sends three of its four requests. (Two sending alike, half
-// each, are not "mostly one client" as rules.ClientGuard measures it:
-// the busiest client's share.)
-var scraper = []uint64{1, 1, 1, 2}
+// scraper is a scraper with a browser's user agent from 2 addresses,
+// each sending half its requests: neither client key alone is most of
+// the surge, the two together are (traffic.FewClients).
+var scraper = []uint64{1, 2}
 
 // held reads a page's state through pagestate, as the console does.
 func (b *bundle) held(t *testing.T, path string) (pagestate.Summary, bool) {
@@ -242,7 +241,7 @@ func TestGuardBoundsItsChecksAndFailsOpen(t *testing.T) {
 }
 
 // What the guard holds: the busiest client's share of the keyed views,
-// when most views are keyed; the unknown share, when some hit is known.
+// or the busiest few's together, when most views are keyed; the unknown share, when some hit is known.
 func TestJudgeClients(t *testing.T) {
 	human := func(n uint64) traffic.ClassHits { return traffic.ClassHits{Class: "human", Hits: n, Counted: true} }
 	unknown := func(n uint64) traffic.ClassHits { return traffic.ClassHits{Class: "unknown", Hits: n, Counted: true} }
@@ -251,9 +250,12 @@ func TestJudgeClients(t *testing.T) {
 		c    traffic.Clients
 		want string
 	}{
-		{"one client", traffic.Clients{Views: 1204, Keyed: 1204, Visitors: 3, TopViews: 1168, Classes: []traffic.ClassHits{human(1204)}}, "mostly one client: 97% of 1,204 views"},
-		{"people", traffic.Clients{Views: 1204, Keyed: 1204, Visitors: 500, TopViews: 10, Classes: []traffic.ClassHits{human(1204)}}, ""},
-		{"few keyed views", traffic.Clients{Views: 1000, Keyed: 10, Visitors: 1, TopViews: 10, Classes: []traffic.ClassHits{human(1000)}}, ""},
+		{"one client", traffic.Clients{Views: 1204, Keyed: 1204, Visitors: 3, TopViews: 1168, Busiest: []uint64{1168, 30, 6}, Classes: []traffic.ClassHits{human(1204)}},
+			"mostly one client: one client key sent 97% of 1,204 views"},
+		{"one client, two addresses", traffic.Clients{Views: 1204, Keyed: 1204, Visitors: 40, TopViews: 600, Busiest: []uint64{600, 580, 1}, Classes: []traffic.ClassHits{human(1204)}},
+			"mostly one client: 2 client keys sent 98% of 1,204 views"},
+		{"people", traffic.Clients{Views: 1204, Keyed: 1204, Visitors: 500, TopViews: 10, Busiest: []uint64{10, 9, 9}, Classes: []traffic.ClassHits{human(1204)}}, ""},
+		{"few keyed views", traffic.Clients{Views: 1000, Keyed: 10, Visitors: 1, TopViews: 10, Busiest: []uint64{10}, Classes: []traffic.ClassHits{human(1000)}}, ""},
 		{"scripts", traffic.Clients{Views: 1000, Keyed: 1000, Visitors: 400, TopViews: 9, Classes: []traffic.ClassHits{unknown(800), human(200)}}, "mostly unidentified clients: 80% of 1,000 hits"},
 		{"no user agents logged", traffic.Clients{Views: 1000, Keyed: 1000, Visitors: 400, TopViews: 9, Classes: []traffic.ClassHits{unknown(1000)}}, ""},
 	} {
@@ -261,7 +263,7 @@ func TestJudgeClients(t *testing.T) {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
 	}
-	c := traffic.Clients{Views: 100, Keyed: 100, Visitors: 1, TopViews: 100, Classes: []traffic.ClassHits{unknown(100), human(1)}}
+	c := traffic.Clients{Views: 100, Keyed: 100, Visitors: 1, TopViews: 100, Busiest: []uint64{100}, Classes: []traffic.ClassHits{unknown(100), human(1)}}
 	if m, _ := judgeClients(&c, 0, 0); m != "" {
 		t.Errorf("guard off: %q", m)
 	}

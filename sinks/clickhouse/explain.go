@@ -113,7 +113,7 @@ func (t Traffic) clients(ctx context.Context, site, path string, from, to int64)
 		return nil, nil
 	}
 	if c.Keyed > 0 {
-		if err := t.c.conn.QueryRow(ctx, queryExplainVisitors, site, path, from, to).Scan(&c.Visitors, &c.TopViews); err != nil {
+		if err := t.c.conn.QueryRow(ctx, queryExplainVisitors, site, path, from, to).Scan(&c.Visitors, &c.TopViews, &c.Busiest); err != nil {
 			return nil, fmt.Errorf("visitors of %s in [%d, %d): %w", page, from, to, err)
 		}
 	}

@@ -77,8 +77,10 @@ GROUP BY class, counted
 ORDER BY n DESC, class, counted`
 
 	// queryExplainVisitors is the distinct client keys among the page's
-	// views, and the views of the busiest of them (0 and 0 with none).
-	queryExplainVisitors = `SELECT toUInt64(count()) AS visitors, toUInt64(max(n)) AS top FROM (
+	// views, and the views of the busiest of them (0 and 0 with none),
+	// and of the 3 busiest (traffic.FewClients), most first.
+	queryExplainVisitors = `SELECT toUInt64(count()) AS visitors, toUInt64(max(n)) AS top,
+    arraySlice(arrayReverseSort(groupArray(n)), 1, 3) AS busiest FROM (
     SELECT client, sum(h) AS n FROM (
         SELECT client, any(hits) AS h
         FROM page_clients
