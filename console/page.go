@@ -40,7 +40,10 @@ type pageView struct {
 	Total  uint64        `json:"total"`
 	// Classes are the range's hits per client class; nil without any.
 	Classes *classesView `json:"classes"`
-	Lines   []chartLine  `json:"lines"`
+	// Visitors: some step has visitors (else the chart draws no line of
+	// them, rather than a flat 0 where no client was keyed).
+	Visitors bool        `json:"-"`
+	Lines    []chartLine `json:"lines"`
 	// Band is the page's usual range, for a rule that has one.
 	Band  *bandView     `json:"band,omitempty"`
 	Chart template.HTML `json:"-"`
@@ -161,7 +164,7 @@ func (s *pagePages) pagePage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v.Series = fill(raw, from, to, rg.Step)
-	addVisitors(v.Series, visitors, rg.Step)
+	v.Visitors = addVisitors(v.Series, visitors, rg.Step)
 	v.Classes = classShares(classes)
 	for _, p := range v.Series {
 		v.Total += p.Views
@@ -312,7 +315,9 @@ func (s *pagePages) drawPage(v pageView, rg pageRange) (template.HTML, []string)
 		spec.Points = append(spec.Points, chart.Point{T: p.T, V: float64(p.Views)})
 		vis.Points = append(vis.Points, chart.Point{T: p.T, V: float64(p.Visitors)})
 	}
-	spec.Others = []chart.Series{vis}
+	if v.Visitors {
+		spec.Others = []chart.Series{vis}
+	}
 	for _, l := range v.Lines {
 		spec.Lines = append(spec.Lines, chart.Line{Label: l.Label, Value: l.Value, Class: l.Kind})
 	}

@@ -27,15 +27,19 @@ func visitorsShown(visitors, views uint64) string {
 	return traffic.FormatCount(visitors)
 }
 
-// addVisitors puts a page's visitors per step into its series.
-func addVisitors(series []seriesPoint, raw []traffic.MinuteHits, step time.Duration) {
+// addVisitors puts a page's visitors per step into its series, and
+// reports whether there were any.
+func addVisitors(series []seriesPoint, raw []traffic.MinuteHits, step time.Duration) bool {
 	by := map[int64]uint64{}
 	for _, m := range raw {
 		by[m.Minute.Truncate(step).Unix()] += m.Hits
 	}
+	some := false
 	for i := range series {
 		series[i].Visitors = by[series[i].T.Unix()]
+		some = some || series[i].Visitors > 0
 	}
+	return some
 }
 
 // classOrder is the order the page view lists the classes in (counted
@@ -75,6 +79,8 @@ type classShare struct {
 	// CountedShown is "views", "not counted", or "partly" when the
 	// tailers' settings changed within the range or differ.
 	CountedShown string `json:"counted_shown"`
+	// Uncounted puts it in the bar's part not counted as views.
+	Uncounted bool `json:"-"`
 	// X and W are its segment of the bar, in 0..barWidth.
 	X, W float64 `json:"-"`
 }
@@ -132,6 +138,7 @@ func classShares(counts []ClassCount) *classesView {
 			default:
 				s.CountedShown = "partly: " + traffic.FormatCount(s.Counted) + " views"
 			}
+			s.Uncounted = !part
 			s.X, s.W = x, s.Share*barWidth
 			x += s.W
 			v.Classes = append(v.Classes, *s)

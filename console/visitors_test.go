@@ -108,10 +108,12 @@ func TestPageShowsVisitorsAndClasses(t *testing.T) {
 	if views != 32260 || visitors != 1200 || v.Classes.Views != 32260 || len(v.Classes.Classes) != 5 {
 		t.Errorf("API: %d views, %d visitors, classes %+v", views, visitors, v.Classes)
 	}
-	// No class counts: said so, no bar.
-	b.store.classes = nil
-	if body := bodyOf(t, alice, b.srv.URL+"/page?"+q); !strings.Contains(body, `data-testid="classes-none"`) || strings.Contains(body, `data-testid="class-bar"`) {
-		t.Errorf("page without class counts:\n%s", body)
+	// No visitors: no line of them, and the legend says why.
+	b.store.classes, b.store.visitors = nil, nil
+	body = bodyOf(t, alice, b.srv.URL+"/page?"+q)
+	if !strings.Contains(body, `data-testid="classes-none"`) || strings.Contains(body, `data-testid="class-bar"`) ||
+		strings.Contains(body, `data-testid="chart-visitors"`) || !strings.Contains(body, "no visitors in this range") {
+		t.Errorf("page without class counts or visitors:\n%s", body)
 	}
 }
 
