@@ -193,6 +193,8 @@ func (f fakeStates) State(_ context.Context, rule, site, path string, sum bool) 
 		return RuleState{Fired: []uint64{100}, LastFired: f.now.Add(-10 * time.Minute)}, true, nil
 	case rule == "any" && path == hostileScript:
 		return RuleState{Pending: 1}, true, nil
+	case rule == "any" && path == hostileImg:
+		return RuleState{Held: heldReason}, true, nil
 	}
 	return RuleState{}, false, nil
 }

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -266,6 +267,10 @@ func (n *NATS) State(ctx context.Context, rule, site, path string, sum bool) (Ru
 	if err != nil || !ok {
 		return RuleState{}, ok, err
 	}
-	return RuleState{Fired: st.Fired, Window: st.Window, LastFired: st.LastFired,
-		Open: st.Open != nil, Pending: st.Pending}, true, nil
+	rs := RuleState{Fired: st.Fired, Window: st.Window, LastFired: st.LastFired,
+		Open: st.Open != nil, Pending: st.Pending}
+	if st.Held != nil {
+		rs.Held = cmp.Or(st.Held.Reason, "held by the client guard")
+	}
+	return rs, true, nil
 }

@@ -40,6 +40,8 @@ type pageView struct {
 	Total  uint64        `json:"total"`
 	// Classes are the range's hits per client class; nil without any.
 	Classes *classesView `json:"classes"`
+	// Held are the rules whose surge on the page the client guard holds.
+	Held []heldView `json:"held"`
 	// Visitors: some step has visitors (else the chart draws no line of
 	// them, rather than a flat 0 where no client was keyed).
 	Visitors bool        `json:"-"`
@@ -137,6 +139,11 @@ func (s *pagePages) pagePage(w http.ResponseWriter, r *http.Request) {
 		func() (err error) {
 			classes, err = s.deps.Store.PageClasses(ctx, site, path, from, to)
 			return wrap("the page's client classes", err)
+		},
+		func() (err error) {
+			budget := maxPageHeldRules
+			v.Held, err = heldOf(ctx, s.deps.RuleStates, s.deps.Rules(), site, path, &budget)
+			return wrap("the page's held surges", err)
 		},
 		func() (err error) {
 			v.Lines, err = s.pageLines(r, site, path, rg.Step)

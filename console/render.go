@@ -57,10 +57,11 @@ func parseTemplates() (*templates, error) {
 var funcs = template.FuncMap{
 	"digits": func(n uint64) string { return strconv.FormatUint(n, 10) },
 	// count writes a number people read: "32,260".
-	"count":    traffic.FormatCount,
-	"visitors": visitorsShown,
-	"noKeys":   func() string { return noKeys },
-	"bar1000":  func(v float64) string { return strconv.FormatFloat(min(max(v, 0), barWidth), 'f', 1, 64) },
+	"count":     traffic.FormatCount,
+	"visitors":  visitorsShown,
+	"noKeys":    func() string { return noKeys },
+	"heldShort": heldShort,
+	"bar1000":   func(v float64) string { return strconv.FormatFloat(min(max(v, 0), barWidth), 'f', 1, 64) },
 	"pct": func(v float64) string {
 		return strconv.FormatFloat(v, 'f', 0, 64) + "%"
 	},

@@ -117,6 +117,7 @@ func New(cfg Config, d Deps) (*Server, error) {
 	s.cfg.Store(&cfg)
 	s.live = newHub(d.Store, cfg.LiveInterval, d.Now, d.Logger, s.metrics)
 	s.live.zone = zone
+	s.live.held = &heldCache{states: d.RuleStates, rules: d.Rules}
 	s.routes()
 	return s, nil
 }

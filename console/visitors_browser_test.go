@@ -14,6 +14,7 @@ import (
 
 	"github.com/pagewatch/pagewatch/console"
 	"github.com/pagewatch/pagewatch/domain/hit"
+	"github.com/pagewatch/pagewatch/domain/rules"
 	"github.com/pagewatch/pagewatch/domain/traffic"
 	"github.com/pagewatch/pagewatch/internal/testcheck"
 	"github.com/pagewatch/pagewatch/internal/testserver/browsertest"
@@ -56,6 +57,17 @@ func classHits(seq uint64, path string, start time.Time, span time.Duration, see
 	return b, views, visitors
 }
 
+// heldStates holds the surge of rule spike on /pricing, as the sweeper's
+// client guard records it.
+type heldStates struct{}
+
+func (heldStates) State(_ context.Context, rule, _, path string, _ bool) (console.RuleState, bool, error) {
+	if rule == "spike" && path == "/pricing" {
+		return console.RuleState{Held: "mostly one client: 97% of 1,204 views"}, true, nil
+	}
+	return console.RuleState{}, false, nil
+}
+
 // The console over a real ClickHouse, in Chromium: hits from several
 // clients and classes, loaded twice, show as visitors beside views on
 // the live view (and a new visitor arrives in place), as a second line
@@ -96,7 +108,13 @@ func TestConsoleInBrowserVisitors(t *testing.T) {
 
 	ccfg := console.DefaultConfig()
 	ccfg.Auth, ccfg.Listen, ccfg.LiveInterval = console.AuthNone, "127.0.0.1:0", 300*time.Millisecond
-	srv, err := console.New(ccfg, console.Deps{Store: ch.Console(), Logger: logger, Registry: prometheus.NewRegistry()})
+	spike := rules.Rule{Name: "spike", Site: "example.com", Path: "/pricing", Thresholds: rules.Thresholds{1000}, Window: rules.ParseWindow("1h"),
+		Notify: rules.Notify{Recipients: []string{"a@example.com"}}}
+	if err := spike.Validate("rules"); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := console.New(ccfg, console.Deps{Store: ch.Console(), RuleStates: heldStates{}, Rules: func() []rules.Rule { return []rules.Rule{spike} },
+		Logger: logger, Registry: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,6 +158,10 @@ func TestConsoleInBrowserVisitors(t *testing.T) {
 	if got := p.Text(row("/pricing", "visitors-5m")); got != "1" {
 		t.Errorf("/live: /pricing's visitors in 5 minutes %q, want 1 (the new one)", got)
 	}
+	// The surge the client guard holds: a badge beside the page.
+	if !p.Visible(row("/pricing", "held")) || p.Text(row("/pricing", "held")) != "held: mostly one client" || p.Visible(row(hostilePath, "held")) {
+		t.Errorf("/live: held badges %q on /pricing (visible %v), hostile page's visible %v", p.Text(row("/pricing", "held")), p.Visible(row("/pricing", "held")), p.Visible(row(hostilePath, "held")))
+	}
 	p.Screenshot("live-visitors")
 
 	// The page view: two lines and their legend, and the classes.
@@ -179,6 +201,9 @@ func TestConsoleInBrowserVisitors(t *testing.T) {
 	}
 	if n := p.Count("svg[data-testid=class-bar] rect.seg"); n != 5 {
 		t.Errorf("/page: %d segments in the class bar, want 5", n)
+	}
+	if got := p.Text("[data-testid=held]"); got != "Held, not alerted: spike would fire, but mostly one client: 97% of 1,204 views." {
+		t.Errorf("/page: held note %q", got)
 	}
 	p.Screenshot("page-visitors")
 

@@ -123,3 +123,31 @@ func bodyOf(t *testing.T, c *http.Client, u string) string {
 	_ = resp.Body.Close()
 	return body
 }
+
+// heldReason is what fakeStates holds hostileImg's surge for.
+const heldReason = "mostly one client: 97% of 1,204 views <b>x</b>"
+
+// A surge the client guard holds shows on the page view as a note, and
+// on the live view as a badge beside the page, its reason as text.
+func TestHeldSurgeShown(t *testing.T) {
+	b := setup(t, nil)
+	alice, resp, _ := b.login(t, "alice", "pw-alice")
+	_ = resp.Body.Close()
+	body := bodyOf(t, alice, b.srv.URL+"/page?"+url.Values{"site": {"example.com"}, "path": {hostileImg}}.Encode())
+	if want := `<p class="held-note" data-testid="held" data-rule="any">Held, not alerted: <strong>any</strong> would fire, but mostly one client: 97% of 1,204 views &lt;b&gt;x&lt;/b&gt;.</p>`; !strings.Contains(body, want) {
+		t.Errorf("page view lacks %s", want)
+	}
+	if body := bodyOf(t, alice, b.srv.URL+"/page?"+url.Values{"site": {"example.com"}, "path": {"/pricing"}}.Encode()); strings.Contains(body, `class="held-note"`) {
+		t.Error("/pricing's page view shows a held surge")
+	}
+	body = bodyOf(t, alice, b.srv.URL+"/live")
+	if want := `<span class="held" data-testid="held" title="any: mostly one client: 97% of 1,204 views &lt;b&gt;x&lt;/b&gt;">held: mostly one client</span>`; !strings.Contains(body, want) {
+		t.Errorf("live view lacks %s\n%s", want, body)
+	}
+	if n := strings.Count(body, `data-testid="held" title="" hidden>`); n != 2 {
+		t.Errorf("%d hidden held badges, want 2 (the pages without a held surge)", n)
+	}
+	if strings.Contains(body, "<b>x") {
+		t.Error("the reason is not escaped")
+	}
+}

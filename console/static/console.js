@@ -44,7 +44,13 @@
     // As the server renders a row: the site links to its live view, the
     // path to its page view.
     cell(tr, "site").appendChild(link("/live?site=" + encodeURIComponent(p.site), p.site));
-    cell(tr, "path", "path").appendChild(link("/page?site=" + encodeURIComponent(p.site) + "&path=" + encodeURIComponent(p.path), p.path));
+    var pathCell = cell(tr, "path", "path");
+    pathCell.appendChild(link("/page?site=" + encodeURIComponent(p.site) + "&path=" + encodeURIComponent(p.path), p.path));
+    var held = document.createElement("span");
+    held.className = "held";
+    held.dataset.testid = "held";
+    held.hidden = true;
+    pathCell.appendChild(held);
     cell(tr, "views-5m", "num");
     cell(tr, "visitors-5m", "num visitors");
     cell(tr, "views-1h", "num");
@@ -81,7 +87,25 @@
     }
   }
 
+  // As the server shows a held surge (heldShort): its kind as a badge,
+  // the whole reason as its tooltip.
+  function heldShort(reason) {
+    var kinds = ["mostly one client", "mostly unidentified clients"];
+    for (var i = 0; i < kinds.length; i++) {
+      if (reason.indexOf(kinds[i]) >= 0) {
+        return kinds[i];
+      }
+    }
+    return "client guard";
+  }
+
   function update(tr, p) {
+    var held = tr.querySelector("[data-testid=held]");
+    if (held) {
+      held.hidden = !p.held;
+      held.textContent = p.held ? "held: " + heldShort(p.held) : "";
+      held.setAttribute("title", p.held || "");
+    }
     tr.querySelector("[data-testid=views-5m]").textContent = count(p.views_5m);
     tr.querySelector("[data-testid=views-1h]").textContent = count(p.views_1h);
     visitors(tr.querySelector("[data-testid=visitors-5m]"), p.visitors_5m || 0, p.views_5m);
