@@ -1,6 +1,10 @@
 package classify
 
-import "github.com/pagewatch/pagewatch/domain/hit"
+import (
+	"bytes"
+
+	"github.com/pagewatch/pagewatch/domain/hit"
+)
 
 // Cache remembers the class of the user agents a Classifier has seen. A
 // site's lines come from a few hundred user agents, so nearly every line
@@ -11,6 +15,11 @@ type Cache struct {
 	c       *Classifier
 	classes map[string]hit.Class
 	max     int
+	// last is the user agent asked about last, and its class: a client
+	// sends its requests in runs, and comparing bytes costs less than
+	// hashing them for the map.
+	last      []byte
+	lastClass hit.Class
 }
 
 // Bounds of a Cache. User agents are the client's to choose: a client
@@ -36,9 +45,20 @@ func (c *Classifier) NewCache(entries int) *Cache {
 
 // Class is Classifier.Class, remembered.
 func (k *Cache) Class(ua []byte) hit.Class {
-	if cl, ok := k.classes[string(ua)]; ok {
-		return cl
+	if k.last != nil && bytes.Equal(ua, k.last) {
+		return k.lastClass
 	}
+	cl, ok := k.classes[string(ua)]
+	if !ok {
+		cl = k.classify(ua)
+	}
+	if len(ua) <= maxKeyBytes {
+		k.last, k.lastClass = append(k.last[:0], ua...), cl
+	}
+	return cl
+}
+
+func (k *Cache) classify(ua []byte) hit.Class {
 	cl := k.c.Class(ua)
 	if len(ua) > maxKeyBytes {
 		return cl

@@ -1,6 +1,7 @@
 package tail
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -38,6 +39,10 @@ type hitBatch struct {
 	// in days since 1970, of the last line keyed) in hand.
 	keys   *visitor.Keyer
 	keyDay int64
+	// last is the line keyed last: its address and user agent, and its
+	// key. A client's page views often come one after the other.
+	lastAddr, lastUA []byte
+	lastKey          uint64
 }
 
 // lineRules is what every input's lines are judged by: which are page
@@ -77,9 +82,13 @@ func (b *hitBatch) clientKey(t time.Time) uint64 {
 		b.keys = b.salts.Keyer()
 	}
 	ctx := context.Background()
+	day := t.Unix() / 86400
+	if day == b.keyDay && b.lastKey != visitor.NoKey && bytes.Equal(b.entry.Client, b.lastAddr) && bytes.Equal(b.entry.UserAgent, b.lastUA) {
+		return b.lastKey
+	}
 	// Only a line of another day than the last may wait for NATS: the
 	// salt of the day in hand is held in memory.
-	if day := t.Unix() / 86400; day != b.keyDay {
+	if day != b.keyDay {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, saltWait)
 		defer cancel()
@@ -90,8 +99,12 @@ func (b *hitBatch) clientKey(t time.Time) uint64 {
 		b.keyDay = 0 // try again on the next line
 		b.metrics.keyless.Inc()
 		b.logger.Warn("no client key for the line: visitors will be undercounted", "err", err)
+		b.lastKey = visitor.NoKey
 		return visitor.NoKey
 	}
+	b.lastAddr = append(b.lastAddr[:0], b.entry.Client...)
+	b.lastUA = append(b.lastUA[:0], b.entry.UserAgent...)
+	b.lastKey = k
 	return k
 }
 
@@ -134,7 +147,12 @@ func (b *hitBatch) add(line []byte, offset int64) {
 	}
 	h.Class = b.classes.Class(b.entry.UserAgent)
 	h.Uncounted = !b.pages.Counts(h.Class)
-	h.Client = b.clientKey(h.Time)
+	// Only views are keyed: visitors are counted among them, and a
+	// crawler's key would be one more hash a line for nothing (and, in
+	// page_clients, a row per crawler where one per class will do).
+	if !h.Uncounted {
+		h.Client = b.clientKey(h.Time)
+	}
 	h.Offset = uint64(offset)
 	b.enc.Add(&h)
 	m.hits.Inc()
