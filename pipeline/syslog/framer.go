@@ -47,10 +47,10 @@ type framer struct {
 	err        error // the read error to return once buf is drained
 }
 
-func newFramer(r io.Reader, max int) *framer {
+func newFramer(r io.Reader, limit int) *framer {
 	// Most frames are a few hundred bytes: start small, grow to the limit
 	// only for a connection that needs it.
-	return &framer{r: r, max: max, buf: make([]byte, min(4<<10, max+lenPrefix))}
+	return &framer{r: r, max: limit, buf: make([]byte, min(4<<10, limit+lenPrefix))}
 }
 
 // next returns the next frame. errTooLong is not fatal: call next again.
@@ -196,15 +196,16 @@ func (f *framer) fill() error {
 		return f.err
 	}
 	if f.end == len(f.buf) {
-		if f.start > 0 {
+		switch {
+		case f.start > 0:
 			n := copy(f.buf, f.buf[f.start:f.end])
 			f.scan = max(f.scan-f.start, 0)
 			f.start, f.end = 0, n
-		} else if len(f.buf) < f.max+lenPrefix {
+		case len(f.buf) < f.max+lenPrefix:
 			grown := make([]byte, min(2*len(f.buf), f.max+lenPrefix))
 			copy(grown, f.buf[:f.end])
 			f.buf = grown
-		} else {
+		default:
 			return io.ErrShortBuffer // cannot happen; better than reading nothing forever
 		}
 	}

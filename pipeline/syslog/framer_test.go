@@ -12,8 +12,8 @@ import (
 
 // frames runs a framer over r to the end and describes what it returned:
 // each frame quoted, "TOO_LONG", and how it ended.
-func frames(r io.Reader, max int) []string {
-	f := newFramer(r, max)
+func frames(r io.Reader, limit int) []string {
+	f := newFramer(r, limit)
 	var out []string
 	for {
 		b, err := f.next()

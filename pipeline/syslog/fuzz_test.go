@@ -137,10 +137,10 @@ func FuzzFramer(f *testing.F) {
 	} {
 		f.Add([]byte(s), uint8(3))
 	}
-	const max = 64
+	const limit = 64
 	f.Fuzz(func(t *testing.T, data []byte, chunk uint8) {
-		whole := runFramer(t, bytes.NewReader(data), max, len(data))
-		cut := runFramer(t, &chunkReader{data: data, size: int(chunk%17) + 1}, max, len(data))
+		whole := runFramer(t, bytes.NewReader(data), limit, len(data))
+		cut := runFramer(t, &chunkReader{data: data, size: int(chunk%17) + 1}, limit, len(data))
 		if !slices.Equal(whole, cut) {
 			t.Fatalf("depends on read sizes:\n%q\n%q", whole, cut)
 		}
@@ -155,7 +155,7 @@ func FuzzFramer(f *testing.F) {
 		var wantOctet, wantLF []string
 		for _, m := range msgs {
 			octets.WriteString(itoa(len(m)) + " " + m)
-			wantOctet = append(wantOctet, expectFrame(m, max))
+			wantOctet = append(wantOctet, expectFrame(m, limit))
 			if clean := string(bytes.Map(func(r rune) rune {
 				if r == '\n' || r == 0 {
 					return -1
@@ -163,27 +163,27 @@ func FuzzFramer(f *testing.F) {
 				return r
 			}, []byte(m))); clean != "" {
 				lines.WriteString(clean + "\n")
-				wantLF = append(wantLF, expectFrame(clean, max))
+				wantLF = append(wantLF, expectFrame(clean, limit))
 			}
 		}
 		if l := lines.Bytes(); len(l) > 0 && l[0] >= '1' && l[0] <= '9' {
 			wantLF = nil // a first digit means octet counting to the framer
 		}
 		wantOctet = append(wantOctet, "EOF")
-		if got := runFramer(t, &chunkReader{data: octets.Bytes(), size: int(chunk%17) + 1}, max, octets.Len()); !slices.Equal(got, wantOctet) {
+		if got := runFramer(t, &chunkReader{data: octets.Bytes(), size: int(chunk%17) + 1}, limit, octets.Len()); !slices.Equal(got, wantOctet) {
 			t.Fatalf("octet round trip:\n got %q\nwant %q", got, wantOctet)
 		}
 		if wantLF != nil {
 			wantLF = append(wantLF, "EOF")
-			if got := runFramer(t, &chunkReader{data: lines.Bytes(), size: int(chunk%17) + 1}, max, lines.Len()); !slices.Equal(got, wantLF) {
+			if got := runFramer(t, &chunkReader{data: lines.Bytes(), size: int(chunk%17) + 1}, limit, lines.Len()); !slices.Equal(got, wantLF) {
 				t.Fatalf("newline round trip:\n got %q\nwant %q", got, wantLF)
 			}
 		}
 	})
 }
 
-func expectFrame(m string, max int) string {
-	if len(m) > max {
+func expectFrame(m string, limit int) string {
+	if len(m) > limit {
 		return "TOO_LONG"
 	}
 	return m
@@ -202,14 +202,14 @@ func itoa(n int) string {
 // runFramer returns what the framer made of r: frames, "TOO_LONG", then
 // how the stream ended. Every frame or TOO_LONG consumes input, so more
 // results than input bytes means the framer is stuck.
-func runFramer(t *testing.T, r io.Reader, max, n int) []string {
-	fr := newFramer(iotest.DataErrReader(r), max)
+func runFramer(t *testing.T, r io.Reader, limit, n int) []string {
+	fr := newFramer(iotest.DataErrReader(r), limit)
 	var out []string
 	for len(out) <= n+1 {
 		b, err := fr.next()
 		switch {
 		case err == nil:
-			if len(b) > max || (fr.mode == modeLF && len(b) == 0) {
+			if len(b) > limit || (fr.mode == modeLF && len(b) == 0) {
 				t.Fatalf("frame of %d bytes", len(b))
 			}
 			out = append(out, string(b))
@@ -226,7 +226,7 @@ func runFramer(t *testing.T, r io.Reader, max, n int) []string {
 		default:
 			t.Fatalf("error %v", err)
 		}
-		if cap(fr.buf) > max+lenPrefix {
+		if cap(fr.buf) > limit+lenPrefix {
 			t.Fatalf("buffer grew to %d", cap(fr.buf))
 		}
 		return out

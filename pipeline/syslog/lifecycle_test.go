@@ -1,6 +1,7 @@
 package syslog_test
 
 import (
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -22,8 +23,8 @@ func TestMaxTCPConnections(t *testing.T) {
 	r.dialTCP(t)
 	testcheck.Eventually(t, patience, "two connections", func() bool { return r.metric(t, "pagewatch_ingest_syslog_tcp_connections") == 2 })
 	c := r.dialTCP(t)
-	c.SetReadDeadline(time.Now().Add(5 * time.Second))
-	if _, err := c.Read(make([]byte, 1)); err != io.EOF {
+	readBy(t, c, time.Now().Add(5*time.Second))
+	if _, err := c.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
 		t.Fatalf("third connection: read %v, want EOF", err)
 	}
 	if got := r.metric(t, "pagewatch_ingest_syslog_tcp_connections_rejected_total"); got != 1 {
@@ -39,12 +40,12 @@ func TestIdleTimeout(t *testing.T) {
 	begin := time.Now()
 	// Traffic keeps it open past the timeout...
 	for range 4 {
-		io.WriteString(c, nginx3164("x")+"\n")
+		send(t, c, nginx3164("x")+"\n")
 		time.Sleep(400 * time.Millisecond)
 	}
 	// ...silence closes it.
-	c.SetReadDeadline(time.Now().Add(5 * time.Second))
-	if _, err := c.Read(make([]byte, 1)); err != io.EOF {
+	readBy(t, c, time.Now().Add(5*time.Second))
+	if _, err := c.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
 		t.Fatalf("read %v, want EOF", err)
 	}
 	if d := time.Since(begin); d < 2*time.Second {
@@ -61,8 +62,8 @@ func TestShutdown(t *testing.T) {
 	udpAddr, tcpAddr := r.l.UDPAddr().String(), r.l.TCPAddr().String()
 	idle := r.dialTCP(t)
 	mid := r.dialTCP(t)
-	io.WriteString(mid, "300 <190>Nov 22")
-	io.WriteString(r.dialTCP(t), nginx3164("x")+"\n")
+	send(t, mid, "300 <190>Nov 22")
+	send(t, r.dialTCP(t), nginx3164("x")+"\n")
 	testcheck.Eventually(t, patience, "delivery", func() bool { return r.sink.len() == 1 })
 	testcheck.Eventually(t, patience, "three connections", func() bool { return r.metric(t, "pagewatch_ingest_syslog_tcp_connections") == 3 })
 
@@ -70,8 +71,8 @@ func TestShutdown(t *testing.T) {
 		t.Fatalf("Run took %v to return", took)
 	}
 	for _, c := range []net.Conn{idle, mid} {
-		c.SetReadDeadline(time.Now().Add(5 * time.Second))
-		if _, err := c.Read(make([]byte, 1)); err != io.EOF {
+		readBy(t, c, time.Now().Add(5*time.Second))
+		if _, err := c.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
 			t.Fatalf("open connection after shutdown: read %v, want EOF", err)
 		}
 	}
@@ -95,9 +96,9 @@ func TestShutdownWaitsForHandler(t *testing.T) {
 	s := &sink{block: make(chan struct{}), entered: make(chan struct{}, 1)}
 	r := start(t, testConfig(), s)
 	u := r.dialUDP(t)
-	u.Write([]byte(nginx3164("a")))
+	send(t, u, nginx3164("a"))
 	<-s.entered
-	u.Write([]byte(nginx3164("b")))
+	send(t, u, nginx3164("b"))
 	testcheck.Eventually(t, patience, "two messages received", func() bool { return r.metric(t, "pagewatch_ingest_syslog_messages_received_total") == 2 })
 	time.AfterFunc(200*time.Millisecond, func() { close(s.block) })
 	r.stop()

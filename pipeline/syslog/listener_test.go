@@ -2,7 +2,9 @@ package syslog_test
 
 import (
 	"bytes"
+	"errors"
 	"io"
+	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -78,11 +80,12 @@ func TestTCPManyConnections(t *testing.T) {
 				if i%3 == 0 {
 					msg = rsyslog5424(line)
 				}
-				if k%2 == 0 {
+				switch {
+				case k%2 == 0:
 					stream.WriteString(octet(msg))
-				} else if i%2 == 0 {
+				case i%2 == 0:
 					stream.WriteString(msg + "\n")
-				} else {
+				default:
 					stream.WriteString(msg + "\x00")
 				}
 			}
@@ -121,19 +124,19 @@ func TestOversizeKeepsSync(t *testing.T) {
 	ok := []string{accessLine(1), accessLine(2), accessLine(3), accessLine(4), accessLine(5), accessLine(6)}
 
 	c := r.dialTCP(t)
-	io.WriteString(c, octet(nginx3164(ok[0]))+octet(huge)+octet(nginx3164(ok[1])))
+	send(t, c, octet(nginx3164(ok[0]))+octet(huge)+octet(nginx3164(ok[1])))
 	c = r.dialTCP(t)
-	io.WriteString(c, nginx3164(ok[2])+"\n"+huge+"\n"+nginx3164(ok[3])+"\n")
+	send(t, c, nginx3164(ok[2])+"\n"+huge+"\n"+nginx3164(ok[3])+"\n")
 	// The too-long frame arrives in pieces, as it would from a slow peer.
 	c = r.dialTCP(t)
 	for i := 0; i < len(huge); i += 700 {
-		io.WriteString(c, huge[i:min(i+700, len(huge))])
+		send(t, c, huge[i:min(i+700, len(huge))])
 		time.Sleep(time.Millisecond)
 	}
-	io.WriteString(c, "\n"+nginx3164(ok[4])+"\n")
+	send(t, c, "\n"+nginx3164(ok[4])+"\n")
 	u := r.dialUDP(t)
-	u.Write([]byte(huge))
-	u.Write([]byte(nginx3164(ok[5])))
+	send(t, u, huge)
+	send(t, u, nginx3164(ok[5]))
 
 	testcheck.Eventually(t, patience, "delivery", func() bool { return r.sink.len() == len(ok) })
 	testcheck.Eventually(t, patience, "four too-long messages counted", func() bool { return r.malformed(t, syslog.ReasonTooLong) == 4 })
@@ -149,7 +152,7 @@ func TestDisconnectMidFrame(t *testing.T) {
 		msg + "\n" + msg[:40],
 	} {
 		c := r.dialTCP(t)
-		io.WriteString(c, partial)
+		send(t, c, partial)
 		c.Close()
 	}
 	testcheck.Eventually(t, patience, "truncated frames", func() bool { return r.malformed(t, syslog.ReasonTruncated) == 3 })
@@ -158,7 +161,7 @@ func TestDisconnectMidFrame(t *testing.T) {
 		t.Fatalf("%d delivered, want the 3 whole frames", r.sink.len())
 	}
 	c := r.dialTCP(t)
-	io.WriteString(c, octet(msg))
+	send(t, c, octet(msg))
 	testcheck.Eventually(t, patience, "a later connection", func() bool { return r.sink.len() == 4 })
 }
 
@@ -170,26 +173,26 @@ func TestHostileInput(t *testing.T) {
 	u := r.dialUDP(t)
 	for _, d := range []string{"", "\x00", "\xff\xfe\xfd", tlsHello, "<999>x", "<13>1 garbage", "<13>Nov 99 10:00:00 h t: x",
 		"<13>1 2024-11-22T10:00:00Z h a p m [unterminated x=\"", "GET / HTTP/1.1\r\nHost: x\r\n\r\n"} {
-		u.Write([]byte(d))
+		send(t, u, d)
 	}
 	for _, stream := range []string{tlsHello, "GET / HTTP/1.0\r\n\r\n", "\x00\x00\x00\n\n\n", "<13>" + strings.Repeat("\xff", 3000) + "\n"} {
 		c := r.dialTCP(t)
-		io.WriteString(c, stream)
+		send(t, c, stream)
 		c.Close()
 	}
 	// A bad octet count loses the frame boundaries: the connection is closed.
 	c := r.dialTCP(t)
-	io.WriteString(c, "12x <13>hello")
-	c.SetReadDeadline(time.Now().Add(5 * time.Second))
-	if _, err := c.Read(make([]byte, 1)); err != io.EOF {
+	send(t, c, "12x <13>hello")
+	readBy(t, c, time.Now().Add(5*time.Second))
+	if _, err := c.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
 		t.Fatalf("connection with a bad octet count: read %v, want EOF", err)
 	}
 	testcheck.Eventually(t, patience, "a framing error counted", func() bool { return r.malformed(t, syslog.ReasonFraming) == 1 })
 
 	good := nginx3164(junkLine)
-	u.Write([]byte(good))
+	send(t, u, good)
 	c = r.dialTCP(t)
-	io.WriteString(c, good+"\n")
+	send(t, c, good+"\n")
 	testcheck.Eventually(t, patience, "good messages after junk", func() bool { return r.sink.len() >= 2 })
 	testcheck.Eventually(t, patience, "every message accounted for", func() bool {
 		received := r.metric(t, "pagewatch_ingest_syslog_messages_received_total")
@@ -208,10 +211,10 @@ func TestTagsFilter(t *testing.T) {
 	cfg.Tags = []string{"nginx"}
 	r := start(t, cfg, nil)
 	u := r.dialUDP(t)
-	u.Write([]byte("<190>Nov 22 10:00:00 web1 sshd[12]: Accepted publickey"))
-	u.Write([]byte("<190>Nov 22 10:00:00 web1 nginx: " + accessLine(1)))
-	u.Write([]byte("<190>1 - web1 nginx - - - " + accessLine(2)))
-	u.Write([]byte("<190>1 - web1 - - - - untagged"))
+	send(t, u, "<190>Nov 22 10:00:00 web1 sshd[12]: Accepted publickey")
+	send(t, u, "<190>Nov 22 10:00:00 web1 nginx: "+accessLine(1))
+	send(t, u, "<190>1 - web1 nginx - - - "+accessLine(2))
+	send(t, u, "<190>1 - web1 - - - - untagged")
 	testcheck.Eventually(t, patience, "delivery", func() bool { return r.sink.len() == 2 })
 	testcheck.Eventually(t, patience, "two messages filtered", func() bool { return r.metric(t, "pagewatch_ingest_syslog_filtered_messages_total") == 2 })
 }
@@ -228,10 +231,10 @@ func TestUDPQueueFullDrops(t *testing.T) {
 	r := start(t, cfg, s)
 	u := r.dialUDP(t)
 	msg := []byte(nginx3164("x"))
-	u.Write(msg)
+	send(t, u, string(msg))
 	<-s.entered
 	for range 49 {
-		u.Write(msg)
+		send(t, u, string(msg))
 		time.Sleep(200 * time.Microsecond)
 	}
 	testcheck.Eventually(t, patience, "all received", func() bool { return r.metric(t, "pagewatch_ingest_syslog_messages_received_total") == 50 })
@@ -240,4 +243,20 @@ func TestUDPQueueFullDrops(t *testing.T) {
 	}
 	close(s.block)
 	testcheck.Eventually(t, patience, "queued delivered", func() bool { return r.sink.len() == 7 })
+}
+
+// send writes s to w, failing the test if it cannot.
+func send(t *testing.T, w io.Writer, s string) {
+	t.Helper()
+	if _, err := io.WriteString(w, s); err != nil {
+		t.Fatalf("send: %v", err)
+	}
+}
+
+// readBy sets c's read deadline, failing the test if it cannot.
+func readBy(t *testing.T, c net.Conn, at time.Time) {
+	t.Helper()
+	if err := c.SetReadDeadline(at); err != nil {
+		t.Fatalf("read deadline: %v", err)
+	}
 }
