@@ -161,7 +161,7 @@ func fencedBlocks(src []byte, lang string) []string {
 			} else {
 				cur = nil
 				// Skip a block in another language to its closing fence.
-				for sc.Scan() && !strings.HasPrefix(strings.TrimSpace(sc.Text()), "```") {
+				for sc.Scan() && !strings.HasPrefix(strings.TrimSpace(sc.Text()), "```") { //nolint:revive // the loop's condition reads to the fence
 				}
 			}
 		case cur != nil && fence:

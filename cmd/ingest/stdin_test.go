@@ -32,7 +32,7 @@ func runWithStdin(t *testing.T, data []byte, args ...string) (int, string) {
 	os.Stdin = r
 	defer func() { os.Stdin = saved }()
 	go func() {
-		w.Write(data)
+		_, _ = w.Write(data) // a short write shows as missing lines below
 		w.Close()
 	}()
 	var stdout, stderr bytes.Buffer

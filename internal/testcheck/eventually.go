@@ -1,6 +1,7 @@
 package testcheck
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -42,7 +43,7 @@ func Eventually[C Condition](tb testing.TB, within time.Duration, what string, c
 		if within > time.Millisecond {
 			within = within.Round(time.Millisecond)
 		}
-		if err == errNotYet {
+		if errors.Is(err, errNotYet) {
 			tb.Fatalf("after %v, still waiting for %s", within, what)
 		}
 		tb.Fatalf("after %v, still waiting for %s: %v", within, what, err)

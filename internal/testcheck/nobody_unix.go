@@ -3,6 +3,7 @@
 package testcheck
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -104,7 +105,8 @@ func RerunAsNobody(t *testing.T) bool {
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: Nobody, Gid: Nobody, Groups: []uint32{}}}
 	out, err := cmd.CombinedOutput()
-	if _, exited := err.(*exec.ExitError); err != nil && !exited {
+	var exitErr *exec.ExitError
+	if exited := errors.As(err, &exitErr); err != nil && !exited {
 		t.Fatalf("testcheck: %s as nobody (uid %d): %v\n"+
 			"nobody could not start the test binary in %s: each directory above it must be one nobody may enter "+
 			"and it must not be on a noexec mount; set $TMPDIR to a directory that is (it is %q)",

@@ -227,7 +227,7 @@ func TestScanReportsUnreadableDirectories(t *testing.T) {
 		if err := os.Chmod(filepath.Join(root, "locked"), 0); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { os.Chmod(filepath.Join(root, "locked"), 0o755) })
+		t.Cleanup(func() { _ = os.Chmod(filepath.Join(root, "locked"), 0o755) }) // for TempDir's removal; it says if it fails
 		if _, err := os.ReadDir(filepath.Join(root, "locked")); err == nil {
 			t.Fatalf("uid %d reads a directory with mode 0", os.Geteuid())
 		}

@@ -135,7 +135,7 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, x crossing.Cross
 	}
 	var (
 		job     jobNotes
-		waitMin time.Duration
+		soonest time.Duration
 		pending bool
 	)
 	for _, name := range w.cfg.Routing.Route(x) {
@@ -143,8 +143,8 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, x crossing.Cross
 			log: w.logger.With("key", x.Key, "receiver", name), job: &job}
 		d.spec = w.spec[name]
 		if v := w.deliver(ctx, d); !v.done {
-			if !pending || v.wait < waitMin {
-				waitMin = v.wait
+			if !pending || v.wait < soonest {
+				soonest = v.wait
 			}
 			pending = true
 		}
@@ -157,7 +157,7 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg, x crossing.Cross
 		return
 	}
 	if pending {
-		_ = msg.NakWithDelay(waitMin)
+		_ = msg.NakWithDelay(soonest)
 		return
 	}
 	w.ack(msg, x)

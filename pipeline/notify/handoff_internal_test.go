@@ -91,9 +91,9 @@ func TestFwdMsgAcksFromAnotherConnection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fetch := func(max time.Duration) jetstream.Msg {
+	fetch := func(wait time.Duration) jetstream.Msg {
 		t.Helper()
-		batch, err := cons.Fetch(1, jetstream.FetchMaxWait(max))
+		batch, err := cons.Fetch(1, jetstream.FetchMaxWait(wait))
 		if err != nil {
 			t.Fatal(err)
 		}

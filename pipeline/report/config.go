@@ -46,7 +46,7 @@ type Spec struct {
 	To []string `yaml:"to"`
 }
 
-// Defaults for the keys a Spec leaves out.
+// DefaultTop is how many pages a Spec lists when it leaves top out.
 const DefaultTop = 10
 
 // DefaultMilestones are 1,000, 10,000, 100,000 and 1,000,000 views.

@@ -20,7 +20,7 @@ func localRhythm(loc *time.Location, start time.Time, spike [2]time.Time) string
 		t := start.Add(time.Duration(i) * 5 * time.Minute)
 		l := t.In(loc)
 		h := float64(l.Hour()) + float64(l.Minute())/60
-		v := 2 + 40*math.Exp(-math.Pow((h-10)/1.2, 2)) // per 5 minutes: 24 an hour at night, about 500 at the peak
+		v := 2 + 40*math.Exp(-((h-10)/1.2)*((h-10)/1.2)) // per 5 minutes: 24 an hour at night, about 500 at the peak
 		if !t.Before(spike[0]) && t.Before(spike[1]) {
 			v += 60
 		}

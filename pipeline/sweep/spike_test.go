@@ -25,7 +25,7 @@ func seasonal(weekend float64, holidays map[string]float64, spike, drop [2]time.
 	for i := 0; i < 35*288; i++ {
 		t := start.Add(time.Duration(i) * 5 * time.Minute)
 		h := float64(t.Hour()) + float64(t.Minute())/60
-		v := 10 + 100*math.Exp(-math.Pow((h-14)/3, 2))
+		v := 10 + 100*math.Exp(-((h-14)/3)*((h-14)/3))
 		if wd := t.Weekday(); wd == time.Saturday || wd == time.Sunday {
 			v *= weekend
 		}

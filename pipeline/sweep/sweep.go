@@ -38,6 +38,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -208,7 +209,7 @@ func (s *Sweeper) sweep(ctx context.Context, now time.Time) error {
 		s.metrics.lag.Set(now.Sub(last).Seconds())
 	}
 	current := s.currentPoints(set, now)
-	pts := append(current, s.calendarCatchUp(set, last, now)...)
+	pts := slices.Concat(current, s.calendarCatchUp(set, last, now))
 	obs, rows, err := s.count(ctx, set, pts, false)
 	if err != nil {
 		return err
