@@ -46,39 +46,14 @@ func (s *pagePages) pageBand(ctx context.Context, site, path string, from, to ti
 // ruleBand is pageBand for one rule: nil when its normal has no usual
 // range (spike, new_page) or the page no history.
 func (s *pagePages) ruleBand(ctx context.Context, rule *rules.Rule, site, path string, from, to time.Time, step time.Duration) (*bandView, error) {
-	reach := from
-	for _, sp := range rule.BaselineSpans(from.Add(step), time.Time{}) {
-		if sp.From.Before(reach) {
-			reach = sp.From
-		}
-	}
-	raw, err := s.deps.Store.PageHourSeries(ctx, site, path, reach, to)
-	if err != nil {
+	hours, err := readHours(ctx, s.deps.Store, rule, site, path, from.Add(step), to)
+	if err != nil || hours.start.IsZero() {
 		return nil, err
-	}
-	hours := map[int64]uint64{}
-	var dataStart time.Time
-	for _, m := range raw {
-		h := m.Minute.UTC().Truncate(time.Hour)
-		hours[h.Unix()] += m.Hits
-		if dataStart.IsZero() || h.Before(dataStart) {
-			dataStart = h
-		}
-	}
-	if dataStart.IsZero() {
-		return nil, nil
 	}
 	scale := float64(step) / float64(rule.Window.Rolling)
 	b := &bandView{Rule: rule.Name, Label: fmt.Sprintf("%s: the page's usual range, in views per %s", rule.Name, stepName(step))}
 	for t := from; t.Before(to); t = t.Add(step) {
-		spans := rule.BaselineSpans(t.Add(step), dataStart)
-		counts := make([]uint64, len(spans))
-		for i, sp := range spans {
-			for h := sp.From; h.Before(sp.To); h = h.Add(time.Hour) {
-				counts[i] += hours[h.Unix()]
-			}
-		}
-		e := rule.Normal(spans, counts)
+		e := hours.expectAt(rule, t.Add(step))
 		if !e.OK || e.High <= 0 {
 			continue
 		}

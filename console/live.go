@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"math"
 	"net/http"
 	"net/url"
 	"slices"
@@ -14,7 +13,7 @@ import (
 	"time"
 
 	"github.com/pagewatch/pagewatch/console/chart"
-	"github.com/pagewatch/pagewatch/domain/traffic"
+	"github.com/pagewatch/pagewatch/domain/rules"
 )
 
 const (
@@ -28,6 +27,12 @@ const (
 	// baselineTTL is how long baselines are reused: they move by the hour.
 	baselineTTL = 5 * time.Minute
 	maxLiveSubs = 1000
+	// maxRuleNormals bounds the pages whose normal one refresh reads from
+	// their hours (a read of each page's weeks, by key), the busiest
+	// first; the rest keep the day median. ruleNormalReads is how many
+	// run at once.
+	maxRuleNormals  = 60
+	ruleNormalReads = 8
 )
 
 // liveSnapshot is the live view at one moment, every site's pages.
@@ -46,8 +51,13 @@ type livePage struct {
 	Visitors1h    uint64  `json:"visitors_1h"`
 	Baseline      float64 `json:"baseline"` // normal views per hour
 	BaselineShown string  `json:"baseline_shown"`
-	Ratio         float64 `json:"ratio"` // views_1h against the baseline
-	RatioShown    string  `json:"ratio_shown"`
+	// NormalFrom says where the normal came from, for its tooltip: the
+	// rule whose detector made it ("unusual: usual 80–140 an hour") or
+	// the day median.
+	NormalFrom string  `json:"normal_from"`
+	Ratio      float64 `json:"ratio"` // views_1h against the baseline
+	// RatioShown is "6.1× normal", or "new" for a page without history.
+	RatioShown string `json:"ratio_shown"`
 	Spark         string  `json:"spark"` // the sparkline's SVG points
 	// Held says which rule's surge the client guard holds, and why
 	// ("spike: mostly one client: 97% of 1,204 views"); "" none.
@@ -72,8 +82,9 @@ type hub struct {
 	pollMu    sync.Mutex
 	last      *liveSnapshot
 	polledAt  time.Time // by the machine's clock, not now: how fresh last is
-	baselines map[[2]string]float64
+	baselines map[[2]string]liveNormal
 	baseAt    time.Time
+	rules     func() []rules.Rule // nil: the day median only
 }
 
 func newHub(store TrafficStore, interval time.Duration, now func() time.Time, logger *slog.Logger, m *metrics) *hub {
@@ -192,12 +203,12 @@ func (h *hub) poll(ctx context.Context) (*liveSnapshot, error) {
 	h.metrics.livePoll.Observe(time.Since(start).Seconds())
 	snap := &liveSnapshot{At: now, AtShown: now.In(h.zone).Format("15:04:05"), Pages: make([]livePage, 0, len(pages))}
 	for _, p := range pages {
-		base := h.baselines[[2]string{p.Site, p.Path}]
-		ratio := float64(p.Views1h) / max(base, 1)
+		n := h.baselines[[2]string{p.Site, p.Path}]
+		ratio := n.ratio(p.Views1h)
 		snap.Pages = append(snap.Pages, livePage{Site: p.Site, Path: p.Path, Views5m: p.Views5m, Views1h: p.Views1h,
 			Visitors5m: p.Visitors5m, Visitors1h: p.Visitors1h,
-			Baseline: base, BaselineShown: traffic.FormatCount(uint64(math.Round(base))), Ratio: ratio,
-			RatioShown: ratioShown(ratio, base), Spark: chart.Spark(p.Minutes, 120, 24), Held: held[[2]string{p.Site, p.Path}]})
+			Baseline: n.perHour, BaselineShown: n.shown(), NormalFrom: n.from, Ratio: ratio,
+			RatioShown: n.against(ratio), Spark: chart.Spark(p.Minutes, 120, 24), Held: held[[2]string{p.Site, p.Path}]})
 	}
 	slices.SortStableFunc(snap.Pages, func(a, b livePage) int {
 		if c := cmp.Compare(b.Ratio, a.Ratio); c != 0 {
@@ -213,15 +224,29 @@ func (h *hub) poll(ctx context.Context) (*liveSnapshot, error) {
 }
 
 // refreshBaselines reads the normal of pages it has none for, and of
-// all of them every baselineTTL.
+// all of them every baselineTTL: the rule's normal where a rule with one
+// watches the page (normals.go), else the day median.
 func (h *hub) refreshBaselines(ctx context.Context, now time.Time, pages []LivePage) error {
 	if h.baselines == nil || now.Sub(h.baseAt) > baselineTTL {
-		h.baselines, h.baseAt = map[[2]string]float64{}, now
+		h.baselines, h.baseAt = map[[2]string]liveNormal{}, now
+	}
+	var missing []LivePage
+	for _, p := range pages {
+		if _, ok := h.baselines[[2]string{p.Site, p.Path}]; !ok {
+			missing = append(missing, p)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	byRule, err := h.ruleNormals(ctx, now, missing)
+	if err != nil {
+		return fmt.Errorf("live normals: %w", err)
 	}
 	var sites, paths []string
 	seenS, seenP := map[string]bool{}, map[string]bool{}
-	for _, p := range pages {
-		if _, ok := h.baselines[[2]string{p.Site, p.Path}]; ok {
+	for _, p := range missing {
+		if _, ok := byRule[[2]string{p.Site, p.Path}]; ok {
 			continue
 		}
 		if !seenS[p.Site] {
@@ -231,24 +256,26 @@ func (h *hub) refreshBaselines(ctx context.Context, now time.Time, pages []LiveP
 			seenP[p.Path], paths = true, append(paths, p.Path)
 		}
 	}
-	if len(paths) == 0 {
-		return nil
-	}
-	from, to := baselineSpan(now)
-	rows, err := h.store.DayTotals(ctx, sites, paths, from, to)
-	if err != nil {
-		return fmt.Errorf("live baselines: %w", err)
-	}
 	days := map[[2]string][]float64{}
-	for _, r := range rows {
-		k := [2]string{r.Site, r.Path}
-		days[k] = append(days[k], float64(r.Hits))
-	}
-	for _, p := range pages {
-		k := [2]string{p.Site, p.Path}
-		if _, ok := h.baselines[k]; !ok {
-			h.baselines[k] = normalPerHour(days[k])
+	if len(paths) > 0 {
+		from, to := baselineSpan(now)
+		rows, err := h.store.DayTotals(ctx, sites, paths, from, to)
+		if err != nil {
+			return fmt.Errorf("live baselines: %w", err)
 		}
+		for _, r := range rows {
+			k := [2]string{r.Site, r.Path}
+			days[k] = append(days[k], float64(r.Hits))
+		}
+	}
+	for _, p := range missing {
+		k := [2]string{p.Site, p.Path}
+		if n, ok := byRule[k]; ok {
+			h.baselines[k] = n
+			continue
+		}
+		h.baselines[k] = liveNormal{perHour: normalPerHour(days[k]), history: len(days[k]) > 0,
+			from: "a 24th of the median day of the last 7"}
 	}
 	return nil
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pagewatch/pagewatch/domain/rules"
+	"github.com/pagewatch/pagewatch/pipeline/sweep"
 )
 
 // Deps are what the console reads from.
@@ -32,6 +33,9 @@ type Deps struct {
 	RuleStates  RuleStates
 	Silences    Silences
 	Revocations Revocations
+	// Minutes are the stored per-minute counts (sinks/clickhouse Counts),
+	// read to try a rule on the rules page (try.go); nil: it cannot.
+	Minutes sweep.MinuteSource
 	// Rules gives the sweeper's rules as last loaded (they are read again
 	// on SIGHUP by the caller).
 	Rules    func() []rules.Rule
@@ -118,6 +122,7 @@ func New(cfg Config, d Deps) (*Server, error) {
 	s.live = newHub(d.Store, cfg.LiveInterval, d.Now, d.Logger, s.metrics)
 	s.live.zone = zone
 	s.live.held = &heldCache{states: d.RuleStates, rules: d.Rules}
+	s.live.rules = d.Rules
 	s.routes()
 	return s, nil
 }

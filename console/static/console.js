@@ -111,6 +111,7 @@
     visitors(tr.querySelector("[data-testid=visitors-5m]"), p.visitors_5m || 0, p.views_5m);
     visitors(tr.querySelector("[data-testid=visitors-1h]"), p.visitors_1h || 0, p.views_1h);
     tr.querySelector("[data-testid=baseline]").textContent = p.baseline_shown;
+    tr.querySelector("[data-testid=baseline]").title = p.normal_from || "";
     tr.querySelector("[data-testid=ratio]").textContent = p.ratio_shown;
     var pl = tr.querySelector("polyline.series");
     if (pl) {
