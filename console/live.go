@@ -58,7 +58,7 @@ type livePage struct {
 	Ratio      float64 `json:"ratio"` // views_1h against the baseline
 	// RatioShown is "6.1× normal", or "new" for a page without history.
 	RatioShown string `json:"ratio_shown"`
-	Spark         string  `json:"spark"` // the sparkline's SVG points
+	Spark      string `json:"spark"` // the sparkline's SVG points
 	// Held says which rule's surge the client guard holds, and why
 	// ("spike: mostly one client: 97% of 1,204 views"); "" none.
 	Held string `json:"held,omitempty"`
