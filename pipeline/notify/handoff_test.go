@@ -74,7 +74,7 @@ func TestLockedPageIsHandedToTheHolder(t *testing.T) {
 		t.Cleanup(func() { cancel(); <-done })
 	}
 
-	msgs := sm.WaitForMessages(t, n, 30*time.Second)
+	sm.WaitForMessages(t, n, 30*time.Second)
 	// Every job acked, the handed ones too (by the process they were
 	// handed to, on the reply subject of the other's delivery).
 	testcheck.Eventually(t, 10*time.Second, "every job acked", func() error {
@@ -85,7 +85,7 @@ func TestLockedPageIsHandedToTheHolder(t *testing.T) {
 		return fmt.Errorf("jobs stream still holds messages (%v, %v); outcomes %v", info, err, hist.snapshot())
 	})
 	time.Sleep(500 * time.Millisecond) // would another mail arrive?
-	msgs = sm.Messages()
+	msgs := sm.Messages()
 	mailed := map[string]int{}
 	for _, m := range msgs {
 		mailed[keyOf[messageID(m.Data)]]++

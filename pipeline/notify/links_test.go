@@ -346,7 +346,7 @@ func TestQuietDigestLeavesOutUnsubscribedRules(t *testing.T) {
 				t.Errorf("bob's digest has %d crossings, want 3", len(d.Digest))
 			}
 		case "ann@example.com":
-			if len(d.Digest) != 2 || d.Rule != "other" || d.Key == got[0].Key && d.Key == got[1].Key {
+			if len(d.Digest) != 2 || d.Rule != "other" || got[0].Key == got[1].Key {
 				t.Errorf("ann's digest: %d crossings of %s, key %s", len(d.Digest), d.Rule, d.Key)
 			}
 		default:
