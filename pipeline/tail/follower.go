@@ -122,6 +122,7 @@ func (fw *follower) run(ctx context.Context) error {
 			}
 			return err
 		}
+		fw.state.setStandby(false)
 		err = fw.resolveSubject(lctx)
 		if err == nil {
 			err = fw.work(lctx)
@@ -142,6 +143,7 @@ func (fw *follower) run(ctx context.Context) error {
 // standby is called when another tailer holds the file: a backfill-only
 // run gives the file up rather than wait.
 func (fw *follower) standby(holder string) error {
+	fw.state.setStandby(true)
 	if fw.bf.leave() {
 		fw.logger.Warn("file not backfilled: another tailer follows it", "holder", holder)
 		return errBackfillDone
@@ -235,8 +237,10 @@ func (fw *follower) readNew(ctx context.Context) (int, error) {
 		fw.state.unpublishedSeen(time.Now())
 		fw.lastData = time.Now()
 	}
-	if lag, ok := rd.lag(fw.live.published()); ok {
+	published := fw.live.published()
+	if lag, ok := rd.lag(published); ok {
 		fw.state.setLag(lag)
+		fw.state.setPosition(published+lag, published, fw.live.pos.lastPublish, rd.linesRead)
 	}
 	return n, nil
 }

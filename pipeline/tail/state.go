@@ -19,6 +19,34 @@ type fileState struct {
 	// while ingest runs, and is start-up time for what was written while
 	// ingest was stopped.
 	since atomic.Int64
+
+	// For the heartbeat (heartbeat.go): the file's size and how far it is
+	// stored when last read, when a batch of it was last stored (unix
+	// nanoseconds), the lines read, and whether another tailer holds it.
+	size, offset atomic.Int64
+	lastPublish  atomic.Int64
+	lines        atomic.Int64
+	standby      atomic.Bool
+}
+
+// setPosition records the file's size and how far it is stored, when a
+// batch was last stored and the lines read so far.
+func (s *fileState) setPosition(size, offset int64, lastPublish time.Time, lines int64) {
+	if s == nil {
+		return
+	}
+	s.size.Store(size)
+	s.offset.Store(offset)
+	if !lastPublish.IsZero() {
+		s.lastPublish.Store(lastPublish.UnixNano())
+	}
+	s.lines.Store(lines)
+}
+
+func (s *fileState) setStandby(v bool) {
+	if s != nil {
+		s.standby.Store(v)
+	}
 }
 
 func (s *fileState) setLag(n int64) {

@@ -87,6 +87,9 @@ type stream struct {
 	// first sent after it was acked can only land above it.
 	acked atomic.Uint64
 	lost  atomic.Int64 // lines read and never published (shutdown)
+	// lastPublish is when a batch was last stored (unix nanoseconds), for
+	// the heartbeat.
+	lastPublish atomic.Int64
 }
 
 // batch is one sealed message and what it holds, for the metrics.

@@ -66,6 +66,7 @@ func (s *stream) publish(ctx context.Context, b *batch) error {
 		}
 	}
 	s.env.metrics.batches.Inc()
+	s.lastPublish.Store(time.Now().UnixNano())
 	return nil
 }
 

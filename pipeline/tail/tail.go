@@ -51,6 +51,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
@@ -75,6 +76,8 @@ type Tailer struct {
 	backfill *BackfillOptions // nil unless WithBackfill
 	files    *fileSetup       // globs, leases, the files followed (files.go, lease.go)
 	syslog   *syslogInput     // nil unless ingest.tail.syslog listens (syslogin.go)
+	// beatEvery is the heartbeat's interval (heartbeat.go); 0: the default.
+	beatEvery time.Duration
 }
 
 // Option is an optional part of a Tailer, given to New.
@@ -153,5 +156,9 @@ func (t *Tailer) Run(ctx context.Context) error {
 		return err
 	}
 	waitSyslog := t.startSyslog(ctx, cancel)
-	return errors.Join(files.wait(), waitSyslog())
+	waitBeat := t.startHeartbeat(ctx)
+	err = errors.Join(files.wait(), waitSyslog())
+	cancel() // a Run ended by a failure stops its heartbeat too
+	waitBeat()
+	return err
 }
