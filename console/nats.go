@@ -201,7 +201,7 @@ func (n *NATS) Pipeline(ctx context.Context) (PipelineState, error) {
 		lister := st.ListConsumers(ctx)
 		for c := range lister.Info() {
 			ps.Consumers = append(ps.Consumers, ConsumerState{Stream: name, Name: c.Name, Pending: c.NumPending,
-				AckPending: c.NumAckPending, Redelivered: c.NumRedelivered})
+				AckPending: c.NumAckPending, Redelivered: c.NumRedelivered, AckFloor: c.AckFloor.Stream})
 			if name == n.b.HitsStreamName() && (ackFloor == 0 || c.AckFloor.Stream < ackFloor) {
 				ackFloor = c.AckFloor.Stream
 			}
@@ -233,7 +233,7 @@ func (n *NATS) Pipeline(ctx context.Context) (PipelineState, error) {
 	} else if ok {
 		ps.SweptTo = to
 	}
-	return ps, nil
+	return ps, n.operator(ctx, &ps)
 }
 
 // maxFiles bounds the tailed files listed.

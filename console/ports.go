@@ -199,6 +199,8 @@ type PipelineState struct {
 	Locks     int             `json:"worker_locks_held"`
 	// SweptTo is how far the sweeper has evaluated (its progress key).
 	SweptTo time.Time `json:"swept_to"`
+	// Operator is what the daemons report of themselves (pipeline_nats.go).
+	Operator OperatorState `json:"operator"`
 }
 
 // StreamState is one JetStream stream.
@@ -217,6 +219,7 @@ type ConsumerState struct {
 	Pending     uint64 `json:"pending"`     // not yet delivered
 	AckPending  int    `json:"ack_pending"` // delivered, not yet acknowledged
 	Redelivered int    `json:"redelivered"`
+	AckFloor    uint64 `json:"ack_floor"` // the stream sequence acknowledged up to
 }
 
 // FileState is one tailed file: the last message published for it.

@@ -190,6 +190,7 @@ func (s *Sweeper) Sweep(ctx context.Context) error {
 	start := time.Now()
 	err = s.sweep(ctx, s.now())
 	s.metrics.duration.Observe(time.Since(start).Seconds())
+	s.recordSweep(ctx, start, err)
 	s.metrics.sweeps.Inc()
 	if err != nil {
 		s.metrics.errors.Inc()
