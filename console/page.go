@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pagewatch/pagewatch/console/chart"
+	"github.com/pagewatch/pagewatch/domain/crossing"
 	"github.com/pagewatch/pagewatch/domain/rules"
 	"github.com/pagewatch/pagewatch/domain/traffic"
 )
@@ -49,8 +50,9 @@ type pageView struct {
 	// Band is the page's usual range, for a rule that has one.
 	Band  *bandView     `json:"band,omitempty"`
 	Chart template.HTML `json:"-"`
-	// Marks name the crossings marked on the chart, for its legend.
-	Marks     []string       `json:"-"`
+	// Marks are the crossings marked on the chart (episodes' fire,
+	// escalate, resolve), for its legend.
+	Marks     []markView     `json:"-"`
 	Referrers []referrerView `json:"referrers"`
 	// ReferrerSpan is the span the referrers are counted over, the
 	// range's last day at most, against the span before it.
@@ -122,6 +124,7 @@ func (s *pagePages) pagePage(w http.ResponseWriter, r *http.Request) {
 	var (
 		raw, visitors []traffic.MinuteHits
 		classes       []ClassCount
+		whys          map[string]crossing.Why
 	)
 	err := together(
 		func() (err error) {
@@ -162,8 +165,11 @@ func (s *pagePages) pagePage(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return wrap("the page's crossings", err)
 			}
-			v.Crossings, err = s.withOutcomes(r, xs)
-			return wrap("the page's notifications", err)
+			if v.Crossings, err = s.withOutcomes(r, xs); err != nil {
+				return wrap("the page's notifications", err)
+			}
+			whys, err = s.whysOf(ctx, v.Crossings)
+			return wrap("why the page's crossings were made", err)
 		},
 	)
 	if err != nil {
@@ -177,7 +183,7 @@ func (s *pagePages) pagePage(w http.ResponseWriter, r *http.Request) {
 		v.Total += p.Views
 	}
 	if !isAPI(r) {
-		v.Chart, v.Marks = s.drawPage(v, rg)
+		v.Chart, v.Marks = s.drawPage(v, rg, whys)
 	}
 	s.render(w, r, "page", path, v)
 }
@@ -313,8 +319,9 @@ func (s *pagePages) referrers(r *http.Request, site, path string, from, to time.
 	return out, nil
 }
 
-// drawPage draws the page's chart, and names the crossings it marks.
-func (s *pagePages) drawPage(v pageView, rg pageRange) (template.HTML, []string) {
+// drawPage draws the page's chart, and names the crossings it marks:
+// oldest first, as the legend reads left to right.
+func (s *pagePages) drawPage(v pageView, rg pageRange, whys map[string]crossing.Why) (template.HTML, []markView) {
 	spec := chart.Spec{Title: "Views and visitors per " + stepName(rg.Step) + " of " + v.Site + v.Path, From: v.From, To: v.To,
 		Unit: "views, visitors per " + stepName(rg.Step), Zone: s.zone}
 	vis := chart.Series{Label: "visitors per " + stepName(rg.Step), Class: "visitors"}
@@ -329,14 +336,23 @@ func (s *pagePages) drawPage(v pageView, rg pageRange) (template.HTML, []string)
 		spec.Lines = append(spec.Lines, chart.Line{Label: l.Label, Value: l.Value, Class: l.Kind})
 	}
 	spec.Band = chartBand(v.Band)
-	var marks []string
-	for _, x := range v.Crossings {
+	var marks []markView
+	for i := len(v.Crossings) - 1; i >= 0; i-- {
+		x := v.Crossings[i]
 		if x.CrossedAt.Before(v.From) || x.CrossedAt.After(v.To) {
 			continue
 		}
-		label := fmt.Sprintf("%s crossed at %s: %s views in %s", x.Rule, x.Shown, traffic.FormatCount(x.Count), x.Window)
-		spec.Marks = append(spec.Marks, chart.Mark{T: x.CrossedAt, Label: label})
-		marks = append(marks, label)
+		var why *crossing.Why
+		if w, ok := whys[x.Key]; ok {
+			why = &w
+		}
+		m := markOf(x, why)
+		cm := chart.Mark{T: x.CrossedAt, Label: m.Label}
+		if why != nil && why.Kind != "threshold" && why.Kind != "" {
+			cm.Event, cm.Short = m.Event, m.Short
+		}
+		spec.Marks = append(spec.Marks, cm)
+		marks = append(marks, m)
 	}
 	// chart.SVG escapes every text it writes (see its package comment).
 	return template.HTML(chart.SVG(spec)), marks

@@ -49,10 +49,15 @@ type Series struct {
 	Points []Point
 }
 
-// Mark is a moment on the time axis: a crossing.
+// Mark is a moment on the time axis: a crossing. One with an Event
+// (fire, escalate, resolve: an episode's) is drawn on the series at its
+// time, a shape per event, with Short written beside it; one without, as
+// a dot at the top of the plot.
 type Mark struct {
 	T     time.Time
 	Label string
+	Event string // "", fire, escalate or resolve
+	Short string // a word or two drawn beside an event's mark
 }
 
 // Spec is one chart.
@@ -169,8 +174,13 @@ func SVG(s Spec) string {
 		fmt.Fprintf(&b, `<path class="series-%s" data-testid="chart-%s" d="%s"><title>%s</title></path>`,
 			esc(o.Class), esc(o.Class), pathOf(o.Points, x, y), esc(o.Label))
 	}
+	var placed []labelBox
 	for _, m := range s.Marks {
 		if m.T.Before(s.From) || m.T.After(s.To) {
+			continue
+		}
+		if m.Event != "" {
+			placed = episodeMark(&b, m, x(m.T), y(valueAt(s.Points, m.T)), placed, s.Height)
 			continue
 		}
 		// A rule down the plot at the moment, and a dot on its top: the
@@ -295,4 +305,55 @@ func timeTicks(from, to time.Time, zone *time.Location) []tick {
 		out = append(out, tick{t: t, label: t.Format(layout)})
 	}
 	return out
+}
+
+// labelBox is where an episode's label was written, so the next one
+// close by is lifted above it rather than drawn over it.
+type labelBox struct{ x0, x1, y float64 }
+
+// episodeMark draws one episode's mark on the series at (cx, cy): a
+// faint rule down the plot, a shape per event (a dot: fired, a
+// triangle: escalated, a ring: resolved) and its short label above.
+func episodeMark(b *strings.Builder, m Mark, cx, cy float64, placed []labelBox, height int) []labelBox {
+	ev := "fire"
+	switch m.Event {
+	case "escalate", "resolve":
+		ev = m.Event
+	}
+	title := esc(m.Label)
+	fmt.Fprintf(b, `<g class="episode episode-%s" data-testid="chart-episode" data-event="%s">`, ev, ev)
+	fmt.Fprintf(b, `<line class="crossing-rule" x1="%.1f" x2="%.1f" y1="%d" y2="%d"><title>%s</title></line>`, cx, cx, padTop, height-padBottom, title)
+	switch ev {
+	case "escalate":
+		fmt.Fprintf(b, `<path class="episode-mark" d="M%.1f %.1f L%.1f %.1f L%.1f %.1f Z"><title>%s</title></path>`, cx, cy-6, cx+5.5, cy+4, cx-5.5, cy+4, title)
+	default:
+		fmt.Fprintf(b, `<circle class="episode-mark" cx="%.1f" cy="%.1f" r="5"><title>%s</title></circle>`, cx, cy, title)
+	}
+	// The label sits above the mark, lifted a line over any label it
+	// would touch, and kept inside the plot.
+	w := 6.5*float64(len([]rune(m.Short))) + 8
+	ly := cy - 12
+	for moved := true; moved; {
+		moved = false
+		for _, p := range placed {
+			if cx+w/2 > p.x0 && cx-w/2 < p.x1 && ly > p.y-13 && ly < p.y+13 {
+				ly, moved = p.y-14, true
+			}
+		}
+	}
+	ly = max(ly, padTop+10)
+	fmt.Fprintf(b, `<text class="episode-label" data-testid="chart-episode-label" x="%.1f" y="%.1f" text-anchor="middle">%s</text></g>`, cx, ly, esc(m.Short))
+	return append(placed, labelBox{cx - w/2, cx + w/2, ly})
+}
+
+// valueAt is the series' value at t: the last point at or before it.
+func valueAt(points []Point, t time.Time) float64 {
+	v := 0.0
+	for _, p := range points {
+		if p.T.After(t) {
+			break
+		}
+		v = p.V
+	}
+	return v
 }

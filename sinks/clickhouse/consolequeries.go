@@ -26,6 +26,15 @@ WHERE crossing_key IN ?
 ORDER BY at, outcome
 LIMIT 10000`
 
+	// queryConsoleWhys is why some crossings were made (the page chart
+	// labels its episodes with them); a why is written once per key, and
+	// any of its copies will do.
+	queryConsoleWhys = `SELECT crossing_key, any(why)
+FROM crossing_whys
+WHERE crossing_key IN ?
+GROUP BY crossing_key
+LIMIT 10000`
+
 	// queryConsoleActions is the operators' latest actions on dead
 	// letters, kept in the notifications history as outcomes of their
 	// own.

@@ -86,6 +86,7 @@ var sampleRuns = map[string]string{
 	// The console's reads (consolequeries.go), over the rows above.
 	"queryConsoleCrossings": bind(queryConsoleCrossings, int64(1699990000), int64(1700010000), "example.com", "example.com", "", "", "", "", "sent", "sent", int64(1699990000), 0, 50),
 	"queryConsoleOutcomes":  bind(queryConsoleOutcomes, ch.GroupSet{Value: []any{"r.k.1", "o'ther"}}),
+	"queryConsoleWhys":      bind(queryConsoleWhys, ch.GroupSet{Value: []any{"r.k.1", "o'ther"}}),
 	"queryConsoleActions":   bind(queryConsoleActions, int64(1699990000), 50),
 	"queryConsoleLastFired": bind(queryConsoleLastFired, ch.GroupSet{Value: []any{"r"}}, int64(1699990000)),
 	"queryConsoleLive":      bind(queryConsoleLive, int64(1699999700), int64(1699996400), int64(1700000000), true, "", 50, 2000),

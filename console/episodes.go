@@ -1,0 +1,97 @@
+package console
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/pagewatch/pagewatch/domain/crossing"
+	"github.com/pagewatch/pagewatch/domain/traffic"
+)
+
+// The page chart's episodes: each crossing of the page drawn on the line
+// at its time as what it was (an episode firing, escalating, resolving),
+// labelled with why (crossing_whys) and named in the legend.
+
+// WhyStore reads why crossings were made. It is apart from Store, and
+// optional: a store without it (an older one, a test's) labels the
+// episodes from the crossings alone.
+type WhyStore interface {
+	Whys(ctx context.Context, keys []string) (map[string]crossing.Why, error)
+}
+
+// markView is one crossing marked on the page chart, for its legend.
+type markView struct {
+	Event string `json:"event"` // fire, escalate or resolve
+	Short string `json:"short"` // drawn beside the mark: "fire", "escalate ×3"
+	Label string `json:"label"` // the legend's line
+}
+
+// eventOfKey is the crossing's event, from its key: the sweep names an
+// episode's crossings "<episode>", "<episode>.x<step>" and
+// "<episode>.resolved" (rules.Rule.firings), and a threshold crossing is
+// a firing.
+func eventOfKey(key string) string {
+	last := key[strings.LastIndexByte(key, '.')+1:]
+	switch {
+	case last == "resolved":
+		return "resolve"
+	case len(last) > 1 && last[0] == 'x' && strings.Trim(last[1:], "0123456789.") == "":
+		return "escalate"
+	}
+	return "fire"
+}
+
+// whysOf reads the crossings' whys if the store keeps them.
+func (s *frame) whysOf(ctx context.Context, xs []crossingView) (map[string]crossing.Why, error) {
+	ws, ok := s.deps.Store.(WhyStore)
+	if !ok || len(xs) == 0 {
+		return nil, nil
+	}
+	keys := make([]string, len(xs))
+	for i, x := range xs {
+		keys[i] = x.Key
+	}
+	return ws.Whys(ctx, keys)
+}
+
+// markOf is how the chart marks a crossing: its event, a word or two
+// beside the mark, and a line for the legend.
+func markOf(x crossingView, why *crossing.Why) markView {
+	ev := eventOfKey(x.Key)
+	m := markView{Event: ev, Short: ev}
+	views := traffic.FormatCount(x.Count) + " views in " + x.Window
+	switch {
+	case why == nil || why.Kind == "threshold" || why.Kind == "":
+		// As the history has always named them.
+		m.Label = fmt.Sprintf("%s crossed at %s: %s", x.Rule, x.Shown, views)
+	case ev == "resolve":
+		m.Label = fmt.Sprintf("%s resolved at %s: back to %s", x.Rule, x.Shown, views)
+		if why.Peak > 0 {
+			m.Label += ", peak " + traffic.FormatCount(why.Peak)
+		}
+	case ev == "escalate":
+		if why.Step > 0 {
+			m.Short = "escalate ×" + formatRate(why.Step)
+		}
+		m.Label = fmt.Sprintf("%s escalated at %s: %s%s", x.Rule, x.Shown, views, usualText(why))
+	default:
+		m.Label = fmt.Sprintf("%s fired at %s: %s%s", x.Rule, x.Shown, views, usualText(why))
+	}
+	return m
+}
+
+// usualText is what the crossing was judged against: ", usual 80–140",
+// or the spike rule's normal and ratio.
+func usualText(w *crossing.Why) string {
+	switch {
+	case w.High > 0:
+		return ", usual " + rangeText(w.Low, w.High)
+	case w.Baseline > 0 && w.Ratio > 0:
+		return fmt.Sprintf(", normal %s (%s×)", traffic.FormatCount(uint64(math.Round(w.Baseline))), formatRate(w.Ratio))
+	case w.Baseline > 0:
+		return ", normal " + traffic.FormatCount(uint64(math.Round(w.Baseline)))
+	}
+	return ""
+}
