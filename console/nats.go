@@ -269,6 +269,9 @@ func (n *NATS) State(ctx context.Context, rule, site, path string, sum bool) (Ru
 	}
 	rs := RuleState{Fired: st.Fired, Window: st.Window, LastFired: st.LastFired,
 		Open: st.Open != nil, Pending: st.Pending}
+	if st.Open != nil {
+		rs.OpenSince = st.Open.Since
+	}
 	if st.Held != nil {
 		rs.Held = cmp.Or(st.Held.Reason, "held by the client guard")
 	}

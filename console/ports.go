@@ -244,6 +244,9 @@ type RuleState struct {
 	Window    string    `json:"window,omitempty"`
 	LastFired time.Time `json:"last_fired,omitzero"`
 	Open      bool      `json:"open"`
+	// OpenSince is when the open episode fired (zero: none open), for
+	// the rules page's "episode open since".
+	OpenSince time.Time `json:"open_since,omitzero"`
 	Pending   int       `json:"pending"` // crossings claimed, not yet handed on
 	// Held is why the client guard holds the page's surge from firing
 	// ("mostly one client: 97% of 1,204 views"); "" when nothing is held.
