@@ -69,7 +69,7 @@ func run(ctx context.Context, env *daemon.Env) error {
 	}
 	n := console.NewNATS(b)
 	srv, err := console.New(env.Config.Console, console.Deps{
-		Store: ch.Console(), DeadLetters: n, Pipeline: n, RuleStates: n, Silences: silences,
+		Store: ch.Console(), Minutes: ch.Counts(), DeadLetters: n, Pipeline: n, RuleStates: n, Silences: silences,
 		Revocations: console.NewRevocations(b, env.Config.Console.SessionTTL),
 		Rules: func() []rules.Rule {
 			mu.Lock()
