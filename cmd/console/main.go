@@ -67,6 +67,10 @@ func run(ctx context.Context, env *daemon.Env) error {
 	if err != nil {
 		return err
 	}
+	now, err := env.Clock()
+	if err != nil {
+		return err
+	}
 	n := console.NewNATS(b)
 	srv, err := console.New(env.Config.Console, console.Deps{
 		Store: ch.Console(), Minutes: ch.Counts(), DeadLetters: n, Pipeline: n, RuleStates: n, Silences: silences,
@@ -76,7 +80,7 @@ func run(ctx context.Context, env *daemon.Env) error {
 			defer mu.Unlock()
 			return current
 		},
-		Logger: env.Logger, Registry: env.Registry,
+		Logger: env.Logger, Registry: env.Registry, Now: now,
 	})
 	if err != nil {
 		return err

@@ -67,10 +67,19 @@ func newSweeper(ctx context.Context, env *daemon.Env) (*sweep.Sweeper, error) {
 	if err != nil {
 		return nil, err
 	}
-	return sweep.New(ctx, env.Config.Sweeper, rs, sweep.Deps{
+	now, err := env.Clock()
+	if err != nil {
+		return nil, err
+	}
+	s, err := sweep.New(ctx, env.Config.Sweeper, rs, sweep.Deps{
 		Bus: b, Counts: ch.Counts(), History: ch.History(), Explain: ch.Traffic(), Rules: ruleSource{env},
 		Logger: env.Logger, Registry: env.Registry,
 	})
+	if err != nil {
+		return nil, err
+	}
+	s.SetClock(now)
+	return s, nil
 }
 
 func run(ctx context.Context, env *daemon.Env, f runFlags) error {
