@@ -51,8 +51,16 @@ type rulePage struct {
 	Path      string  `json:"path"`
 	Count     uint64  `json:"count"`
 	Percent   float64 `json:"percent_of_threshold"`
-	State     string  `json:"state"` // armed, fired, cooldown, pending
+	State     string  `json:"state"` // armed, fired, cooldown, pending; normal, episode, held
 	LastFired string  `json:"last_fired,omitempty"`
+	// For a rule with a normal (unusual, spike, new_page): the page's
+	// usual range of the count in the window ("usual 80–140"), and its
+	// state in words ("episode open since ...", "held: mostly one
+	// client: ...").
+	Low    float64 `json:"usual_low,omitempty"`
+	High   float64 `json:"usual_high,omitempty"`
+	Usual  string  `json:"usual,omitempty"`
+	Detail string  `json:"detail,omitempty"`
 }
 
 // rulePages are the rules and the pages nearest to each.
@@ -115,6 +123,13 @@ func (s *rulePages) rulesPage(w http.ResponseWriter, r *http.Request) {
 		rv.LastShown = s.timeIn(rv.LastFired)
 		win := windowLength(rule.Window)
 		switch {
+		case hasNormal(&rule, now):
+			rv.Note = "judged against each page's own normal: each page's count in the window against its usual range"
+			i := len(v.Rules)
+			nearest = append(nearest, func() (err error) {
+				v.Rules[i].Pages, err = s.normalPages(r, rule, fired, now)
+				return err
+			})
 		case rv.Kind != "threshold":
 			rv.Note = "judged against each page's own normal: see the live view"
 		case win == 0:
