@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/pagewatch/pagewatch/domain/crossing"
@@ -73,7 +74,7 @@ func markOf(x crossingView, why *crossing.Why) markView {
 		}
 	case ev == "escalate":
 		if why.Step > 0 {
-			m.Short = "escalate ×" + formatRate(why.Step)
+			m.Short = "escalate ×" + strconv.FormatFloat(why.Step, 'g', -1, 64)
 		}
 		m.Label = fmt.Sprintf("%s escalated at %s: %s%s", x.Rule, x.Shown, views, usualText(why))
 	default:
