@@ -76,7 +76,13 @@ func startTry(t *testing.T, db string) *tryBench {
 	b := &tryBench{ch: ch, minutes: &countedMinutes{MinuteSource: ch.Counts()}, store: &countedStore{Store: ch.Console()}}
 	ccfg := console.DefaultConfig()
 	ccfg.Auth, ccfg.Listen = console.AuthNone, "127.0.0.1:0"
-	srv, err := console.New(ccfg, console.Deps{Store: b.store, Minutes: b.minutes, Logger: logger, Registry: prometheus.NewRegistry()})
+	loaded := rules.Rule{Name: "loaded", Site: "example.com", Path: "/pricing", Thresholds: rules.Thresholds{1000}, Window: rules.ParseWindow("1h"),
+		Notify: rules.Notify{Recipients: []string{"ops@example.com"}}}
+	if err := loaded.Validate("rules"); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := console.New(ccfg, console.Deps{Store: b.store, Minutes: b.minutes, Rules: func() []rules.Rule { return []rules.Rule{loaded} },
+		Logger: logger, Registry: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,6 +318,11 @@ func TestTryRuleRefusesBadRule(t *testing.T) {
 	st, page = c.try(t, "/rules/try", "name: [\n<script>alert(1)</script>", 7)
 	if st != http.StatusUnprocessableEntity || strings.Contains(page, "<script>alert(1)") {
 		t.Errorf("not YAML: %d\n%s", st, page)
+	}
+	// A loaded rule, to start from: written back without its empty keys.
+	if st, page := c.get(t, "/rules/try?rule=loaded"); st != http.StatusOK ||
+		!strings.Contains(page, "name: loaded\nsite: example.com\nmatch:\n    exact: /pricing\npath: /pricing\n") || strings.Contains(page, "zone:") {
+		t.Errorf("the form from a loaded rule: %d\n%s", st, page)
 	}
 	// No token: refused before anything is parsed.
 	resp, err := http.PostForm(b.base+"/rules/try", url.Values{"rule": {surgeRule}, "days": {"7"}})
