@@ -15,6 +15,8 @@ type pipelineView struct {
 	Files     []fileView      `json:"files"`
 	Consumers []ConsumerState `json:"consumers"`
 	Streams   []StreamState   `json:"streams"`
+	// Operator answers the operator's questions (pipeline_view.go).
+	Operator operatorView `json:"operator"`
 }
 
 // lagView is one headline figure.
@@ -71,6 +73,7 @@ func (s *pipelinePages) pipelinePage(w http.ResponseWriter, r *http.Request) {
 			lagView{Name: "loader pending", Value: itoa(pending), Meaning: "hit batches in JetStream no loader has taken yet"},
 			lagView{Name: "queue depth", Value: itoa(jobs), Meaning: "notification jobs waiting or being worked on"},
 			lagView{Name: "worker locks held", Value: itoa(uint64(ps.Locks)), Meaning: "pages a worker holds the lease of now"})
+		v.Operator = s.operatorAnswers(ps, now)
 		for _, fs := range ps.Files {
 			v.Files = append(v.Files, fileView{FileState: fs, Lag: now.Sub(fs.LastAt).Round(time.Second).String(), Shown: s.timeIn(fs.LastAt)})
 		}
