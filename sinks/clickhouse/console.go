@@ -8,7 +8,7 @@ import (
 
 	ch "github.com/ClickHouse/clickhouse-go/v2"
 
-	"github.com/pagewatch/pagewatch/console"
+	"github.com/pagewatch/pagewatch/console/records"
 	"github.com/pagewatch/pagewatch/domain/crossing"
 	"github.com/pagewatch/pagewatch/domain/traffic"
 )
@@ -16,13 +16,11 @@ import (
 // The console's port (console.Store): History's reads of the history,
 // Traffic's of the counts.
 
-var _ console.Store = Console{}
-
 // maxConsoleRows bounds what one console read returns.
 const maxConsoleRows = 10_000
 
 // Crossings returns the history's crossings matching q, newest first.
-func (hs History) Crossings(ctx context.Context, q console.HistoryQuery) ([]console.CrossingRow, error) {
+func (hs History) Crossings(ctx context.Context, q records.HistoryQuery) ([]records.CrossingRow, error) {
 	limit := min(max(q.Limit, 1), maxConsoleRows)
 	rows, err := hs.c.conn.Query(ctx, queryConsoleCrossings, q.From.Unix(), q.To.Unix(),
 		q.Site, q.Site, q.Rule, q.Rule, q.Path, q.Path, q.Outcome, q.Outcome, q.From.Unix(),
@@ -31,9 +29,9 @@ func (hs History) Crossings(ctx context.Context, q console.HistoryQuery) ([]cons
 		return nil, fmt.Errorf("history crossings: %w", err)
 	}
 	defer rows.Close()
-	var out []console.CrossingRow
+	var out []records.CrossingRow
 	for rows.Next() {
-		var x console.CrossingRow
+		var x records.CrossingRow
 		if err := rows.Scan(&x.Key, &x.Rule, &x.Site, &x.Path, &x.Window, &x.Threshold, &x.Count, &x.CrossedAt); err != nil {
 			return nil, fmt.Errorf("history crossings: %w", err)
 		}
@@ -57,7 +55,7 @@ func keySet(keys []string) ch.GroupSet {
 }
 
 // Outcomes returns what was done with the given crossings, oldest first.
-func (hs History) Outcomes(ctx context.Context, keys []string) ([]console.OutcomeRow, error) {
+func (hs History) Outcomes(ctx context.Context, keys []string) ([]records.OutcomeRow, error) {
 	if len(keys) == 0 {
 		return nil, nil
 	}
@@ -66,9 +64,9 @@ func (hs History) Outcomes(ctx context.Context, keys []string) ([]console.Outcom
 		return nil, fmt.Errorf("notification outcomes of %d crossings: %w", len(keys), err)
 	}
 	defer rows.Close()
-	var out []console.OutcomeRow
+	var out []records.OutcomeRow
 	for rows.Next() {
-		var o console.OutcomeRow
+		var o records.OutcomeRow
 		if err := rows.Scan(&o.Key, &o.At, &o.Outcome, &o.SMTPCode, &o.Error, &o.Worker); err != nil {
 			return nil, fmt.Errorf("notification outcomes: %w", err)
 		}
@@ -90,7 +88,7 @@ const (
 // (retried, discarded), so the crossing's row shows it beside the
 // dead_lettered it follows. A hits batch has no crossing: its key is
 // "hits#<seq>".
-func (hs History) RecordAction(ctx context.Context, a console.Action) error {
+func (hs History) RecordAction(ctx context.Context, a records.Action) error {
 	outcome := outcomeRetried
 	if a.Action == "discard" {
 		outcome = outcomeDiscarded
@@ -130,16 +128,16 @@ func parseActionText(text string) (receiver, reason string) {
 
 // Actions returns the operators' latest actions, newest first, each
 // with the receiver its dead letter was for (jobs) and the reason.
-func (hs History) Actions(ctx context.Context, since time.Time, limit int) ([]console.Action, error) {
+func (hs History) Actions(ctx context.Context, since time.Time, limit int) ([]records.Action, error) {
 	rows, err := hs.c.conn.Query(ctx, queryConsoleActions, since.Unix(), min(max(limit, 1), maxConsoleRows))
 	if err != nil {
 		return nil, fmt.Errorf("console actions: %w", err)
 	}
 	defer rows.Close()
-	var out []console.Action
+	var out []records.Action
 	for rows.Next() {
 		var (
-			a               console.Action
+			a               records.Action
 			outcome, worker string
 		)
 		if err := rows.Scan(&a.At, &a.Key, &a.Rule, &a.Site, &a.Path, &outcome, &a.Reason, &worker); err != nil {
@@ -163,7 +161,7 @@ func (hs History) Actions(ctx context.Context, since time.Time, limit int) ([]co
 }
 
 // LastFired returns, per rule and page, the last crossing since a time.
-func (hs History) LastFired(ctx context.Context, rules []string, since time.Time) ([]console.CrossingRow, error) {
+func (hs History) LastFired(ctx context.Context, rules []string, since time.Time) ([]records.CrossingRow, error) {
 	if len(rules) == 0 {
 		return nil, nil
 	}
@@ -172,9 +170,9 @@ func (hs History) LastFired(ctx context.Context, rules []string, since time.Time
 		return nil, fmt.Errorf("rules last fired: %w", err)
 	}
 	defer rows.Close()
-	var out []console.CrossingRow
+	var out []records.CrossingRow
 	for rows.Next() {
-		var x console.CrossingRow
+		var x records.CrossingRow
 		if err := rows.Scan(&x.Rule, &x.Site, &x.Path, &x.CrossedAt); err != nil {
 			return nil, fmt.Errorf("rules last fired: %w", err)
 		}
@@ -190,7 +188,7 @@ var MaxLivePages = 2000
 
 // Live returns the last hour's busiest pages, at most q.PerSite a site
 // and MaxLivePages in all, with their visitors.
-func (t Traffic) Live(ctx context.Context, q console.LiveQuery) ([]console.LivePage, error) {
+func (t Traffic) Live(ctx context.Context, q records.LiveQuery) ([]records.LivePage, error) {
 	end := q.Now.Truncate(time.Minute).Add(time.Minute)
 	start, five := end.Add(-time.Hour), end.Add(-5*time.Minute)
 	out, err := t.livePages(ctx, q, five, start, end)
@@ -204,17 +202,17 @@ func (t Traffic) Live(ctx context.Context, q console.LiveQuery) ([]console.LiveP
 }
 
 // livePages are Live's pages and views, from the raw hits.
-func (t Traffic) livePages(ctx context.Context, q console.LiveQuery, five, start, end time.Time) ([]console.LivePage, error) {
+func (t Traffic) livePages(ctx context.Context, q records.LiveQuery, five, start, end time.Time) ([]records.LivePage, error) {
 	rows, err := t.c.conn.Query(ctx, queryConsoleLive, five.Unix(), start.Unix(), end.Unix(),
 		q.Site == "", q.Site, min(max(q.PerSite, 1), 1000), MaxLivePages)
 	if err != nil {
 		return nil, fmt.Errorf("live pages: %w", err)
 	}
 	defer rows.Close()
-	var out []console.LivePage
+	var out []records.LivePage
 	for rows.Next() {
 		var (
-			p  console.LivePage
+			p  records.LivePage
 			ms []uint32
 			ns []uint64
 		)
@@ -234,7 +232,7 @@ func (t Traffic) livePages(ctx context.Context, q console.LiveQuery, five, start
 
 // DayTotals returns the sealed daily views of the given sites' and
 // paths' pages on the UTC days in [from, to).
-func (t Traffic) DayTotals(ctx context.Context, sites, paths []string, from, to time.Time) ([]console.DayTotal, error) {
+func (t Traffic) DayTotals(ctx context.Context, sites, paths []string, from, to time.Time) ([]records.DayTotal, error) {
 	if len(sites) == 0 || len(paths) == 0 {
 		return nil, nil
 	}
@@ -243,9 +241,9 @@ func (t Traffic) DayTotals(ctx context.Context, sites, paths []string, from, to 
 		return nil, fmt.Errorf("day totals of %d pages: %w", len(paths), err)
 	}
 	defer rows.Close()
-	var out []console.DayTotal
+	var out []records.DayTotal
 	for rows.Next() {
-		var h console.DayTotal
+		var h records.DayTotal
 		if err := rows.Scan(&h.Site, &h.Path, &h.Day, &h.Hits); err != nil {
 			return nil, fmt.Errorf("day totals: %w", err)
 		}
@@ -276,7 +274,7 @@ func (t Traffic) PageHourSeries(ctx context.Context, site, path string, from, to
 // than a day, its whole sealed days from page_days (a week of a page's
 // minutes is ten thousand rows, its days seven) and the rest from
 // page_minutes, exact either way.
-func (t Traffic) PageCounts(ctx context.Context, sites, paths []string, from, to time.Time) ([]console.PageViews, error) {
+func (t Traffic) PageCounts(ctx context.Context, sites, paths []string, from, to time.Time) ([]records.PageViews, error) {
 	if len(sites) == 0 || len(paths) == 0 {
 		return nil, nil
 	}
@@ -301,7 +299,7 @@ func (t Traffic) PageCounts(ctx context.Context, sites, paths []string, from, to
 
 // TopPages returns a site's busiest pages in [from, to): from the raw
 // hits for a span of up to a day, else over the whole sealed days in it.
-func (t Traffic) TopPages(ctx context.Context, site string, from, to time.Time, limit int) ([]console.PageViews, error) {
+func (t Traffic) TopPages(ctx context.Context, site string, from, to time.Time, limit int) ([]records.PageViews, error) {
 	query, a, b := queryConsoleTopPagesRecent, from.Unix(), to.Unix()
 	if to.Sub(from) > 24*time.Hour {
 		query = queryConsoleTopPagesDays
@@ -314,15 +312,15 @@ func (t Traffic) TopPages(ctx context.Context, site string, from, to time.Time, 
 }
 
 // pageViews runs a query whose rows are (site, path, views).
-func (t Traffic) pageViews(ctx context.Context, query string, args ...any) ([]console.PageViews, error) {
+func (t Traffic) pageViews(ctx context.Context, query string, args ...any) ([]records.PageViews, error) {
 	rows, err := t.c.conn.Query(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []console.PageViews
+	var out []records.PageViews
 	for rows.Next() {
-		var p console.PageViews
+		var p records.PageViews
 		if err := rows.Scan(&p.Site, &p.Path, &p.Views); err != nil {
 			return nil, err
 		}
@@ -332,9 +330,9 @@ func (t Traffic) pageViews(ctx context.Context, query string, args ...any) ([]co
 }
 
 // Freshness says how far the counts reach.
-func (t Traffic) Freshness(ctx context.Context) (console.Freshness, error) {
+func (t Traffic) Freshness(ctx context.Context) (records.Freshness, error) {
 	var (
-		f          console.Freshness
+		f          records.Freshness
 		day, hours time.Time
 	)
 	since := time.Now().Add(-48 * time.Hour).Unix()

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/pagewatch/pagewatch/console"
+	"github.com/pagewatch/pagewatch/console/records"
 	"github.com/pagewatch/pagewatch/domain/hit"
 	"github.com/pagewatch/pagewatch/domain/traffic"
 )
@@ -16,7 +16,7 @@ import (
 
 // liveVisitors fills in the visitors of the live view's pages over its
 // hour [start, end), the last 5 minutes from five.
-func (t Traffic) liveVisitors(ctx context.Context, pages []console.LivePage, five, start, end time.Time) error {
+func (t Traffic) liveVisitors(ctx context.Context, pages []records.LivePage, five, start, end time.Time) error {
 	if len(pages) == 0 {
 		return nil
 	}
@@ -83,16 +83,16 @@ func (t Traffic) PageVisitors(ctx context.Context, site, path string, from, to t
 
 // PageClasses returns a page's hits per client class in [from, to),
 // most first.
-func (t Traffic) PageClasses(ctx context.Context, site, path string, from, to time.Time) ([]console.ClassCount, error) {
+func (t Traffic) PageClasses(ctx context.Context, site, path string, from, to time.Time) ([]records.ClassCount, error) {
 	rows, err := t.c.conn.Query(ctx, queryConsolePageClasses, site, path, from.Unix(), to.Unix())
 	if err != nil {
 		return nil, fmt.Errorf("client classes of %s%s: %w", site, path, err)
 	}
 	defer rows.Close()
-	var out []console.ClassCount
+	var out []records.ClassCount
 	for rows.Next() {
 		var (
-			c              console.ClassCount
+			c              records.ClassCount
 			class, counted uint8
 		)
 		if err := rows.Scan(&class, &counted, &c.Hits, &c.Clients); err != nil {

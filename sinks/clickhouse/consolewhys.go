@@ -5,11 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/pagewatch/pagewatch/console"
 	"github.com/pagewatch/pagewatch/domain/crossing"
 )
-
-var _ console.WhyStore = History{}
 
 // Whys returns why the given crossings were made, by key; crossings
 // recorded without a why (or before whys were kept) are absent.

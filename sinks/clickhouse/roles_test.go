@@ -19,3 +19,11 @@ var (
 	_ report.Sealed   = clickhouse.Counts{}
 	_ console.Store   = clickhouse.Console{}
 )
+
+// The roles implement the console's ports; the store does not import the
+// console (whose own imports would then be the store's), so this test
+// says it instead.
+var (
+	_ console.Store    = clickhouse.Console{}
+	_ console.WhyStore = clickhouse.History{}
+)
