@@ -326,7 +326,7 @@ func build(t *testing.T, mutate func(*Config), deps ...func(*Deps)) *bundle {
 func secretOf(s string) secret.Value { return secret.New(s) }
 
 // client is a browser: cookies kept, redirects not followed.
-func (b *bundle) client(t *testing.T) *http.Client {
+func (b *bundle) client(*testing.T) *http.Client {
 	jar, _ := cookiejar.New(nil)
 	return &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
@@ -715,8 +715,8 @@ func TestFiftyLiveStreamsShareOnePoll(t *testing.T) {
 	b.store.mu.Unlock()
 	// One read per interval while they were open, give or take the
 	// first: far fewer than one per browser and event.
-	if max := int(elapsed/(200*time.Millisecond)) + 3; calls > max {
-		t.Errorf("%d live reads for %d browsers in %s; want at most %d", calls, browsers, elapsed.Round(time.Millisecond), max)
+	if most := int(elapsed/(200*time.Millisecond)) + 3; calls > most {
+		t.Errorf("%d live reads for %d browsers in %s; want at most %d", calls, browsers, elapsed.Round(time.Millisecond), most)
 	}
 	t.Logf("%d browsers got %d events each in %s from %d reads", browsers, events, elapsed.Round(time.Millisecond), calls)
 }

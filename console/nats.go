@@ -145,7 +145,8 @@ func (n *NATS) Retry(ctx context.Context, seq uint64) (DeadLetter, error) {
 	case "jobs":
 		var x crossing.Crossing
 		if err := json.Unmarshal(m.Data, &x); err != nil || x.Key == "" {
-			return d, fmt.Errorf("dead letter %d holds no job: %v", seq, err)
+			// err is nil when the job decoded without a key: %v, not %w.
+			return d, fmt.Errorf("dead letter %d holds no job: %v", seq, err) //nolint:errorlint // err may be nil
 		}
 		if !strings.HasPrefix(d.Subject, n.b.JobsSubjectPrefix()) {
 			return d, fmt.Errorf("dead letter %d came from %q, not a jobs subject", seq, d.Subject)

@@ -308,10 +308,9 @@ func (s *pagePages) referrers(r *http.Request, site, path string, from, to time.
 	out := []referrerView{}
 	for _, n := range now {
 		rv := referrerView{Referer: n.Referer, Views: n.Hits, Before: prev[n.Referer]}
-		switch {
-		case rv.Before == 0:
+		if rv.Before == 0 {
 			rv.Change = "new"
-		default:
+		} else {
 			rv.Change = fmt.Sprintf("%+.0f%%", (float64(rv.Views)/float64(rv.Before)-1)*100)
 		}
 		out = append(out, rv)

@@ -78,18 +78,9 @@ type VisitorStore interface {
 
 // The rows the store returns are package records' (see there): the
 // store implements the console's ports without importing the console.
-type (
-	HistoryQuery = records.HistoryQuery
-	CrossingRow  = records.CrossingRow
-	OutcomeRow   = records.OutcomeRow
-	Action       = records.Action
-	LiveQuery    = records.LiveQuery
-	LivePage     = records.LivePage
-	ClassCount   = records.ClassCount
-	DayTotal     = records.DayTotal
-	PageViews    = records.PageViews
-	Freshness    = records.Freshness
-)
+
+// HistoryQuery is records.HistoryQuery.
+type HistoryQuery = records.HistoryQuery
 
 // DeadLetters are the messages the loader and the worker could not
 // process (the dead-letter stream), to look at, retry or discard.
