@@ -82,6 +82,33 @@ type VisitorStore interface {
 // HistoryQuery is records.HistoryQuery.
 type HistoryQuery = records.HistoryQuery
 
+// CrossingRow is records.CrossingRow.
+type CrossingRow = records.CrossingRow
+
+// OutcomeRow is records.OutcomeRow.
+type OutcomeRow = records.OutcomeRow
+
+// Action is records.Action.
+type Action = records.Action
+
+// LiveQuery is records.LiveQuery.
+type LiveQuery = records.LiveQuery
+
+// LivePage is records.LivePage.
+type LivePage = records.LivePage
+
+// ClassCount is records.ClassCount.
+type ClassCount = records.ClassCount
+
+// DayTotal is records.DayTotal.
+type DayTotal = records.DayTotal
+
+// PageViews is records.PageViews.
+type PageViews = records.PageViews
+
+// Freshness is records.Freshness.
+type Freshness = records.Freshness
+
 // DeadLetters are the messages the loader and the worker could not
 // process (the dead-letter stream), to look at, retry or discard.
 type DeadLetters interface {
