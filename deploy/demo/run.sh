@@ -1,16 +1,29 @@
 #!/usr/bin/env bash
 # `make demo`: pagewatch end to end on this machine, all state in ./.demo.
+# What it shows and how its clock works: docs/demo.md.
 #
-# Builds the daemons and a nats-server, starts NATS JetStream and ClickHouse
-# on uncommon loopback ports, starts ingest tail, ingest load, sweeper,
-# worker and the web console, writes a synthetic access log in which
-# /pricing gets 150 views, prints the email the worker writes once the
-# sweeper sees the crossing, and the console's URL, where the crossing shows.
-# Then everything keeps running until Ctrl-C. Whatever happens, every process
-# this script started is stopped before it exits.
+# Builds the daemons, a nats-server and the traffic generator
+# (internal/demotraffic), starts NATS JetStream and ClickHouse on uncommon
+# loopback ports, writes 5 weeks of access-log history for a small site
+# (rotated as logrotate leaves it: access.log.1, access.log.2.gz, ...),
+# backfills it through `ingest tail --from-start` (its progress display on
+# the terminal) into ClickHouse, then goes live: the sweeper (running the
+# shipped rule file, deploy/rules/spike-default.yaml), the worker and the
+# console start on a demo clock 150 × faster than the wall's, and the
+# generator appends live traffic at that clock's time. Within about a
+# minute: a blog post surges from a Hacker News link (fire, escalation,
+# back to normal), /docs/install goes quiet, a new post takes off, and
+# /pricing passes the threshold rule. Each email is listed as it comes,
+# the first surge email printed. Then everything keeps running until
+# Ctrl-C. Whatever happens, every process this script started is stopped
+# before it exits.
 #
-#   DEMO_EXIT_AFTER_MAIL=1 make demo    stop and exit 0 right after the email
+#   DEMO_EXIT_AFTER_MAIL=1 make demo    stop and exit 0 right after the first surge email
+#   DEMO_EXIT_AFTER=story make demo     ...after every part of the story has been emailed
+#   DEMO_WEEKS=2 make demo              less history (the rule's normal then reads days, not weeks)
+#   DEMO_SPEED=60 make demo             the demo clock's speed (1: the wall clock)
 set -euo pipefail
+T_CMD=${EPOCHREALTIME//[!0-9]/} # µs: the timings printed are from here
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 HERE=$ROOT/deploy/demo
@@ -22,9 +35,13 @@ CONFIG=$DEMO/pagewatch.yaml
 NATS_PORT=14222 NATS_HTTP=18222 CH_TCP=19000 CH_HTTP=18123
 ADMIN_PORTS=(19101 19102 19103 19104 19106) # ingest tail, ingest load, sweeper, worker, console
 CONSOLE_PORT=19105                    # the console's pages (auth: none, loopback only)
-MAIL_TIMEOUT=60                       # seconds from daemon start to the first email
+MAIL_TIMEOUT=60                       # seconds from the live phase's start to the first surge email
+STORY_TIMEOUT=180                     # ...and to the last of the story (DEMO_EXIT_AFTER=story)
+WEEKS=${DEMO_WEEKS:-5} SPEED=${DEMO_SPEED:-150}
+[[ $WEEKS =~ ^[1-9][0-9]?$ ]] || { echo "demo: DEMO_WEEKS must be 1 to 99, got $WEEKS" >&2; exit 1; }
+[[ $SPEED =~ ^[1-9][0-9]{0,3}$ ]] || { echo "demo: DEMO_SPEED must be 1 to 9999, got $SPEED" >&2; exit 1; }
 
-say() { printf '\n==> %s\n' "$*"; }
+say() { printf '\n==> %s  (%ss)\n' "$*" "$(secs_since "$T_CMD")"; }
 die() { printf 'demo: %s\n' "$*" >&2; exit 1; }
 have() { command -v "$1" >/dev/null 2>&1; }
 now_us() { local t=${EPOCHREALTIME//[!0-9]/}; echo "$((10#$t))"; }
@@ -112,7 +129,8 @@ ch_query() { http_get "http://127.0.0.1:$CH_HTTP/?query=$1"; }
 [[ $DEMO != *[\'\"\\\&\<\>]* ]] || die "the repository path $ROOT has a character this script does not escape"
 LEFT=()
 for f in "$DEMO"/pids/*.pid; do
-  [[ -e $f ]] && pid=$(<"$f") || continue
+  [[ -e $f ]] || continue
+  pid=$(<"$f")
   if [[ -r /proc/$pid/cmdline ]] && tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF -- "$DEMO/"; then
     LEFT+=("$pid") NAME[$pid]=$(basename "$f" .pid)
   fi
@@ -134,7 +152,7 @@ find_clickhouse() { # Debian's package puts it in /usr/sbin, which a user's PATH
   have clickhouse && CH_CMD=("$(command -v clickhouse)" server) # the newer single binary
 }
 if ! find_clickhouse; then
-  [[ $EUID -eq 0 ]] && have apt-get ||
+  { [[ $EUID -eq 0 ]] && have apt-get; } ||
     die "clickhouse-server is not installed. Install it (Debian: sudo apt-get install clickhouse-server clickhouse-client), or run 'make demo' as root to have it installed."
   # The install make test does: Debian's packages, their service kept from
   # starting (the demo runs a server of its own).
@@ -144,10 +162,11 @@ if ! find_clickhouse; then
 fi
 
 # ---- 2. build, reset the demo state (keeping .demo/bin for build speed)
-say "building ingest, sweeper, worker, console and nats-server (go.mod's version) into .demo/bin"
-(cd "$ROOT" && go build -o "$BIN/" ./cmd/... && go build -o "$BIN/nats-server" github.com/nats-io/nats-server/v2)
-rm -rf "$DEMO"/{nats,clickhouse,outbox,logs,pids,access.log,pagewatch.yaml}
-mkdir -p "$DEMO"/{nats,clickhouse/data,clickhouse/log,outbox,logs,pids}
+say "building ingest, sweeper, worker, console, demotraffic and nats-server (go.mod's version) into .demo/bin"
+(cd "$ROOT" && go build -o "$BIN/" ./cmd/... ./internal/demotraffic/cmd/demotraffic &&
+  go build -o "$BIN/nats-server" github.com/nats-io/nats-server/v2)
+rm -rf "$DEMO"/{nats,clickhouse,outbox,logs,pids,rules,access.log*,pagewatch.yaml}
+mkdir -p "$DEMO"/{nats,clickhouse/data,clickhouse/log,outbox,logs,pids,rules}
 
 # render TEMPLATE OUT PLACEHOLDER VALUE
 render() { local t; t=$(<"$1"); printf '%s\n' "${t//"$3"/"$4"}" >"$2"; }
@@ -166,84 +185,138 @@ start server clickhouse env CLICKHOUSE_WATCHDOG_ENABLE=0 "${CH_CMD[@]}" --config
 wait_for 60 "$STARTED" "clickhouse-server" ch_ping ||
   { show_tail "$DEMO/clickhouse/log/server.err.log" "$DEMO/logs/clickhouse.log"; exit 1; }
 
-# ---- 5. the pagewatch config, checked by every daemon before anything runs
+# ---- 5. the pagewatch config, checked by every daemon before anything runs.
+# The shipped rule file, its recipients changed and nothing else.
 render "$HERE/pagewatch.yaml" "$CONFIG" @DEMO@ "$DEMO"
+render "$ROOT/deploy/rules/spike-default.yaml" "$DEMO/rules/spike-default.yaml" "recipients: [ops@example.com]" "recipients: [you@example.com]"
+grep -qF "recipients: [you@example.com]" "$DEMO/rules/spike-default.yaml" ||
+  die "deploy/rules/spike-default.yaml has no 'recipients: [ops@example.com]' for the demo to change"
 for cmd in "ingest tail" "ingest load" "sweeper run" "worker run" "console run"; do
   read -r prog sub <<<"$cmd"
   out=$("$BIN/$prog" --config "$CONFIG" --check-config "$sub" 2>&1) || { echo "$out" >&2; die "$cmd rejected $CONFIG"; }
 done
 echo "config: ${CONFIG#"$ROOT/"} (valid for ingest tail, ingest load, sweeper, worker and console)"
 
-# ---- 6. the daemons, then the access log they watch
-say "starting ingest tail, ingest load, sweeper, worker and console (logs in .demo/logs)"
-: >"$DEMO/access.log"
-T0=$(now_us)
-start daemon ingest-tail "$BIN/ingest" --config "$CONFIG" tail
-start daemon ingest-load "$BIN/ingest" --config "$CONFIG" load
-start daemon sweeper "$BIN/sweeper" --config "$CONFIG" run
-start daemon worker "$BIN/worker" --config "$CONFIG" run
-start daemon console "$BIN/console" --config "$CONFIG" run
-for i in 0 1 2 3 4; do
-  pid=${DAEMONS[i]}
-  wait_for 30 "$pid" "${NAME[$pid]}" http_get "http://127.0.0.1:${ADMIN_PORTS[i]}/readyz" ||
-    { show_tail "$DEMO/logs/${NAME[$pid]}.log"; exit 1; }
-done
-# The console's pages answer once it has connected to NATS and ClickHouse.
-wait_for 30 "${DAEMONS[4]}" console http_get "http://127.0.0.1:$CONSOLE_PORT/history" ||
+# ---- 6. the history: written, then backfilled through the real pipeline
+# while only the loader and the worker run (a sweep over half-loaded
+# history would judge a normal that is not there yet).
+END=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+say "writing $WEEKS weeks of access-log history up to $END into .demo/access.log* (internal/demotraffic)"
+"$BIN/demotraffic" history -log "$DEMO/access.log" -end "$END" -weeks "$WEEKS"
+
+ready() { # ready NAME ADMIN_PORT: wait for the daemon's /readyz
+  local pid=$STARTED
+  wait_for 30 "$pid" "$1" http_get "http://127.0.0.1:$2/readyz" || { show_tail "$DEMO/logs/$1.log"; exit 1; }
+}
+say "starting ingest load and worker (logs in .demo/logs)"
+start daemon ingest-load "$BIN/ingest" --config "$CONFIG" load && ready ingest-load 19102
+start daemon worker "$BIN/worker" --config "$CONFIG" run && ready worker 19104
+
+say "backfilling: ingest tail --from-start --backfill-only"
+T_BF=$(now_us)
+# In the foreground: its progress display is this terminal's (Ctrl-C
+# reaches it too; a rerun of the demo starts over).
+"$BIN/ingest" --config "$CONFIG" tail --from-start --backfill-only
+BF_READ=$(secs_since "$T_BF")
+# Loaded once the loader's consumer has nothing pending nor unacknowledged.
+load_lag() { http_get "http://127.0.0.1:19102/metrics" | awk '/^pagewatch_ingest_load_consumer_(ack_)?pending_messages /{n += $2} END {print n + 0}'; }
+loaded() { [[ $(load_lag) == 0 ]] && sleep 0.3 && [[ $(load_lag) == 0 ]]; }
+wait_for 120 "${DAEMONS[0]}" "ingest load" loaded || { show_tail "$DEMO/logs/ingest-load.log"; exit 1; }
+BF_SECS=$(secs_since "$T_BF")
+echo "backfill: read in ${BF_READ} s, loaded in ${BF_SECS} s; ClickHouse has $(ch_query 'SELECT+count()+FROM+pagewatch.hits') hits"
+
+# ---- 7. live: the demo clock starts now. The sweeper and the console run
+# on it, and demotraffic stamps its lines with it (PAGEWATCH_DEMO_CLOCK).
+CLOCK=$(date -u +%Y-%m-%dT%H:%M:%S.%NZ)@${SPEED}x
+say "going live on a demo clock ${SPEED} × the wall's ($CLOCK): an hour every $((3600 / SPEED)) s"
+T_LIVE=$(now_us)
+start daemon ingest-tail "$BIN/ingest" --config "$CONFIG" tail && ready ingest-tail 19101
+start daemon traffic env PAGEWATCH_DEMO_CLOCK="$CLOCK" "$BIN/demotraffic" live -log "$DEMO/access.log" -end "$END"
+start daemon sweeper env PAGEWATCH_DEMO_CLOCK="$CLOCK" "$BIN/sweeper" --config "$CONFIG" run
+start daemon console env PAGEWATCH_DEMO_CLOCK="$CLOCK" "$BIN/console" --config "$CONFIG" run
+ready console 19106
+wait_for 30 "$STARTED" console http_get "http://127.0.0.1:$CONSOLE_PORT/history" ||
   { show_tail "$DEMO/logs/console.log"; exit 1; }
-echo "all five ready after $(secs_since "$T0") s"
 
-say "writing synthetic traffic to .demo/access.log (deploy/demo/traffic.sh)"
-bash "$HERE/traffic.sh" "$DEMO/access.log"
-LOG_SECS=$(secs_since "$T0")
-
-# ---- 7. wait for the email about /pricing. The home page's all-time rule
-# usually fires in the same sweep; its email is listed, not printed, so the
-# demo shows the same email every time.
-say "waiting up to ${MAIL_TIMEOUT}s (from daemon start) for the worker's email in .demo/outbox"
-pricing_eml() { local f; for f in "$DEMO"/outbox/pricing-demo.*.eml; do [[ -e $f ]] && { EML=$f; return 0; }; done; return 1; }
-until pricing_eml; do
+# ---- 8. wait for the first email about the surging post, and print it.
+# Emails are named after their rule; the surge's names the post.
+SURGE=/blog/sqlite-at-scale QUIET=/docs/install NEWPAGE=/blog/launch-week
+say "waiting up to ${MAIL_TIMEOUT}s for the worker's first email about $SURGE in .demo/outbox"
+by_time() { find "$DEMO/outbox" -name "$1" -printf '%T@ %p\n' | sort -n | cut -d' ' -f2-; } # by_time GLOB: oldest first
+first_eml() { # first_eml GLOB TEXT: the oldest email matching both
+  local f
+  while IFS= read -r f; do grep -qF -- "$2" "$f" && { EML=$f; return 0; }; done < <(by_time "$1")
+  return 1
+}
+until first_eml 'unusual.*.eml' "Page:       $SURGE"; do
   check_daemons
-  if (($(now_us) - T0 > MAIL_TIMEOUT * 1000000)); then
-    show_tail "$DEMO"/logs/{ingest-tail,ingest-load,sweeper,worker,console}.log
-    die "no email in .demo/outbox ${MAIL_TIMEOUT}s after the daemons started (daemon logs above)"
+  if (($(now_us) - T_LIVE > MAIL_TIMEOUT * 1000000)); then
+    show_tail "$DEMO"/logs/{ingest-tail,ingest-load,sweeper,worker,console,traffic}.log
+    die "no email about $SURGE in .demo/outbox ${MAIL_TIMEOUT}s after going live (daemon logs above)"
   fi
   sleep 0.2
 done
-ELAPSED=$(secs_since "$T0" "$(date -r "$EML" +%s%6N)") # when the worker wrote it
-sleep 0.5 # let the loader and the worker catch up before counting
+MAIL_AT=$(date -r "$EML" +%s%6N) # when the worker wrote it
 echo
 echo "=== email written by the worker: ${EML#"$ROOT/"} ==="
 # Headers and the plain-text part; the HTML part and the chart (PNG) are
 # in the file for a mail client.
 awk '/^Content-Type: text\/html/ { exit } { print }' "$EML" | tr -d '\r'
 echo "=== (HTML part and chart.png: open the .eml in a mail client) ==="
+echo "the email was written $(secs_since "$T_LIVE" "$MAIL_AT") s after going live," \
+  "$(secs_since "$T_CMD" "$MAIL_AT") s after the command (backfill: ${BF_SECS} s)"
 declare -A SEEN=(["$EML"]=1)
 new_emails() { # list the emails not shown yet
   local f
-  for f in "$DEMO"/outbox/*.eml; do
-    [[ -e $f && -z ${SEEN[$f]:-} ]] || continue
-    SEEN[$f]=1; echo "another email: ${f#"$ROOT/"}  $(grep -m1 '^Subject:' "$f" || true)"
-  done
+  while IFS= read -r f; do
+    [[ -z ${SEEN[$f]:-} ]] || continue
+    SEEN[$f]=1; echo "  +$(secs_since "$T_LIVE" "$(date -r "$f" +%s%6N)") s  $("$BIN/demotraffic" subject "$f" || true)"
+  done < <(by_time '*.eml')
 }
+echo "other emails so far (seconds after going live):"
 new_emails
-echo "the email was written ${ELAPSED} s after the daemons started (writing the log ended at ${LOG_SECS} s);" \
-  "ClickHouse has $(ch_query 'SELECT+count()+FROM+pagewatch.hits') hits and $(ch_query 'SELECT+count()+FROM+pagewatch.crossings') crossing(s)"
 
-# The console's history lists the crossing (its row carries the rule's
-# name), read as a browser would.
 CONSOLE=http://127.0.0.1:$CONSOLE_PORT
-console_has_crossing() { http_get "$CONSOLE/history?rule=pricing-demo" | grep -qF 'data-rule="pricing-demo"'; }
-wait_for 10 "${DAEMONS[4]}" console console_has_crossing ||
-  { show_tail "$DEMO/logs/console.log"; die "the console's history does not show the pricing-demo crossing"; }
-say "the console: $CONSOLE/ (the crossing: $CONSOLE/history, the page: $CONSOLE/page?site=demo.example&path=/pricing)"
+say "the console: $CONSOLE/ (the surge: $CONSOLE/page?site=demo.example&path=$SURGE, the crossings: $CONSOLE/history)"
 
 if [[ ${DEMO_EXIT_AFTER_MAIL:-} == 1 ]]; then
   say "DEMO_EXIT_AFTER_MAIL=1: stopping everything"
   exit 0
 fi
 
-# ---- 8. keep running until Ctrl-C, reporting new emails
+if [[ ${DEMO_EXIT_AFTER:-} == story ]]; then
+  # Every part of the story, each in its own email: the surge's fire,
+  # escalation and resolve, the quiet page, the new page, the threshold.
+  story() {
+    # GLOB|PAGE: each file named after its crossing's key, the page on
+    # its Page: line. Keys end .N (fire), .N.xK (escalate), .N.resolved.
+    local -a want=("unusual.*[0-9].eml|$SURGE" "unusual.*.x[0-9]*.eml|$SURGE" "unusual.*.resolved.eml|$SURGE"
+      "unusual.*[0-9].eml|$QUIET" "unusual.*[0-9].eml|$NEWPAGE" "pricing-demo.*.eml|/pricing")
+    local w glob path f ok
+    for w in "${want[@]}"; do
+      IFS='|' read -r glob path <<<"$w"; ok=
+      for f in "$DEMO"/outbox/$glob; do
+        [[ -e $f ]] && grep -qE "^Page: +$path"$'\r?$' "$f" && { ok=1; break; }
+      done
+      [[ -n $ok ]] || { MISSING="$glob for $path"; return 1; }
+    done
+  }
+  say "DEMO_EXIT_AFTER=story: waiting up to ${STORY_TIMEOUT}s (from going live) for the rest of the story"
+  until story; do
+    check_daemons; new_emails
+    if (($(now_us) - T_LIVE > STORY_TIMEOUT * 1000000)); then
+      show_tail "$DEMO"/logs/{sweeper,worker}.log
+      die "the story is not complete ${STORY_TIMEOUT}s after going live: no email for $MISSING"
+    fi
+    sleep 0.5
+  done
+  new_emails
+  echo "the story is complete $(secs_since "$T_LIVE") s after going live, $(secs_since "$T_CMD") s after the command"
+  say "DEMO_EXIT_AFTER=story: stopping everything"
+  exit 0
+fi
+
+# ---- 9. keep running until Ctrl-C, reporting new emails
 cat <<EOF
 
 Everything keeps running. Poke at it:
@@ -253,7 +326,7 @@ Everything keeps running. Poke at it:
   NATS monitoring:   http://127.0.0.1:$NATS_HTTP/jsz?streams=true
   ClickHouse:        curl 'http://127.0.0.1:$CH_HTTP/?query=SELECT+path,count()+FROM+pagewatch.hits+GROUP+BY+path'
                      clickhouse-client --host 127.0.0.1 --port $CH_TCP
-  more traffic:      bash deploy/demo/traffic.sh .demo/access.log
+  the live traffic:  .demo/logs/traffic.log (an hour of the demo clock a line)
   emails:            .demo/outbox/     logs: .demo/logs/     config: .demo/pagewatch.yaml
 Press Ctrl-C to stop everything.
 EOF
