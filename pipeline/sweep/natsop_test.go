@@ -46,7 +46,7 @@ func TestStateRequestsBoundedWithinASweep(t *testing.T) {
 		"put (update, then the refresh)": func() error { _, err := s.put(ctx, "k", pageState{}, 7); return err },
 		"put (create)":                   func() error { _, err := s.put(ctx, "k", pageState{}, 0); return err },
 		"fetch":                          func() error { _, _, err := s.fetch(ctx, "k"); return err },
-		"progress":                       func() error { _, _, err := s.progress(ctx); return err },
+		"progress":                       func() error { _, err := s.progress(ctx); return err },
 		"setProgress":                    func() error { return s.setProgress(ctx, time.Now()) },
 	} {
 		start := time.Now()

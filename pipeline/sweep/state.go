@@ -342,24 +342,24 @@ func (s *stateStore) store(key string, st pageState, rev uint64) {
 //
 // It first reloads the mirror if NATS has forgotten writes (see
 // stateStore): a sweep judges from what the server holds.
-func (s *stateStore) progress(ctx context.Context) (time.Time, uint64, error) {
+func (s *stateStore) progress(ctx context.Context) (time.Time, error) {
 	if err := s.reload(ctx); err != nil {
-		return time.Time{}, 0, err
+		return time.Time{}, err
 	}
 	ctx, cancel := natsOp(ctx)
 	defer cancel()
 	e, err := s.kv.Get(ctx, progressKey)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return time.Time{}, 0, nil
+		return time.Time{}, nil
 	}
 	if err != nil {
-		return time.Time{}, 0, fmt.Errorf("load sweep progress: %w", err)
+		return time.Time{}, fmt.Errorf("load sweep progress: %w", err)
 	}
 	var t time.Time
 	if err := t.UnmarshalText(e.Value()); err != nil {
-		return time.Time{}, 0, fmt.Errorf("sweep progress %q: %w", e.Value(), err)
+		return time.Time{}, fmt.Errorf("sweep progress %q: %w", e.Value(), err)
 	}
-	return t, e.Revision(), nil
+	return t, nil
 }
 
 func (s *stateStore) setProgress(ctx context.Context, t time.Time) error {

@@ -202,7 +202,7 @@ func (s *Sweeper) Sweep(ctx context.Context) error {
 func (s *Sweeper) sweep(ctx context.Context, now time.Time) error {
 	set := s.rules.current()
 	s.seals.seal(ctx, now, set.episodic)
-	last, _, err := s.state.progress(ctx)
+	last, err := s.state.progress(ctx)
 	if err != nil {
 		return err
 	}
