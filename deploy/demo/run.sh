@@ -276,7 +276,12 @@ new_emails() { # list the emails not shown yet
 echo "other emails so far (seconds after going live):"
 new_emails
 
+# The console's history lists the threshold rule's crossing (its row
+# carries the rule's name), read as a browser would.
 CONSOLE=http://127.0.0.1:$CONSOLE_PORT
+console_has_crossing() { http_get "$CONSOLE/history?rule=pricing-demo" | grep -qF 'data-rule="pricing-demo"'; }
+wait_for 20 "${DAEMONS[-1]}" console console_has_crossing ||
+  { show_tail "$DEMO/logs/console.log"; die "the console's history does not show the pricing-demo crossing"; }
 say "the console: $CONSOLE/ (the surge: $CONSOLE/page?site=demo.example&path=$SURGE, the crossings: $CONSOLE/history)"
 
 if [[ ${DEMO_EXIT_AFTER_MAIL:-} == 1 ]]; then
