@@ -14,9 +14,9 @@
 # minute: a blog post surges from a Hacker News link (fire, escalation,
 # back to normal), /docs/install goes quiet, a new post takes off, and
 # /pricing passes the threshold rule. Each email is listed as it comes,
-# the first surge email printed. Then everything keeps running until
-# Ctrl-C. Whatever happens, every process this script started is stopped
-# before it exits.
+# the first surge email printed, and a line says when the story is
+# complete. Then everything keeps running until Ctrl-C. Whatever
+# happens, every process this script started is stopped before it exits.
 #
 #   DEMO_EXIT_AFTER_MAIL=1 make demo    stop and exit 0 right after the first surge email
 #   DEMO_EXIT_AFTER=story make demo     ...after every part of the story has been emailed
@@ -289,23 +289,24 @@ if [[ ${DEMO_EXIT_AFTER_MAIL:-} == 1 ]]; then
   exit 0
 fi
 
-if [[ ${DEMO_EXIT_AFTER:-} == story ]]; then
-  # Every part of the story, each in its own email: the surge's fire,
-  # escalation and resolve, the quiet page, the new page, the threshold.
-  story() {
-    # GLOB|PAGE: each file named after its crossing's key, the page on
-    # its Page: line. Keys end .N (fire), .N.xK (escalate), .N.resolved.
-    local -a want=("unusual.*[0-9].eml|$SURGE" "unusual.*.x[0-9]*.eml|$SURGE" "unusual.*.resolved.eml|$SURGE"
-      "unusual.*[0-9].eml|$QUIET" "unusual.*[0-9].eml|$NEWPAGE" "pricing-demo.*.eml|/pricing")
-    local w glob path f ok
-    for w in "${want[@]}"; do
-      IFS='|' read -r glob path <<<"$w"; ok=
-      for f in "$DEMO"/outbox/$glob; do
-        [[ -e $f ]] && grep -qE "^Page: +$path"$'\r?$' "$f" && { ok=1; break; }
-      done
-      [[ -n $ok ]] || { MISSING="$glob for $path"; return 1; }
+# Every part of the story, each in its own email: the surge's fire,
+# escalation and resolve, the quiet page, the new page, the threshold.
+story() {
+  # GLOB|PAGE: each file named after its crossing's key, the page on
+  # its Page: line. Keys end .N (fire), .N.xK (escalate), .N.resolved.
+  local -a want=("unusual.*[0-9].eml|$SURGE" "unusual.*.x[0-9]*.eml|$SURGE" "unusual.*.resolved.eml|$SURGE"
+    "unusual.*[0-9].eml|$QUIET" "unusual.*[0-9].eml|$NEWPAGE" "pricing-demo.*.eml|/pricing")
+  local w glob path f ok
+  for w in "${want[@]}"; do
+    IFS='|' read -r glob path <<<"$w"; ok=
+    for f in "$DEMO"/outbox/$glob; do
+      [[ -e $f ]] && grep -qE "^Page: +$path"$'\r?$' "$f" && { ok=1; break; }
     done
-  }
+    [[ -n $ok ]] || { MISSING="$glob for $path"; return 1; }
+  done
+}
+
+if [[ ${DEMO_EXIT_AFTER:-} == story ]]; then
   say "DEMO_EXIT_AFTER=story: waiting up to ${STORY_TIMEOUT}s (from going live) for the rest of the story"
   until story; do
     check_daemons; new_emails
@@ -336,8 +337,12 @@ Everything keeps running. Poke at it:
 Press Ctrl-C to stop everything.
 EOF
 STAGE=running
+TOLD=
 while :; do
   new_emails
+  if [[ -z $TOLD ]] && story; then
+    TOLD=1; echo "the story is complete $(secs_since "$T_LIVE") s after going live, $(secs_since "$T_CMD") s after the command"
+  fi
   check_daemons
   sleep 1
 done
