@@ -98,7 +98,19 @@ func lookAtConsole(t *testing.T, br *browsertest.Browser, root string) {
 	if refs := strings.Join(p.Texts("[data-testid=referrer] td.path"), " "); !strings.Contains(refs, "news.ycombinator.com") {
 		t.Errorf("%s: referrers %q, want news.ycombinator.com among them", surgePage, refs)
 	}
-	shot := p.Screenshot("surge-page")
+	p.Screenshot("surge-page")
+	// The same over 7 days, an hour a point: the band's weekly rhythm
+	// shows, and the episode on it. The README's picture.
+	if st := p.Goto(pageURL(surgePage, "7d")); st != http.StatusOK {
+		t.Fatalf("GET %s's page: %d", surgePage, st)
+	}
+	if d, _ := p.Attr("svg[data-testid=chart] [data-testid=chart-band]", "d"); !strings.HasPrefix(d, "M") || strings.Count(d, "L") < 100 {
+		t.Errorf("%s over 7d: band %.60q: not drawn over the week", surgePage, d)
+	}
+	if ev := marks(); strings.Join(ev, " ") != "fire escalate resolve" {
+		t.Errorf("%s over 7d: episode marks %q, want fire escalate resolve", surgePage, ev)
+	}
+	shot := p.Screenshot("surge-page-7d")
 	if os.Getenv("PAGEWATCH_UPDATE_SCREENSHOTS") == "1" {
 		b, err := os.ReadFile(shot)
 		if err != nil {
