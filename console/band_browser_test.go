@@ -7,8 +7,6 @@ import (
 	"math"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -153,16 +151,8 @@ VALUES ('%s', 'unusual', 'example.com', '/pricing', '1h', 0, %d, %d)`, x.key, x.
 		!strings.Contains(legend[1], "unusual escalated at ") || !strings.Contains(legend[2], "unusual resolved at ") || !strings.Contains(legend[2], "peak 740") {
 		t.Errorf("/page: episodes in the legend %q", legend)
 	}
-	shot := p.Screenshot("page-band-episodes")
-	if os.Getenv("PAGEWATCH_UPDATE_SCREENSHOTS") == "1" {
-		b, err := os.ReadFile(shot)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join("..", "docs", "console-page.png"), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	// docs/console-page.png is the demo's page (deploy/demo_browser_test.go).
+	p.Screenshot("page-band-episodes")
 
 	// The live view: the surge against the page's normal for this hour.
 	if st := p.Goto(base + "/live"); st != http.StatusOK {
