@@ -180,7 +180,7 @@ func SVG(s Spec) string {
 			continue
 		}
 		if m.Event != "" {
-			placed = episodeMark(&b, m, x(m.T), y(valueAt(s.Points, m.T)), placed, s.Height)
+			placed = episodeMark(&b, m, x(m.T), y(valueAt(s.Points, m.T)), placed, s.Width, s.Height)
 			continue
 		}
 		// A rule down the plot at the moment, and a dot on its top: the
@@ -314,7 +314,7 @@ type labelBox struct{ x0, x1, y float64 }
 // episodeMark draws one episode's mark on the series at (cx, cy): a
 // faint rule down the plot, a shape per event (a dot: fired, a
 // triangle: escalated, a ring: resolved) and its short label above.
-func episodeMark(b *strings.Builder, m Mark, cx, cy float64, placed []labelBox, height int) []labelBox {
+func episodeMark(b *strings.Builder, m Mark, cx, cy float64, placed []labelBox, width, height int) []labelBox {
 	ev := "fire"
 	switch m.Event {
 	case "escalate", "resolve":
@@ -330,20 +330,22 @@ func episodeMark(b *strings.Builder, m Mark, cx, cy float64, placed []labelBox, 
 		fmt.Fprintf(b, `<circle class="episode-mark" cx="%.1f" cy="%.1f" r="5"><title>%s</title></circle>`, cx, cy, title)
 	}
 	// The label sits above the mark, lifted a line over any label it
-	// would touch, and kept inside the plot.
+	// would touch, and kept inside the plot: near either edge it moves
+	// in rather than being cut off.
 	w := 6.5*float64(len([]rune(m.Short))) + 8
+	lx := min(max(cx, float64(padLeft)+w/2), float64(width-padRight)-w/2)
 	ly := cy - 12
 	for moved := true; moved; {
 		moved = false
 		for _, p := range placed {
-			if cx+w/2 > p.x0 && cx-w/2 < p.x1 && ly > p.y-13 && ly < p.y+13 {
+			if lx+w/2 > p.x0 && lx-w/2 < p.x1 && ly > p.y-13 && ly < p.y+13 {
 				ly, moved = p.y-14, true
 			}
 		}
 	}
 	ly = max(ly, padTop+10)
-	fmt.Fprintf(b, `<text class="episode-label" data-testid="chart-episode-label" x="%.1f" y="%.1f" text-anchor="middle">%s</text></g>`, cx, ly, esc(m.Short))
-	return append(placed, labelBox{cx - w/2, cx + w/2, ly})
+	fmt.Fprintf(b, `<text class="episode-label" data-testid="chart-episode-label" x="%.1f" y="%.1f" text-anchor="middle">%s</text></g>`, lx, ly, esc(m.Short))
+	return append(placed, labelBox{lx - w/2, lx + w/2, ly})
 }
 
 // valueAt is the series' value at t: the last point at or before it.
