@@ -228,7 +228,7 @@ func setupWith(t testing.TB, o setupOptions) *bundle {
 	rules, load := o.rules, o.load
 	pages := o.pages
 	if pages == "" {
-		pages = "{methods: [], statuses: [], static_extensions: [], bots: []}"
+		pages = "{methods: [], statuses: [], static_extensions: [], bots: [], count_classes: []}"
 	}
 	b := &bundle{dir: t.TempDir(), bin: binaries(t), starts: map[string]int{}}
 	if b.cluster = o.cluster; b.cluster == nil {

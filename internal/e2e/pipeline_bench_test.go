@@ -52,7 +52,7 @@ ingest:
     instance: bench
     inputs: [{path: %q, site: example.com}]
     # Every line a hit, so rows loaded can be compared with lines written.
-    pages: {methods: [], statuses: [], static_extensions: [], bots: []}
+    pages: {methods: [], statuses: [], static_extensions: [], bots: [], count_classes: []}
     start_at: beginning
   load:
     listen: "127.0.0.1:0"

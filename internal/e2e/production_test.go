@@ -38,6 +38,8 @@ var notMovedHere = map[string]string{
 	"pagewatch_ratelimit_errors_total":               "NATS failing mid-reservation: pipeline/ratelimit tests",
 	"pagewatch_worker_reports_total":                 "no report is configured here: pipeline/report tests",
 	"pagewatch_worker_claims_taken_over_total":       "a worker dying between its claim and its record: TestClaimOfAnotherWorkerIsTakenOverAfterClaimTimeout, the worker kill tests",
+	"pagewatch_visitor_salt_fetch_errors_total":      "NATS down when a line of a day without a salt in hand comes (here the day's salt is in hand before the outage): pipeline/visitor's NATS-down test",
+	"pagewatch_ingest_tail_hits_keyless_total":       "the same, seen by the tailer: pipeline/tail's TestLinesKeylessWhileNATSIsDown",
 }
 
 const productionRules = `    - {name: home-milestone, site: example.com, path: /, threshold: 150, window: all, notify: {recipients: [ops@example.com]}}

@@ -45,7 +45,7 @@ func BenchmarkTailProcess(b *testing.B) {
 		b.Fatal(err)
 	}
 	for _, tc := range []struct{ name, pages string }{
-		{"filters=off", "\n    pages: {methods: [], statuses: [], static_extensions: [], bots: []}"},
+		{"filters=off", "\n    pages: {methods: [], statuses: [], static_extensions: [], bots: [], count_classes: []}"},
 		{"filters=default", ""},
 	} {
 		b.Run(tc.name, func(b *testing.B) {

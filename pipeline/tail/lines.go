@@ -37,8 +37,9 @@ type hitBatch struct {
 	classes *classify.Cache
 	// keys makes the client keys, with the salt of keyDay (the UTC day,
 	// in days since 1970, of the last line keyed) in hand.
-	keys   *visitor.Keyer
-	keyDay int64
+	keys     *visitor.Keyer
+	keyDay   int64
+	saltWait time.Duration // saltWait, but a test's shorter
 	// last is the line keyed last: its address and user agent, and its
 	// key. A client's page views often come one after the other.
 	lastAddr, lastUA []byte
@@ -90,7 +91,11 @@ func (b *hitBatch) clientKey(t time.Time) uint64 {
 	// salt of the day in hand is held in memory.
 	if day != b.keyDay {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, saltWait)
+		wait := b.saltWait
+		if wait == 0 {
+			wait = saltWait
+		}
+		ctx, cancel = context.WithTimeout(ctx, wait)
 		defer cancel()
 		b.keyDay = day
 	}
