@@ -37,7 +37,7 @@ var demoPorts = []int{14222, 18222, 19000, 18123, 19101, 19102, 19103, 19104, 19
 // storyTimeout bounds run.sh's start (a build with a cold cache, the
 // history, the backfill) and its story: a couple of minutes on a loaded
 // 2-core machine, its own limits 60 s and 180 s after going live.
-const storyTimeout = 8 * time.Minute
+const storyTimeout = 5 * time.Minute
 
 // syncBuffer is the script's output, written by exec's copier and read
 // by the test while the script runs.
