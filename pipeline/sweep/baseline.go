@@ -233,20 +233,8 @@ func byPathBytes(pages map[normalKey][]ref, limit int) [][]normalKey {
 // computes their normals, gives them to the observations that wanted
 // them and caches each for the half hour slot. b.mu is held.
 func (b *baselines) readNormals(ctx context.Context, set *ruleSet, obs map[string][]observation, slot time.Time, spans []rules.Interval, run []normalKey, refs map[normalKey][]ref, all bool) error {
-	q := traffic.HourQuery{SealedBefore: b.seals.hoursBefore(), AllPaths: all}
-	for _, sp := range spans {
-		q.Spans = append(q.Spans, traffic.Span{From: sp.From, To: sp.To})
-	}
-	for _, k := range run {
-		q.Sites = append(q.Sites, k.site)
-		if !all {
-			q.Paths = append(q.Paths, k.path)
-		}
-	}
-	slices.Sort(q.Sites)
-	q.Sites = slices.Compact(q.Sites)
-	slices.Sort(q.Paths)
-	q.Paths = slices.Compact(q.Paths)
+	sq := spanQuery(spans, run, all)
+	q := traffic.HourQuery{Sites: sq.Sites, Paths: sq.Paths, AllPaths: all, Spans: sq.Spans, SealedBefore: b.seals.hoursBefore()}
 	hours := map[page]map[int64]uint64{}
 	var asked map[page]bool // every page: keep the hours of those asked about
 	if all {
@@ -277,12 +265,7 @@ func (b *baselines) readNormals(ctx context.Context, set *ruleSet, obs map[strin
 				counts[j] += h[t.Unix()]
 			}
 		}
-		first := obs[rs[0].key][rs[0].i]
-		e := set.rules[first.pt.rule].Normal(spans, counts)
-		for _, r := range rs {
-			obs[r.key][r.i].exp = e
-		}
-		b.cache[k] = cachedExpected{slot: slot, exp: e}
+		b.give(set, obs, slot, spans, k, rs, counts)
 	}
 	return nil
 }
@@ -291,20 +274,7 @@ func (b *baselines) readNormals(ctx context.Context, set *ruleSet, obs map[strin
 // span's distinct visitors, read whole, since a person seen in two hours
 // of a span is one visitor of it.
 func (b *baselines) readVisitorNormals(ctx context.Context, set *ruleSet, obs map[string][]observation, slot time.Time, spans []rules.Interval, run []normalKey, refs map[normalKey][]ref, all bool) error {
-	q := traffic.SpanQuery{AllPaths: all}
-	for _, sp := range spans {
-		q.Spans = append(q.Spans, traffic.Span{From: sp.From, To: sp.To})
-	}
-	for _, k := range run {
-		q.Sites = append(q.Sites, k.site)
-		if !all {
-			q.Paths = append(q.Paths, k.path)
-		}
-	}
-	slices.Sort(q.Sites)
-	q.Sites = slices.Compact(q.Sites)
-	slices.Sort(q.Paths)
-	q.Paths = slices.Compact(q.Paths)
+	q := spanQuery(spans, run, all)
 	counts := map[page][]uint64{}
 	err := b.counts.SpanVisitors(ctx, q, func(site, path string, span int, n uint64) {
 		p := page{site, path}
@@ -322,14 +292,40 @@ func (b *baselines) readVisitorNormals(ctx context.Context, set *ruleSet, obs ma
 		if c == nil {
 			c = make([]uint64, len(spans))
 		}
-		first := obs[rs[0].key][rs[0].i]
-		e := set.rules[first.pt.rule].Normal(spans, c)
-		for _, r := range rs {
-			obs[r.key][r.i].exp = e
-		}
-		b.cache[k] = cachedExpected{slot: slot, exp: e}
+		b.give(set, obs, slot, spans, k, rs, c)
 	}
 	return nil
+}
+
+// spanQuery asks for the spans of the pages of run (every page of their
+// sites when all), sites and paths sorted and once each.
+func spanQuery(spans []rules.Interval, run []normalKey, all bool) traffic.SpanQuery {
+	q := traffic.SpanQuery{AllPaths: all}
+	for _, sp := range spans {
+		q.Spans = append(q.Spans, traffic.Span{From: sp.From, To: sp.To})
+	}
+	for _, k := range run {
+		q.Sites = append(q.Sites, k.site)
+		if !all {
+			q.Paths = append(q.Paths, k.path)
+		}
+	}
+	slices.Sort(q.Sites)
+	q.Sites = slices.Compact(q.Sites)
+	slices.Sort(q.Paths)
+	q.Paths = slices.Compact(q.Paths)
+	return q
+}
+
+// give makes the normal of page k from its spans' counts, gives it to
+// the observations rs that wanted it and caches it for the half hour slot.
+func (b *baselines) give(set *ruleSet, obs map[string][]observation, slot time.Time, spans []rules.Interval, k normalKey, rs []ref, counts []uint64) {
+	first := obs[rs[0].key][rs[0].i]
+	e := set.rules[first.pt.rule].Normal(spans, counts)
+	for _, r := range rs {
+		obs[r.key][r.i].exp = e
+	}
+	b.cache[k] = cachedExpected{slot: slot, exp: e}
 }
 
 // known is the normal an observation needs, if one is cached for the
