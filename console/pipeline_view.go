@@ -104,7 +104,7 @@ func (s *pipelinePages) operatorAnswers(ps PipelineState, now time.Time) operato
 		}
 	}
 	a := answerView{Question: "Is any tailer silent?", Level: levelOK,
-		Answer: fmt.Sprintf("no: %d tailers heard from", len(op.Tailers))}
+		Answer: "no: " + plural(len(op.Tailers), "tailer") + " heard from"}
 	switch {
 	case len(op.Tailers) == 0:
 		a.Answer, a.Level, a.Detail = "no tailer has written a heartbeat", levelWarn, "none in the last 30 s: is `ingest tail` running, and at this version?"
@@ -118,7 +118,7 @@ func (s *pipelinePages) operatorAnswers(ps PipelineState, now time.Time) operato
 			stuck++
 		}
 	}
-	a = answerView{Question: "Is any tailed file falling behind?", Level: levelOK, Answer: fmt.Sprintf("no: %d inputs", len(v.Tailed))}
+	a = answerView{Question: "Is any tailed file falling behind?", Level: levelOK, Answer: "no: " + plural(len(v.Tailed), "input")}
 	if stuck > 0 {
 		a.Answer, a.Level = fmt.Sprintf("yes: %d of %d", stuck, len(v.Tailed)), levelBad
 	}
@@ -264,4 +264,12 @@ func span(d time.Duration) string {
 		return fmt.Sprintf("%d min", d/time.Minute)
 	}
 	return fmt.Sprintf("%d s", d/time.Second)
+}
+
+// plural is n and noun, with an s unless n is 1: "1 tailer", "2 inputs".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
