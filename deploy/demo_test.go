@@ -19,6 +19,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -38,6 +39,11 @@ var demoPorts = []int{14222, 18222, 19000, 18123, 19101, 19102, 19103, 19104, 19
 // history, the backfill) and its story: a couple of minutes on a loaded
 // 2-core machine, its own limits 60 s and 180 s after going live.
 const storyTimeout = 5 * time.Minute
+
+// minBackfillHits is well under the views in the demo's five weeks of
+// history (internal/demotraffic), and far over what a backfill said
+// loaded too early holds.
+const minBackfillHits = 100000
 
 // syncBuffer is the script's output, written by exec's copier and read
 // by the test while the script runs.
@@ -127,7 +133,7 @@ func TestDemoTellsItsStory(t *testing.T) {
 	for _, re := range []string{
 		`going live on a demo clock .*\(([0-9.]+)s\)`,
 		`the email was written [0-9.]+ s after going live, [0-9.]+ s after the command \(backfill: [0-9.]+ s\)`,
-		`backfill: read in [0-9.]+ s, loaded in [0-9.]+ s`,
+		`backfill: read in [0-9.]+ s, loaded in [0-9.]+ s; ClickHouse has [0-9]+ hits`,
 		storyRE.String(),
 	} {
 		m := regexp.MustCompile(re).FindString(text)
@@ -135,6 +141,13 @@ func TestDemoTellsItsStory(t *testing.T) {
 			t.Errorf("no %q in the output:\n%s", re, text)
 		}
 		t.Log(m)
+	}
+	// The sweeper must start on the whole history: a backfill said loaded
+	// while ClickHouse had almost nothing judged against no normal.
+	if m := regexp.MustCompile(`ClickHouse has ([0-9]+) hits`).FindStringSubmatch(text); m != nil {
+		if n, _ := strconv.Atoi(m[1]); n < minBackfillHits {
+			t.Errorf("the backfill was said to be loaded with %d hits in ClickHouse, want at least %d", n, minBackfillHits)
+		}
 	}
 	for _, want := range []string{
 		"mostly from news.ycombinator.com", // the first surge email names its referrer

@@ -218,8 +218,15 @@ T_BF=$(now_us)
 # reaches it too; a rerun of the demo starts over).
 "$BIN/ingest" --config "$CONFIG" tail --from-start --backfill-only
 BF_READ=$(secs_since "$T_BF")
-# Loaded once the loader's consumer has nothing pending nor unacknowledged.
-load_lag() { http_get "http://127.0.0.1:19102/metrics" | awk '/^pagewatch_ingest_load_consumer_(ack_)?pending_messages /{n += $2} END {print n + 0}'; }
+# Loaded once no consumer has anything pending nor unacknowledged, as
+# NATS counts it now (the loader's own gauge is refreshed every 5 s, so a
+# 0 there can predate the backfill). Only the loader and the worker have
+# consumers yet, and no job has been queued, so every message counted
+# here is the loader's.
+load_lag() {
+  http_get "http://127.0.0.1:$NATS_HTTP/jsz?consumers=true" |
+    grep -oE '"num_(ack_)?pending": *[0-9]+' | awk -F: '{n += $2; k++} END {print k ? n : "unknown"}'
+}
 loaded() { [[ $(load_lag) == 0 ]] && sleep 0.3 && [[ $(load_lag) == 0 ]]; }
 wait_for 120 "${DAEMONS[0]}" "ingest load" loaded || { show_tail "$DEMO/logs/ingest-load.log"; exit 1; }
 BF_SECS=$(secs_since "$T_BF")
@@ -341,6 +348,9 @@ TOLD=
 while :; do
   new_emails
   if [[ -z $TOLD ]] && story; then
+    # story() may have seen an email that arrived after new_emails listed
+    # them: list it before saying the story is complete.
+    new_emails
     TOLD=1; echo "the story is complete $(secs_since "$T_LIVE") s after going live, $(secs_since "$T_CMD") s after the command"
   fi
   check_daemons
