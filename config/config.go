@@ -1,28 +1,27 @@
-// Package config is pagewatch's one YAML file, shared by the three daemons.
-// Each section belongs to the package that uses it (its struct, defaults
-// and Validate live there); this package composes them, decodes strictly
-// and validates the sections a daemon needs.
+// Package config is pagewatch's one YAML file whole, every section at
+// once: what the tests, the deploy checks and the docs read. Each daemon
+// reads only its own sections (config/ingestconf, sweeperconf, workerconf,
+// consoleconf, through config/file), so a binary links only the stages it
+// runs; each section belongs to the package that uses it (its struct,
+// defaults and Validate live there). Validate here asks the daemon's view
+// of the file, so the whole file is judged exactly as the daemons judge it.
 package config
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"reflect"
 	"time"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/pagewatch/pagewatch/broker/bus"
-	"github.com/pagewatch/pagewatch/config/strict"
+	"github.com/pagewatch/pagewatch/config/consoleconf"
+	"github.com/pagewatch/pagewatch/config/file"
+	"github.com/pagewatch/pagewatch/config/ingestconf"
+	"github.com/pagewatch/pagewatch/config/sweeperconf"
+	"github.com/pagewatch/pagewatch/config/workerconf"
 	"github.com/pagewatch/pagewatch/console"
-	"github.com/pagewatch/pagewatch/pipeline/load"
 	"github.com/pagewatch/pagewatch/pipeline/notify"
 	"github.com/pagewatch/pagewatch/pipeline/report"
 	"github.com/pagewatch/pagewatch/pipeline/sweep"
-	"github.com/pagewatch/pagewatch/pipeline/tail"
 	"github.com/pagewatch/pagewatch/sinks/clickhouse"
 	"github.com/pagewatch/pagewatch/sinks/mail"
 )
@@ -32,7 +31,7 @@ type Config struct {
 	Log        Log               `yaml:"log"`
 	NATS       bus.Config        `yaml:"nats"`
 	ClickHouse clickhouse.Config `yaml:"clickhouse"`
-	Ingest     Ingest            `yaml:"ingest"`
+	Ingest     ingestconf.Ingest `yaml:"ingest"`
 	Sweeper    sweep.Config      `yaml:"sweeper"`
 	Worker     notify.Config     `yaml:"worker"`
 	Mail       mail.Config       `yaml:"mail"`
@@ -48,156 +47,98 @@ type Config struct {
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
 }
 
-// Ingest holds the two halves of cmd/ingest.
-type Ingest struct {
-	Tail tail.Config `yaml:"tail"`
-	Load load.Config `yaml:"load"`
-}
+// The names the daemons' views share with the whole file.
+type (
+	// Log configures structured logging.
+	Log = file.Log
+	// Part names what a daemon runs, and so which sections it validates.
+	Part = file.Part
+	// Ingest holds the two halves of cmd/ingest.
+	Ingest = ingestconf.Ingest
+	// Receiver is one entry of the receivers: list.
+	Receiver = workerconf.Receiver
+)
 
-// Log configures structured logging.
-type Log struct {
-	Level  string `yaml:"level"`  // debug, info, warn, error
-	Format string `yaml:"format"` // text or json
-}
+// The parts of pagewatch.
+const (
+	IngestTail = file.IngestTail
+	IngestLoad = file.IngestLoad
+	Sweeper    = file.Sweeper
+	Worker     = file.Worker
+	Console    = file.Console
+)
+
+// ReceiverTypeEmail is the type of email receivers.
+const ReceiverTypeEmail = workerconf.ReceiverTypeEmail
+
+// DefaultReceivers is the one receiver of a config that lists none.
+func DefaultReceivers() []Receiver { return workerconf.DefaultReceivers() }
 
 // Default returns every default; a config file only overrides.
 func Default() Config {
+	b, in, w, co := file.DefaultBase(), ingestconf.Default(), workerconf.Default(), consoleconf.Default()
 	return Config{
-		Log:             Log{Level: "info", Format: "text"},
-		NATS:            bus.DefaultConfig(),
-		ClickHouse:      clickhouse.DefaultConfig(),
-		Ingest:          Ingest{Tail: tail.DefaultConfig(), Load: load.DefaultConfig()},
-		Sweeper:         sweep.DefaultConfig(),
-		Worker:          notify.DefaultConfig(),
-		Mail:            mail.DefaultConfig(),
-		Receivers:       DefaultReceivers(),
-		Console:         console.DefaultConfig(),
-		ShutdownTimeout: 15 * time.Second,
+		Log: b.Log, NATS: b.NATS, ClickHouse: b.ClickHouse, ShutdownTimeout: b.ShutdownTimeout,
+		Ingest: in.Ingest, Sweeper: sweep.DefaultConfig(), Worker: w.Worker, Mail: w.Mail,
+		Receivers: w.Receivers, Console: co.Console,
 	}
 }
 
 // Load reads a config file over the defaults. An empty path means the
 // defaults alone.
-func Load(path string) (Config, error) {
-	cfg := Default()
-	if path == "" {
-		return cfg, nil
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return cfg, fmt.Errorf("read config: %w", err)
-	}
-	if err := Parse(data, &cfg); err != nil {
-		return cfg, fmt.Errorf("config %s: %w", path, err)
-	}
-	return cfg, nil
-}
+func Load(path string) (Config, error) { return file.Load(path, Default()) }
 
 // Parse decodes YAML over cfg, rejecting unknown keys and bad values with
 // errors that name the key and line.
-func Parse(data []byte, cfg *Config) error {
-	var doc yaml.Node
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil // an empty file: all defaults
-		}
-		return err
-	}
-	if err := strict.Decode(&doc, cfg, ""); err != nil {
-		return err
-	}
-	// Host-dependent defaults: an empty value in the file means "derive it".
-	def := Default()
-	if cfg.Ingest.Tail.Instance == "" {
-		cfg.Ingest.Tail.Instance = def.Ingest.Tail.Instance
-	}
-	if cfg.Worker.Name == "" {
-		cfg.Worker.Name = def.Worker.Name
-	}
-	return nil
+func Parse(data []byte, cfg *Config) error { return file.Parse(data, cfg) }
+
+// Derive fills the host-dependent values the file leaves empty.
+func (c *Config) Derive() {
+	in := c.ingest()
+	in.Derive()
+	c.Ingest = in.Ingest
+	w := c.worker()
+	w.Derive()
+	c.Worker = w.Worker
 }
 
-// Part names what a daemon runs, and so which sections it validates.
-type Part string
-
-// The parts of pagewatch.
-const (
-	IngestTail Part = "ingest tail"
-	IngestLoad Part = "ingest load"
-	Sweeper    Part = "sweeper"
-	Worker     Part = "worker"
-	Console    Part = "console"
-)
-
-// Sections are the config keys (dotted prefixes) the part reads: the
-// common ones and its own.
-func (p Part) Sections() []string {
-	common := []string{"log", "nats", "shutdown_timeout"}
-	switch p {
-	case IngestTail:
-		return append(common, "ingest.tail")
-	case IngestLoad:
-		return append(common, "clickhouse", "ingest.load")
-	case Sweeper:
-		return append(common, "clickhouse", "sweeper")
-	case Worker:
-		return append(common, "clickhouse", "worker", "mail", "receivers", "reports")
-	case Console:
-		return append(common, "clickhouse", "console", "sweeper")
-	}
-	return common
+// Common is the sections every daemon reads.
+func (c Config) Common() file.Base {
+	return file.Base{Log: c.Log, NATS: c.NATS, ClickHouse: c.ClickHouse, ShutdownTimeout: c.ShutdownTimeout}
 }
 
-// Validate checks the common sections and those the part uses.
+func (c Config) ingest() ingestconf.Config {
+	return ingestconf.Config{Base: c.Common(), Ingest: c.Ingest}
+}
+func (c Config) worker() workerconf.Config {
+	return workerconf.Config{Base: c.Common(), Worker: c.Worker, Mail: c.Mail, Receivers: c.Receivers, Reports: c.Reports}
+}
+
+// ReceiverNames lists the receivers' names, in order.
+func (c Config) ReceiverNames() []string { return workerconf.Names(c.Receivers) }
+
+// Validate checks the sections the part reads, as its daemon does.
 func (c Config) Validate(part Part) error {
-	errs := []error{c.Log.validate(), c.NATS.Validate()}
-	if c.ShutdownTimeout <= 0 {
-		errs = append(errs, fmt.Errorf("shutdown_timeout: must be positive, got %s", c.ShutdownTimeout))
-	}
 	switch part {
-	case IngestTail:
-		errs = append(errs, c.Ingest.Tail.Validate())
-	case IngestLoad:
-		errs = append(errs, c.ClickHouse.Validate(), c.Ingest.Load.Validate())
+	case IngestTail, IngestLoad:
+		return c.ingest().Validate(part)
 	case Sweeper:
-		errs = append(errs, c.ClickHouse.Validate(), c.Sweeper.Validate(), c.ruleReceivers())
+		return sweeperconf.Config{Base: c.Common(), Sweeper: c.Sweeper, Receivers: c.ReceiverNames(), Ingest: sweeperconf.IngestPages{Pages: c.Ingest.Tail.Pages}}.Validate(part)
 	case Worker:
-		errs = append(errs, c.ClickHouse.Validate(), c.Worker.Validate(), c.Mail.Validate(), validateReceivers(c.Receivers),
-			c.Worker.Routing.Validate("worker.routing", c.ReceiverNames()), report.Validate(c.Reports, c.ReceiverNames()))
-		if c.Worker.DrainTimeout >= c.ShutdownTimeout {
-			// Otherwise the process is gone mid-send: the duplicate case.
-			errs = append(errs, fmt.Errorf("worker.drain_timeout: must be less than shutdown_timeout (%s), got %s", c.ShutdownTimeout, c.Worker.DrainTimeout))
-		}
+		return c.worker().Validate(part)
 	case Console:
-		// The sweeper's section for its rules, which the console shows.
-		errs = append(errs, c.ClickHouse.Validate(), c.Console.Validate(), c.Sweeper.Validate())
-	default:
-		errs = append(errs, fmt.Errorf("unknown part %q", part))
+		return consoleconf.Config{Base: c.Common(), Console: c.Console, Sweeper: c.Sweeper}.Validate(part)
 	}
-	return errors.Join(errs...)
-}
-
-func (l Log) validate() error {
-	var errs []error
-	switch l.Level {
-	case "debug", "info", "warn", "error":
-	default:
-		errs = append(errs, fmt.Errorf(`log.level: must be debug, info, warn or error, got %q`, l.Level))
-	}
-	if l.Format != "text" && l.Format != "json" {
-		errs = append(errs, fmt.Errorf(`log.format: must be "text" or "json", got %q`, l.Format))
-	}
-	return errors.Join(errs...)
+	return errors.Join(c.Common().Validate(part), fmt.Errorf("unknown part %q", part))
 }
 
 // Redacted renders the config as YAML with secrets masked, for
 // --check-config.
 func (c Config) Redacted() ([]byte, error) {
 	c.NATS.URL = bus.RedactURL(c.NATS.URL)
-	n, err := encodeNode(reflect.ValueOf(c))
-	if err != nil {
-		return nil, fmt.Errorf("render config: %w", err)
-	}
-	return yaml.Marshal(n)
+	return file.Redacted(c)
 }
+
+// SetLog replaces the log section: the --log-level and --log-format
+// flags' way in.
+func (c *Config) SetLog(l Log) { c.Log = l }

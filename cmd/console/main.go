@@ -7,7 +7,8 @@ import (
 	"os"
 	"sync"
 
-	"github.com/pagewatch/pagewatch/config"
+	"github.com/pagewatch/pagewatch/config/consoleconf"
+	"github.com/pagewatch/pagewatch/config/file"
 	"github.com/pagewatch/pagewatch/console"
 	"github.com/pagewatch/pagewatch/domain/rules"
 	"github.com/pagewatch/pagewatch/internal/daemon"
@@ -15,7 +16,7 @@ import (
 	"github.com/pagewatch/pagewatch/pipeline/sweep"
 )
 
-var program = daemon.Program{
+var program = daemon.Program[consoleconf.Config]{Defaults: consoleconf.Default,
 	Name: "console",
 	Description: `console serves the web console on console.listen (docs/console.md): what
 is taking off now against each page's normal (live, by server-sent events),
@@ -28,14 +29,14 @@ Logins are users with bcrypt password hashes and bearer tokens
 only. It reads ClickHouse and NATS, and the sweeper's rules (sweeper.rules,
 sweeper.rules_path), read again on SIGHUP.`,
 	Default: "run",
-	Commands: []daemon.Command{
-		{Name: "run", Part: config.Console, Listen: func(c config.Config) string { return c.Console.AdminListen }, Summary: "serve the console", Run: run},
+	Commands: []daemon.Command[consoleconf.Config]{
+		{Name: "run", Part: file.Console, Listen: func(c consoleconf.Config) string { return c.Console.AdminListen }, Summary: "serve the console", Run: run},
 	},
 }
 
 func main() { os.Exit(daemon.Exec(program)) }
 
-func run(ctx context.Context, env *daemon.Env) error {
+func run(ctx context.Context, env *daemon.Env[consoleconf.Config]) error {
 	b, err := env.NATS(ctx)
 	if err != nil {
 		return err
@@ -52,7 +53,7 @@ func run(ctx context.Context, env *daemon.Env) error {
 		mu      sync.Mutex
 		current = loaded
 	)
-	env.OnReload([]string{"sweeper"}, func(c config.Config) error {
+	env.OnReload([]string{"sweeper"}, func(c consoleconf.Config) error {
 		rs, err := sweep.LoadRules(c.Sweeper)
 		if err != nil {
 			return err

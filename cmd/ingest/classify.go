@@ -7,7 +7,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/pagewatch/pagewatch/config"
+	"github.com/pagewatch/pagewatch/config/ingestconf"
 	"github.com/pagewatch/pagewatch/internal/daemon"
 	"github.com/pagewatch/pagewatch/pipeline/classify"
 	"github.com/pagewatch/pagewatch/pipeline/logformat"
@@ -30,7 +30,7 @@ func (f *classifyFlags) bind(fs *flag.FlagSet) {
 // configure makes the classified file the config's one input, so that
 // --classify runs with no config file, or one written for other hosts:
 // only ingest.tail.pages is read.
-func (f *classifyFlags) configure(c *config.Config) {
+func (f *classifyFlags) configure(c *ingestconf.Config) {
 	if f.file == "" {
 		return
 	}
@@ -52,7 +52,7 @@ func (p *presetFlag) Set(s string) error {
 
 // runClassify is `ingest tail --classify FILE`: an offline report, so an
 // operator sees what count_classes would count before setting it.
-func runClassify(env *daemon.Env, f tailFlags) error {
+func runClassify(env *daemon.Env[ingestconf.Config], f tailFlags) error {
 	if f.stdin || f.fromStart {
 		return &daemon.UsageError{Err: errors.New("--classify cannot be given with --stdin or --from-start")}
 	}

@@ -11,14 +11,15 @@ import (
 	"time"
 
 	"github.com/pagewatch/pagewatch/broker/bus"
-	"github.com/pagewatch/pagewatch/config"
+	"github.com/pagewatch/pagewatch/config/file"
+	"github.com/pagewatch/pagewatch/config/ingestconf"
 	"github.com/pagewatch/pagewatch/internal/daemon"
 	"github.com/pagewatch/pagewatch/pipeline/load"
 	"github.com/pagewatch/pagewatch/pipeline/retention"
 	"github.com/pagewatch/pagewatch/pipeline/tail"
 )
 
-var program = daemon.Program{
+var program = daemon.Program[ingestconf.Config]{Defaults: ingestconf.Default,
 	Name: "ingest",
 	Description: `ingest moves page hits from web-server access logs into ClickHouse, in two
 halves that run as separate processes:
@@ -34,7 +35,7 @@ halves that run as separate processes:
         ClickHouse, acknowledging only after the insert. Run as many as you
         like; a batch loaded twice is still counted once. Loaders also drop
         raw hits older than ingest.load.retention.raw_hits_days.`,
-	Commands: []daemon.Command{tailCommand(), loadCommand()},
+	Commands: []daemon.Command[ingestconf.Config]{tailCommand(), loadCommand()},
 }
 
 func main() { os.Exit(daemon.Exec(program)) }
@@ -52,13 +53,13 @@ func (f *tailFlags) bind(fs *flag.FlagSet) {
 	fs.BoolVar(&f.stdin, "stdin", false, `tail: read access-log lines from standard input (Apache: CustomLog "|/usr/bin/ingest tail --stdin --config /etc/pagewatch.yaml" combined), in ingest.tail.stdin's format, instead of the files and syslog; exit at end of input. Lines in the pipe when ingest dies are lost. No admin endpoint`)
 }
 
-func tailCommand() daemon.Command {
+func tailCommand() daemon.Command[ingestconf.Config] {
 	var f tailFlags
-	return daemon.Command{Name: "tail", Part: config.IngestTail, Summary: "follow access logs and publish page hits to JetStream (first backfilling rotated logs, with --from-start)",
+	return daemon.Command[ingestconf.Config]{Name: "tail", Part: file.IngestTail, Summary: "follow access logs and publish page hits to JetStream (first backfilling rotated logs, with --from-start)",
 		Flags:     f.bind,
-		Listen:    func(c config.Config) string { return tailListen(c, f) },
+		Listen:    func(c ingestconf.Config) string { return tailListen(c, f) },
 		Configure: f.classify.configure,
-		Run:       func(ctx context.Context, env *daemon.Env) error { return runTail(ctx, env, f) },
+		Run:       func(ctx context.Context, env *daemon.Env[ingestconf.Config]) error { return runTail(ctx, env, f) },
 	}
 }
 
@@ -71,16 +72,16 @@ func (f *loadFlags) bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.replayFrom, "replay-from", "", `load: load again every hit JetStream holds since a time, then exit: "start", an RFC 3339 time, or a duration ago ("24h"). Rebuilds ClickHouse; loading a hit twice changes no count`)
 }
 
-func loadCommand() daemon.Command {
+func loadCommand() daemon.Command[ingestconf.Config] {
 	var f loadFlags
-	return daemon.Command{Name: "load", Part: config.IngestLoad, Summary: "load page hits from JetStream into ClickHouse (or replay them, with --replay-from)",
+	return daemon.Command[ingestconf.Config]{Name: "load", Part: file.IngestLoad, Summary: "load page hits from JetStream into ClickHouse (or replay them, with --replay-from)",
 		Flags:  f.bind,
-		Listen: func(c config.Config) string { return c.Ingest.Load.Listen },
-		Run:    func(ctx context.Context, env *daemon.Env) error { return runLoad(ctx, env, f) },
+		Listen: func(c ingestconf.Config) string { return c.Ingest.Load.Listen },
+		Run:    func(ctx context.Context, env *daemon.Env[ingestconf.Config]) error { return runLoad(ctx, env, f) },
 	}
 }
 
-func runTail(ctx context.Context, env *daemon.Env, f tailFlags) error {
+func runTail(ctx context.Context, env *daemon.Env[ingestconf.Config], f tailFlags) error {
 	if f.backfillOnly && !f.fromStart {
 		return &daemon.UsageError{Err: errors.New("--backfill-only needs --from-start")}
 	}
@@ -108,7 +109,7 @@ func runTail(ctx context.Context, env *daemon.Env, f tailFlags) error {
 }
 
 // tailListen is ingest.tail.listen, except for --stdin (see runStdin).
-func tailListen(c config.Config, f tailFlags) string {
+func tailListen(c ingestconf.Config, f tailFlags) string {
 	if f.stdin || f.classify.file != "" {
 		return ""
 	}
@@ -118,7 +119,7 @@ func tailListen(c config.Config, f tailFlags) string {
 // runStdin is `ingest tail --stdin`. It serves no admin endpoint: Apache
 // starts a piped logger per CustomLog, beside the `ingest tail` daemon
 // that holds ingest.tail.listen, so no one address could be theirs.
-func runStdin(ctx context.Context, env *daemon.Env, f tailFlags) error {
+func runStdin(ctx context.Context, env *daemon.Env[ingestconf.Config], f tailFlags) error {
 	if f.fromStart {
 		return &daemon.UsageError{Err: errors.New("--stdin cannot be given with --from-start: standard input has no rotated logs")}
 	}
@@ -136,7 +137,7 @@ func runStdin(ctx context.Context, env *daemon.Env, f tailFlags) error {
 	return env.Serve(ctx, s)
 }
 
-func runLoad(ctx context.Context, env *daemon.Env, f loadFlags) error {
+func runLoad(ctx context.Context, env *daemon.Env[ingestconf.Config], f loadFlags) error {
 	b, err := env.NATS(ctx)
 	if err != nil {
 		return err

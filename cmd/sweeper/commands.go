@@ -6,7 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/pagewatch/pagewatch/config"
+	"github.com/pagewatch/pagewatch/config/file"
+	"github.com/pagewatch/pagewatch/config/sweeperconf"
 	"github.com/pagewatch/pagewatch/domain/crossing"
 	"github.com/pagewatch/pagewatch/domain/rules"
 	"github.com/pagewatch/pagewatch/internal/daemon"
@@ -15,13 +16,15 @@ import (
 )
 
 // ruleSource reads the rules again from the config file and rules path.
-type ruleSource struct{ env *daemon.Env }
+type ruleSource struct {
+	env *daemon.Env[sweeperconf.Config]
+}
 
 func (s ruleSource) Load() ([]rules.Rule, error) {
 	cfg := s.env.Config
 	if s.env.ConfigPath != "" {
 		var err error
-		if cfg, err = config.Load(s.env.ConfigPath); err != nil {
+		if cfg, err = file.Load(s.env.ConfigPath, sweeperconf.Default()); err != nil {
 			return nil, err
 		}
 	}
@@ -38,7 +41,7 @@ func (s ruleSource) Files() []string {
 }
 
 // loadRules loads the configured rules; invalid ones are a usage error.
-func loadRules(env *daemon.Env) ([]rules.Rule, error) {
+func loadRules(env *daemon.Env[sweeperconf.Config]) ([]rules.Rule, error) {
 	rs, err := sweep.LoadRules(env.Config.Sweeper)
 	if err != nil {
 		return nil, &daemon.UsageError{Err: fmt.Errorf("invalid rules:\n%w", err)}
@@ -47,11 +50,11 @@ func loadRules(env *daemon.Env) ([]rules.Rule, error) {
 }
 
 // unmatchablePaths is backtest.UnmatchablePaths under ingest.tail.pages.
-func unmatchablePaths(env *daemon.Env, rs []rules.Rule) []string {
-	return backtest.UnmatchablePaths(env.Config.Ingest.Tail.Pages, rs)
+func unmatchablePaths(env *daemon.Env[sweeperconf.Config], rs []rules.Rule) []string {
+	return backtest.UnmatchablePaths(env.Config.Ingest.Pages, rs)
 }
 
-func newSweeper(ctx context.Context, env *daemon.Env) (*sweep.Sweeper, error) {
+func newSweeper(ctx context.Context, env *daemon.Env[sweeperconf.Config]) (*sweep.Sweeper, error) {
 	rs, err := loadRules(env)
 	if err != nil {
 		return nil, err
@@ -82,7 +85,7 @@ func newSweeper(ctx context.Context, env *daemon.Env) (*sweep.Sweeper, error) {
 	return s, nil
 }
 
-func run(ctx context.Context, env *daemon.Env, f runFlags) error {
+func run(ctx context.Context, env *daemon.Env[sweeperconf.Config], f runFlags) error {
 	s, err := newSweeper(ctx, env)
 	if err != nil {
 		return err
@@ -93,14 +96,14 @@ func run(ctx context.Context, env *daemon.Env, f runFlags) error {
 	}
 	// The sweeper reads its rules again itself (ruleSource), from the
 	// file and rules_path, and counts the result.
-	env.OnReload([]string{"sweeper.rules", "sweeper.rules_path"}, func(config.Config) error {
+	env.OnReload([]string{"sweeper.rules", "sweeper.rules_path"}, func(sweeperconf.Config) error {
 		s.TriggerReload()
 		return nil
 	})
 	return env.Serve(ctx, s)
 }
 
-func check(_ context.Context, env *daemon.Env) error {
+func check(_ context.Context, env *daemon.Env[sweeperconf.Config]) error {
 	rs, err := loadRules(env)
 	if err != nil {
 		return err
@@ -109,7 +112,7 @@ func check(_ context.Context, env *daemon.Env) error {
 	return nil
 }
 
-func dryRun(ctx context.Context, env *daemon.Env) error {
+func dryRun(ctx context.Context, env *daemon.Env[sweeperconf.Config]) error {
 	s, err := newSweeper(ctx, env)
 	if err != nil {
 		return err
@@ -124,7 +127,7 @@ func dryRun(ctx context.Context, env *daemon.Env) error {
 
 // runBacktest replays the counts file (--counts), or asks the sweep for
 // the stored counts since --since.
-func runBacktest(ctx context.Context, env *daemon.Env, f backtestFlags) error {
+func runBacktest(ctx context.Context, env *daemon.Env[sweeperconf.Config], f backtestFlags) error {
 	q := backtest.Query{Since: f.since, Counts: f.counts, Format: f.format}
 	if err := q.Check(); err != nil {
 		return asUsage(err)
@@ -145,7 +148,7 @@ func runBacktest(ctx context.Context, env *daemon.Env, f backtestFlags) error {
 	return q.Print(env.Stdout, xs, from)
 }
 
-func backtestStored(ctx context.Context, env *daemon.Env, q backtest.Query) ([]crossing.Crossing, time.Time, error) {
+func backtestStored(ctx context.Context, env *daemon.Env[sweeperconf.Config], q backtest.Query) ([]crossing.Crossing, time.Time, error) {
 	from, err := q.From(time.Now())
 	if err != nil {
 		return nil, from, err
@@ -158,7 +161,7 @@ func backtestStored(ctx context.Context, env *daemon.Env, q backtest.Query) ([]c
 	return xs, from, err
 }
 
-func backtestFile(ctx context.Context, env *daemon.Env, q backtest.Query) ([]crossing.Crossing, time.Time, error) {
+func backtestFile(ctx context.Context, env *daemon.Env[sweeperconf.Config], q backtest.Query) ([]crossing.Crossing, time.Time, error) {
 	rs, err := loadRules(env)
 	if err != nil {
 		return nil, time.Time{}, err
@@ -176,7 +179,7 @@ func asUsage(err error) error {
 	return err
 }
 
-func migrate(ctx context.Context, env *daemon.Env) error {
+func migrate(ctx context.Context, env *daemon.Env[sweeperconf.Config]) error {
 	env.Config.ClickHouse.Migrate = false // applied here, with a report
 	ch, err := env.ClickHouse(ctx)
 	if err != nil {

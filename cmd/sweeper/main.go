@@ -7,11 +7,12 @@ import (
 	"flag"
 	"os"
 
-	"github.com/pagewatch/pagewatch/config"
+	"github.com/pagewatch/pagewatch/config/file"
+	"github.com/pagewatch/pagewatch/config/sweeperconf"
 	"github.com/pagewatch/pagewatch/internal/daemon"
 )
 
-var program = daemon.Program{
+var program = daemon.Program[sweeperconf.Config]{Defaults: sweeperconf.Default,
 	Name: "sweeper",
 	Description: `sweeper finds the pages whose view counts crossed a rule's threshold
 ("/pricing had more than 1000 views in the last 1h", "/blog/* pages each
@@ -26,12 +27,12 @@ Rules live in sweeper.rules and in the file or directory sweeper.rules_path.
 They are read again on SIGHUP and when a rules file changes; a set with an
 error is rejected whole and the previous rules stay in force.`,
 	Default: "run",
-	Commands: []daemon.Command{
+	Commands: []daemon.Command[sweeperconf.Config]{
 		runCommand(),
-		{Name: "check", Part: config.Sweeper, Summary: "validate the config and every rule, list the rules, and exit (0 valid, 2 invalid)", Run: check},
-		{Name: "dry-run", Part: config.Sweeper, Summary: "print what would fire now, recording nothing", Run: dryRun},
+		{Name: "check", Part: file.Sweeper, Summary: "validate the config and every rule, list the rules, and exit (0 valid, 2 invalid)", Run: check},
+		{Name: "dry-run", Part: file.Sweeper, Summary: "print what would fire now, recording nothing", Run: dryRun},
 		backtestCommand(),
-		{Name: "migrate", Part: config.Sweeper, Summary: "apply the ClickHouse schema migrations and exit", Run: migrate},
+		{Name: "migrate", Part: file.Sweeper, Summary: "apply the ClickHouse schema migrations and exit", Run: migrate},
 	},
 }
 
@@ -46,17 +47,17 @@ func (f *runFlags) bind(fs *flag.FlagSet) {
 	fs.BoolVar(&f.once, "once", false, "run: sweep once and exit")
 }
 
-func runCommand() daemon.Command {
+func runCommand() daemon.Command[sweeperconf.Config] {
 	var f runFlags
-	return daemon.Command{Name: "run", Part: config.Sweeper, Summary: "sweep on the configured schedule (or once, with --once)",
+	return daemon.Command[sweeperconf.Config]{Name: "run", Part: file.Sweeper, Summary: "sweep on the configured schedule (or once, with --once)",
 		Flags:  f.bind,
-		Listen: func(c config.Config) string { return listen(c, f) },
-		Run:    func(ctx context.Context, env *daemon.Env) error { return run(ctx, env, f) },
+		Listen: func(c sweeperconf.Config) string { return listen(c, f) },
+		Run:    func(ctx context.Context, env *daemon.Env[sweeperconf.Config]) error { return run(ctx, env, f) },
 	}
 }
 
 // listen is sweeper.listen, except with --once, which exits after a sweep.
-func listen(c config.Config, f runFlags) string {
+func listen(c sweeperconf.Config, f runFlags) string {
 	if f.once {
 		return ""
 	}
@@ -74,10 +75,10 @@ func (f *backtestFlags) bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.format, "format", "text", "backtest: text (a table and a summary) or json (one object per line)")
 }
 
-func backtestCommand() daemon.Command {
+func backtestCommand() daemon.Command[sweeperconf.Config] {
 	var f backtestFlags
-	return daemon.Command{Name: "backtest", Part: config.Sweeper, Summary: "print what would have fired since a time, per rule, from the stored counts or a counts file",
+	return daemon.Command[sweeperconf.Config]{Name: "backtest", Part: file.Sweeper, Summary: "print what would have fired since a time, per rule, from the stored counts or a counts file",
 		Flags: f.bind,
-		Run:   func(ctx context.Context, env *daemon.Env) error { return runBacktest(ctx, env, f) },
+		Run:   func(ctx context.Context, env *daemon.Env[sweeperconf.Config]) error { return runBacktest(ctx, env, f) },
 	}
 }

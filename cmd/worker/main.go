@@ -5,7 +5,8 @@ import (
 	"context"
 	"os"
 
-	"github.com/pagewatch/pagewatch/config"
+	"github.com/pagewatch/pagewatch/config/file"
+	"github.com/pagewatch/pagewatch/config/workerconf"
 	"github.com/pagewatch/pagewatch/internal/daemon"
 	"github.com/pagewatch/pagewatch/pipeline/links"
 	"github.com/pagewatch/pagewatch/pipeline/notify"
@@ -13,7 +14,7 @@ import (
 	"github.com/pagewatch/pagewatch/sinks/mail"
 )
 
-var program = daemon.Program{
+var program = daemon.Program[workerconf.Config]{Defaults: workerconf.Default,
 	Name: "worker",
 	Description: `worker takes notification jobs from the JetStream work queue and sends
 each threshold crossing once to each receiver the routing names (email,
@@ -28,18 +29,18 @@ at /api/v1/silences; with worker.links set, mails carry unsubscribe and
 snooze links, served there under /links/. It also sends the scheduled
 reports (reports:, docs/reports.md).`,
 	Default: "run",
-	Commands: []daemon.Command{
-		{Name: "run", Part: config.Worker, Listen: func(c config.Config) string { return c.Worker.Listen }, Summary: "consume notification jobs and send them to their receivers", Run: run},
+	Commands: []daemon.Command[workerconf.Config]{
+		{Name: "run", Part: file.Worker, Listen: func(c workerconf.Config) string { return c.Worker.Listen }, Summary: "consume notification jobs and send them to their receivers", Run: run},
 		silenceCommand(),
 		reportCommand(),
-		{Name: "unsubscribes", Args: "list|remove <rule> <address>", Part: config.Worker, Run: unsubscribes,
+		{Name: "unsubscribes", Args: "list|remove <rule> <address>", Part: file.Worker, Run: unsubscribes,
 			Summary: "list the addresses unsubscribed from rules through email links, or take one back"},
 	},
 }
 
 func main() { os.Exit(daemon.Exec(program)) }
 
-func run(ctx context.Context, env *daemon.Env) error {
+func run(ctx context.Context, env *daemon.Env[workerconf.Config]) error {
 	b, err := env.NATS(ctx)
 	if err != nil {
 		return err
@@ -54,7 +55,7 @@ func run(ctx context.Context, env *daemon.Env) error {
 	if err := settings.Set(env.Config.Mail); err != nil {
 		return err
 	}
-	env.OnReload([]string{"mail"}, func(c config.Config) error { return settings.Set(c.Mail) })
+	env.OnReload([]string{"mail"}, func(c workerconf.Config) error { return settings.Set(c.Mail) })
 	env.Ready("mail", settings.Probe)
 	specs, err := receiverSpecs(env, settings)
 	if err != nil {

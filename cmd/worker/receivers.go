@@ -3,7 +3,7 @@ package main
 import (
 	"fmt"
 
-	"github.com/pagewatch/pagewatch/config"
+	"github.com/pagewatch/pagewatch/config/workerconf"
 	"github.com/pagewatch/pagewatch/internal/daemon"
 	"github.com/pagewatch/pagewatch/pipeline/notify"
 	"github.com/pagewatch/pagewatch/sinks/mail"
@@ -14,11 +14,11 @@ import (
 // Email receivers open one mail sender per runner (each keeps its SMTP
 // connection) following the mail section through reloads; HTTP receivers
 // are safe for concurrent use and shared.
-func receiverSpecs(env *daemon.Env, settings *mail.Settings) ([]notify.ReceiverSpec, error) {
+func receiverSpecs(env *daemon.Env[workerconf.Config], settings *mail.Settings) ([]notify.ReceiverSpec, error) {
 	var specs []notify.ReceiverSpec
 	for _, r := range env.Config.Receivers {
 		s := notify.ReceiverSpec{Name: r.Name, Kind: notify.KindOther, RateLimit: r.Limit(), GiveUpAfter: r.GiveUpAfter, Quiet: r.QuietHours}
-		if r.Type == config.ReceiverTypeEmail {
+		if r.Type == workerconf.ReceiverTypeEmail {
 			s.Kind = notify.KindEmail
 			if r.Email != nil {
 				s.To = r.Email.To

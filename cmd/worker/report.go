@@ -7,7 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pagewatch/pagewatch/config"
+	"github.com/pagewatch/pagewatch/config/file"
+	"github.com/pagewatch/pagewatch/config/workerconf"
 	"github.com/pagewatch/pagewatch/internal/daemon"
 	"github.com/pagewatch/pagewatch/sinks/mail"
 )
@@ -23,16 +24,16 @@ func (f *reportFlags) bind(fs *flag.FlagSet) {
 	fs.BoolVar(&f.send, "send", false, "report: send it to its receivers too (once per period and receiver, as the schedule does)")
 }
 
-func reportCommand() daemon.Command {
+func reportCommand() daemon.Command[workerconf.Config] {
 	var f reportFlags
-	return daemon.Command{Name: "report", Args: "<name>", Part: config.Worker, Flags: f.bind,
-		Run:     func(ctx context.Context, env *daemon.Env) error { return reportCmd(ctx, env, f) },
+	return daemon.Command[workerconf.Config]{Name: "report", Args: "<name>", Part: file.Worker, Flags: f.bind,
+		Run:     func(ctx context.Context, env *daemon.Env[workerconf.Config]) error { return reportCmd(ctx, env, f) },
 		Summary: "print a scheduled report for the last whole period (--at a time; default now), and with --send deliver it"}
 }
 
 // reportCmd prints a configured report for the last whole period, and
 // with --send delivers it.
-func reportCmd(ctx context.Context, env *daemon.Env, f reportFlags) error {
+func reportCmd(ctx context.Context, env *daemon.Env[workerconf.Config], f reportFlags) error {
 	if len(env.Args) != 1 {
 		return &daemon.UsageError{Err: fmt.Errorf("report: name one report (worker report <name> [--at time] [--send])")}
 	}

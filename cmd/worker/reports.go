@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/pagewatch/pagewatch/broker/bus"
+	"github.com/pagewatch/pagewatch/config/workerconf"
 	"github.com/pagewatch/pagewatch/internal/daemon"
 	"github.com/pagewatch/pagewatch/pipeline/notify"
 	"github.com/pagewatch/pagewatch/pipeline/report"
@@ -13,7 +14,7 @@ import (
 
 // reportStage wires the reports: section: counts from ClickHouse, claims
 // in NATS KV, delivery through the worker's receivers.
-func reportStage(ctx context.Context, env *daemon.Env, b *bus.Bus, ch *clickhouse.Client, settings *mail.Settings, specs []notify.ReceiverSpec) (*report.Stage, error) {
+func reportStage(ctx context.Context, env *daemon.Env[workerconf.Config], b *bus.Bus, ch *clickhouse.Client, settings *mail.Settings, specs []notify.ReceiverSpec) (*report.Stage, error) {
 	claims, err := b.KV(ctx, bus.BucketReports, report.ClaimsTTL)
 	if err != nil {
 		return nil, err

@@ -11,7 +11,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/pagewatch/pagewatch/config"
+	"github.com/pagewatch/pagewatch/config/file"
+	"github.com/pagewatch/pagewatch/config/workerconf"
 	"github.com/pagewatch/pagewatch/domain/crossing"
 	"github.com/pagewatch/pagewatch/internal/daemon"
 	"github.com/pagewatch/pagewatch/pipeline/silence"
@@ -57,16 +58,16 @@ func (f *silenceFlags) bind(fs *flag.FlagSet) {
 	fs.BoolVar(&f.all, "all", false, "silence list: include ended silences")
 }
 
-func silenceCommand() daemon.Command {
+func silenceCommand() daemon.Command[workerconf.Config] {
 	var f silenceFlags
-	return daemon.Command{Name: "silence", Args: "add|list|expire <id>", Part: config.Worker, Flags: f.bind,
-		Run:     func(ctx context.Context, env *daemon.Env) error { return silenceCmd(ctx, env, f) },
+	return daemon.Command[workerconf.Config]{Name: "silence", Args: "add|list|expire <id>", Part: file.Worker, Flags: f.bind,
+		Run:     func(ctx context.Context, env *daemon.Env[workerconf.Config]) error { return silenceCmd(ctx, env, f) },
 		Summary: "silence crossings (--site, --rule, --page glob, --label k=v; --for or --ends; --author, --comment), list (--all) or expire them"}
 }
 
 // silence creates, lists and expires silences (in NATS KV, read by every
 // worker within moments).
-func silenceCmd(ctx context.Context, env *daemon.Env, f silenceFlags) error {
+func silenceCmd(ctx context.Context, env *daemon.Env[workerconf.Config], f silenceFlags) error {
 	usage := func(format string, args ...any) error {
 		return &daemon.UsageError{Err: fmt.Errorf(format+"\n(worker silence add|list|expire <id>)", args...)}
 	}
@@ -141,7 +142,7 @@ func silenceFromFlags(f silenceFlags, now time.Time) (silence.Silence, error) {
 
 // printSilences lists the silences that have not ended, or with ended
 // all of them.
-func printSilences(env *daemon.Env, all []silence.Silence, now time.Time, ended bool) {
+func printSilences(env *daemon.Env[workerconf.Config], all []silence.Silence, now time.Time, ended bool) {
 	sort.SliceStable(all, func(i, j int) bool { return all[i].StartsAt.Before(all[j].StartsAt) })
 	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTATE\tSTARTS\tENDS\tMATCH\tAUTHOR\tCOMMENT")

@@ -6,13 +6,14 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/pagewatch/pagewatch/config/workerconf"
 	"github.com/pagewatch/pagewatch/internal/daemon"
 	"github.com/pagewatch/pagewatch/pipeline/links"
 )
 
 // unsubscribes lists the addresses that used an email's unsubscribe
 // link, or takes one back (the address is mailed by the rule again).
-func unsubscribes(ctx context.Context, env *daemon.Env) error {
+func unsubscribes(ctx context.Context, env *daemon.Env[workerconf.Config]) error {
 	usage := func(format string, args ...any) error {
 		return &daemon.UsageError{Err: fmt.Errorf(format+"\n(worker unsubscribes list|remove <rule> <address>)", args...)}
 	}

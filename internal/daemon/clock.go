@@ -11,7 +11,7 @@ import (
 // faster one `make demo` runs on (internal/democlock). It is read here
 // once so that no part of pagewatch reads the variable on its own, and a
 // bad value stops the command rather than running on a clock nobody meant.
-func (e *Env) Clock() (func() time.Time, error) {
+func (e *Env[C]) Clock() (func() time.Time, error) {
 	c, ok, err := democlock.FromEnv()
 	if err != nil || !ok {
 		return time.Now, err

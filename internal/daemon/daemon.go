@@ -20,35 +20,51 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"github.com/pagewatch/pagewatch/config"
+	"github.com/pagewatch/pagewatch/config/file"
 )
 
+// Config is a daemon's view of the config file (config/ingestconf,
+// sweeperconf, workerconf, consoleconf; config.Config is the whole file):
+// the sections every daemon reads, validation by part, and a rendering
+// with secrets masked. A binary links only what its view names.
+type Config interface {
+	Common() file.Base
+	Validate(file.Part) error
+	Redacted() ([]byte, error)
+}
+
+// logSetter is a view whose log section the flags override (file.Base
+// has it, so every view embedding it does).
+type logSetter interface{ SetLog(file.Log) }
+
 // Program describes one command line program.
-type Program struct {
+type Program[C Config] struct {
 	Name        string // "ingest"
 	Description string // a paragraph for --help
-	Commands    []Command
+	Commands    []Command[C]
 	// Default is the command run when none is named ("" requires one).
 	Default string
+	// Defaults is the config before the file: every default.
+	Defaults func() C
 }
 
 // Command is one thing a program does.
-type Command struct {
+type Command[C Config] struct {
 	Name    string
 	Summary string
-	Part    config.Part // which config sections it validates
+	Part    file.Part // which config sections it validates
 	// Flags adds command-specific flags, bound to a value of the
 	// command's own (made with the Command) that its Run reads.
 	Flags func(fs *flag.FlagSet)
 	// Listen gives the admin endpoints' address from the config ("" or a
 	// nil Listen: none). They are served from start-up, before the
 	// command connects to anything, so /healthz answers while it waits.
-	Listen func(config.Config) string
+	Listen func(C) string
 	// Configure, when set, adjusts the loaded config to the command's
 	// flags before it is validated: a mode that reads a file named on the
 	// command line needs no input in the file.
-	Configure func(*config.Config)
-	Run       func(ctx context.Context, env *Env) error
+	Configure func(*C)
+	Run       func(ctx context.Context, env *Env[C]) error
 	// Args, when set, lets the command take arguments after its name
 	// (flags may come between them) and says which, for --help:
 	// "add|list|expire [id]". They reach Run as Env.Args.
@@ -56,8 +72,8 @@ type Command struct {
 }
 
 // Env is what a command gets to run with.
-type Env struct {
-	Config config.Config
+type Env[C Config] struct {
+	Config C
 	// ConfigPath is the file Config came from ("" for the defaults), for
 	// commands that read it again (the sweeper's rule reload).
 	ConfigPath string
@@ -77,8 +93,9 @@ type Env struct {
 	level         *slog.LevelVar
 	reloadMetrics *reloadMetrics
 	reloadMu      sync.Mutex
-	hooks         []reloadHook
-	started       config.Config // what keys no reload applies keep, for reload diffs
+	hooks         []reloadHook[C]
+	started       C        // what keys no reload applies keep, for reload diffs
+	defaults      func() C // the config before the file, for reloads
 }
 
 // flagOverrides are the config values a flag may override. Secrets have
@@ -87,7 +104,7 @@ type flagOverrides struct {
 	logFormat, logLevel string
 }
 
-func (e *Env) applyFlags(cfg *config.Config) { e.flags.apply(cfg) }
+func (e *Env[C]) applyFlags(cfg *C) { applyFlags(e.flags, cfg) }
 
 func (f flagOverrides) validate() error {
 	switch f.logFormat {
@@ -103,13 +120,19 @@ func (f flagOverrides) validate() error {
 	return nil
 }
 
-func (f flagOverrides) apply(cfg *config.Config) {
+func applyFlags[C Config](f flagOverrides, cfg *C) {
+	s, ok := any(cfg).(logSetter)
+	if !ok {
+		return
+	}
+	l := (*cfg).Common().Log
 	if f.logFormat != "" {
-		cfg.Log.Format = f.logFormat
+		l.Format = f.logFormat
 	}
 	if f.logLevel != "" {
-		cfg.Log.Level = f.logLevel
+		l.Level = f.logLevel
 	}
+	s.SetLog(l)
 }
 
 // UsageError is a command's verdict that its input is invalid (a rule
@@ -135,7 +158,7 @@ const (
 // Main parses args, loads and validates the config, and runs a command.
 // Each signal on reload (SIGHUP, from Exec; nil for none) reloads the
 // config file. It returns the process exit code.
-func Main(ctx context.Context, p Program, args []string, stdout, stderr io.Writer, reload <-chan os.Signal) int {
+func Main[C Config](ctx context.Context, p Program[C], args []string, stdout, stderr io.Writer, reload <-chan os.Signal) int {
 	var (
 		configPath  string
 		checkConfig bool
@@ -197,9 +220,9 @@ func Main(ctx context.Context, p Program, args []string, stdout, stderr io.Write
 		fmt.Fprintf(stderr, "%s: %v\n", p.Name, err)
 		return ExitUsage
 	}
-	cfg, err := config.Load(configPath)
+	cfg, err := file.Load(configPath, p.Defaults())
 	if err == nil {
-		flags.apply(&cfg)
+		applyFlags(flags, &cfg)
 		if cmd.Configure != nil {
 			cmd.Configure(&cfg)
 		}
@@ -220,9 +243,9 @@ func Main(ctx context.Context, p Program, args []string, stdout, stderr io.Write
 	}
 
 	name = p.Name + " " + cmd.Name
-	env := &Env{Config: cfg, ConfigPath: configPath, Args: cmdArgs, Stdout: stdout, Stderr: stderr, name: name,
-		flags: flags, level: new(slog.LevelVar), started: cfg}
-	env.Logger = newLogger(cfg.Log, env.level, stderr).With("daemon", name)
+	env := &Env[C]{Config: cfg, ConfigPath: configPath, Args: cmdArgs, Stdout: stdout, Stderr: stderr, name: name,
+		flags: flags, level: new(slog.LevelVar), started: cfg, defaults: p.Defaults}
+	env.Logger = newLogger(cfg.Common().Log, env.level, stderr).With("daemon", name)
 	env.Registry = prometheus.NewRegistry()
 	env.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	env.reloadMetrics = newReloadMetrics(env.Registry)
@@ -257,16 +280,16 @@ func Main(ctx context.Context, p Program, args []string, stdout, stderr io.Write
 	return ExitOK
 }
 
-func (p Program) command(name string) (Command, bool) {
+func (p Program[C]) command(name string) (Command[C], bool) {
 	for _, c := range p.Commands {
 		if c.Name == name {
 			return c, true
 		}
 	}
-	return Command{}, false
+	return Command[C]{}, false
 }
 
-func usage(w io.Writer, p Program, fs *flag.FlagSet) {
+func usage[C Config](w io.Writer, p Program[C], fs *flag.FlagSet) {
 	fmt.Fprintf(w, "Usage: %s [flags] <command>\n\n%s\n\nCommands:\n", p.Name, strings.TrimSpace(p.Description))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, c := range p.Commands {
@@ -291,7 +314,7 @@ func usage(w io.Writer, p Program, fs *flag.FlagSet) {
 		"Exit codes: 0 ok, 1 runtime failure, 2 bad flags or configuration.\n")
 }
 
-func newLogger(c config.Log, level *slog.LevelVar, w io.Writer) *slog.Logger {
+func newLogger(c file.Log, level *slog.LevelVar, w io.Writer) *slog.Logger {
 	var l slog.Level
 	_ = l.UnmarshalText([]byte(c.Level))
 	level.Set(l)

@@ -15,12 +15,12 @@ import (
 
 var ran bool
 
-var program = daemon.Program{
+var program = daemon.Program[config.Config]{Defaults: config.Default, 
 	Name:        "demo",
 	Description: "demo does nothing, carefully.",
 	Default:     "run",
-	Commands: []daemon.Command{{Name: "run", Part: config.IngestTail, Summary: "run it",
-		Run: func(context.Context, *daemon.Env) error { ran = true; return nil }}},
+	Commands: []daemon.Command[config.Config]{{Name: "run", Part: config.IngestTail, Summary: "run it",
+		Run: func(context.Context, *daemon.Env[config.Config]) error { ran = true; return nil }}},
 }
 
 func run(t *testing.T, cfg string, args ...string) (code int, stdout, stderr string) {

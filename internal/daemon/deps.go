@@ -9,8 +9,8 @@ import (
 
 // NATS connects to NATS, adds it to /readyz, and closes it when the
 // command returns.
-func (e *Env) NATS(ctx context.Context) (*bus.Bus, error) {
-	b, err := bus.Connect(ctx, e.Config.NATS, "pagewatch "+e.name, e.Logger)
+func (e *Env[C]) NATS(ctx context.Context) (*bus.Bus, error) {
+	b, err := bus.Connect(ctx, e.Config.Common().NATS, "pagewatch "+e.name, e.Logger)
 	if err != nil {
 		return nil, err
 	}
@@ -21,13 +21,13 @@ func (e *Env) NATS(ctx context.Context) (*bus.Bus, error) {
 
 // ClickHouse opens the store, applies the schema unless clickhouse.migrate
 // is false, adds it to /readyz, and closes it when the command returns.
-func (e *Env) ClickHouse(ctx context.Context) (*clickhouse.Client, error) {
-	c, err := clickhouse.Open(ctx, e.Config.ClickHouse, e.Logger)
+func (e *Env[C]) ClickHouse(ctx context.Context) (*clickhouse.Client, error) {
+	c, err := clickhouse.Open(ctx, e.Config.Common().ClickHouse, e.Logger)
 	if err != nil {
 		return nil, err
 	}
 	e.closers = append(e.closers, func() { c.Close() })
-	if e.Config.ClickHouse.Migrate {
+	if e.Config.Common().ClickHouse.Migrate {
 		if _, err := c.Migrate(ctx); err != nil {
 			return nil, err
 		}

@@ -15,7 +15,7 @@ import (
 // the exit code. Signals are handled here and only here: SIGINT and
 // SIGTERM cancel the context the command runs with (it drains and stops),
 // and each SIGHUP reloads the config file (Main's reload).
-func Exec(p Program) int {
+func Exec[C Config](p Program[C]) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	hup := make(chan os.Signal, 1)

@@ -13,7 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"gopkg.in/yaml.v3"
 
-	"github.com/pagewatch/pagewatch/config"
+	"github.com/pagewatch/pagewatch/config/file"
+	"github.com/pagewatch/pagewatch/config/secret"
 )
 
 // A reload reads the config file again on SIGHUP. An invalid file is
@@ -22,18 +23,18 @@ import (
 // is logged as waiting for a restart, so no one believes an edit took
 // effect when it did not.
 
-type reloadHook struct {
+type reloadHook[C Config] struct {
 	keys  []string // dotted key prefixes the hook applies
-	apply func(config.Config) error
+	apply func(C) error
 }
 
 // OnReload registers apply to receive each valid reloaded config. keys
 // are the config keys (dotted prefixes, "mail", "sweeper.rules") it puts
 // into effect; log.level is always applied.
-func (e *Env) OnReload(keys []string, apply func(config.Config) error) {
+func (e *Env[C]) OnReload(keys []string, apply func(C) error) {
 	e.reloadMu.Lock()
 	defer e.reloadMu.Unlock()
-	e.hooks = append(e.hooks, reloadHook{keys: keys, apply: apply})
+	e.hooks = append(e.hooks, reloadHook[C]{keys: keys, apply: apply})
 }
 
 type reloadMetrics struct {
@@ -61,7 +62,7 @@ func newReloadMetrics(reg prometheus.Registerer) *reloadMetrics {
 }
 
 // watchReloads reloads on each signal until ctx is done.
-func (e *Env) watchReloads(ctx context.Context, signals <-chan os.Signal, part config.Part, wg *sync.WaitGroup) {
+func (e *Env[C]) watchReloads(ctx context.Context, signals <-chan os.Signal, part file.Part, wg *sync.WaitGroup) {
 	defer wg.Done()
 	for {
 		select {
@@ -73,12 +74,12 @@ func (e *Env) watchReloads(ctx context.Context, signals <-chan os.Signal, part c
 	}
 }
 
-func (e *Env) reload(part config.Part) {
+func (e *Env[C]) reload(part file.Part) {
 	if e.ConfigPath == "" {
 		e.Logger.Warn("SIGHUP: no config file to reload (started without --config)")
 		return
 	}
-	next, err := config.Load(e.ConfigPath)
+	next, err := file.Load(e.ConfigPath, e.defaults())
 	if err == nil {
 		e.applyFlags(&next)
 		err = next.Validate(part)
@@ -90,13 +91,13 @@ func (e *Env) reload(part config.Part) {
 		return
 	}
 	e.reloadMu.Lock()
-	hooks := append([]reloadHook(nil), e.hooks...)
+	hooks := append([]reloadHook[C](nil), e.hooks...)
 	e.reloadMu.Unlock()
 
 	applied := []string{}
 	if e.flags.logLevel == "" {
 		var level slog.Level
-		if err := level.UnmarshalText([]byte(next.Log.Level)); err == nil {
+		if err := level.UnmarshalText([]byte(next.Common().Log.Level)); err == nil {
 			e.level.Set(level)
 			applied = append(applied, "log.level")
 		}
@@ -128,22 +129,48 @@ func (e *Env) reload(part config.Part) {
 	}
 }
 
-// secrets are compared by value, which the masked rendering hides: a
-// rotated NATS or ClickHouse password is a change that needs a restart.
-var secrets = map[string]func(config.Config) string{
-	"nats.password":       func(c config.Config) string { return c.NATS.Password.Reveal() },
-	"nats.token":          func(c config.Config) string { return c.NATS.Token.Reveal() },
-	"clickhouse.password": func(c config.Config) string { return c.ClickHouse.Password.Reveal() },
-	"mail.smtp.password":  func(c config.Config) string { return c.Mail.SMTP.Password.Reveal() },
+// secretsOf finds every secret in a config by its dotted key (through
+// nested sections, not lists, as flatten keeps lists whole) and tells
+// whether it is the same in both: the masked rendering hides a rotated
+// password, which is a change that needs a restart too.
+func secretsOf(prev, next reflect.Value, prefix string, out map[string]bool) {
+	if prev.Type() == secretType {
+		out[prefix] = prev.Interface().(secret.Value).Reveal() == next.Interface().(secret.Value).Reveal()
+		return
+	}
+	switch prev.Kind() {
+	case reflect.Pointer:
+		if !prev.IsNil() && !next.IsNil() {
+			secretsOf(prev.Elem(), next.Elem(), prefix, out)
+		}
+	case reflect.Struct:
+		for i := 0; i < prev.NumField(); i++ {
+			f := prev.Type().Field(i)
+			if !f.IsExported() {
+				continue
+			}
+			name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+			switch {
+			case f.Anonymous && name == "" && opts == "inline":
+				secretsOf(prev.Field(i), next.Field(i), prefix, out)
+			case name != "" && name != "-":
+				secretsOf(prev.Field(i), next.Field(i), join(prefix, name), out)
+			}
+		}
+	}
 }
+
+var secretType = reflect.TypeOf(secret.Value{})
 
 // restartKeys lists the dotted keys of the part's sections whose values
 // differ between two configs and that no applied prefix covers. Only key
 // names are returned, never values.
-func restartKeys(prev, next config.Config, sections, applied []string) []string {
+func restartKeys[C Config](prev, next C, sections, applied []string) []string {
 	a, b := flatten(prev), flatten(next)
-	for key, get := range secrets {
-		a[key], b[key] = get(prev) == get(next), true
+	same := map[string]bool{}
+	secretsOf(reflect.ValueOf(prev), reflect.ValueOf(next), "", same)
+	for key, eq := range same {
+		a[key], b[key] = eq, true
 	}
 	var out []string
 	seen := map[string]bool{}
@@ -173,7 +200,7 @@ func covered(key string, prefixes []string) bool {
 }
 
 // flatten renders a config as dotted keys to values; lists stay whole.
-func flatten(c config.Config) map[string]any {
+func flatten[C Config](c C) map[string]any {
 	out := map[string]any{}
 	data, err := c.Redacted()
 	if err != nil {

@@ -50,12 +50,12 @@ func TestReloadOnSignal(t *testing.T) {
 	write(pw, "first\n")
 	write(path, file("", "mail: {from: a@example.com}\n"))
 
-	envs := make(chan *daemon.Env, 1)
+	envs := make(chan *daemon.Env[config.Config], 1)
 	var mu sync.Mutex
 	var applied []string // mail.from of each config the hook took
-	prog := daemon.Program{Name: "demo", Default: "run", Commands: []daemon.Command{{
+	prog := daemon.Program[config.Config]{Defaults: config.Default, Name: "demo", Default: "run", Commands: []daemon.Command[config.Config]{{
 		Name: "run", Part: config.IngestTail,
-		Run: func(ctx context.Context, env *daemon.Env) error {
+		Run: func(ctx context.Context, env *daemon.Env[config.Config]) error {
 			env.OnReload([]string{"mail"}, func(c config.Config) error {
 				if c.Mail.From == "refused@example.com" {
 					return errors.New("refused")
@@ -144,7 +144,7 @@ func TestLogFlagsOverrideTheConfig(t *testing.T) {
 	}
 }
 
-func lastReloadOK(t *testing.T, env *daemon.Env) float64 {
+func lastReloadOK(t *testing.T, env *daemon.Env[config.Config]) float64 {
 	t.Helper()
 	mfs, err := env.Registry.Gather()
 	if err != nil {
@@ -160,7 +160,7 @@ func lastReloadOK(t *testing.T, env *daemon.Env) float64 {
 }
 
 // reloads reads pagewatch_config_reloads_total{result} from env's registry.
-func reloads(t *testing.T, env *daemon.Env, result string) float64 {
+func reloads(t *testing.T, env *daemon.Env[config.Config], result string) float64 {
 	t.Helper()
 	mfs, err := env.Registry.Gather()
 	if err != nil {

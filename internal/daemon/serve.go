@@ -28,7 +28,7 @@ type adminState struct {
 // Serve runs the command, /readyz says "starting"; once SIGTERM arrives,
 // "stopping", so a load balancer or Kubernetes stops counting on the
 // process while it drains.
-func (e *Env) startAdmin(cmd Command) (stop func(), err error) {
+func (e *Env[C]) startAdmin(cmd Command[C]) (stop func(), err error) {
 	e.admin = &adminState{err: make(chan error, 1)}
 	addr := ""
 	if cmd.Listen != nil {
@@ -52,7 +52,7 @@ func (e *Env) startAdmin(cmd Command) (stop func(), err error) {
 	return func() { cancel(); <-done }, nil
 }
 
-func (e *Env) lifecycle(context.Context) error {
+func (e *Env[C]) lifecycle(context.Context) error {
 	switch e.admin.state.Load() {
 	case stateStarting:
 		return errors.New("starting")
@@ -64,14 +64,14 @@ func (e *Env) lifecycle(context.Context) error {
 
 // Handle serves h at pattern on the admin listener (nothing without
 // one). Call it before Serve.
-func (e *Env) Handle(pattern string, h http.Handler) {
+func (e *Env[C]) Handle(pattern string, h http.Handler) {
 	if e.admin != nil && e.admin.srv != nil {
 		e.admin.srv.Handle(pattern, h)
 	}
 }
 
 // Ready adds a dependency to /readyz.
-func (e *Env) Ready(name string, check admin.Check) {
+func (e *Env[C]) Ready(name string, check admin.Check) {
 	if e.admin != nil && e.admin.srv != nil {
 		e.admin.srv.AddCheck(name, check)
 	}
@@ -79,7 +79,7 @@ func (e *Env) Ready(name string, check admin.Check) {
 
 // Serve runs r until ctx is done, then gives it shutdown_timeout to
 // return.
-func (e *Env) Serve(ctx context.Context, r Runner) error {
+func (e *Env[C]) Serve(ctx context.Context, r Runner) error {
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
 	done := make(chan error, 1)
@@ -96,12 +96,12 @@ func (e *Env) Serve(ctx context.Context, r Runner) error {
 	case <-ctx.Done():
 	}
 	e.admin.state.Store(stateStopping)
-	e.Logger.Info("shutting down", "deadline", e.Config.ShutdownTimeout)
+	e.Logger.Info("shutting down", "deadline", e.Config.Common().ShutdownTimeout)
 	cancel()
 	select {
 	case err := <-done:
 		return err
-	case <-time.After(e.Config.ShutdownTimeout):
-		return fmt.Errorf("did not stop within shutdown_timeout %s", e.Config.ShutdownTimeout)
+	case <-time.After(e.Config.Common().ShutdownTimeout):
+		return fmt.Errorf("did not stop within shutdown_timeout %s", e.Config.Common().ShutdownTimeout)
 	}
 }

@@ -45,10 +45,10 @@ func TestReadyzFollowsTheLifecycle(t *testing.T) {
 	var dep atomic.Pointer[error]
 	refused := errors.New("refused")
 	dep.Store(&refused)
-	prog := daemon.Program{Name: "demo", Default: "run", Commands: []daemon.Command{{
+	prog := daemon.Program[config.Config]{Defaults: config.Default, Name: "demo", Default: "run", Commands: []daemon.Command[config.Config]{{
 		Name: "run", Part: config.IngestTail,
 		Listen: func(config.Config) string { return "127.0.0.1:0" },
-		Run: func(ctx context.Context, env *daemon.Env) error {
+		Run: func(ctx context.Context, env *daemon.Env[config.Config]) error {
 			<-step // "connecting"
 			env.Ready("nats", func(context.Context) error { return *dep.Load() })
 			<-step

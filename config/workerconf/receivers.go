@@ -1,4 +1,4 @@
-package config
+package workerconf
 
 import (
 	"errors"
@@ -58,16 +58,17 @@ func (r Receiver) Limit() ratelimit.Limit {
 	return webhook.DefaultLimit(r.Type)
 }
 
-// ReceiverNames lists the receivers' names, in order.
-func (c Config) ReceiverNames() []string {
-	names := make([]string, len(c.Receivers))
-	for i, r := range c.Receivers {
+// Names lists the receivers' names, in order.
+func Names(rs []Receiver) []string {
+	names := make([]string, len(rs))
+	for i, r := range rs {
 		names[i] = r.Name
 	}
 	return names
 }
 
-func validateReceivers(rs []Receiver) error {
+// ValidateReceivers checks the receivers: list.
+func ValidateReceivers(rs []Receiver) error {
 	if len(rs) == 0 {
 		return errors.New("receivers: at least one receiver must be configured")
 	}
@@ -132,23 +133,4 @@ func orList(items []string) string {
 		return strings.Join(items, "")
 	}
 	return strings.Join(items[:len(items)-1], ", ") + " or " + items[len(items)-1]
-}
-
-// ruleReceivers checks that the receivers the config file's rules name
-// exist. Rules in sweeper.rules_path are not checked here: a job naming a
-// receiver a worker lacks is dead-lettered with the reason.
-func (c Config) ruleReceivers() error {
-	known := map[string]bool{}
-	for _, name := range c.ReceiverNames() {
-		known[name] = true
-	}
-	var errs []error
-	for i, r := range c.Sweeper.Rules {
-		for j, name := range r.Notify.Receivers {
-			if !known[name] {
-				errs = append(errs, fmt.Errorf("sweeper.rules[%d].notify.receivers[%d]: no receiver named %q in receivers", i, j, name))
-			}
-		}
-	}
-	return errors.Join(errs...)
 }
