@@ -152,13 +152,13 @@ func runLoad(ctx context.Context, env *daemon.Env[ingestconf.Config], f loadFlag
 		if err != nil {
 			return err
 		}
-		l, err := load.NewReplay(ctx, cfg, b, ch.Hits(), env.Logger, env.Registry, from)
+		l, err := load.NewReplay(cfg, load.Deps{Bus: b, Store: ch.Hits(), Logger: env.Logger, Registry: env.Registry}, from)
 		if err != nil {
 			return err
 		}
 		return env.Serve(ctx, l)
 	}
-	l, err := load.New(ctx, cfg, b, ch.Hits(), env.Logger, env.Registry)
+	l, err := load.New(cfg, load.Deps{Bus: b, Store: ch.Hits(), Logger: env.Logger, Registry: env.Registry})
 	if err != nil {
 		return err
 	}

@@ -58,7 +58,7 @@ func benchLoad(b *testing.B, loaders, inserts, total int) {
 			ch := clickHouseClient(b, bb.chSrv, quiet)
 			reg := prometheus.NewRegistry()
 			regs = append(regs, reg)
-			l, err := load.New(ctx, bb.cfg, nb, ch.Hits(), quiet, reg)
+			l, err := load.New(bb.cfg, load.Deps{Bus: nb, Store: ch.Hits(), Logger: quiet, Registry: reg})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -128,17 +128,25 @@ type Loader struct {
 	// done, if set, is asked after every batch and every idle round, and
 	// ends Run when it says so (replay).
 	done func(ctx context.Context) (bool, error)
+	// open is Run's first step: the streams and the consumer.
+	open func(ctx context.Context) error
 }
 
-// New creates or updates the durable consumer and returns a Loader.
-func New(ctx context.Context, cfg Config, b *bus.Bus, store Store, logger *slog.Logger, reg prometheus.Registerer) (*Loader, error) {
+// Deps are what a Loader works with.
+type Deps struct {
+	Bus      *bus.Bus
+	Store    Store
+	Logger   *slog.Logger
+	Registry prometheus.Registerer
+}
+
+// New returns a Loader of the shared durable consumer. It does no I/O:
+// Run creates or updates the consumer first.
+func New(cfg Config, d Deps) (*Loader, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	l, err := newLoader(ctx, cfg, b, store, logger, reg)
-	if err != nil {
-		return nil, err
-	}
+	l := newLoader(cfg, d)
 	l.recreate = func(ctx context.Context) (jetstream.Consumer, error) {
 		c, err := l.stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
 			Durable:       cfg.Consumer,
@@ -153,26 +161,38 @@ func New(ctx context.Context, cfg Config, b *bus.Bus, store Store, logger *slog.
 		}
 		return c, nil
 	}
-	cons, err := l.recreate(ctx)
-	if err != nil {
-		return nil, err
+	l.open = func(ctx context.Context) error {
+		if err := l.openStreams(ctx); err != nil {
+			return err
+		}
+		cons, err := l.recreate(ctx)
+		if err != nil {
+			return err
+		}
+		l.setConsumer(cons)
+		return nil
 	}
-	l.setConsumer(cons)
 	return l, nil
 }
 
-func newLoader(ctx context.Context, cfg Config, b *bus.Bus, store Store, logger *slog.Logger, reg prometheus.Registerer) (*Loader, error) {
-	stream, err := b.HitsStream(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := b.DeadLetterStream(ctx); err != nil {
-		return nil, err
-	}
+func newLoader(cfg Config, d Deps) *Loader {
 	return &Loader{
-		cfg: cfg, bus: b, stream: stream, store: store, logger: logger,
-		metrics: newMetrics(reg), leans: newLeanList(cfg),
-	}, nil
+		cfg: cfg, bus: d.Bus, store: d.Store, logger: d.Logger,
+		metrics: newMetrics(d.Registry), leans: newLeanList(cfg),
+	}
+}
+
+// openStreams makes sure the hits and dead-letter streams exist.
+func (l *Loader) openStreams(ctx context.Context) error {
+	stream, err := l.bus.HitsStream(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := l.bus.DeadLetterStream(ctx); err != nil {
+		return err
+	}
+	l.stream = stream
+	return nil
 }
 
 func (l *Loader) consumer() jetstream.Consumer {
@@ -190,6 +210,9 @@ func (l *Loader) setConsumer(c jetstream.Consumer) {
 // Run loads until ctx is done. Messages of unfinished batches are handed
 // back for redelivery, to this loader or another.
 func (l *Loader) Run(ctx context.Context) error {
+	if err := l.open(ctx); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	go l.watchLag(ctx)

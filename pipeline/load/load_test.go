@@ -97,7 +97,7 @@ func (b *bundle) publish(t *testing.T, msgs, per int) {
 // run starts a loader over store until the returned stop is called.
 func (b *bundle) run(t testing.TB, store load.Store) (stop func()) {
 	t.Helper()
-	l, err := load.New(context.Background(), b.cfg, b.bus, store, b.logger, prometheus.NewRegistry())
+	l, err := load.New(b.cfg, load.Deps{Bus: b.bus, Store: store, Logger: b.logger, Registry: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func TestRedeliveryAfterCrashBetweenInsertAndAck(t *testing.T) {
 	b.publish(t, 200, 50)
 	crashing := &crashAfterInsert{inner: b.ch.Hits()}
 	crashing.armed.Store(true)
-	l, err := load.New(context.Background(), b.cfg, b.bus, crashing, b.logger, prometheus.NewRegistry())
+	l, err := load.New(b.cfg, load.Deps{Bus: b.bus, Store: crashing, Logger: b.logger, Registry: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}

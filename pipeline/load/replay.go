@@ -3,14 +3,10 @@ package load
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/pagewatch/pagewatch/broker/bus"
 )
 
 // NewReplay returns a Loader that loads every hit JetStream still holds
@@ -20,17 +16,25 @@ import (
 // replay over data that is already there, or an interrupted replay run
 // again, is harmless. It uses a consumer of its own and leaves the shared
 // one, and the loaders using it, alone.
-func NewReplay(ctx context.Context, cfg Config, b *bus.Bus, store Store, logger *slog.Logger, reg prometheus.Registerer, from time.Time) (*Loader, error) {
+func NewReplay(cfg Config, d Deps, from time.Time) (*Loader, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	l, err := newLoader(ctx, cfg, b, store, logger, reg)
-	if err != nil {
-		return nil, err
+	l := newLoader(cfg, d)
+	l.open = func(ctx context.Context) error { return l.openReplay(ctx, from) }
+	return l, nil
+}
+
+// openReplay is a replay's first step: an ephemeral consumer from the
+// given time, and the stream's last sequence as where it ends.
+func (l *Loader) openReplay(ctx context.Context, from time.Time) error {
+	cfg, b, logger := l.cfg, l.bus, l.logger
+	if err := l.openStreams(ctx); err != nil {
+		return err
 	}
 	info, err := l.stream.Info(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("stream %s: %w", b.HitsStreamName(), err)
+		return fmt.Errorf("stream %s: %w", b.HitsStreamName(), err)
 	}
 	target := info.State.LastSeq
 	cc := jetstream.ConsumerConfig{
@@ -49,7 +53,7 @@ func NewReplay(ctx context.Context, cfg Config, b *bus.Bus, store Store, logger 
 	}
 	cons, err := l.stream.CreateConsumer(ctx, cc)
 	if err != nil {
-		return nil, fmt.Errorf("create replay consumer: %w", err)
+		return fmt.Errorf("create replay consumer: %w", err)
 	}
 	l.setConsumer(cons)
 	logger.Info("replaying hits", "stream", b.HitsStreamName(), "from", fromText(from), "up_to_sequence", target, "messages_in_stream", info.State.Msgs)
@@ -66,7 +70,7 @@ func NewReplay(ctx context.Context, cfg Config, b *bus.Bus, store Store, logger 
 		}
 		return finished, nil
 	}
-	return l, nil
+	return nil
 }
 
 func fromText(t time.Time) string {

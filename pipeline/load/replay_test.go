@@ -46,7 +46,7 @@ func TestReplayFromTime(t *testing.T) {
 // replay runs a replay to its end, which must come by itself.
 func (b *bundle) replay(t *testing.T, from time.Time) {
 	t.Helper()
-	l, err := load.NewReplay(context.Background(), b.cfg, b.bus, b.ch.Hits(), b.logger, prometheus.NewRegistry(), from)
+	l, err := load.NewReplay(b.cfg, load.Deps{Bus: b.bus, Store: b.ch.Hits(), Logger: b.logger, Registry: prometheus.NewRegistry()}, from)
 	if err != nil {
 		t.Fatal(err)
 	}
