@@ -159,7 +159,7 @@ func (b *inputBackfill) copyPlanned(ctx context.Context) error {
 	if b == nil {
 		return nil
 	}
-	if err := b.rotated.copy(ctx, b.tasks, b.logLevel()); err != nil {
+	if err := b.rotated.copy(ctx, b.tasks, b.logLevel(), b.rotated.env.cfg.RotateGrace); err != nil {
 		return err
 	}
 	b.tasks = nil

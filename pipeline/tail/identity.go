@@ -3,6 +3,7 @@ package tail
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -43,17 +44,37 @@ func parseIdentity(s string) (identity, error) {
 
 // identify reads a file's identity from an open handle.
 func identify(f *os.File) (identity, error) {
+	id, _, err := identifyHead(f)
+	return id, err
+}
+
+// identifyHead is identify, with the head it hashed: what a saved
+// identity with a shorter fingerprint is checked against, from the same
+// read (a second read may see the file truncated in between).
+func identifyHead(f *os.File) (identity, []byte, error) {
 	st, err := f.Stat()
 	if err != nil {
-		return identity{}, fmt.Errorf("stat %s: %w", f.Name(), err)
+		return identity{}, nil, fmt.Errorf("stat %s: %w", f.Name(), err)
 	}
 	id := identity{}
 	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
 		id.dev, id.ino = uint64(sys.Dev), sys.Ino
 	}
-	id.fpLen = int(min(st.Size(), fingerprintLen))
-	id.fp, err = headHash(f, id.fpLen)
-	return id, err
+	head := make([]byte, min(st.Size(), fingerprintLen))
+	n, err := f.ReadAt(head, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return identity{}, nil, fmt.Errorf("read head of %s: %w", f.Name(), err)
+	}
+	// Truncated since the stat: the head is what is there.
+	head = head[:n]
+	id.fpLen, id.fp = n, hashHead(head)
+	return id, head, nil
+}
+
+// sameGeneration reports whether head, read from the file id, is still
+// the file was: same inode, same first bytes as far as was fingerprinted.
+func sameGeneration(id identity, head []byte, was identity) bool {
+	return oneInode(id, was) && headMatches(head, was)
 }
 
 func headHash(f *os.File, n int) (string, error) {
@@ -82,20 +103,6 @@ func headMatches(head []byte, saved identity) bool {
 // copy copytruncate makes.
 func (id identity) contentKey() string {
 	return strconv.Itoa(id.fpLen) + ":" + id.fp
-}
-
-// sameFile reports whether f is the file a saved identity describes: the
-// same inode, and the same first bytes as far as the saved fingerprint went.
-func sameFile(f *os.File, saved identity) (bool, error) {
-	cur, err := identify(f)
-	if err != nil {
-		return false, err
-	}
-	if cur.dev != saved.dev || cur.ino != saved.ino || cur.fpLen < saved.fpLen {
-		return false, nil
-	}
-	h, err := headHash(f, saved.fpLen)
-	return h == saved.fp, err
 }
 
 // sameInode reports whether path now names the open file f.

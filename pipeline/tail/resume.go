@@ -28,23 +28,29 @@ func (fw *follower) open(ctx context.Context) error {
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("open: %w", err)
 	}
+	// The identity the file is followed with is the one the checks below
+	// were made on: with copytruncate the file can be truncated at any
+	// moment, and identified again later it would be another generation.
+	var live identity
 	same := false
-	if pos != nil && f != nil {
-		if same, err = sameFile(f, pos.id); err != nil {
+	if f != nil {
+		var head []byte
+		if live, head, err = identifyHead(f); err != nil {
 			f.Close()
 			return err
 		}
+		same = pos != nil && sameGeneration(live, head, pos.id)
 	}
 	lost := false
 	if pos != nil && !same && !pos.eof {
-		found, err := fw.recoverRotated(ctx, pos)
+		found, now, err := fw.recoverRotated(ctx, pos, f, live)
 		if err != nil {
 			if f != nil {
 				f.Close()
 			}
 			return err
 		}
-		lost = !found
+		live, lost = now, !found
 	}
 	appeared := false
 	if f == nil {
@@ -58,16 +64,14 @@ func (fw *follower) open(ctx context.Context) error {
 		appeared = true
 		// A missing file that comes back may be the one we were reading
 		// (a directory mounted late, a file moved away and back).
-		if pos != nil {
-			if same, err = sameFile(f, pos.id); err != nil {
-				f.Close()
-				return err
-			}
+		var head []byte
+		if live, head, err = identifyHead(f); err != nil {
+			f.Close()
+			return err
 		}
+		same = pos != nil && sameGeneration(live, head, pos.id)
 	}
-	if err := rd.use(f); err != nil {
-		return err
-	}
+	rd.f, rd.id = f, live
 	fw.setCurrent()
 	size, err := f.Seek(0, io.SeekEnd)
 	if err != nil {

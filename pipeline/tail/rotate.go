@@ -68,7 +68,7 @@ func (fw *follower) copyBetween(ctx context.Context, done identity) error {
 	if err != nil {
 		return err
 	}
-	return fw.rotated.copy(ctx, tasks, fw.bf.logLevel())
+	return fw.rotated.copy(ctx, tasks, fw.bf.logLevel(), fw.env.cfg.RotateGrace)
 }
 
 // followTruncation goes on after the live file was truncated. With
@@ -76,14 +76,27 @@ func (fw *follower) copyBetween(ctx context.Context, done identity) error {
 // lines the server wrote before the copy that were not read yet are in
 // the copy: it is found among the siblings by the old head, as after a
 // restart, and read from the old offset to its end on the file's
-// subject, under the old identity. Then the truncated file is read from
-// its start. Only what the server wrote between the copy and the
-// truncate is in neither file.
+// subject, under the old identity. The copy is complete when it is found
+// (logrotate copies before it truncates), so it is not waited on for
+// rotate_grace: the live file may be truncated again meanwhile. Copies
+// rotated after it, when the file was truncated more than once since it
+// was last looked at, are read too (catchUp). Then the truncated file is
+// read from its start. Only what the server wrote between the copy and
+// the truncate is in neither file.
 func (fw *follower) followTruncation(ctx context.Context) error {
 	rd := &fw.live.rd
 	fw.env.metrics.rotations.WithLabelValues("truncate").Inc()
 	old, from := rd.id, rd.offset
-	found, err := fw.readCopy(ctx, old, from)
+	live := rd.f
+	cur, err := identify(live)
+	if err != nil {
+		return err
+	}
+	// The copies are read under identities of their own: the reader must
+	// not take the live file's head for theirs meanwhile (ident).
+	rd.f = nil
+	found, cur, err := fw.catchUp(ctx, old, from, live, cur, false)
+	rd.f = live
 	if err != nil {
 		return err
 	}
@@ -92,44 +105,10 @@ func (fw *follower) followTruncation(ctx context.Context) error {
 	} else {
 		fw.logger.Warn("file truncated and no copy of it among its rotated siblings; lines written after the offset read are lost, reading it from the beginning", "old_offset", from)
 	}
-	if err := rd.use(rd.f); err != nil {
-		return err
-	}
+	rd.id = cur
 	fw.setCurrent()
 	rd.startAt(0)
 	return nil
-}
-
-// readCopy publishes the copy of the file old (copytruncate's) from byte
-// from to its end, when a sibling holds it. The copy is complete when it
-// is found (logrotate copies before it truncates), so it is not waited on
-// for rotate_grace: the live file may be truncated again meanwhile.
-func (fw *follower) readCopy(ctx context.Context, old identity, from int64) (bool, error) {
-	if old.fpLen == 0 {
-		return false, nil // an empty head proves nothing
-	}
-	sibs, err := fw.rotated.list()
-	if err != nil {
-		fw.logger.Warn("cannot look for the truncated file's copy among its siblings", "err", err)
-		return false, nil
-	}
-	i := findSibling(sibs, old)
-	if i < 0 {
-		return false, nil
-	}
-	s := sibs[i]
-	rd := &fw.live.rd
-	// The subject goes on with the file it has been publishing: the copy
-	// is that file's content under another inode.
-	rd.id = old
-	rd.startAt(from)
-	live := rd.f
-	rd.f = nil
-	defer func() { rd.f = live }()
-	if err := fw.live.copyRotated(ctx, s, fw.rotated.open, false, 0, fw.env.cfg.PollInterval); err != nil {
-		return true, err
-	}
-	return true, nil
 }
 
 // unlinked reports whether an open file has no name left in any directory.

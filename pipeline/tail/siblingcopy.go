@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"time"
 
 	"github.com/pagewatch/pagewatch/broker/bus"
 )
@@ -109,15 +110,17 @@ func (r *rotatedFiles) plan(ctx context.Context, sibs []*sibling, skip *sibling)
 
 // copy publishes each planned sibling on its subject, from its start to
 // its end. level is the follower's for a per-file line (lower while a
-// backfill draws on a terminal).
-func (r *rotatedFiles) copy(ctx context.Context, tasks []siblingTask, level slog.Level) error {
+// backfill draws on a terminal). A plain sibling modified less than grace
+// ago is read until quiet that long (see copyRotated): 0 for copies,
+// which nothing writes once made.
+func (r *rotatedFiles) copy(ctx context.Context, tasks []siblingTask, level slog.Level, grace time.Duration) error {
 	for _, t := range tasks {
 		for {
 			p := r.pipeFor(t.subject)
 			p.pos.lastSeq, p.rd.id = t.lastSeq, t.s.identity()
 			p.rd.startAt(t.start)
 			r.logger.Log(ctx, level, "backfilling rotated file", "rotated", t.s.path, "offset", t.start)
-			err := p.copyRotated(ctx, t.s, r.open, true, r.env.cfg.RotateGrace, r.env.cfg.PollInterval)
+			err := p.copyRotated(ctx, t.s, r.open, true, grace, r.env.cfg.PollInterval)
 			if !errors.Is(err, errResync) {
 				if err != nil {
 					return err

@@ -2,6 +2,7 @@ package tail
 
 import (
 	"bufio"
+	"bytes"
 	"compress/gzip"
 	"errors"
 	"fmt"
@@ -264,7 +265,12 @@ func (c *content) Close() error { return c.f.Close() }
 var errMoved = errors.New("rotated file renamed since listed")
 
 // open opens the content from its start, failing with errMoved when the
-// name holds another file than the one listed.
+// name holds another file than the one listed. The inode alone does not
+// tell: a freed inode is given to the next file created, and rotation
+// creates one right after it removes one (gzip removes access.log.1,
+// copytruncate's next copy is a new access.log.1), so a plain file's
+// head is checked too. A .gz's is not: its stream cannot be read twice,
+// and logrotate renames a .gz but never creates one where one was.
 func (s *sibling) open() (*content, error) {
 	c, st, err := s.openAny()
 	if err != nil {
@@ -275,7 +281,24 @@ func (s *sibling) open() (*content, error) {
 		c.Close()
 		return nil, fmt.Errorf("%s: %w", s.path, errMoved)
 	}
+	if !s.gz {
+		head, err := readHead(c)
+		if err != nil {
+			c.Close()
+			return nil, err
+		}
+		if !bytes.HasPrefix(head, s.head) {
+			c.Close()
+			return nil, fmt.Errorf("%s: %w", s.path, errMoved)
+		}
+	}
 	return c, nil
+}
+
+// sameAs reports whether o, listed later, is the file s: same inode, and
+// s's head at its start (a file listed while small has grown since).
+func (s *sibling) sameAs(o *sibling) bool {
+	return o.dev == s.dev && o.ino == s.ino && o.gz == s.gz && bytes.HasPrefix(o.head, s.head)
 }
 
 // open opens s, finding it again when logrotate renamed it (or
@@ -294,7 +317,7 @@ func (r *rotatedFiles) open(s *sibling) (*content, error) {
 	}
 	found := -1
 	for i, o := range sibs {
-		if o.dev == s.dev && o.ino == s.ino {
+		if s.sameAs(o) {
 			found = i
 			break
 		}
