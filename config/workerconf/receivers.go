@@ -76,8 +76,8 @@ func ValidateReceivers(rs []Receiver) error {
 	seen := map[string]bool{}
 	for i, r := range rs {
 		key := fmt.Sprintf("receivers[%d]", i)
-		if !notify.NameRE.MatchString(r.Name) {
-			errs = append(errs, fmt.Errorf("%s.name: must match %s, got %q", key, notify.NameRE, r.Name))
+		if !notify.ValidName(r.Name) {
+			errs = append(errs, fmt.Errorf("%s.name: must match %s, got %q", key, notify.NamePattern, r.Name))
 		} else if seen[r.Name] {
 			errs = append(errs, fmt.Errorf("%s.name: %q is given twice", key, r.Name))
 		}

@@ -253,7 +253,7 @@ const (
 
 var (
 	ruleNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
-	// receiverNameRE is how receivers are named (pipeline/notify.NameRE).
+	// receiverNameRE is how receivers are named (pipeline/notify.NamePattern).
 	receiverNameRE = regexp.MustCompile(`^[a-z0-9_-]{1,64}$`)
 	labelRE        = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
 )

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -126,25 +125,16 @@ func clock(s string) (int, error) {
 	return t.Hour()*60 + t.Minute(), nil
 }
 
-var (
-	locMu    sync.Mutex
-	locCache = map[string]*time.Location{}
-)
-
-// location loads a time zone once; "" is UTC.
+// location loads a time zone; "" is UTC. It is read each time, not kept
+// in a package-level cache: a quiet-hours check runs once per crossing
+// and receiver, and reading a zone costs microseconds beside a send.
 func location(name string) (*time.Location, error) {
 	if name == "" {
 		return time.UTC, nil
-	}
-	locMu.Lock()
-	defer locMu.Unlock()
-	if l, ok := locCache[name]; ok {
-		return l, nil
 	}
 	l, err := time.LoadLocation(name)
 	if err != nil {
 		return nil, fmt.Errorf("unknown time zone %q", name)
 	}
-	locCache[name] = l
 	return l, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"time"
 
 	"github.com/pagewatch/pagewatch/broker/ratelimit"
@@ -60,9 +59,24 @@ type ReceiverSpec struct {
 	To []string
 }
 
-// NameRE is what a receiver name may be: it is part of KV keys and
+// NamePattern is what a receiver name may be: it is part of KV keys and
 // subjects.
-var NameRE = regexp.MustCompile(`^[a-z0-9_-]{1,64}$`)
+const NamePattern = `^[a-z0-9_-]{1,64}$`
+
+// ValidName reports whether s may name a receiver (NamePattern), without
+// a regexp: it runs for every receiver of every config load.
+func ValidName(s string) bool {
+	if len(s) == 0 || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
 
 // DefaultGiveUpAfter is how long a failing delivery is retried when the
 // receiver does not say.
@@ -120,8 +134,8 @@ func validateSpecs(specs []ReceiverSpec) error {
 	var errs []error
 	for i, s := range specs {
 		switch {
-		case !NameRE.MatchString(s.Name):
-			errs = append(errs, fmt.Errorf("receiver %d: name %q: must match %s", i, s.Name, NameRE))
+		case !ValidName(s.Name):
+			errs = append(errs, fmt.Errorf("receiver %d: name %q: must match %s", i, s.Name, NamePattern))
 		case seen[s.Name]:
 			errs = append(errs, fmt.Errorf("receiver %q: given twice", s.Name))
 		case s.Open == nil:
