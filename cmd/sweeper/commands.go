@@ -74,7 +74,7 @@ func newSweeper(ctx context.Context, env *daemon.Env[sweeperconf.Config]) (*swee
 	if err != nil {
 		return nil, err
 	}
-	s, err := sweep.New(ctx, env.Config.Sweeper, rs, sweep.Deps{
+	s, err := sweep.New(env.Config.Sweeper, rs, sweep.Deps{
 		Bus: b, Counts: ch.Counts(), History: ch.History(), Explain: ch.Traffic(), Rules: ruleSource{env},
 		Logger: env.Logger, Registry: env.Registry,
 	})

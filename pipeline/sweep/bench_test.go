@@ -131,7 +131,7 @@ func benchmarkSweep(b *testing.B, rs []rules.Rule) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s, err := New(ctx, cfg, rs, Deps{Bus: bs, Counts: c.Counts(), History: c.History(), Logger: logger, Registry: prometheus.NewRegistry()})
+	s, err := New(cfg, rs, Deps{Bus: bs, Counts: c.Counts(), History: c.History(), Logger: logger, Registry: prometheus.NewRegistry()})
 	if err != nil {
 		b.Fatal(err)
 	}

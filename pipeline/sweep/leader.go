@@ -36,6 +36,13 @@ func newLeadership(kv jetstream.KeyValue, ttl time.Duration) *leadership {
 	return &leadership{kv: kv, owner: fmt.Sprintf("%s/%d", host, os.Getpid()), ttl: ttl}
 }
 
+// attach gives the leadership its lease bucket (Sweeper.open).
+func (l *leadership) attach(kv jetstream.KeyValue) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.kv = kv
+}
+
 // ensure reports whether we lead, taking the lease if it is free.
 func (l *leadership) ensure(ctx context.Context) (bool, string, error) {
 	l.mu.Lock()

@@ -87,6 +87,13 @@ func newStateStore(kv jetstream.KeyValue, logger *slog.Logger) *stateStore {
 	return &stateStore{kv: kv, logger: logger, cache: map[string]entry{}}
 }
 
+// attach gives the store its bucket (Sweeper.open).
+func (s *stateStore) attach(kv jetstream.KeyValue) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.kv = kv
+}
+
 // sync loads the whole bucket and then follows its changes until ctx is
 // done. It returns once the initial load is complete, with the watcher
 // running in the background.

@@ -74,6 +74,7 @@ type Deps struct {
 // and runs each sweep through its parts (see the package comment).
 type Sweeper struct {
 	cfg       Config
+	bus       *bus.Bus
 	counts    Counter
 	explainer Explainer
 	state     *stateStore
@@ -93,33 +94,41 @@ type Sweeper struct {
 }
 
 // New returns a Sweeper over the given rules (validated, as LoadRules
-// returns them), creating the jobs stream and the state buckets.
-func New(ctx context.Context, cfg Config, rs []rules.Rule, deps Deps) (*Sweeper, error) {
+// returns them). It does no I/O: the first Run or Sweep creates the jobs
+// stream and the state buckets, and loads the pages' states.
+func New(cfg Config, rs []rules.Rule, deps Deps) (*Sweeper, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	b := deps.Bus
-	if _, err := b.JobsStream(ctx); err != nil {
-		return nil, err
-	}
-	stateKV, err := b.KV(ctx, bus.BucketSweeps, 0)
-	if err != nil {
-		return nil, err
-	}
-	leases, err := b.KV(ctx, bus.BucketSweeperLease, cfg.LeaderTTL)
-	if err != nil {
-		return nil, err
-	}
-	state, m := newStateStore(stateKV, deps.Logger), newMetrics(deps.Registry)
+	state, m := newStateStore(nil, deps.Logger), newMetrics(deps.Registry)
 	seals := newSealing(deps.Counts, cfg, deps.Logger)
-	return &Sweeper{cfg: cfg, counts: deps.Counts, explainer: deps.Explain, state: state,
-		leader: newLeadership(leases, cfg.LeaderTTL), logger: deps.Logger, metrics: m, now: time.Now,
+	return &Sweeper{cfg: cfg, bus: deps.Bus, counts: deps.Counts, explainer: deps.Explain, state: state,
+		leader: newLeadership(nil, cfg.LeaderTTL), logger: deps.Logger, metrics: m, now: time.Now,
 		rules:     newLiveRules(rs, deps.Rules, m, deps.Logger),
 		seals:     seals,
 		baselines: newBaselines(deps.Counts, seals),
 		freshness: newFreshness(deps.Counts, state, cfg.DataLateAfter, deps.Logger),
-		handOn:    newHandOn(state, b, deps.History, m, deps.Logger),
+		handOn:    newHandOn(state, deps.Bus, deps.History, m, deps.Logger),
 	}, nil
+}
+
+// open creates the jobs stream and the state and lease buckets, and
+// hands the buckets to the parts that keep them.
+func (s *Sweeper) open(ctx context.Context) error {
+	if _, err := s.bus.JobsStream(ctx); err != nil {
+		return err
+	}
+	stateKV, err := s.bus.KV(ctx, bus.BucketSweeps, 0)
+	if err != nil {
+		return err
+	}
+	leases, err := s.bus.KV(ctx, bus.BucketSweeperLease, s.cfg.LeaderTTL)
+	if err != nil {
+		return err
+	}
+	s.state.attach(stateKV)
+	s.leader.attach(leases)
+	return nil
 }
 
 // Reload reads the rules again. An invalid set is rejected whole and the
@@ -165,8 +174,14 @@ func (s *Sweeper) Close(ctx context.Context) {
 	s.leader.release(release)
 }
 
+// startSync opens the stream and buckets and loads the pages' states,
+// once: Run's and the first Sweep's first step.
 func (s *Sweeper) startSync(ctx context.Context) error {
-	s.syncOnce.Do(func() { s.syncErr = s.state.sync(ctx) })
+	s.syncOnce.Do(func() {
+		if s.syncErr = s.open(ctx); s.syncErr == nil {
+			s.syncErr = s.state.sync(ctx)
+		}
+	})
 	return s.syncErr
 }
 

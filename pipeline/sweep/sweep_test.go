@@ -66,7 +66,7 @@ func (b *bundle) sweeper(t *testing.T, c *clock) *Sweeper {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel) // stops the state watcher
-	s, err := New(ctx, b.cfg, rs, Deps{Bus: b.bus, Counts: b.ch.Counts(), History: b.ch.History(), Explain: b.ch.Traffic(), Logger: b.logger, Registry: prometheus.NewRegistry()})
+	s, err := New(b.cfg, rs, Deps{Bus: b.bus, Counts: b.ch.Counts(), History: b.ch.History(), Explain: b.ch.Traffic(), Logger: b.logger, Registry: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}
