@@ -70,7 +70,7 @@ func run(ctx context.Context, env *daemon.Env[workerconf.Config]) error {
 		linksAPI := &links.API{Signer: signer, Unsubscribes: unsubs, Silences: silences, Logger: env.Logger}
 		env.Handle(links.Prefix, linksAPI.Handler())
 	}
-	w, err := notify.New(ctx, env.Config.Worker, notify.Deps{
+	w, err := notify.New(env.Config.Worker, notify.Deps{
 		Bus: b, Receivers: specs, History: ch.History(), Stats: ch.Traffic(), Silences: silences, Unsubscribes: unsubs,
 		Logger: env.Logger, Registry: env.Registry,
 	})

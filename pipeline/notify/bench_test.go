@@ -224,7 +224,7 @@ func runBacklog(b *testing.B, c backlogCase) backlogResult {
 			cfg.DeferDelay = c.deferDelay
 		}
 		p.reg = prometheus.NewRegistry()
-		p.w, err = notify.New(ctx, cfg, notify.Deps{Bus: testenv.NATSClient(b, ns.URL, logger), Mailers: mailer, History: hist, Logger: logger, Registry: p.reg})
+		p.w, err = notify.New(cfg, notify.Deps{Bus: testenv.NATSClient(b, ns.URL, logger), Mailers: mailer, History: hist, Logger: logger, Registry: p.reg})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -64,7 +64,7 @@ func TestLockedPageIsHandedToTheHolder(t *testing.T) {
 		cfg.RateLimit = ratelimit.Config{}
 		regs[i] = prometheus.NewRegistry()
 		mailers := func() (notify.Mailer, error) { return mail.New(mc, logger) }
-		w, err := notify.New(ctx, cfg, notify.Deps{Bus: testenv.NATSClient(t, ns.URL, logger), Mailers: mailers, History: hist, Logger: logger, Registry: regs[i]})
+		w, err := notify.New(cfg, notify.Deps{Bus: testenv.NATSClient(t, ns.URL, logger), Mailers: mailers, History: hist, Logger: logger, Registry: regs[i]})
 		if err != nil {
 			t.Fatal(err)
 		}

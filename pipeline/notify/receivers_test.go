@@ -64,7 +64,7 @@ func (f *fakeReceiver) spec(name string) notify.ReceiverSpec {
 // runWorker runs one worker with the given receivers until the test ends.
 func (b *bundle) runWorker(t *testing.T, cfg notify.Config, specs []notify.ReceiverSpec, clock func() time.Time) {
 	t.Helper()
-	w, err := notify.New(context.Background(), cfg, notify.Deps{Bus: b.bus, Receivers: specs, History: b.ch.History(), Stats: b.ch.Traffic(),
+	w, err := notify.New(cfg, notify.Deps{Bus: b.bus, Receivers: specs, History: b.ch.History(), Stats: b.ch.Traffic(),
 		Logger: b.logger, Registry: prometheus.NewRegistry(), Clock: clock})
 	if err != nil {
 		t.Fatal(err)

@@ -31,7 +31,7 @@ func TestShutdownFinishesInFlightAndHandsBackTheRest(t *testing.T) {
 		b.publish(t, y, y.Key)
 	}
 	mailers := func() (notify.Mailer, error) { return mail.New(b.mail, b.logger) }
-	w, err := notify.New(context.Background(), b.cfg, notify.Deps{Bus: b.bus, Mailers: mailers, History: b.ch.History(), Stats: b.ch.Traffic(), Logger: b.logger, Registry: prometheus.NewRegistry()})
+	w, err := notify.New(b.cfg, notify.Deps{Bus: b.bus, Mailers: mailers, History: b.ch.History(), Stats: b.ch.Traffic(), Logger: b.logger, Registry: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}

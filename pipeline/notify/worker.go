@@ -74,6 +74,7 @@ type Deps struct {
 type Worker struct {
 	cfg    Config
 	bus    *bus.Bus
+	reg    prometheus.Registerer // for the rate limiter, made in open
 	cons   jetstream.Consumer
 	locks  jetstream.KeyValue
 	held   jetstream.KeyValue
@@ -100,47 +101,13 @@ type Worker struct {
 	cancelDrainOver context.CancelFunc
 }
 
-// New creates the consumer and buckets and returns a Worker.
-func New(ctx context.Context, cfg Config, deps Deps) (*Worker, error) {
+// New returns a Worker. It does no I/O: Run creates the consumer and
+// opens the buckets as its first step (open).
+func New(cfg Config, deps Deps) (*Worker, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	b, logger, reg := deps.Bus, deps.Logger, deps.Registry
-	stream, err := b.JobsStream(ctx)
-	if err != nil {
-		return nil, err
-	}
-	cons, err := stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
-		Durable:     cfg.Consumer,
-		Description: "pagewatch workers: notification mails",
-		AckPolicy:   jetstream.AckExplicitPolicy,
-		AckWait:     cfg.AckWait,
-		MaxDeliver:  -1,
-		// Room for every worker process's prefetch.
-		MaxAckPending: max(10_000, 8*cfg.Prefetch),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("create consumer %s: %w", cfg.Consumer, err)
-	}
-	locks, err := b.KV(ctx, bus.BucketLocks, cfg.LockTTL)
-	if err != nil {
-		return nil, err
-	}
-	sent := ledger.New(b)
-	if err := sent.Open(ctx); err != nil {
-		return nil, err
-	}
-	limitsKV, err := b.KV(ctx, bus.BucketRateLimits, 0)
-	if err != nil {
-		return nil, err
-	}
-	held, err := b.KV(ctx, bus.BucketHeld, 0)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := b.DeadLetterStream(ctx); err != nil {
-		return nil, err
-	}
 	silences, unsubs := deps.Silences, deps.Unsubscribes
 	if silences == nil {
 		silences = silence.New(b, logger)
@@ -174,17 +141,62 @@ func New(ctx context.Context, cfg Config, deps Deps) (*Worker, error) {
 		now = time.Now
 	}
 	drainOver, cancelDrainOver := context.WithCancel(context.Background())
-	w := &Worker{cfg: cfg, cons: cons, locks: locks, held: held, silences: silences, unsubs: unsubs, signer: links.NewSigner(cfg.Links), bus: b, specs: specs, spec: spec, now: now,
+	w := &Worker{cfg: cfg, reg: reg, silences: silences, unsubs: unsubs, signer: links.NewSigner(cfg.Links), bus: b, specs: specs, spec: spec, now: now,
 		stats: deps.Stats, hist: newHistory(deps.History, logger), cancelDrainOver: cancelDrainOver,
 		logger: logger, metrics: newMetrics(reg, names)}
 	w.out = &outcomes{hist: w.hist, metrics: w.metrics, worker: cfg.Name}
-	w.limits = &limits{limiter: ratelimit.New(limitsKV, logger, reg, nil), email: cfg.RateLimit, ackWait: cfg.AckWait, deferDelay: cfg.DeferDelay, out: w.out, logger: logger}
+	w.limits = &limits{email: cfg.RateLimit, ackWait: cfg.AckWait, deferDelay: cfg.DeferDelay, out: w.out, logger: logger}
 	w.handoffs = &handoffs{bus: b, worker: cfg.Name, out: w.out, logger: logger}
-	w.claims = &claims{ledger: sent, worker: cfg.Name, ackWait: cfg.AckWait, now: now, logger: logger, drainOver: drainOver}
-	w.digests = &digests{specs: specs, held: held, locks: locks, worker: cfg.Name, lockTTL: cfg.LockTTL, claims: w.claims,
+	w.claims = &claims{ledger: ledger.New(b), worker: cfg.Name, ackWait: cfg.AckWait, now: now, logger: logger, drainOver: drainOver}
+	w.digests = &digests{specs: specs, worker: cfg.Name, lockTTL: cfg.LockTTL, claims: w.claims,
 		limits: w.limits, unsubs: unsubs, out: w.out, now: now, logger: logger}
 	w.steps = w.deliverySteps()
 	return w, nil
+}
+
+// open creates the jobs stream and the shared consumer, and opens the
+// buckets: the page locks, the sent ledger, the rate limits and the held
+// crossings of quiet hours; then hands each to the part that keeps it.
+func (w *Worker) open(ctx context.Context) error {
+	cfg, b := w.cfg, w.bus
+	stream, err := b.JobsStream(ctx)
+	if err != nil {
+		return err
+	}
+	cons, err := stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
+		Durable:     cfg.Consumer,
+		Description: "pagewatch workers: notification mails",
+		AckPolicy:   jetstream.AckExplicitPolicy,
+		AckWait:     cfg.AckWait,
+		MaxDeliver:  -1,
+		// Room for every worker process's prefetch.
+		MaxAckPending: max(10_000, 8*cfg.Prefetch),
+	})
+	if err != nil {
+		return fmt.Errorf("create consumer %s: %w", cfg.Consumer, err)
+	}
+	locks, err := b.KV(ctx, bus.BucketLocks, cfg.LockTTL)
+	if err != nil {
+		return err
+	}
+	if err := w.claims.ledger.Open(ctx); err != nil {
+		return err
+	}
+	limitsKV, err := b.KV(ctx, bus.BucketRateLimits, 0)
+	if err != nil {
+		return err
+	}
+	held, err := b.KV(ctx, bus.BucketHeld, 0)
+	if err != nil {
+		return err
+	}
+	if _, err := b.DeadLetterStream(ctx); err != nil {
+		return err
+	}
+	w.cons, w.locks, w.held = cons, locks, held
+	w.limits.limiter = ratelimit.New(limitsKV, w.logger, w.reg, nil)
+	w.digests.held, w.digests.locks = held, locks
+	return nil
 }
 
 // Run handles jobs until ctx is done, then lets in-flight jobs finish for
@@ -194,6 +206,9 @@ func New(ctx context.Context, cfg Config, deps Deps) (*Worker, error) {
 // Concurrency runners each take a page, lock it, and run its jobs one
 // after another (see schedule).
 func (w *Worker) Run(ctx context.Context) error {
+	if err := w.open(ctx); err != nil {
+		return err
+	}
 	s := newSchedule(w.cfg.Prefetch)
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()

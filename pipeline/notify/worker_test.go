@@ -62,7 +62,7 @@ func (b *bundle) start(t *testing.T, n int) {
 		cfg := b.cfg
 		cfg.Name = fmt.Sprintf("w%d", i)
 		mailers := func() (notify.Mailer, error) { return mail.New(b.mail, b.logger) }
-		w, err := notify.New(context.Background(), cfg, notify.Deps{Bus: b.bus, Mailers: mailers, History: b.ch.History(), Stats: b.ch.Traffic(), Logger: b.logger, Registry: prometheus.NewRegistry()})
+		w, err := notify.New(cfg, notify.Deps{Bus: b.bus, Mailers: mailers, History: b.ch.History(), Stats: b.ch.Traffic(), Logger: b.logger, Registry: prometheus.NewRegistry()})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -47,7 +47,7 @@ func TestDefaultLimitsKeepEveryServiceUnder429(t *testing.T) {
 	cfg.Name, cfg.LockTTL, cfg.DeferDelay, cfg.AckWait = "w", 3*time.Second, 200*time.Millisecond, 20*time.Second
 	cfg.RateLimit = ratelimit.Config{}
 	cfg.Routing = notify.Routing{Receivers: names}
-	w, err := notify.New(context.Background(), cfg, notify.Deps{Bus: b, Receivers: specs, History: nopHistory{}, Logger: logger, Registry: prometheus.NewRegistry()})
+	w, err := notify.New(cfg, notify.Deps{Bus: b, Receivers: specs, History: nopHistory{}, Logger: logger, Registry: prometheus.NewRegistry()})
 	must(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
