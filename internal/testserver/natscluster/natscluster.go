@@ -337,3 +337,58 @@ func tail(b []byte, n int) []byte {
 	}
 	return b
 }
+
+// WaitLeaders waits until every stream on the cluster has a leader that
+// answers, with every replica current. A restarted node is healthy
+// (WaitReady) before the streams it led have elected another leader: for
+// those seconds, longer on a loaded machine, a request to such a stream
+// goes unanswered, by whatever client. A test whose disruptions are over
+// waits for this before it asks the streams how the run ended.
+func (c *Cluster) WaitLeaders(t testing.TB, within time.Duration) {
+	t.Helper()
+	testcheck.Eventually(t, within, "a leader for every stream, with every replica current", c.leaders)
+}
+
+// leaders returns nil once every stream has a leader and current
+// replicas, or else the first stream that has not.
+func (c *Cluster) leaders() error {
+	nc, err := nats.Connect(c.URL, nats.Timeout(time.Second))
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	// The names come from the meta leader's assignments; a stream's info
+	// from its own leader only.
+	lister := js.StreamNames(ctx)
+	var names []string
+	for name := range lister.Name() {
+		names = append(names, name)
+	}
+	if err := lister.Err(); err != nil {
+		return fmt.Errorf("stream names: %w", err)
+	}
+	for _, name := range names {
+		rctx, rcancel := context.WithTimeout(ctx, 2*time.Second)
+		s, err := js.Stream(rctx, name)
+		rcancel()
+		if err != nil {
+			return fmt.Errorf("stream %s: %w", name, err)
+		}
+		cl := s.CachedInfo().Cluster
+		if cl == nil || cl.Leader == "" {
+			return fmt.Errorf("stream %s: no leader", name)
+		}
+		for _, p := range cl.Replicas {
+			if !p.Current || p.Offline {
+				return fmt.Errorf("stream %s: replica %s not current (leader %s)", name, p.Name, cl.Leader)
+			}
+		}
+	}
+	return nil
+}

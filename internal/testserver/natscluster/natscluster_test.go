@@ -52,6 +52,8 @@ func TestClusterKeepsAStreamThroughItsLeadersDeath(t *testing.T) {
 	c.Restart(t, leader)
 	c.WaitReady(t, time.Minute)
 	publish(100)
+	// Once WaitLeaders returns, the stream has a leader that answers.
+	c.WaitLeaders(t, time.Minute)
 	s, err := js.Stream(ctx, "T")
 	if err != nil {
 		t.Fatal(err)
@@ -59,6 +61,9 @@ func TestClusterKeepsAStreamThroughItsLeadersDeath(t *testing.T) {
 	info, err := s.Info(ctx)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if info.Cluster == nil || c.Index(info.Cluster.Leader) < 0 {
+		t.Fatalf("stream info after WaitLeaders names no leader: %+v", info.Cluster)
 	}
 	if info.State.Msgs != 300 {
 		t.Fatalf("stream holds %d messages, want 300", info.State.Msgs)
