@@ -87,33 +87,57 @@ func (c *jobsClient) tryPublish(x crossing.Crossing) error {
 // terminated jobs are gone).
 func (c *jobsClient) pending(t *testing.T) uint64 {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	info, err := c.stream.Info(ctx)
-	if err != nil {
-		t.Fatalf("jobs stream info: %v", err)
-	}
-	return info.State.Msgs
+	var n uint64
+	retryNATS(t, "jobs stream info", func(ctx context.Context) error {
+		info, err := c.stream.Info(ctx)
+		if err == nil {
+			n = info.State.Msgs
+		}
+		return err
+	})
+	return n
 }
 
 // ledgerSize is how many crossings the sent ledger holds.
 func (c *jobsClient) ledgerSize(t *testing.T) int {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	kv, err := c.bus.KV(ctx, bus.BucketSent, 0) // as the workers open it
-	if err != nil {
-		t.Fatalf("sent ledger: %v", err)
-	}
-	keys, err := kv.ListKeys(ctx)
-	if err != nil {
-		t.Fatalf("sent ledger: %v", err)
-	}
 	n := 0
-	for range keys.Keys() {
-		n++
-	}
+	retryNATS(t, "sent ledger", func(ctx context.Context) error {
+		kv, err := c.bus.KV(ctx, bus.BucketSent, 0) // as the workers open it
+		if err != nil {
+			return err
+		}
+		keys, err := kv.ListKeys(ctx)
+		if err != nil {
+			return err
+		}
+		n = 0
+		for range keys.Keys() {
+			n++
+		}
+		return nil
+	})
 	return n
+}
+
+// retryNATS asks until an answer comes, for up to 30 s: a cluster that
+// lost a node may take seconds to elect a stream's leader again, and a
+// question asked meanwhile goes unanswered. The answer itself is exact.
+func retryNATS(t *testing.T, what string, ask func(ctx context.Context) error) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := ask(ctx)
+		cancel()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %v (asked for 30 s)", what, err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
 }
 
 func workerPath(page int) string { return fmt.Sprintf("/page/%02d", page) }
