@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -94,9 +95,19 @@ func BenchmarkSweepUnusual(b *testing.B) {
 }
 
 func benchmarkSweep(b *testing.B, rs []rules.Rule) {
-	hits := 5_000_000
+	hits, pages := 5_000_000, 100_000
 	if os.Getenv("PAGEWATCH_BENCH_FULL") == "1" {
 		hits = 100_000_000
+	}
+	// PAGEWATCH_BENCH_PAGES raises the page count; unless
+	// PAGEWATCH_BENCH_HITS says otherwise, hits are then 10 a page (at
+	// most 100M), so that most pages of the 1/rank tail have views.
+	if v := benchEnvInt(b, "PAGEWATCH_BENCH_PAGES"); v > 0 {
+		pages = v
+		hits = max(hits, min(10*pages, 100_000_000))
+	}
+	if v := benchEnvInt(b, "PAGEWATCH_BENCH_HITS"); v > 0 {
+		hits = v
 	}
 	logger := testenv.Logger(b)
 	bs, _ := testenv.NATS(b, logger)
@@ -104,7 +115,7 @@ func benchmarkSweep(b *testing.B, rs []rules.Rule) {
 	ctx := context.Background()
 	end := time.Now().UTC().Truncate(time.Minute)
 	began := time.Now()
-	if err := c.GenerateSynthetic(ctx, clickhouse.Synthetic{Hits: hits, Pages: 100_000, Sites: 10, Days: 30, Message: 5000, End: end}); err != nil {
+	if err := c.GenerateSynthetic(ctx, clickhouse.Synthetic{Hits: hits, Pages: pages, Sites: 10, Days: 30, Message: 5000, End: end}); err != nil {
 		b.Fatal(err)
 	}
 	if _, err := c.WaitForMerges(ctx, 15*time.Minute); err != nil {
@@ -146,7 +157,7 @@ func benchmarkSweep(b *testing.B, rs []rules.Rule) {
 	}
 	first := time.Since(began)
 	crossed := testMetricVecSum(s.metrics.crossings)
-	b.Logf("%d hits generated in %v, days sealed in %v, hours in %v; first sweep (%v crossings) %v", hits, generated.Round(time.Second), sealing.Round(time.Second), sealingHours.Round(time.Second), crossed, first.Round(time.Millisecond))
+	b.Logf("%d hits on %d pages generated in %v, days sealed in %v, hours in %v; first sweep (%v crossings) %v", hits, pages, generated.Round(time.Second), sealing.Round(time.Second), sealingHours.Round(time.Second), crossed, first.Round(time.Millisecond))
 
 	rowsBefore := testMetric(b, s.metrics.rows)
 	b.ResetTimer()
@@ -175,6 +186,20 @@ func benchmarkSweep(b *testing.B, rs []rules.Rule) {
 		b.Fatal(err)
 	}
 	b.ReportMetric(float64(time.Since(began).Milliseconds()), "ms/refresh-sweep")
+}
+
+// benchEnvInt is the positive integer in the environment variable name,
+// or 0 when it is unset.
+func benchEnvInt(b *testing.B, name string) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return 0
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		b.Fatalf("%s=%q: want a positive integer", name, v)
+	}
+	return n
 }
 
 func testMetricVecSum(v *prometheus.CounterVec) float64 {
