@@ -39,3 +39,38 @@ func (l *LazyKV) Get(ctx context.Context) (jetstream.KeyValue, error) {
 	l.kv = kv
 	return kv, nil
 }
+
+// Entries is the bucket as the key-value operations a rate limiter uses
+// (ratelimit.KV), each opening the bucket first if need be: a limiter is
+// built without I/O and shared by the parts of a process.
+func (l *LazyKV) Entries() LazyEntries { return LazyEntries{l} }
+
+// LazyEntries is a LazyKV's Get, Create and Update by key.
+type LazyEntries struct{ l *LazyKV }
+
+// Get reads a key.
+func (e LazyEntries) Get(ctx context.Context, key string) (jetstream.KeyValueEntry, error) {
+	kv, err := e.l.Get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return kv.Get(ctx, key)
+}
+
+// Create writes a key that must not exist.
+func (e LazyEntries) Create(ctx context.Context, key string, value []byte, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	kv, err := e.l.Get(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return kv.Create(ctx, key, value, opts...)
+}
+
+// Update writes a key at the revision last read.
+func (e LazyEntries) Update(ctx context.Context, key string, value []byte, revision uint64) (uint64, error) {
+	kv, err := e.l.Get(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return kv.Update(ctx, key, value, revision)
+}

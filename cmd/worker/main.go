@@ -70,7 +70,10 @@ func run(ctx context.Context, env *daemon.Env[workerconf.Config]) error {
 		linksAPI := &links.API{Signer: signer, Unsubscribes: unsubs, Silences: silences, Logger: env.Logger}
 		env.Handle(links.Prefix, linksAPI.Handler())
 	}
-	w, err := notify.New(env.Config.Worker, notify.Deps{
+	// One rate limiter for the crossings and the reports: both spend the
+	// receivers' allowances.
+	lim := notify.NewLimiter(b, env.Logger, env.Registry)
+	w, err := notify.New(env.Config.Worker, notify.Deps{Limiter: lim,
 		Bus: b, Receivers: specs, History: ch.History(), Stats: ch.Traffic(), Silences: silences, Unsubscribes: unsubs,
 		Logger: env.Logger, Registry: env.Registry,
 	})
@@ -79,7 +82,7 @@ func run(ctx context.Context, env *daemon.Env[workerconf.Config]) error {
 	}
 	// Reports run in the worker, not the sweeper: the worker has the
 	// receivers (the mail settings, webhooks, chats) they go to.
-	reports, err := reportStage(ctx, env, b, ch, settings, specs)
+	reports, err := reportStage(ctx, env, b, ch, settings, specs, lim)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/pagewatch/pagewatch/config/file"
 	"github.com/pagewatch/pagewatch/config/workerconf"
 	"github.com/pagewatch/pagewatch/internal/daemon"
+	"github.com/pagewatch/pagewatch/pipeline/notify"
 	"github.com/pagewatch/pagewatch/sinks/mail"
 )
 
@@ -61,7 +62,7 @@ func reportCmd(ctx context.Context, env *daemon.Env[workerconf.Config], f report
 	if err != nil {
 		return err
 	}
-	stage, err := reportStage(ctx, env, b, ch, settings, specs)
+	stage, err := reportStage(ctx, env, b, ch, settings, specs, notify.NewLimiter(b, env.Logger, env.Registry))
 	if err != nil {
 		return err
 	}

@@ -33,7 +33,7 @@ func (l *limits) await(ctx context.Context, x crossing.Crossing, spec ReceiverSp
 	// and short enough that a runner holding a page lock keeps moving.
 	maxWait := min(l.ackWait/4, 10*time.Second)
 	if spec.Kind != KindEmail {
-		slot, ok, err := l.limiter.TryReserve(ctx, ratelimit.Key{Name: "receiver", ID: bus.Key(spec.Name)}, spec.RateLimit, maxWait)
+		slot, ok, err := l.limiter.TryReserve(ctx, receiverKey(spec.Name), spec.RateLimit, maxWait)
 		if err != nil {
 			l.logger.Warn("rate limit unavailable; job will be redelivered", "key", x.Key, "receiver", spec.Name, "err", err)
 			return l.deferDelay, false
@@ -89,6 +89,27 @@ func (l *limits) await(ctx context.Context, x crossing.Crossing, spec ReceiverSp
 		return l.deferDelay, false
 	}
 	return 0, true
+}
+
+// Turn waits, blocking, for a send to the receiver under the shared
+// rate limits crossings use: the receiver's own, or for email every
+// recipient's and then the account's (email, worker.rate_limit). The
+// worker's scheduled reports wait with it, so a report spends the same
+// allowance as a crossing.
+func Turn(ctx context.Context, lim *ratelimit.Limiter, spec ReceiverSpec, email ratelimit.Config, recipients []string) error {
+	if spec.Kind != KindEmail {
+		return lim.Wait(ctx, receiverKey(spec.Name), spec.RateLimit)
+	}
+	for _, rcpt := range recipients {
+		if err := lim.Wait(ctx, ratelimit.Recipient(rcpt), email.PerRecipient); err != nil {
+			return err
+		}
+	}
+	return lim.Wait(ctx, ratelimit.Global(), email.Global)
+}
+
+func receiverKey(name string) ratelimit.Key {
+	return ratelimit.Key{Name: "receiver", ID: bus.Key(name)}
 }
 
 // limits are the shared rate limits as this worker process waits for

@@ -65,6 +65,15 @@ type Deps struct {
 	// Clock is nil in production (time.Now); tests of quiet hours pass
 	// their own.
 	Clock func() time.Time
+	// Limiter grants the shared rate limits' slots (NewLimiter); the
+	// worker's reports use the same one. Nil: the worker makes its own.
+	Limiter *ratelimit.Limiter
+}
+
+// NewLimiter is a process's one rate limiter, over the shared limits'
+// bucket (opened on first use: no I/O here).
+func NewLimiter(b *bus.Bus, logger *slog.Logger, reg prometheus.Registerer) *ratelimit.Limiter {
+	return ratelimit.New(b.Lazy(bus.BucketRateLimits, 0).Entries(), logger, reg, nil)
 }
 
 // Worker consumes notification jobs. Its parts each hold what they need:
@@ -74,7 +83,6 @@ type Deps struct {
 type Worker struct {
 	cfg    Config
 	bus    *bus.Bus
-	reg    prometheus.Registerer // for the rate limiter, made in open
 	cons   jetstream.Consumer
 	locks  jetstream.KeyValue
 	held   jetstream.KeyValue
@@ -141,11 +149,15 @@ func New(cfg Config, deps Deps) (*Worker, error) {
 		now = time.Now
 	}
 	drainOver, cancelDrainOver := context.WithCancel(context.Background())
-	w := &Worker{cfg: cfg, reg: reg, silences: silences, unsubs: unsubs, signer: links.NewSigner(cfg.Links), bus: b, specs: specs, spec: spec, now: now,
+	w := &Worker{cfg: cfg, silences: silences, unsubs: unsubs, signer: links.NewSigner(cfg.Links), bus: b, specs: specs, spec: spec, now: now,
 		stats: deps.Stats, hist: newHistory(deps.History, logger), cancelDrainOver: cancelDrainOver,
 		logger: logger, metrics: newMetrics(reg, names)}
 	w.out = &outcomes{hist: w.hist, metrics: w.metrics, worker: cfg.Name}
-	w.limits = &limits{email: cfg.RateLimit, ackWait: cfg.AckWait, deferDelay: cfg.DeferDelay, out: w.out, logger: logger}
+	limiter := deps.Limiter
+	if limiter == nil {
+		limiter = NewLimiter(b, logger, reg)
+	}
+	w.limits = &limits{limiter: limiter, email: cfg.RateLimit, ackWait: cfg.AckWait, deferDelay: cfg.DeferDelay, out: w.out, logger: logger}
 	w.handoffs = &handoffs{bus: b, worker: cfg.Name, out: w.out, logger: logger}
 	w.claims = &claims{ledger: ledger.New(b), worker: cfg.Name, ackWait: cfg.AckWait, now: now, logger: logger, drainOver: drainOver}
 	w.digests = &digests{specs: specs, worker: cfg.Name, lockTTL: cfg.LockTTL, claims: w.claims,
@@ -155,8 +167,9 @@ func New(cfg Config, deps Deps) (*Worker, error) {
 }
 
 // open creates the jobs stream and the shared consumer, and opens the
-// buckets: the page locks, the sent ledger, the rate limits and the held
-// crossings of quiet hours; then hands each to the part that keeps it.
+// buckets: the page locks, the sent ledger and the held crossings of
+// quiet hours; then hands each to the part that keeps it. (The rate
+// limits' bucket opens on the limiter's first use.)
 func (w *Worker) open(ctx context.Context) error {
 	cfg, b := w.cfg, w.bus
 	stream, err := b.JobsStream(ctx)
@@ -182,10 +195,6 @@ func (w *Worker) open(ctx context.Context) error {
 	if err := w.claims.ledger.Open(ctx); err != nil {
 		return err
 	}
-	limitsKV, err := b.KV(ctx, bus.BucketRateLimits, 0)
-	if err != nil {
-		return err
-	}
 	held, err := b.KV(ctx, bus.BucketHeld, 0)
 	if err != nil {
 		return err
@@ -194,7 +203,6 @@ func (w *Worker) open(ctx context.Context) error {
 		return err
 	}
 	w.cons, w.locks, w.held = cons, locks, held
-	w.limits.limiter = ratelimit.New(limitsKV, w.logger, w.reg, nil)
 	w.digests.held, w.digests.locks = held, locks
 	return nil
 }

@@ -24,6 +24,10 @@ type MailFunc func(ctx context.Context, r Report, to []string) error
 type Receivers struct {
 	specs map[string]notify.ReceiverSpec
 	mail  MailFunc
+	// Turn, when set, waits for the receiver's turn under the shared rate
+	// limits before each send (notify.Turn with the worker's limiter), so
+	// a report spends the allowance crossings spend.
+	Turn func(ctx context.Context, spec notify.ReceiverSpec, to []string) error
 }
 
 // NewReceivers delivers to specs by name, mailing through mail.
@@ -49,13 +53,29 @@ func (d *Receivers) DeliverReport(ctx context.Context, receiver string, to []str
 		if len(to) == 0 {
 			return errors.New("no addresses: set the report's to, or the receiver's email.to")
 		}
+		if err := d.turn(ctx, spec, to); err != nil {
+			return err
+		}
 		return d.mail(ctx, r, to)
+	}
+	if err := d.turn(ctx, spec, nil); err != nil {
+		return err
 	}
 	rcv, err := spec.Open()
 	if err != nil {
 		return err
 	}
 	return rcv.Send(ctx, notification(r))
+}
+
+func (d *Receivers) turn(ctx context.Context, spec notify.ReceiverSpec, to []string) error {
+	if d.Turn == nil {
+		return nil
+	}
+	if err := d.Turn(ctx, spec, to); err != nil {
+		return fmt.Errorf("rate limit of receiver %s: %w", spec.Name, err)
+	}
+	return nil
 }
 
 // notification is a report as text for chats and webhooks.
