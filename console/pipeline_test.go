@@ -42,8 +42,11 @@ func pipelineState(t *testing.T) (*bus.Bus, string, int) {
 	tc.StartAt = "beginning"
 	tc.PollInterval = 10 * time.Millisecond
 	tc.Inputs = []tail.Input{{Path: path, Site: "example.com"}}
-	tl, err := tail.New(ctx, tc, b, slog.New(slog.DiscardHandler), prometheus.NewRegistry(), tail.WithHeartbeat(200*time.Millisecond))
+	tl, err := tail.New(tc, tail.Deps{Bus: b, Logger: slog.New(slog.DiscardHandler), Registry: prometheus.NewRegistry()}, tail.WithHeartbeat(200*time.Millisecond))
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tl.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	tctx, cancel := context.WithCancel(ctx)

@@ -101,7 +101,7 @@ func runTail(ctx context.Context, env *daemon.Env[ingestconf.Config], f tailFlag
 		// every 30s otherwise (systemd, redirected output).
 		opts = append(opts, tail.WithBackfill(tail.BackfillOptions{Progress: env.Stderr, Only: f.backfillOnly}))
 	}
-	t, err := tail.New(ctx, env.Config.Ingest.Tail, b, env.Logger, env.Registry, opts...)
+	t, err := tail.New(env.Config.Ingest.Tail, tail.Deps{Bus: b, Logger: env.Logger, Registry: env.Registry}, opts...)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/pagewatch/pagewatch/broker/bus"
 	"github.com/pagewatch/pagewatch/pipeline/discover"
 )
 
@@ -98,6 +100,7 @@ func (c Config) validateFiles() error {
 // fileSetup is what New prepares for following files.
 type fileSetup struct {
 	watcher   *discover.Watcher // nil without glob inputs
+	globPaths []string          // the glob inputs' patterns, for the watcher
 	globInput []int             // the input of each of the watcher's globs
 	fm        *fileMetrics
 	// linger is how long the follower of a glob's file waits for its
@@ -124,40 +127,43 @@ type followedSet struct {
 	states     []*fileState // of the glob followers, for the metrics
 }
 
-// setupFiles registers the per-file metrics and prepares the Watcher of
-// the glob inputs and the lease buckets.
-func (t *Tailer) setupFiles(ctx context.Context, reg prometheus.Registerer) (*fileSetup, error) {
+// newFileSetup registers the per-file metrics and notes the glob inputs;
+// open, at Start, watches their directories and opens the lease buckets.
+func (t *Tailer) newFileSetup(reg prometheus.Registerer) *fileSetup {
 	fs := &fileSetup{followed: followedSet{byPath: map[string]*follower{}, refused: map[string]bool{}}}
 	var literal []*fileState
 	for i, in := range t.cfg.Inputs {
 		if !isGlob(in.Path) {
 			literal = append(literal, t.states[i])
+		} else {
+			fs.globPaths = append(fs.globPaths, in.Path)
+			fs.globInput = append(fs.globInput, i)
 		}
 	}
 	reg.MustRegister(newStateCollector(literal, fs.globStates))
 	fs.fm = newFileMetrics(reg)
-	if len(t.cfg.Inputs) == 0 {
-		return fs, nil
-	}
 	d := t.cfg.Discover
-	d.Paths = nil
-	for i, in := range t.cfg.Inputs {
-		if isGlob(in.Path) {
-			d.Paths = append(d.Paths, in.Path)
-			fs.globInput = append(fs.globInput, i)
-		}
+	fs.linger = 2*d.PollInterval + d.Debounce
+	return fs
+}
+
+// open starts the globs' watches and opens the lease buckets (Start).
+func (fs *fileSetup) open(ctx context.Context, cfg Config, b *bus.Bus, logger *slog.Logger, reg prometheus.Registerer) error {
+	if len(cfg.Inputs) == 0 {
+		return nil
 	}
 	// Without globs there is nothing to discover: no inotify watches,
 	// no scans, as before globs existed.
-	if len(d.Paths) > 0 {
-		w, err := discover.New(d, t.logger, reg)
+	if len(fs.globPaths) > 0 {
+		d := cfg.Discover
+		d.Paths = fs.globPaths
+		w, err := discover.New(d, logger, reg)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		fs.watcher = w
 	}
-	fs.linger = 2*d.PollInterval + d.Debounce
-	return fs, fs.setupLeases(ctx, t.cfg, t.bus)
+	return fs.setupLeases(ctx, cfg, b)
 }
 
 // fileMetrics are the metrics of files.go and lease.go.

@@ -32,8 +32,11 @@ func (b *bundle) globs(paths ...string) {
 // fails the test if the tailer takes over 5s to return.
 func (b *bundle) runTailer(t testing.TB, cfg tail.Config, reg *prometheus.Registry) (stop func()) {
 	t.Helper()
-	tl, err := tail.New(context.Background(), cfg, b.bus, b.logger, reg)
+	tl, err := tail.New(cfg, tail.Deps{Bus: b.bus, Logger: b.logger, Registry: reg})
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tl.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

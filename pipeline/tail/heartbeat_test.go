@@ -37,8 +37,11 @@ func TestHeartbeat(t *testing.T) {
 	size := st.Size()
 
 	every := 100 * time.Millisecond
-	tl, err := tail.New(context.Background(), b.cfg, b.bus, b.logger, prometheus.NewRegistry(), tail.WithHeartbeat(every))
+	tl, err := tail.New(b.cfg, tail.Deps{Bus: b.bus, Logger: b.logger, Registry: prometheus.NewRegistry()}, tail.WithHeartbeat(every))
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tl.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -225,8 +225,11 @@ func (b *bundle) runBackfill(ctx context.Context, t testing.TB, reg prometheus.R
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
-	tl, err := tail.New(context.Background(), b.cfg, b.bus, b.logger, reg, tail.WithBackfill(opts))
+	tl, err := tail.New(b.cfg, tail.Deps{Bus: b.bus, Logger: b.logger, Registry: reg}, tail.WithBackfill(opts))
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tl.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	return tl.Run(ctx)

@@ -19,8 +19,11 @@ import (
 func TestLagAndAgeMetrics(t *testing.T) {
 	b := setup(t)
 	reg := prometheus.NewRegistry()
-	tl, err := tail.New(context.Background(), b.cfg, b.bus, b.logger, reg)
+	tl, err := tail.New(b.cfg, tail.Deps{Bus: b.bus, Logger: b.logger, Registry: reg})
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tl.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -25,8 +25,11 @@ func TestPagesFilteredAndCounted(t *testing.T) {
 	vhosts := filepath.Join(b.dir, "vhosts.log")
 	b.cfg.Inputs = append(b.cfg.Inputs, tail.Input{Path: vhosts, Format: "vhost_combined"})
 	reg := prometheus.NewRegistry()
-	tl, err := tail.New(context.Background(), b.cfg, b.bus, b.logger, reg)
+	tl, err := tail.New(b.cfg, tail.Deps{Bus: b.bus, Logger: b.logger, Registry: reg})
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tl.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -74,8 +74,11 @@ func scanFixture(tb testing.TB, n, size int) *position {
 	cfg := DefaultConfig()
 	cfg.Instance = "bench"
 	cfg.Inputs = []Input{{Path: filepath.Join(tb.TempDir(), "access.log"), Site: "example.com"}}
-	tl, err := New(context.Background(), cfg, bb, logger, prometheus.NewRegistry())
+	tl, err := New(cfg, Deps{Bus: bb, Logger: logger, Registry: prometheus.NewRegistry()})
 	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := tl.Start(context.Background()); err != nil { // the stream, the leases
 		tb.Fatal(err)
 	}
 	fw := &tl.newFollower(cfg.Inputs[0], tl.parsers[0], tl.states[0]).live.pos

@@ -34,8 +34,11 @@ func TestSyslogBesideFiles(t *testing.T) {
 	b.cfg.Syslog.Tags = []string{"nginx"}
 	b.cfg.SyslogInput.Site = "example.com"
 	reg := prometheus.NewRegistry()
-	tl, err := tail.New(context.Background(), b.cfg, b.bus, b.logger, reg)
+	tl, err := tail.New(b.cfg, tail.Deps{Bus: b.bus, Logger: b.logger, Registry: reg})
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tl.Start(context.Background()); err != nil { // binds the listeners
 		t.Fatal(err)
 	}
 	udpAddr, tcpAddr := tl.SyslogAddrs()
@@ -114,8 +117,11 @@ func TestSyslogWithoutFiles(t *testing.T) {
 	b.cfg.Inputs = nil
 	b.cfg.Syslog.ListenTCP = "127.0.0.1:0"
 	b.cfg.SyslogInput.Site = "example.com"
-	tl, err := tail.New(context.Background(), b.cfg, b.bus, b.logger, prometheus.NewRegistry())
+	tl, err := tail.New(b.cfg, tail.Deps{Bus: b.bus, Logger: b.logger, Registry: prometheus.NewRegistry()})
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tl.Start(context.Background()); err != nil { // binds the listener
 		t.Fatal(err)
 	}
 	_, tcpAddr := tl.SyslogAddrs()
@@ -195,7 +201,7 @@ func TestNewRefusesNothingToFollow(t *testing.T) {
 	b := setup(t)
 	b.cfg.Inputs = nil
 	b.cfg.Stdin.Site = "example.com"
-	_, err := tail.New(context.Background(), b.cfg, b.bus, b.logger, prometheus.NewRegistry())
+	_, err := tail.New(b.cfg, tail.Deps{Bus: b.bus, Logger: b.logger, Registry: prometheus.NewRegistry()})
 	if err == nil || !strings.Contains(err.Error(), "nothing to follow") {
 		t.Fatalf("got %v", err)
 	}

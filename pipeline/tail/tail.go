@@ -51,6 +51,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -78,6 +79,11 @@ type Tailer struct {
 	syslog   *syslogInput     // nil unless ingest.tail.syslog listens (syslogin.go)
 	// beatEvery is the heartbeat's interval (heartbeat.go); 0: the default.
 	beatEvery time.Duration
+	reg       prometheus.Registerer
+	rules     lineRules // how lines become hits, shared by every input
+
+	startOnce sync.Once
+	startErr  error
 }
 
 // Option is an optional part of a Tailer, given to New.
@@ -99,17 +105,26 @@ type fileEnv struct {
 	files   *fileSetup
 }
 
-// New returns a Tailer publishing to the hits stream of b.
-func New(ctx context.Context, cfg Config, b *bus.Bus, logger *slog.Logger, reg prometheus.Registerer, opts ...Option) (*Tailer, error) {
+// Deps are what a Tailer works with.
+type Deps struct {
+	Bus      *bus.Bus
+	Logger   *slog.Logger
+	Registry prometheus.Registerer
+}
+
+// New returns a Tailer publishing to the hits stream of d.Bus. It does no
+// I/O: Start (or Run, which starts it) opens the stream, the lease
+// buckets, the directory watches and the syslog listeners.
+func New(cfg Config, d Deps, opts ...Option) (*Tailer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	stream, err := b.HitsStream(ctx)
-	if err != nil {
-		return nil, err
+	if !cfg.Syslog.Enabled() && len(cfg.Inputs) == 0 {
+		return nil, errors.New("ingest.tail: nothing to follow: inputs is empty and syslog has no listen_udp or listen_tcp (ingest.tail.stdin is read only by `ingest tail --stdin`)")
 	}
 	parsers := make([]logformat.Parser, len(cfg.Inputs))
 	for i, in := range cfg.Inputs {
+		var err error
 		if parsers[i], _, err = in.parser(); err != nil {
 			return nil, fmt.Errorf("ingest.tail.inputs[%d].%w", i, err)
 		}
@@ -126,29 +141,49 @@ func New(ctx context.Context, cfg Config, b *bus.Bus, logger *slog.Logger, reg p
 		states:  states,
 		pages:   pages,
 		cfg:     cfg,
-		stream:  stream,
-		bus:     b,
-		logger:  logger,
-		metrics: newMetrics(reg),
+		bus:     d.Bus,
+		logger:  d.Logger,
+		reg:     d.Registry,
+		metrics: newMetrics(d.Registry),
 		parsers: parsers,
+		rules:   newLineRules(cfg, pages, d.Bus, d.Registry),
 	}
 	for _, o := range opts {
 		o(t)
 	}
-	if t.files, err = t.setupFiles(ctx, reg); err != nil {
-		return nil, err
-	}
-	t.env = &fileEnv{cfg: cfg, bus: b, stream: stream, metrics: t.metrics, rules: newLineRules(cfg, pages, b, reg), files: t.files}
-	if err := t.listenSyslog(reg); err != nil {
-		return nil, err
-	}
+	t.files = t.newFileSetup(d.Registry)
 	return t, nil
+}
+
+// Start opens what the Tailer needs: the hits stream, the file leases and
+// records, the watches of the globs' directories, and the syslog
+// listeners. Run starts it if need be; call it first to learn the
+// listeners' addresses (SyslogAddrs). It is done once.
+func (t *Tailer) Start(ctx context.Context) error {
+	t.startOnce.Do(func() { t.startErr = t.start(ctx) })
+	return t.startErr
+}
+
+func (t *Tailer) start(ctx context.Context) error {
+	stream, err := t.bus.HitsStream(ctx)
+	if err != nil {
+		return err
+	}
+	t.stream = stream
+	if err := t.files.open(ctx, t.cfg, t.bus, t.logger, t.reg); err != nil {
+		return err
+	}
+	t.env = &fileEnv{cfg: t.cfg, bus: t.bus, stream: stream, metrics: t.metrics, rules: t.rules, files: t.files}
+	return t.listenSyslog(t.reg)
 }
 
 // Run follows every input until ctx is done (with BackfillOptions.Only,
 // until every input has been read to its end). Lines read but not yet
 // published when it stops are read again by the next run.
 func (t *Tailer) Run(ctx context.Context) error {
+	if err := t.Start(ctx); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	files, err := t.startFiles(ctx, cancel)

@@ -59,8 +59,11 @@ func setup(t testing.TB) *bundle {
 // start runs a tailer until the returned stop is called.
 func (b *bundle) start(t testing.TB) (stop func()) {
 	t.Helper()
-	tl, err := tail.New(context.Background(), b.cfg, b.bus, b.logger, prometheus.NewRegistry())
+	tl, err := tail.New(b.cfg, tail.Deps{Bus: b.bus, Logger: b.logger, Registry: prometheus.NewRegistry()})
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tl.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -39,8 +39,11 @@ func TestClientKeysAgreeAcrossTailersAndChangeAtMidnight(t *testing.T) {
 		tc := b.cfg
 		tc.Instance = name
 		tc.Inputs = []tail.Input{{Path: filepath.Join(b.dir, name+".log"), Site: "example.com"}}
-		tl, err := tail.New(context.Background(), tc, conn, b.logger, prometheus.NewRegistry())
+		tl, err := tail.New(tc, tail.Deps{Bus: conn, Logger: b.logger, Registry: prometheus.NewRegistry()})
 		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tl.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithCancel(context.Background())
