@@ -15,7 +15,7 @@ import (
 
 var ran bool
 
-var program = daemon.Program[config.Config]{Defaults: config.Default, 
+var program = daemon.Program[config.Config]{Defaults: config.Default,
 	Name:        "demo",
 	Description: "demo does nothing, carefully.",
 	Default:     "run",

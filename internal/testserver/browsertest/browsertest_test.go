@@ -68,19 +68,39 @@ type recorder struct {
 	testing.TB
 	mu   sync.Mutex
 	errs []string
+	// passing: the expected failure is over, and what fails now fails
+	// the test itself (a Goexit of the test's own goroutine would end it
+	// as a panic, hiding the step that failed).
+	passing bool
 }
 
 func (r *recorder) Errorf(format string, args ...any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.passing {
+		r.TB.Errorf(format, args...)
+		return
+	}
 	r.errs = append(r.errs, fmt.Sprintf(format, args...))
 }
 
 // Fatalf records and ends the goroutine, as t.Fatalf does: steps that
 // should fail run in a goroutine of their own.
 func (r *recorder) Fatalf(format string, args ...any) {
+	r.mu.Lock()
+	passing := r.passing
+	r.mu.Unlock()
+	if passing {
+		r.TB.Fatalf(format, args...)
+	}
 	r.Errorf(format, args...)
 	runtime.Goexit()
+}
+
+func (r *recorder) pass() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.passing = true
 }
 
 func (r *recorder) errors() string {
@@ -222,6 +242,10 @@ func testStepFails(t *testing.T, b *browsertest.Browser, base string) {
 	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("the failing step took %v", d)
 	}
+	// The same page serves the next step. Its 500 ms default is the
+	// failing step's; a loaded machine may take longer to answer this one.
+	rec.pass()
+	p.WaitFor("#js", 20*time.Second)
 	if got := p.Text("#js"); got != "ran" {
 		t.Errorf("after the failed step, #js = %q", got)
 	}
