@@ -48,15 +48,23 @@ type ruleSet struct {
 	episodic bool
 
 	mu      sync.Mutex
-	matches map[page][]match // at most maxMatches pages
+	matches map[page][]match // this sweep's pages: at most maxMatches
+	older   map[page][]match // the sweep before's, not read again yet
 }
 
-// maxMatches bounds the pages whose matches a rule set remembers. A sum
+// maxMatches bounds the pages whose matches a sweep remembers. A sum
 // rule, or a rule that looks down, reads every page of its sites, and
 // paths are the clients' to make up: a site that answers any path with a
-// 200 would otherwise grow the cache by every path ever requested. Past
-// the bound the cache starts again; a page's matches cost a few
-// comparisons to find again. A var for the test of it.
+// 200 would otherwise grow the cache by every path ever requested.
+//
+// The cache keeps what the last two sweeps read (sweepStarted): a page
+// no sweep reads is forgotten a sweep later, and a sweep reading more
+// pages than the bound finds the first maxMatches of them remembered,
+// sweep after sweep. (It once started again from empty when full: at 1M
+// pages read, no page was ever found, and every page's matches and
+// SHA-256 state keys were computed every sweep, 46% of its CPU;
+// docs/performance.md.) At most 2 × maxMatches pages, some 110 MiB. A
+// var for the test of it.
 var maxMatches = 1 << 18
 
 // match is a rule watching a page, with the page's state key for it
@@ -126,6 +134,12 @@ func (set *ruleSet) matching(site, path string) []match {
 	p := page{site, path}
 	set.mu.Lock()
 	m, ok := set.matches[p]
+	if !ok {
+		if m, ok = set.older[p]; ok {
+			delete(set.older, p)
+			set.keep(p, m)
+		}
+	}
 	set.mu.Unlock()
 	if ok {
 		return m
@@ -147,12 +161,26 @@ func (set *ruleSet) matching(site, path string) []match {
 		m = append(m, match{rule: i, key: stateKey(set.rules[i], site, path)})
 	}
 	set.mu.Lock()
-	if len(set.matches) >= maxMatches {
-		clear(set.matches)
-	}
-	set.matches[p] = m
+	set.keep(p, m)
 	set.mu.Unlock()
 	return m
+}
+
+// keep remembers a page's matches for this sweep, while there is room.
+// set.mu is held.
+func (set *ruleSet) keep(p page, m []match) {
+	if len(set.matches) < maxMatches {
+		set.matches[p] = m
+	}
+}
+
+// sweepStarted ages the cache: what the last sweep read becomes older,
+// found again (and kept) as this sweep reads it, and forgotten at the
+// next sweep if it is not.
+func (set *ruleSet) sweepStarted() {
+	set.mu.Lock()
+	defer set.mu.Unlock()
+	set.older, set.matches = set.matches, make(map[page][]match, len(set.matches))
 }
 
 // quiet reports whether a page's count for a per-page rule is too low to

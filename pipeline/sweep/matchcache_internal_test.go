@@ -33,3 +33,49 @@ func TestMatchCacheIsBounded(t *testing.T) {
 		t.Fatalf("%d pages remembered, want at most %d", n, maxMatches)
 	}
 }
+
+// Sweeps that read three times the pages the cache holds, in the same
+// order each time, find the first maxMatches of them remembered every
+// sweep (starting the cache again from empty found none); a page no
+// sweep reads is forgotten a sweep later; and it never holds more than
+// two sweeps' bound.
+func TestMatchCacheKeepsWhatSweepsRead(t *testing.T) {
+	defer func(n int) { maxMatches = n }(maxMatches)
+	maxMatches = 1000
+	r := rules.Rule{Name: "all", Site: "example.com", Match: rules.Match{Prefix: "/"},
+		Thresholds: rules.Thresholds{100}, Window: rules.ParseWindow("1h"), Notify: rules.Notify{Recipients: []string{"a@example.com"}}}
+	if err := r.Validate("rules"); err != nil {
+		t.Fatal(err)
+	}
+	set := newRuleSet([]rules.Rule{r})
+	remembered := func(p page) bool {
+		_, a := set.matches[p]
+		_, b := set.older[p]
+		return a || b
+	}
+	for sweep := 0; sweep < 4; sweep++ {
+		set.sweepStarted()
+		found := 0
+		for i := 0; i < 3*maxMatches; i++ {
+			p := page{"example.com", fmt.Sprintf("/p/%d", i)}
+			if remembered(p) {
+				found++
+			}
+			if m := set.matching(p.site, p.path); len(m) != 1 {
+				t.Fatalf("%s: %d matches", p.path, len(m))
+			}
+		}
+		if want := min(sweep, 1) * maxMatches; found != want {
+			t.Errorf("sweep %d: %d pages found remembered, want %d", sweep, found, want)
+		}
+		if n := len(set.matches) + len(set.older); n > 2*maxMatches {
+			t.Fatalf("%d pages remembered, want at most %d", n, 2*maxMatches)
+		}
+	}
+	gone := page{"example.com", "/p/0"}
+	set.sweepStarted()
+	set.sweepStarted()
+	if remembered(gone) {
+		t.Error("a page no sweep read is still remembered two sweeps later")
+	}
+}

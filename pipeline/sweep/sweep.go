@@ -216,6 +216,7 @@ func (s *Sweeper) Sweep(ctx context.Context) error {
 // sweep is one sweep at time now; see the package comment for the steps.
 func (s *Sweeper) sweep(ctx context.Context, now time.Time) error {
 	set := s.rules.current()
+	set.sweepStarted()
 	s.seals.seal(ctx, now, set.episodic)
 	last, err := s.state.progress(ctx)
 	if err != nil {
