@@ -246,7 +246,7 @@ func (c *Cluster) StreamLeader(t testing.TB, stream string) int {
 	t.Helper()
 	leader := -1
 	testcheck.Eventually(t, 30*time.Second, "a leader of stream "+stream, func() error {
-		return withJS(c.URL, func(ctx context.Context, js jetstream.JetStream) error {
+		return withJS(c.URL, 2*time.Second, func(ctx context.Context, js jetstream.JetStream) error {
 			s, err := js.Stream(ctx, stream)
 			if err != nil {
 				return err
@@ -265,9 +265,10 @@ func (c *Cluster) StreamLeader(t testing.TB, stream string) int {
 	return leader
 }
 
-// withJS runs fn with a JetStream client of its own on url, for a look
-// at the cluster that must not depend on the test's other connections.
-func withJS(url string, fn func(context.Context, jetstream.JetStream) error) error {
+// withJS runs fn, within d, with a JetStream client of its own on url,
+// for a look at the cluster that must not depend on the test's other
+// connections.
+func withJS(url string, d time.Duration, fn func(context.Context, jetstream.JetStream) error) error {
 	nc, err := nats.Connect(url, nats.Timeout(time.Second))
 	if err != nil {
 		return err
@@ -277,7 +278,7 @@ func withJS(url string, fn func(context.Context, jetstream.JetStream) error) err
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	return fn(ctx, js)
 }
@@ -352,17 +353,10 @@ func (c *Cluster) WaitLeaders(t testing.TB, within time.Duration) {
 // leaders returns nil once every stream has a leader and current
 // replicas, or else the first stream that has not.
 func (c *Cluster) leaders() error {
-	nc, err := nats.Connect(c.URL, nats.Timeout(time.Second))
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
+	return withJS(c.URL, 5*time.Second, streamsLed)
+}
+
+func streamsLed(ctx context.Context, js jetstream.JetStream) error {
 	// The names come from the meta leader's assignments; a stream's info
 	// from its own leader only.
 	lister := js.StreamNames(ctx)
