@@ -382,12 +382,18 @@ func (d *unusualDetector) weighUp(o Observation) judgement {
 	if b := u.burst(); b > 0 && u.Direction != Down {
 		mu := e.Top * float64(b) / float64(d.r.Window.Rolling)
 		pb := max(d.countAt(e, mu, u.Sensitivity), u.Factor*mu, float64(d.burstMin()))
+		j.burst = j.burst || float64(o.Short) >= pb
+		if !e.Weekly {
+			// Under a week of history the page's own bursts are still
+			// being learnt (remembered, above): minutes against an hour's
+			// normal from a few days would tell its usual bursts as news.
+			return j
+		}
 		lb := max(pb, floor)
 		if s := float64(o.Short) / lb; s > j.severity {
 			j.severity, j.short = s, true
 		}
 		j.fires = j.fires || float64(o.Short) >= lb
-		j.burst = j.burst || float64(o.Short) >= pb
 	}
 	return j
 }

@@ -218,6 +218,28 @@ func TestUnusualShortBurstFiresOnce(t *testing.T) {
 	wantMessages(t, got, want)
 }
 
+// A page's minute-scale bursts are learnt in its first week, not told:
+// against an hour's normal from a few days, its usual ten minutes at 4 ×
+// would be news every day. From the second week they are its normal, and
+// a burst far past them is still heard.
+func TestUnusualBurstsLearntInTheFirstWeek(t *testing.T) {
+	r := unusualRule(t, Unusual{})
+	big := monday.Add(17*24*time.Hour + 14*time.Hour) // Thursday 14:00, 3rd week
+	s := newSynth(monday, 19, 13, func(t time.Time) float64 {
+		v := daily(120)(t)
+		if at := t.Truncate(24 * time.Hour).Add(14 * time.Hour); !t.Before(at) && t.Before(at.Add(10*time.Minute)) {
+			v *= 4 // every day at 14:00, its newsletter
+			if at.Equal(big) {
+				v *= 5
+			}
+		}
+		return v
+	})
+	got := s.run(t, r, monday.Add(2*24*time.Hour))
+	want := []string{"fire up 03-19 Thu 14:10", "resolve up 03-19 Thu 16:10"}
+	wantMessages(t, got, want)
+}
+
 func TestUnusualShortHistory(t *testing.T) {
 	r := unusualRule(t, Unusual{})
 	surge := monday.Add(3*24*time.Hour + 13*time.Hour) // its 4th day, 13:00
