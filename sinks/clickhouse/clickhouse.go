@@ -133,6 +133,8 @@ type Client struct {
 	insertSettings ch.Settings
 	// http, when clickhouse.http_addr is set, takes the loader's inserts.
 	http *httpInserter
+	// bufs are the inserts', kept for the next insert.
+	bufs buffers
 }
 
 // codeUnknownDatabase is the exception code of a missing database.
@@ -170,7 +172,7 @@ func Open(ctx context.Context, cfg Config, logger *slog.Logger) (*Client, error)
 		c.insertSettings["insert_distributed_sync"] = 1
 	}
 	if len(cfg.HTTPAddr) > 0 {
-		if c.http, err = newHTTPInserter(cfg, c.insertSettings); err != nil {
+		if c.http, err = newHTTPInserter(cfg, c.insertSettings, &c.bufs); err != nil {
 			conn.Close()
 			return nil, err
 		}

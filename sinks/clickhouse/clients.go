@@ -23,14 +23,14 @@ type clientCount struct {
 }
 
 // countedRows is the rows that are page views, in their order: rows
-// itself when every one is (the usual), else a copy from the pool that
-// the caller puts back.
-func countedRows(rows []row) ([]row, *[]row) {
+// itself when every one is (the usual), else a copy from free that the
+// caller puts back.
+func countedRows(free *freeList[[]row], rows []row) ([]row, *[]row) {
 	i := slices.IndexFunc(rows, func(r row) bool { return !r.counted })
 	if i < 0 {
 		return rows, nil
 	}
-	p := getRows(len(rows))
+	p := getRows(free, len(rows))
 	*p = append(*p, rows[:i]...)
 	for _, r := range rows[i+1:] {
 		if r.counted {
@@ -42,9 +42,9 @@ func countedRows(rows []row) ([]row, *[]row) {
 
 // countClients counts hits per (page, minute, message, class, counted,
 // client) from rows as sortedRows leaves them, in page_clients' order
-// within each day.
-func countClients(rows []row) []clientCount {
-	out := (*clientSlices.get())[:0]
+// within each day, in a slice from free.
+func countClients(free *freeList[[]clientCount], rows []row) []clientCount {
+	out := (*free.get())[:0]
 	for i := 0; i < len(rows); {
 		first := len(out)
 		page, minute := rows[i].page, rows[i].unix/60*60
@@ -89,9 +89,6 @@ func b2u(b bool) uint8 {
 	}
 	return 0
 }
-
-// clientSlices reuses countClients' counts.
-var clientSlices = make(freeList[[]clientCount], 2)
 
 func (h Hits) insertClients(ctx context.Context, counts []clientCount, pages []page) error {
 	if h.c.http != nil {

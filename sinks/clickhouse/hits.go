@@ -28,19 +28,20 @@ import (
 // again in another message (a recovery, a --from-start run, a replay) is
 // the same hits row.
 func (h Hits) InsertHits(ctx context.Context, batches []hit.Batch) error {
-	all, pages, refs := sortedRows(batches)
-	defer putRows(&all)
+	bufs := &h.c.bufs
+	all, pages, refs := sortedRows(&bufs.rows, batches)
+	defer bufs.rows.put(&all)
 	if len(all) == 0 {
 		return nil
 	}
 	// Views are the counted hits; the others (bots, by default) are in
 	// page_clients only.
-	rows, filtered := countedRows(all)
+	rows, filtered := countedRows(&bufs.rows, all)
 	if filtered != nil {
-		defer putRows(filtered)
+		defer bufs.rows.put(filtered)
 	}
-	minutes := countMinutes(rows)
-	defer minuteSlices.put(&minutes)
+	minutes := countMinutes(&bufs.minutes, rows)
+	defer bufs.minutes.put(&minutes)
 	// Counts first: once a batch's raw hits are visible, so are its counts,
 	// which is what anyone comparing the two (tests, operators) assumes.
 	for _, part := range splitBy(len(minutes), func(i int) int { return minutes[i].month }) {
@@ -51,8 +52,8 @@ func (h Hits) InsertHits(ctx context.Context, batches []hit.Batch) error {
 	// Who sent them: written before loaded_days like the counts, though
 	// nothing is sealed from them, so that a message's rows are all in
 	// once any sealed day counts it.
-	clients := countClients(all)
-	defer clientSlices.put(&clients)
+	clients := countClients(&bufs.clients, all)
+	defer bufs.clients.put(&clients)
 	for _, part := range splitBy(len(clients), func(i int) int { return int(clients[i].day) }) {
 		if err := h.insertClients(ctx, clients[part.from:part.to], pages); err != nil {
 			return fmt.Errorf("insert %d page-minute clients of day %d: %w", part.to-part.from, part.key, err)
@@ -100,18 +101,18 @@ type page struct{ site, path string }
 
 // sortedRows orders hits by partition, then by the hits table's key
 // (site, path, ts, seq, line_offset), and returns them with their pages
-// in rank order and their referrers; the rows may go back to the pool
-// (putRows) once inserted. A batch holds far fewer pages than hits, so
+// in rank order and their referrers. The rows are from free, and may go
+// back to it once inserted. A batch holds far fewer pages than hits, so
 // rows are bucketed by (day, page) in linear time and only each bucket is
 // sorted, by integers; within a page, hits arrive almost in time order,
 // which the sort finishes quickly.
-func sortedRows(batches []hit.Batch) ([]row, []page, []string) {
+func sortedRows(free *freeList[[]row], batches []hit.Batch) ([]row, []page, []string) {
 	n := 0
 	for i := range batches {
 		n += batches[i].Len()
 	}
-	rows := getRows(n)
-	defer putRows(rows)
+	rows := getRows(free, n)
+	defer free.put(rows)
 	ids := map[page]uint32{}
 	var pages []page
 	var cache pageCache
@@ -202,7 +203,7 @@ func sortedRows(batches []hit.Batch) ([]row, []page, []string) {
 	for i := 1; i < len(starts); i++ {
 		starts[i] += starts[i-1]
 	}
-	sorted := getRows(n)
+	sorted := getRows(free, n)
 	out := (*sorted)[:n]
 	next := slices.Clone(starts[:len(starts)-1])
 	for _, r := range *rows {
@@ -329,19 +330,15 @@ func (l *leanIDs) ref(ref uint32, t *strTable) uint32 {
 	return id
 }
 
-// rowSlices reuses sortedRows' scratch rows.
-var rowSlices = make(freeList[[]row], 4)
-
-func getRows(n int) *[]row {
-	p := rowSlices.get()
+// getRows returns room for n rows from free.
+func getRows(free *freeList[[]row], n int) *[]row {
+	p := free.get()
 	if cap(*p) < n {
 		*p = make([]row, 0, n)
 	}
 	*p = (*p)[:0]
 	return p
 }
-
-func putRows(p *[]row) { rowSlices.put(p) }
 
 // minuteCount is one page_minutes row.
 type minuteCount struct {
@@ -354,9 +351,10 @@ type minuteCount struct {
 
 // countMinutes counts hits per (page, minute, seq) from rows as
 // sortedRows leaves them, and returns the counts in page_minutes' own
-// order within each month.
-func countMinutes(rows []row) []minuteCount {
-	out := (*minuteSlices.get())[:0]
+// order within each month, in a slice from free. They are about as many
+// as the rows when pages are many and messages small.
+func countMinutes(free *freeList[[]minuteCount], rows []row) []minuteCount {
+	out := (*free.get())[:0]
 	for i := 0; i < len(rows); {
 		// One run: the rows of one page in one minute, several messages.
 		first := len(out)
@@ -387,10 +385,6 @@ func countMinutes(rows []row) []minuteCount {
 	}
 	return out
 }
-
-// minuteSlices reuses countMinutes' counts, which are about as many as
-// the rows when pages are many and messages small.
-var minuteSlices = make(freeList[[]minuteCount], 2)
 
 // span is a run of equal keys in a sorted slice.
 type span struct{ key, from, to int }

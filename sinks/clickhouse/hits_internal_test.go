@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pierrec/lz4/v4"
+
 	"github.com/pagewatch/pagewatch/domain/hit"
 	"github.com/pagewatch/pagewatch/internal/realdata"
 	"github.com/pagewatch/pagewatch/pipeline/logformat"
@@ -38,7 +40,7 @@ func TestSortedRowsAndMinuteCounts(t *testing.T) {
 		}
 		batches = append(batches, b)
 	}
-	rows, pages, _ := sortedRows(batches)
+	rows, pages, _ := sortedRows(nil, batches)
 	key := func(r row) []any { return []any{r.day, pages[r.page].site, pages[r.page].path, r.unix, r.seq, r.off} }
 	for i := 1; i < len(rows); i++ {
 		a, b := rows[i-1], rows[i]
@@ -61,7 +63,7 @@ func TestSortedRowsAndMinuteCounts(t *testing.T) {
 			want[mk{h.Site, h.Path, h.Time.Unix() / 60 * 60, b.Seq}]++
 		}
 	}
-	got := countMinutes(rows)
+	got := countMinutes(nil, rows)
 	if len(got) != len(want) {
 		t.Fatalf("%d minute rows, want %d", len(got), len(want))
 	}
@@ -127,8 +129,8 @@ func TestLeanBatchesEncodeAsHits(t *testing.T) {
 		}
 	}
 	blocks := func(batches []hit.Batch) [3][]byte {
-		rows, pages, refs := sortedRows(batches)
-		minutes := countMinutes(rows)
+		rows, pages, refs := sortedRows(nil, batches)
+		minutes := countMinutes(nil, rows)
 		return [3][]byte{appendHits(nil, rows, pages, refs), appendMinutes(nil, minutes, pages), appendDays(nil, loadedDays(minutes))}
 	}
 	want := blocks(batches)
@@ -164,40 +166,43 @@ func BenchmarkEncodeInsert(b *testing.B) {
 	// Each block whole, then compressed whole, as inserts did before
 	// they streamed.
 	b.Run("whole", func(b *testing.B) {
+		var bufs buffers
+		c := new(lz4.Compressor)
 		var block, body []byte
 		for b.Loop() {
-			rows, pages, refs := sortedRows(batches)
-			minutes := countMinutes(rows)
+			rows, pages, refs := sortedRows(&bufs.rows, batches)
+			minutes := countMinutes(&bufs.minutes, rows)
 			for _, blk := range [][]byte{appendMinutes(block[:0], minutes, pages), appendDays(block[:0], loadedDays(minutes)), appendHits(block[:0], rows, pages, refs)} {
 				block = blk
 				var err error
-				if body, err = framed(body[:0], block); err != nil {
+				if body, err = framed(c, body[:0], block); err != nil {
 					b.Fatal(err)
 				}
 			}
-			minuteSlices.put(&minutes)
-			putRows(&rows)
+			bufs.minutes.put(&minutes)
+			bufs.rows.put(&rows)
 		}
 		b.ReportMetric(b.Elapsed().Seconds()/float64(b.N)/100_000*1e6, "cpu-s/Mrows")
 	})
 	// Each block streamed a frame at a time, as inserts send them.
 	b.Run("streamed", func(b *testing.B) {
+		var bufs buffers
 		for b.Loop() {
-			rows, pages, refs := sortedRows(batches)
-			minutes := countMinutes(rows)
+			rows, pages, refs := sortedRows(&bufs.rows, batches)
+			minutes := countMinutes(&bufs.minutes, rows)
 			days := loadedDays(minutes)
 			for _, encode := range []func([]byte, *stream) []byte{
 				func(buf []byte, s *stream) []byte { return streamMinutes(buf, s, minutes, pages) },
 				func(buf []byte, _ *stream) []byte { return appendDays(buf, days) },
 				func(buf []byte, s *stream) []byte { return streamHits(buf, s, rows, pages, refs) },
 			} {
-				body := &nativeBody{lz4: true, encode: encode, done: make(chan struct{})}
+				body := &nativeBody{lz4: true, bufs: &bufs, encode: encode, done: make(chan struct{})}
 				if _, err := body.WriteTo(io.Discard); err != nil {
 					b.Fatal(err)
 				}
 			}
-			minuteSlices.put(&minutes)
-			putRows(&rows)
+			bufs.minutes.put(&minutes)
+			bufs.rows.put(&rows)
 		}
 		b.ReportMetric(b.Elapsed().Seconds()/float64(b.N)/100_000*1e6, "cpu-s/Mrows")
 	})
@@ -213,8 +218,8 @@ func TestStreamedBodies(t *testing.T) {
 		b.Seq, b.LineKey = b.Seq+uint64(i)+1, b.LineKey+uint64(i)+1
 		batches = append(batches, b)
 	}
-	rows, pages, refs := sortedRows(batches)
-	minutes := countMinutes(rows)
+	rows, pages, refs := sortedRows(nil, batches)
+	minutes := countMinutes(nil, rows)
 	for _, c := range []struct {
 		name   string
 		block  []byte
@@ -226,7 +231,7 @@ func TestStreamedBodies(t *testing.T) {
 		if c.name == "hits" && len(c.block) < 3*frameSize {
 			t.Fatalf("hits block of %d bytes, want several frames", len(c.block))
 		}
-		compressed, err := framed(nil, c.block)
+		compressed, err := framed(new(lz4.Compressor), nil, c.block)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -236,11 +241,11 @@ func TestStreamedBodies(t *testing.T) {
 				want = compressed
 			}
 			var viaWriteTo bytes.Buffer
-			body := &nativeBody{lz4: lz4, encode: c.encode, done: make(chan struct{})}
+			body := &nativeBody{lz4: lz4, bufs: new(buffers), encode: c.encode, done: make(chan struct{})}
 			if _, err := body.WriteTo(&viaWriteTo); err != nil {
 				t.Fatal(err)
 			}
-			body = &nativeBody{lz4: lz4, encode: c.encode, done: make(chan struct{})}
+			body = &nativeBody{lz4: lz4, bufs: new(buffers), encode: c.encode, done: make(chan struct{})}
 			viaRead, err := io.ReadAll(struct{ io.Reader }{body})
 			if err != nil {
 				t.Fatal(err)
@@ -265,13 +270,13 @@ func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { retur
 // returns only once every body it handed out is done with.
 func TestInsertBodyAgain(t *testing.T) {
 	batches := manyBatches()
-	rows, pages, refs := sortedRows(batches)
-	want, err := framed(nil, appendHits(nil, rows, pages, refs))
+	rows, pages, refs := sortedRows(nil, batches)
+	want, err := framed(new(lz4.Compressor), nil, appendHits(nil, rows, pages, refs))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var sent [][]byte
-	h := &httpInserter{urls: []string{"http://127.0.0.1:1/"}, lz4: true, client: &http.Client{Transport: roundTripper(func(r *http.Request) (*http.Response, error) {
+	h := &httpInserter{urls: []string{"http://127.0.0.1:1/"}, lz4: true, bufs: new(buffers), client: &http.Client{Transport: roundTripper(func(r *http.Request) (*http.Response, error) {
 		var first bytes.Buffer
 		if _, err := io.Copy(&first, r.Body); err != nil {
 			return nil, err

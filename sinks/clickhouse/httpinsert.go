@@ -31,6 +31,7 @@ type httpInserter struct {
 	params   url.Values // database and the insert settings
 	lz4      bool
 	next     atomic.Uint32 // the address to try first
+	bufs     *buffers      // the Client's: its bodies reuse them
 }
 
 // HTTP compressions (clickhouse.http_compression).
@@ -47,7 +48,7 @@ const frameSize = 1 << 20
 // errorBytes bounds how much of an error response is read.
 const errorBytes = 64 << 10
 
-func newHTTPInserter(cfg Config, settings map[string]any) (*httpInserter, error) {
+func newHTTPInserter(cfg Config, settings map[string]any, bufs *buffers) (*httpInserter, error) {
 	tlsCfg, err := cfg.TLS.Build()
 	if err != nil {
 		return nil, fmt.Errorf("clickhouse.tls.%w", err)
@@ -75,6 +76,7 @@ func newHTTPInserter(cfg Config, settings map[string]any) (*httpInserter, error)
 		password: cfg.Password.Reveal(),
 		params:   url.Values{"database": {cfg.Database}},
 		lz4:      cfg.HTTPCompression == compressionLZ4,
+		bufs:     bufs,
 	}
 	for _, a := range cfg.HTTPAddr {
 		h.urls = append(h.urls, scheme+"://"+a+"/")
@@ -88,9 +90,6 @@ func newHTTPInserter(cfg Config, settings map[string]any) (*httpInserter, error)
 	return h, nil
 }
 
-// compressors reuse LZ4 compressors (each holds a 64 KiB hash table).
-var compressors = sync.Pool{New: func() any { return new(lz4.Compressor) }}
-
 // The compressed framing's header: a CityHash128 of the rest of the frame,
 // then the method, the frame's size from the method on, and the data's.
 const (
@@ -101,11 +100,9 @@ const (
 
 // framed appends data to dst in ClickHouse's compressed framing (what
 // decompress=1 reads): frames of at most frameSize bytes of data, each
-// LZ4-compressed behind its header. ch-go's writer does the same one
-// frame at a time, with a new buffer for every frame.
-func framed(dst, data []byte) ([]byte, error) {
-	c := compressors.Get().(*lz4.Compressor)
-	defer compressors.Put(c)
+// LZ4-compressed by c behind its header. ch-go's writer does the same
+// one frame at a time, with a new buffer for every frame.
+func framed(c *lz4.Compressor, dst, data []byte) ([]byte, error) {
 	for len(data) > 0 {
 		n := min(len(data), frameSize)
 		start := len(dst)
@@ -144,7 +141,7 @@ func (h *httpInserter) insert(ctx context.Context, insert string, encode func([]
 	var mu sync.Mutex
 	var bodies []*nativeBody
 	newBody := func() *nativeBody {
-		b := &nativeBody{lz4: h.lz4, encode: encode, done: make(chan struct{})}
+		b := &nativeBody{lz4: h.lz4, bufs: h.bufs, encode: encode, done: make(chan struct{})}
 		mu.Lock()
 		defer mu.Unlock()
 		bodies = append(bodies, b)
@@ -204,6 +201,7 @@ func (h *httpInserter) insert(ctx context.Context, insert string, encode func([]
 // through a pipe.
 type nativeBody struct {
 	lz4    bool
+	bufs   *buffers // its inserter's
 	encode func([]byte, *stream) []byte
 	err    error // the encoding's, once done is closed
 
@@ -295,9 +293,13 @@ func (b *nativeBody) wait() {
 
 // writeTo encodes the block into w a frame at a time.
 func (b *nativeBody) writeTo(w io.Writer) (int64, error) {
-	f := &frameWriter{w: w, lz4: b.lz4, aborted: &b.aborted, chunk: chunks.get(), frame: frames.get()}
-	defer chunks.put(f.chunk)
-	defer frames.put(f.frame)
+	f := &frameWriter{w: w, lz4: b.lz4, aborted: &b.aborted, chunk: b.bufs.chunks.get(), frame: b.bufs.frames.get()}
+	defer b.bufs.chunks.put(f.chunk)
+	defer b.bufs.frames.put(f.frame)
+	if f.lz4 {
+		f.compressor = b.bufs.compressors.get()
+		defer b.bufs.compressors.put(f.compressor)
+	}
 	if cap(*f.chunk) < frameSize+chunkSlack {
 		*f.chunk = make([]byte, 0, frameSize+chunkSlack)
 	}
@@ -317,8 +319,10 @@ type frameWriter struct {
 	aborted *atomic.Bool
 	chunk   *[]byte // the block's encoding buffer
 	frame   *[]byte // a compressed frame
-	n       int64
-	err     error
+	// compressor compresses every frame of the body, with lz4 on.
+	compressor *lz4.Compressor
+	n          int64
+	err        error
 }
 
 func (f *frameWriter) flush(buf []byte) []byte {
@@ -346,7 +350,7 @@ func (f *frameWriter) compress(data []byte) {
 		return // the body is dead: compressing the rest would only delay the error
 	}
 	var err error
-	if *f.frame, err = framed((*f.frame)[:0], data); err != nil && f.err == nil {
+	if *f.frame, err = framed(f.compressor, (*f.frame)[:0], data); err != nil && f.err == nil {
 		f.err = err
 	}
 	f.write(*f.frame)
@@ -368,11 +372,3 @@ func (f *frameWriter) write(p []byte) {
 // chunkSlack is room past frameSize in an encoding buffer for the value
 // that crosses it, most often without growing the buffer.
 const chunkSlack = 64 << 10
-
-// chunks and frames reuse the buffers a body is encoded and compressed
-// in, one of each per insert in flight (ingest.load.inserts, 2 by
-// default).
-var (
-	chunks = make(freeList[[]byte], 4)
-	frames = make(freeList[[]byte], 4)
-)

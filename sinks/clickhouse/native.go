@@ -208,28 +208,6 @@ func appendDays(buf []byte, rows []dayBatch) []byte {
 	return buf
 }
 
-// freeList keeps up to its capacity of buffers for reuse. Unlike a
-// sync.Pool it is not emptied by garbage collections, which come every
-// few inserts: a buffer of several MB dropped is allocated, cleared and
-// faulted in again by the next insert.
-type freeList[T any] chan *T
-
-func (l freeList[T]) get() *T {
-	select {
-	case p := <-l:
-		return p
-	default:
-		return new(T)
-	}
-}
-
-func (l freeList[T]) put(p *T) {
-	select {
-	case l <- p:
-	default:
-	}
-}
-
 // insertNative inserts the block encode appends, for insert (an INSERT
 // naming its columns), over HTTP.
 func (c *Client) insertNative(ctx context.Context, insert string, encode func([]byte) []byte) error {

@@ -19,6 +19,7 @@ import (
 	"github.com/ClickHouse/ch-go/proto"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/column"
 	chproto "github.com/ClickHouse/clickhouse-go/v2/lib/proto"
+	"github.com/pierrec/lz4/v4"
 
 	"github.com/pagewatch/pagewatch/config/secret"
 	"github.com/pagewatch/pagewatch/domain/hit"
@@ -79,8 +80,8 @@ func openHTTPClient(t *testing.T, srv *clickhousetest.Server, compression string
 // batches encode them (revision 0: no block info). Its LZ4 is one
 // ch-go frame per block; pagewatch's is the same frame up to 1 MiB.
 func TestNativeBlocksAreTheDrivers(t *testing.T) {
-	rows, pages, refs := sortedRows(hostileBatches())
-	minutes := countMinutes(rows)
+	rows, pages, refs := sortedRows(nil, hostileBatches())
+	minutes := countMinutes(nil, rows)
 	days := loadedDays(minutes)
 	// One insert's rows: the largest day's.
 	parts := splitBy(len(rows), func(i int) int { return int(rows[i].day) })
@@ -128,7 +129,7 @@ func TestNativeBlocksAreTheDrivers(t *testing.T) {
 		if err := w.Compress(buf.Buf); err != nil {
 			t.Fatal(err)
 		}
-		if ours, err := framed(nil, c.ours); err != nil || !bytes.Equal(w.Data, ours) {
+		if ours, err := framed(new(lz4.Compressor), nil, c.ours); err != nil || !bytes.Equal(w.Data, ours) {
 			t.Errorf("%s: LZ4 frames differ from the driver's (%v)", c.table, err)
 		}
 	}
@@ -219,8 +220,8 @@ func TestHTTPInsertRoundTrip(t *testing.T) {
 			}
 		}
 	}
-	rows, _, _ := sortedRows(all)
-	want := fmt.Sprint(len(loadedDays(countMinutes(rows))))
+	rows, _, _ := sortedRows(nil, all)
+	want := fmt.Sprint(len(loadedDays(countMinutes(nil, rows))))
 	if got := strings.TrimSpace(srv.Query(t, "SELECT count() FROM (SELECT DISTINCT day, seq FROM pagewatch.loaded_days)")); got != want {
 		t.Fatalf("loaded_days holds %s (day, message) pairs, want %s", got, want)
 	}
@@ -239,8 +240,8 @@ func diffLines(got, want []string) string {
 // blocks from Native files: every hostile row comes back exactly.
 func TestNativeBlocksOnCurrentEngine(t *testing.T) {
 	batches := hostileBatches()
-	rows, pages, refs := sortedRows(batches)
-	minutes := countMinutes(rows)
+	rows, pages, refs := sortedRows(nil, batches)
+	minutes := countMinutes(nil, rows)
 	dir := t.TempDir()
 	migrations, err := schema.Migrations(schema.Layout{})
 	if err != nil {
