@@ -55,11 +55,22 @@ func DefaultConfig() Config {
 	}
 }
 
-// cronParser accepts an optional seconds field, as the config promises.
-var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+// scheduleFields are the fields of a schedule: an optional seconds field,
+// as the config promises, and descriptors.
+type scheduleFields cron.ParseOption
 
-// ParseSchedule parses a cron line as the sweeper's schedule is parsed:
-// the one syntax of pagewatch's schedules, the reports' too.
+// cronParser is the one syntax of pagewatch's schedules, the reports'
+// too. A constant rather than a cron.Parser in a package variable: a
+// parser is only its fields, and making one allocates nothing.
+const cronParser = scheduleFields(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+
+// Parse makes f a cron.ScheduleParser, which is how the sweeper's cron
+// takes it.
+func (f scheduleFields) Parse(spec string) (cron.Schedule, error) {
+	return cron.NewParser(cron.ParseOption(f)).Parse(spec)
+}
+
+// ParseSchedule parses a cron line as the sweeper's schedule is parsed.
 func ParseSchedule(spec string) (cron.Schedule, error) { return cronParser.Parse(spec) }
 
 // Validate reports every problem, naming its key, and compiles the inline
