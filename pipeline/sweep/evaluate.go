@@ -47,13 +47,17 @@ type ruleSet struct {
 	// judge reads (baseline.go).
 	episodic bool
 
+	// maxMatches is defaultMaxMatches but in tests, which fill a small
+	// cache rather than a real one.
+	maxMatches int
+
 	mu      sync.Mutex
 	matches map[page][]match // this sweep's pages: at most maxMatches
 	older   map[page][]match // the sweep before's, not read again yet
 }
 
-// maxMatches bounds the pages whose matches a sweep remembers. A sum
-// rule, or a rule that looks down, reads every page of its sites, and
+// defaultMaxMatches bounds the pages whose matches a sweep remembers. A
+// sum rule, or a rule that looks down, reads every page of its sites, and
 // paths are the clients' to make up: a site that answers any path with a
 // 200 would otherwise grow the cache by every path ever requested.
 //
@@ -63,9 +67,8 @@ type ruleSet struct {
 // sweep after sweep. (It once started again from empty when full: at 1M
 // pages read, no page was ever found, and every page's matches and
 // SHA-256 state keys were computed every sweep, 46% of its CPU;
-// docs/performance.md.) At most 2 × maxMatches pages, some 110 MiB. A
-// var for the test of it.
-var maxMatches = 1 << 18
+// docs/performance.md.) At most 2 × maxMatches pages, some 110 MiB.
+const defaultMaxMatches = 1 << 18
 
 // match is a rule watching a page, with the page's state key for it
 // (a hash, worth computing once).
@@ -77,7 +80,8 @@ type match struct {
 type page struct{ site, path string }
 
 func newRuleSet(rs []rules.Rule) *ruleSet {
-	set := &ruleSet{exact: map[page][]int{}, bySite: map[string][]int{}, matches: map[page][]match{}}
+	set := &ruleSet{exact: map[page][]int{}, bySite: map[string][]int{}, matches: map[page][]match{},
+		maxMatches: defaultMaxMatches}
 	floor := ^uint64(0)
 	everySite := false
 	for i := range rs {
@@ -169,7 +173,7 @@ func (set *ruleSet) matching(site, path string) []match {
 // keep remembers a page's matches for this sweep, while there is room.
 // set.mu is held.
 func (set *ruleSet) keep(p page, m []match) {
-	if len(set.matches) < maxMatches {
+	if len(set.matches) < set.maxMatches {
 		set.matches[p] = m
 	}
 }

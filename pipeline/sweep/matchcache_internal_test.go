@@ -11,14 +11,13 @@ import (
 // most maxMatches pages, however many paths clients make up: 300k
 // unmatched paths once added 300k entries (64 MiB) for good.
 func TestMatchCacheIsBounded(t *testing.T) {
-	defer func(n int) { maxMatches = n }(maxMatches)
-	maxMatches = 1000
 	r := rules.Rule{Name: "sum", Site: "example.com", Match: rules.Match{Prefix: "/blog/"}, Aggregate: rules.Sum,
 		Thresholds: rules.Thresholds{100}, Window: rules.ParseWindow("1h"), Notify: rules.Notify{Recipients: []string{"a@example.com"}}}
 	if err := r.Validate("rules"); err != nil {
 		t.Fatal(err)
 	}
 	set := newRuleSet([]rules.Rule{r})
+	set.maxMatches = 1000
 	for i := 0; i < 10_000; i++ {
 		path := fmt.Sprintf("/made-up/%d", i)
 		if i%2 == 0 {
@@ -29,8 +28,8 @@ func TestMatchCacheIsBounded(t *testing.T) {
 			t.Fatalf("%s: %d matches, want matched %t", path, len(m), want)
 		}
 	}
-	if n := len(set.matches); n > maxMatches {
-		t.Fatalf("%d pages remembered, want at most %d", n, maxMatches)
+	if n := len(set.matches); n > set.maxMatches {
+		t.Fatalf("%d pages remembered, want at most %d", n, set.maxMatches)
 	}
 }
 
@@ -40,14 +39,13 @@ func TestMatchCacheIsBounded(t *testing.T) {
 // sweep reads is forgotten a sweep later; and it never holds more than
 // two sweeps' bound.
 func TestMatchCacheKeepsWhatSweepsRead(t *testing.T) {
-	defer func(n int) { maxMatches = n }(maxMatches)
-	maxMatches = 1000
 	r := rules.Rule{Name: "all", Site: "example.com", Match: rules.Match{Prefix: "/"},
 		Thresholds: rules.Thresholds{100}, Window: rules.ParseWindow("1h"), Notify: rules.Notify{Recipients: []string{"a@example.com"}}}
 	if err := r.Validate("rules"); err != nil {
 		t.Fatal(err)
 	}
 	set := newRuleSet([]rules.Rule{r})
+	set.maxMatches = 1000
 	remembered := func(p page) bool {
 		_, a := set.matches[p]
 		_, b := set.older[p]
@@ -56,7 +54,7 @@ func TestMatchCacheKeepsWhatSweepsRead(t *testing.T) {
 	for sweep := 0; sweep < 4; sweep++ {
 		set.sweepStarted()
 		found := 0
-		for i := 0; i < 3*maxMatches; i++ {
+		for i := 0; i < 3*set.maxMatches; i++ {
 			p := page{"example.com", fmt.Sprintf("/p/%d", i)}
 			if remembered(p) {
 				found++
@@ -65,11 +63,11 @@ func TestMatchCacheKeepsWhatSweepsRead(t *testing.T) {
 				t.Fatalf("%s: %d matches", p.path, len(m))
 			}
 		}
-		if want := min(sweep, 1) * maxMatches; found != want {
+		if want := min(sweep, 1) * set.maxMatches; found != want {
 			t.Errorf("sweep %d: %d pages found remembered, want %d", sweep, found, want)
 		}
-		if n := len(set.matches) + len(set.older); n > 2*maxMatches {
-			t.Fatalf("%d pages remembered, want at most %d", n, 2*maxMatches)
+		if n := len(set.matches) + len(set.older); n > 2*set.maxMatches {
+			t.Fatalf("%d pages remembered, want at most %d", n, 2*set.maxMatches)
 		}
 	}
 	gone := page{"example.com", "/p/0"}
