@@ -178,7 +178,7 @@ func (h *handOn) publishJob(ctx context.Context, x crossing.Crossing) error {
 	msg := nats.NewMsg(h.bus.JobsSubject(bus.Key(x.Site, x.Path)))
 	msg.Data = body
 	msg.Header.Set(jetstream.MsgIDHeader, x.Key)
-	ctx, cancel := natsOp(ctx)
+	ctx, cancel := h.state.natsOp(ctx)
 	defer cancel()
 	if _, err := h.bus.JS.PublishMsg(ctx, msg); err != nil {
 		return fmt.Errorf("publish job %s: %w", x.Key, err)

@@ -33,13 +33,12 @@ func (unanswered) Put(ctx context.Context, _ string, _ []byte) (uint64, error) {
 }
 
 // TestStateRequestsBoundedWithinASweep: a state read or write whose reply
-// never comes fails after natsOpTimeout, not after the sweep's own
+// never comes fails after the store's opTimeout, not after the sweep's own
 // deadline (sweep_timeout, 5 min), which held the sweep and the leader's
 // lease on a NATS cluster whose nodes were restarted.
 func TestStateRequestsBoundedWithinASweep(t *testing.T) {
-	defer func(d time.Duration) { natsOpTimeout = d }(natsOpTimeout)
-	natsOpTimeout = 100 * time.Millisecond
 	s := newStateStore(unanswered{}, nil)
+	s.opTimeout = 100 * time.Millisecond
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // as Sweep gives a sweep
 	defer cancel()
 	for name, op := range map[string]func() error{
@@ -56,8 +55,8 @@ func TestStateRequestsBoundedWithinASweep(t *testing.T) {
 			t.Errorf("%s: no error from a request never answered", name)
 		}
 		// put waits for its write and then for its refresh.
-		if took > 4*natsOpTimeout {
-			t.Errorf("%s took %s; want about natsOpTimeout (%s) per request, not the sweep's deadline", name, took, natsOpTimeout)
+		if took > 4*s.opTimeout {
+			t.Errorf("%s took %s; want about opTimeout (%s) per request, not the sweep's deadline", name, took, s.opTimeout)
 		}
 	}
 }

@@ -42,6 +42,9 @@ type entry struct {
 type stateStore struct {
 	kv     jetstream.KeyValue
 	logger *slog.Logger
+	// opTimeout is defaultNATSOpTimeout but in tests, which would
+	// otherwise wait that long for each request never answered.
+	opTimeout time.Duration
 
 	mu    sync.Mutex
 	cache map[string]entry
@@ -66,25 +69,26 @@ type stateStore struct {
 // progressKey holds how far sweeps have evaluated, for catching up.
 const progressKey = pagestate.ProgressKey
 
-// natsOpTimeout bounds each KV read and write of a sweep, and each job it
-// publishes. A sweep's context allows sweep_timeout (5 min), and nats.go
-// then waits that long for a request's reply instead of its own 5 s: on a
-// NATS cluster, a request whose reply was lost with a restarted node held
-// the sweep, and with it the leader's lease (renewed all along), for
-// minutes, so no crossing was handed on by anyone (found by
-// TestClusterNATSNodesFailMidNotify). A var for the test of it.
-var natsOpTimeout = 5 * time.Second
+// defaultNATSOpTimeout bounds each KV read and write of a sweep, and each
+// job it publishes. A sweep's context allows sweep_timeout (5 min), and
+// nats.go then waits that long for a request's reply instead of its own
+// 5 s: on a NATS cluster, a request whose reply was lost with a restarted
+// node held the sweep, and with it the leader's lease (renewed all
+// along), for minutes, so no crossing was handed on by anyone (found by
+// TestClusterNATSNodesFailMidNotify).
+const defaultNATSOpTimeout = 5 * time.Second
 
-// natsOp is ctx bounded for one NATS request.
-func natsOp(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, natsOpTimeout)
+// natsOp is ctx bounded for one NATS request. handOn's publishes take the
+// store's bound too, so that one setting bounds every request of a sweep.
+func (s *stateStore) natsOp(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, s.opTimeout)
 }
 
 func newStateStore(kv jetstream.KeyValue, logger *slog.Logger) *stateStore {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &stateStore{kv: kv, logger: logger, cache: map[string]entry{}}
+	return &stateStore{kv: kv, logger: logger, opTimeout: defaultNATSOpTimeout, cache: map[string]entry{}}
 }
 
 // attach gives the store its bucket (Sweeper.open).
@@ -208,7 +212,7 @@ func (s *stateStore) forgotten(ctx context.Context) (bool, string, error) {
 	if newest == 0 {
 		return false, "", nil
 	}
-	ctx, cancel := natsOp(ctx)
+	ctx, cancel := s.natsOp(ctx)
 	defer cancel()
 	e, err := s.kv.Get(ctx, key)
 	switch {
@@ -272,7 +276,7 @@ func (s *stateStore) none(key string) bool {
 // fetch reads a key from the server, for when the cache is not current
 // (a write lost a race).
 func (s *stateStore) fetch(ctx context.Context, key string) (pageState, uint64, error) {
-	ctx, cancel := natsOp(ctx)
+	ctx, cancel := s.natsOp(ctx)
 	defer cancel()
 	kve, err := s.kv.Get(ctx, key)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
@@ -316,7 +320,7 @@ func (s *stateStore) put(ctx context.Context, key string, st pageState, rev uint
 	if err != nil {
 		return 0, fmt.Errorf("encode state %s: %w", key, err)
 	}
-	wctx, cancel := natsOp(ctx)
+	wctx, cancel := s.natsOp(ctx)
 	if rev == 0 {
 		rev, err = s.kv.Create(wctx, key, body)
 	} else {
@@ -353,7 +357,7 @@ func (s *stateStore) progress(ctx context.Context) (time.Time, error) {
 	if err := s.reload(ctx); err != nil {
 		return time.Time{}, err
 	}
-	ctx, cancel := natsOp(ctx)
+	ctx, cancel := s.natsOp(ctx)
 	defer cancel()
 	e, err := s.kv.Get(ctx, progressKey)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
@@ -371,7 +375,7 @@ func (s *stateStore) progress(ctx context.Context) (time.Time, error) {
 
 func (s *stateStore) setProgress(ctx context.Context, t time.Time) error {
 	body, _ := t.UTC().MarshalText()
-	ctx, cancel := natsOp(ctx)
+	ctx, cancel := s.natsOp(ctx)
 	defer cancel()
 	rev, err := s.kv.Put(ctx, progressKey, body)
 	if err != nil {
