@@ -135,6 +135,9 @@ type Client struct {
 	http *httpInserter
 	// bufs are the inserts', kept for the next insert.
 	bufs buffers
+	// maxLivePages is defaultMaxLivePages but in tests, which bound the
+	// live view below the pages they load.
+	maxLivePages int
 }
 
 // codeUnknownDatabase is the exception code of a missing database.
@@ -153,7 +156,7 @@ func Open(ctx context.Context, cfg Config, logger *slog.Logger) (*Client, error)
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{conn: conn, cfg: cfg, logger: logger}
+	c := &Client{conn: conn, cfg: cfg, logger: logger, maxLivePages: defaultMaxLivePages}
 	v, err := conn.ServerVersion()
 	if err != nil {
 		conn.Close()

@@ -181,13 +181,13 @@ func (hs History) LastFired(ctx context.Context, rules []string, since time.Time
 	return out, rows.Err()
 }
 
-// MaxLivePages bounds the live view's pages over all sites: when sites
-// come from Host headers a client can make up any number of them, and
-// PerSite alone would then not bound the answer.
-var MaxLivePages = 2000
+// defaultMaxLivePages bounds the live view's pages over all sites: when
+// sites come from Host headers a client can make up any number of them,
+// and PerSite alone would then not bound the answer.
+const defaultMaxLivePages = 2000
 
 // Live returns the last hour's busiest pages, at most q.PerSite a site
-// and MaxLivePages in all, with their visitors.
+// and the Client's maxLivePages in all, with their visitors.
 func (t Traffic) Live(ctx context.Context, q records.LiveQuery) ([]records.LivePage, error) {
 	end := q.Now.Truncate(time.Minute).Add(time.Minute)
 	start, five := end.Add(-time.Hour), end.Add(-5*time.Minute)
@@ -204,7 +204,7 @@ func (t Traffic) Live(ctx context.Context, q records.LiveQuery) ([]records.LiveP
 // livePages are Live's pages and views, from the raw hits.
 func (t Traffic) livePages(ctx context.Context, q records.LiveQuery, five, start, end time.Time) ([]records.LivePage, error) {
 	rows, err := t.c.conn.Query(ctx, queryConsoleLive, five.Unix(), start.Unix(), end.Unix(),
-		q.Site == "", q.Site, min(max(q.PerSite, 1), 1000), MaxLivePages)
+		q.Site == "", q.Site, min(max(q.PerSite, 1), 1000), t.c.maxLivePages)
 	if err != nil {
 		return nil, fmt.Errorf("live pages: %w", err)
 	}

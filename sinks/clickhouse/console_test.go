@@ -45,12 +45,10 @@ func TestConsoleStore(t *testing.T) {
 	}
 	// Sites made up by clients' Host headers do not grow the answer past
 	// its overall bound: the busiest pages stay.
-	defer func(n int) { clickhouse.MaxLivePages = n }(clickhouse.MaxLivePages)
-	clickhouse.MaxLivePages = 1
+	clickhouse.SetMaxLivePages(b.client, 1)
 	if top, err := b.client.Traffic().Live(ctx, console.LiveQuery{Now: now, PerSite: 10}); err != nil || len(top) != 1 || top[0].Path != "/pricing" {
 		t.Errorf("live bounded to 1 page: %+v, %v; want /pricing alone", top, err)
 	}
-	clickhouse.MaxLivePages = 2000
 	counts, err := b.client.Traffic().PageCounts(ctx, []string{"example.com", "o'ther"}, []string{"/pricing", "/nope"}, now.Add(-72*time.Hour), now.Add(time.Minute))
 	if err != nil || len(counts) != 1 || counts[0].Views != 120 {
 		t.Errorf("page counts: %+v, %v; want /pricing's 120", counts, err)
