@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+	"time"
 )
 
 // BenchmarkMatches runs 1,000 rules of every kind over 100,000 real-shaped
@@ -56,4 +57,28 @@ func BenchmarkMatches(b *testing.B) {
 	b.ReportMetric(b.Elapsed().Seconds()*1e9/n, "ns/match")
 	b.ReportMetric(n/b.Elapsed().Seconds(), "matches/s")
 	b.ReportMetric(float64(matched)/float64(b.N), "rules-hit/path")
+}
+
+// BenchmarkUnusualNormal makes one page's normal for the shipped unusual
+// rule from its 20 spans (a window ending mid-hour: 6 days and 4 weeks,
+// each at the hour before and after), as a sweep does for every page it
+// reads at each half hour: a million pages make a million of these.
+func BenchmarkUnusualNormal(b *testing.B) {
+	r := unusualRule(b, Unusual{})
+	end := monday.Add(5*7*24*time.Hour + 14*time.Hour + 10*time.Minute)
+	spans := r.BaselineSpans(end, monday)
+	if len(spans) != 20 {
+		b.Fatalf("%d spans, want 20", len(spans))
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	counts := make([]uint64, len(spans))
+	for i := range counts {
+		counts[i] = 100 + rng.Uint64N(50)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if e := r.Normal(spans, counts); !e.OK {
+			b.Fatal("no normal")
+		}
+	}
 }

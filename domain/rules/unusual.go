@@ -2,7 +2,6 @@ package rules
 
 import (
 	"math"
-	"slices"
 	"time"
 )
 
@@ -219,21 +218,21 @@ func (d *unusualDetector) Spans(end, dataStart time.Time) []Interval {
 // hour a window ending mid-hour touches, the top of the two the top,
 // the bottom of the two the bottom.
 func (d *unusualDetector) Expect(spans []Interval, counts []uint64) Expected {
-	var before, after []Interval
-	var cb, ca []uint64
+	// A sweep makes one of these per page it reads, a million at a
+	// million pages: the samples stay in arrays on the stack.
+	var before, after hourSamples
 	for i, sp := range spans {
 		if sp.Tag >= nextHour {
-			sp.Tag -= nextHour
-			after, ca = append(after, sp), append(ca, counts[i])
+			after.add(sp.Tag-nextHour, counts[i])
 		} else {
-			before, cb = append(before, sp), append(cb, counts[i])
+			before.add(sp.Tag, counts[i])
 		}
 	}
-	e := d.expectHour(before, cb)
-	if len(after) == 0 || !e.OK {
+	e := d.expectHour(&before)
+	if after.nd+after.nw == 0 || !e.OK {
 		return e
 	}
-	f := d.expectHour(after, ca)
+	f := d.expectHour(&after)
 	if !f.OK {
 		return e
 	}
@@ -245,34 +244,49 @@ func (d *unusualDetector) Expect(spans []Interval, counts []uint64) Expected {
 	return e
 }
 
-// expectHour is the normal from one hour's samples.
-func (d *unusualDetector) expectHour(spans []Interval, counts []uint64) Expected {
-	var daily, weekly []float64
-	days := 0
-	for i, sp := range spans {
-		if sp.Tag%7 == 0 {
-			weekly = append(weekly, float64(counts[i]))
-		} else {
-			daily = append(daily, float64(counts[i]))
-		}
-		days = max(days, sp.Tag)
+// maxSamples bounds one hour's samples: a day each of dailyDays, a week
+// each of MaxUnusualWeeks.
+const maxSamples = dailyDays + MaxUnusualWeeks
+
+// hourSamples are one hour's counts: on past days, and on the same
+// weekday of past weeks (Tag, days back, a multiple of 7).
+type hourSamples struct {
+	daily, weekly [maxSamples]float64
+	nd, nw        int
+	days          int // the furthest back
+}
+
+func (h *hourSamples) add(daysBack int, count uint64) {
+	switch {
+	case daysBack%7 == 0 && h.nw < maxSamples:
+		h.weekly[h.nw] = float64(count)
+		h.nw++
+	case daysBack%7 != 0 && h.nd < maxSamples:
+		h.daily[h.nd] = float64(count)
+		h.nd++
 	}
-	e := Expected{Samples: len(counts), Days: days}
+	h.days = max(h.days, daysBack)
+}
+
+// expectHour is the normal from one hour's samples (reordered).
+func (d *unusualDetector) expectHour(h *hourSamples) Expected {
+	daily, weekly := h.daily[:h.nd], h.weekly[:h.nw]
+	e := Expected{Samples: h.nd + h.nw, Days: h.days}
 	var samples []float64
 	switch {
 	case len(weekly) >= 3:
-		e.Value = median(slices.Clone(weekly))
+		e.Value = median(weekly)
 		e.Low, e.High = e.Value, e.Value
 		e.Weekly = true
 		samples = weekly
 	case len(weekly) >= 1 && len(daily) >= 1:
-		w, dd := median(slices.Clone(weekly)), median(slices.Clone(daily))
+		w, dd := median(weekly), median(daily)
 		e.Value = (w + dd) / 2
 		e.Low, e.High = min(w, dd), max(w, dd)
 		e.Weekly = true
 		samples = daily
 	case len(daily) >= 2:
-		e.Value = median(slices.Clone(daily))
+		e.Value = median(daily)
 		e.Low, e.High = e.Value, e.Value
 		samples = daily
 	default:
@@ -280,10 +294,14 @@ func (d *unusualDetector) expectHour(spans []Interval, counts []uint64) Expected
 	}
 	e.OK = true
 	n := float64(len(samples))
-	m := median(slices.Clone(samples))
+	m := median(samples)
 	phi := 0.0
 	if m > 0 {
-		s := 1.4826 * mad(slices.Clone(samples), m)
+		var dev [maxSamples]float64
+		for i, x := range samples {
+			dev[i] = math.Abs(x - m)
+		}
+		s := 1.4826 * median(dev[:len(samples)])
 		phi = max(0, (s*s-m)/(m*m))
 	}
 	// The prior keeps three alike samples from claiming a page has no

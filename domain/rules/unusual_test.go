@@ -99,7 +99,7 @@ func wantMessages(t *testing.T, got, want []string) {
 	}
 }
 
-func unusualRule(t *testing.T, u Unusual) *Rule {
+func unusualRule(t testing.TB, u Unusual) *Rule {
 	t.Helper()
 	r := &Rule{Name: "unusual", Match: Match{Prefix: "/"}, Window: ParseWindow("1h"), Unusual: &u,
 		NotifyOn: []Event{EventFire, EventEscalate, EventResolve}, Notify: Notify{Recipients: []string{"ops@example.com"}}}
