@@ -235,7 +235,16 @@ func byPathBytes(pages map[normalKey][]ref, limit int) [][]normalKey {
 func (b *baselines) readNormals(ctx context.Context, set *ruleSet, obs map[string][]observation, slot time.Time, spans []rules.Interval, run []normalKey, refs map[normalKey][]ref, all bool) error {
 	sq := spanQuery(spans, run, all)
 	q := traffic.HourQuery{Sites: sq.Sites, Paths: sq.Paths, AllPaths: all, Spans: sq.Spans, SealedBefore: b.seals.hoursBefore()}
-	hours := map[page]map[int64]uint64{}
+	// Each hour read adds to the spans holding it, straight into one
+	// slice of counts per page: at a million pages a map of hours per
+	// page was most of a refresh's allocations.
+	spansOf := map[int64][]int{}
+	for j, sp := range spans {
+		for t := sp.From; t.Before(sp.To); t = t.Add(time.Hour) {
+			spansOf[t.Unix()] = append(spansOf[t.Unix()], j)
+		}
+	}
+	counts := make(map[page][]uint64, len(run))
 	var asked map[page]bool // every page: keep the hours of those asked about
 	if all {
 		asked = make(map[page]bool, len(run))
@@ -248,24 +257,32 @@ func (b *baselines) readNormals(ctx context.Context, set *ruleSet, obs map[strin
 		if all && !asked[p] {
 			return
 		}
-		if hours[p] == nil {
-			hours[p] = map[int64]uint64{}
+		in := spansOf[hour.Unix()]
+		if len(in) == 0 {
+			return
 		}
-		hours[p][hour.Unix()] += hits
+		c := counts[p]
+		if c == nil {
+			c = make([]uint64, len(spans))
+			counts[p] = c
+		}
+		for _, j := range in {
+			c[j] += hits
+		}
 	})
 	if err != nil {
 		return fmt.Errorf("baselines of %d pages over %d spans: %w", len(run), len(spans), err)
 	}
+	var none []uint64
 	for _, k := range run {
-		rs := refs[k]
-		h := hours[page{k.site, k.path}]
-		counts := make([]uint64, len(spans))
-		for j, sp := range spans {
-			for t := sp.From; t.Before(sp.To); t = t.Add(time.Hour) {
-				counts[j] += h[t.Unix()]
+		c := counts[page{k.site, k.path}]
+		if c == nil {
+			if none == nil {
+				none = make([]uint64, len(spans))
 			}
+			c = none // read only: a page with no hours in the spans
 		}
-		b.give(set, obs, slot, spans, k, rs, counts)
+		b.give(set, obs, slot, spans, k, refs[k], c)
 	}
 	return nil
 }
