@@ -37,6 +37,11 @@ type Detector interface {
 	// episode, nothing building, nothing remembered) is left as it is by
 	// o: the sweep need not judge it. False when unsure.
 	Settled(o Observation) bool
+	// SettleKey names what Settled depends on besides the observation:
+	// the rules of a file that watch one page with the same settings (one
+	// per site, say) settle its count alike, so a sweep asks once per
+	// page for all of them. "" when Settled is always false.
+	SettleKey() string
 
 	weigh(o Observation, ep *Episode) judgement
 	back(j judgement, o Observation, ep *Episode) bool

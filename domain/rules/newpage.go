@@ -66,3 +66,6 @@ func (d *newPageDetector) HoldsLateDrops() bool { return false }
 
 // Settled: unsure (its quiet level already leaves out what cannot matter).
 func (d *newPageDetector) Settled(Observation) bool { return false }
+
+// SettleKey: none, it never settles.
+func (d *newPageDetector) SettleKey() string { return "" }

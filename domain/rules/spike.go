@@ -472,3 +472,6 @@ func (d *spikeDetector) HoldsLateDrops() bool { return false }
 
 // Settled: unsure (its quiet level already leaves out what cannot matter).
 func (d *spikeDetector) Settled(Observation) bool { return false }
+
+// SettleKey: none, it never settles.
+func (d *spikeDetector) SettleKey() string { return "" }

@@ -29,3 +29,6 @@ func (d *thresholdDetector) HoldsLateDrops() bool { return false }
 
 // Settled: unsure (its quiet level already leaves out what cannot matter).
 func (d *thresholdDetector) Settled(Observation) bool { return false }
+
+// SettleKey: none, it never settles.
+func (d *thresholdDetector) SettleKey() string { return "" }

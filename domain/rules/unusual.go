@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"fmt"
 	"math"
 	"time"
 )
@@ -362,6 +363,15 @@ func (d *unusualDetector) weigh(o Observation, ep *Episode) judgement {
 	}
 	dn.burst = up.burst
 	return dn
+}
+
+// SettleKey: the settings Settled and the normal read (the rule's
+// window, zone and what it counts, and the detector's own), all but the
+// rule's name, pages and receivers.
+func (d *unusualDetector) SettleKey() string {
+	u, r := d.u, d.r
+	return fmt.Sprintf("unusual %s %g %g %d %s %s %d|%s %s|%s|%s", u.Direction, u.Sensitivity, u.Factor, u.MinCount,
+		u.burst(), u.DownFor, u.Weeks, r.Window.Rolling, r.Window.zone(), r.Zone, r.Count)
 }
 
 // Settled: the count neither fires nor is a burst to remember nor a
