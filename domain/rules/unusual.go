@@ -16,7 +16,7 @@ import (
 //	  sensitivity: 5         # how many noise units from the normal fires (default 5)
 //	  factor: 1.5            # and at least 1.5 × the top of the normal (down: below the bottom / 1.5)
 //	  min_count: 20          # and at least 20 views (down: a normal of at least 20)
-//	  burst: 10m             # also judge the last 10 minutes against the same normal; 0s: off
+//	  burst: 10m             # also judge the last 10 minutes against the same normal (from a week of history); 0s: off
 //	  down_for: 2h           # a drop must last this long before it is heard
 //	  weeks: 4               # weeks of history the weekly profile reads
 //
