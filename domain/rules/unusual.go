@@ -16,7 +16,7 @@ import (
 //	  sensitivity: 5         # how many noise units from the normal fires (default 5)
 //	  factor: 1.5            # and at least 1.5 × the top of the normal (down: below the bottom / 1.5)
 //	  min_count: 20          # and at least 20 views (down: a normal of at least 20)
-//	  burst: 10m             # also judge the last 10 minutes against the same normal (from a week of history); 0s: off
+//	  burst: 10m             # also judge the last 10 minutes against the same normal (twice the evidence in a first week); 0s: off
 //	  down_for: 2h           # a drop must last this long before it is heard
 //	  weeks: 4               # weeks of history the weekly profile reads
 //
@@ -74,6 +74,9 @@ const (
 	// pages), and phiPriorWeight how many samples it counts as.
 	phiPrior       = 0.04
 	phiPriorWeight = 2.0
+	// firstWeekBurstZ multiplies sensitivity for a burst judged before
+	// the normal knows the week.
+	firstWeekBurstZ = 2.0
 	// usualZ is how wide the usual range is: about 19 in 20 normal
 	// windows fall inside ±2 noise units.
 	usualZ = 2.0
@@ -411,13 +414,14 @@ func (d *unusualDetector) weighUp(o Observation) judgement {
 		mu := e.Top * float64(b) / float64(d.r.Window.Rolling)
 		pb := max(d.countAt(e, mu, u.Sensitivity), u.Factor*mu, float64(d.burstMin()))
 		j.burst = j.burst || float64(o.Short) >= pb
+		lb := max(pb, floor)
 		if !e.Weekly {
 			// Under a week of history the page's own bursts are still
-			// being learnt (remembered, above): minutes against an hour's
-			// normal from a few days would tell its usual bursts as news.
-			return j
+			// being learnt (remembered, above), and minutes against an
+			// hour's normal from a few days would tell its usual
+			// burstiness as news: a burst then needs twice the evidence.
+			lb = max(lb, d.countAt(e, mu, firstWeekBurstZ*u.Sensitivity))
 		}
-		lb := max(pb, floor)
 		if s := float64(o.Short) / lb; s > j.severity {
 			j.severity, j.short = s, true
 		}

@@ -240,6 +240,24 @@ func TestUnusualBurstsLearntInTheFirstWeek(t *testing.T) {
 	wantMessages(t, got, want)
 }
 
+// In its first week a page's bursts need twice the evidence, not none:
+// on a page of thousands of views an hour, ten minutes at 6 × on its 4th
+// day, which the hour alone (1.8 ×) does not tell, is heard.
+func TestUnusualFirstWeekBigBurstIsHeard(t *testing.T) {
+	r := unusualRule(t, Unusual{})
+	burst := monday.Add(3*24*time.Hour + 13*time.Hour) // its 4th day, 13:00
+	s := newSynth(monday, 4, 17, func(t time.Time) float64 {
+		v := daily(20000)(t)
+		if !t.Before(burst) && t.Before(burst.Add(10*time.Minute)) {
+			v *= 6
+		}
+		return v
+	})
+	got := s.run(t, r, monday.Add(24*time.Hour))
+	want := []string{"fire up 03-05 Thu 13:10", "resolve up 03-05 Thu 15:10"}
+	wantMessages(t, got, want)
+}
+
 func TestUnusualShortHistory(t *testing.T) {
 	r := unusualRule(t, Unusual{})
 	surge := monday.Add(3*24*time.Hour + 13*time.Hour) // its 4th day, 13:00
