@@ -1,0 +1,129 @@
+package rules
+
+import "math"
+
+// The unusual detector's normal (Expect) and its noise model: what a
+// count is measured against, and how far from it is far.
+
+// Expect makes the normal from the samples (see Unusual): one for each
+// hour a window ending mid-hour touches, the top of the two the top,
+// the bottom of the two the bottom.
+func (d *unusualDetector) Expect(spans []Interval, counts []uint64) Expected {
+	// A sweep makes one of these per page it reads, a million at a
+	// million pages: the samples stay in arrays on the stack.
+	var before, after hourSamples
+	for i, sp := range spans {
+		if sp.Tag >= nextHour {
+			after.add(sp.Tag-nextHour, counts[i])
+		} else {
+			before.add(sp.Tag, counts[i])
+		}
+	}
+	e := d.expectHour(&before)
+	if after.nd+after.nw == 0 || !e.OK {
+		return e
+	}
+	f := d.expectHour(&after)
+	if !f.OK {
+		return e
+	}
+	e.Value = (e.Value + f.Value) / 2
+	e.Bottom, e.Top = min(e.Bottom, f.Bottom), max(e.Top, f.Top)
+	e.Low, e.High = min(e.Low, f.Low), max(e.High, f.High)
+	e.Dispersion = max(e.Dispersion, f.Dispersion)
+	e.Samples = min(e.Samples, f.Samples)
+	return e
+}
+
+// maxSamples bounds one hour's samples: a day each of dailyDays, a week
+// each of MaxUnusualWeeks.
+const maxSamples = dailyDays + MaxUnusualWeeks
+
+// hourSamples are one hour's counts: on past days, and on the same
+// weekday of past weeks (Tag, days back, a multiple of 7).
+type hourSamples struct {
+	daily, weekly [maxSamples]float64
+	nd, nw        int
+	days          int // the furthest back
+}
+
+func (h *hourSamples) add(daysBack int, count uint64) {
+	switch {
+	case daysBack%7 == 0 && h.nw < maxSamples:
+		h.weekly[h.nw] = float64(count)
+		h.nw++
+	case daysBack%7 != 0 && h.nd < maxSamples:
+		h.daily[h.nd] = float64(count)
+		h.nd++
+	}
+	h.days = max(h.days, daysBack)
+}
+
+// expectHour is the normal from one hour's samples (reordered).
+func (d *unusualDetector) expectHour(h *hourSamples) Expected {
+	daily, weekly := h.daily[:h.nd], h.weekly[:h.nw]
+	e := Expected{Samples: h.nd + h.nw, Days: h.days}
+	var samples []float64
+	switch {
+	case len(weekly) >= 3:
+		e.Value = median(weekly)
+		e.Low, e.High = e.Value, e.Value
+		e.Weekly = true
+		samples = weekly
+	case len(weekly) >= 1 && len(daily) >= 1:
+		w, dd := median(weekly), median(daily)
+		e.Value = (w + dd) / 2
+		e.Low, e.High = min(w, dd), max(w, dd)
+		e.Weekly = true
+		samples = daily
+	case len(daily) >= 2:
+		e.Value = median(daily)
+		e.Low, e.High = e.Value, e.Value
+		samples = daily
+	default:
+		return e
+	}
+	e.OK = true
+	n := float64(len(samples))
+	m := median(samples)
+	phi := 0.0
+	if m > 0 {
+		var dev [maxSamples]float64
+		for i, x := range samples {
+			dev[i] = math.Abs(x - m)
+		}
+		s := 1.4826 * median(dev[:len(samples)])
+		phi = max(0, (s*s-m)/(m*m))
+	}
+	// The prior keeps three alike samples from claiming a page has no
+	// noise beyond Poisson's; the page's own spread wins as they grow.
+	e.Dispersion = (n*phi + phiPriorWeight*phiPrior) / (n + phiPriorWeight)
+	e.Samples = len(samples)
+	e.Bottom, e.Top = e.Low, e.High
+	e.Low, e.High = max(0, d.countAt(e, e.Bottom, -usualZ)), d.countAt(e, e.Top, usualZ)
+	return e
+}
+
+// noise is how many times Poisson's spread a count about mu has on the
+// square-root scale: the negative binomial's (1 + φμ), times the
+// normal's own uncertainty (a median of n samples: 1.57/n of a count's).
+func noise(e Expected, mu float64) float64 {
+	return math.Sqrt((1 + e.Dispersion*mu) * (1 + 1.57/float64(max(e.Samples, 1))))
+}
+
+// countAt is the count z noise units from mu (Anscombe's square root,
+// on which a count's spread is about ½ × noise). Below 0 it is -1: no
+// count is that low.
+func (d *unusualDetector) countAt(e Expected, mu, z float64) float64 {
+	r := math.Sqrt(mu+0.375) + z*noise(e, mu)/2
+	if r < 0 {
+		return -1
+	}
+	return r*r - 0.375
+}
+
+// NoiseZ is how many noise units count is from mu (for the why and the
+// console): positive above.
+func NoiseZ(e Expected, mu float64, count uint64) float64 {
+	return 2 * (math.Sqrt(float64(count)+0.375) - math.Sqrt(mu+0.375)) / noise(e, mu)
+}
