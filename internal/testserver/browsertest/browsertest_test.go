@@ -68,9 +68,10 @@ type recorder struct {
 	testing.TB
 	mu   sync.Mutex
 	errs []string
-	// passing: the expected failure is over, and what fails now fails
-	// the test itself (a Goexit of the test's own goroutine would end it
-	// as a panic, hiding the step that failed).
+	// passing: no failure is expected now, and what fails fails the test
+	// itself (a Goexit of the test's own goroutine would end it as a
+	// panic, hiding the step that failed). expect and pass bracket the
+	// step that should fail.
 	passing bool
 }
 
@@ -95,6 +96,12 @@ func (r *recorder) Fatalf(format string, args ...any) {
 	}
 	r.Errorf(format, args...)
 	runtime.Goexit()
+}
+
+func (r *recorder) expect() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.passing = false
 }
 
 func (r *recorder) pass() {
@@ -225,9 +232,10 @@ func testProblems(t *testing.T, b *browsertest.Browser, base string) {
 // page's timeout, saying which step and selector, and the browser goes on
 // serving the next step.
 func testStepFails(t *testing.T, b *browsertest.Browser, base string) {
-	rec := &recorder{TB: t}
+	rec := &recorder{TB: t, passing: true}
 	p := b.NewPageWith(rec, browsertest.PageOptions{Timeout: 500 * time.Millisecond})
 	p.Goto(base + "/")
+	rec.expect()
 	start := time.Now()
 	done := make(chan struct{})
 	go func() {

@@ -42,6 +42,9 @@ async function newPage(id, args) {
     locale: 'en-GB',
   });
   context.setDefaultTimeout(args.timeoutMs || 10000);
+  // A short step timeout is for failing a wait quickly; loading a page
+  // on a loaded machine still gets the default's 10 s.
+  context.setDefaultNavigationTimeout(Math.max(args.timeoutMs || 10000, 10000));
   const entry = { context, page: null, events: [] };
   const ev = (kind, text, extra) => entry.events.push({ kind, text, url: entry.page ? entry.page.url() : '', ...extra });
   await context.exposeBinding('__browsertestCSP', (source, v) => {

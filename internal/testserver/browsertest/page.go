@@ -31,7 +31,7 @@ type allowance struct {
 // PageOptions are a page's viewport and default step timeout.
 type PageOptions struct {
 	Width, Height int           // 1280 × 800 unless set
-	Timeout       time.Duration // DefaultTimeout unless set
+	Timeout       time.Duration // each step's, DefaultTimeout unless set; a navigation gets at least DefaultTimeout
 }
 
 // NewPage opens a page in a fresh browser context (UTC, en-GB). It is
