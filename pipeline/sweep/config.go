@@ -55,30 +55,23 @@ func DefaultConfig() Config {
 	}
 }
 
-// scheduleFields are the fields of a schedule: an optional seconds field,
-// as the config promises, and descriptors.
-type scheduleFields cron.ParseOption
-
-// cronParser is the one syntax of pagewatch's schedules, the reports'
-// too. A constant rather than a cron.Parser in a package variable: a
-// parser is only its fields, and making one allocates nothing.
-const cronParser = scheduleFields(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
-
-// Parse makes f a cron.ScheduleParser, which is how the sweeper's cron
-// takes it.
-func (f scheduleFields) Parse(spec string) (cron.Schedule, error) {
-	return cron.NewParser(cron.ParseOption(f)).Parse(spec)
-}
+// scheduleFields are the one syntax of pagewatch's schedules, the
+// reports' too: an optional seconds field, as the config promises, and
+// descriptors. A cron.Parser is only these fields, so one is made where
+// it is used rather than kept in a package variable.
+const scheduleFields = cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor
 
 // ParseSchedule parses a cron line as the sweeper's schedule is parsed.
-func ParseSchedule(spec string) (cron.Schedule, error) { return cronParser.Parse(spec) }
+func ParseSchedule(spec string) (cron.Schedule, error) {
+	return cron.NewParser(scheduleFields).Parse(spec)
+}
 
 // Validate reports every problem, naming its key, and compiles the inline
 // rules. Rules under rules_path are checked by LoadRules.
 func (c Config) Validate() error {
 	var errs []error
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	if _, err := cronParser.Parse(c.Schedule); err != nil {
+	if _, err := ParseSchedule(c.Schedule); err != nil {
 		add("sweeper.schedule: %v", err)
 	}
 	if err := rules.ValidateAll("sweeper.rules", c.Rules); err != nil {

@@ -148,7 +148,7 @@ func (s *Sweeper) Run(ctx context.Context) error {
 		return err
 	}
 	cl := cronLogger{s.logger}
-	c := cron.New(cron.WithParser(cronParser), cron.WithLogger(cl),
+	c := cron.New(cron.WithParser(cron.NewParser(scheduleFields)), cron.WithLogger(cl),
 		cron.WithChain(cron.Recover(cl), cron.SkipIfStillRunning(cl)))
 	if _, err := c.AddFunc(s.cfg.Schedule, func() {
 		if err := s.Sweep(ctx); err != nil && ctx.Err() == nil {
