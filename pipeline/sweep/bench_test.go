@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -12,6 +14,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/pagewatch/pagewatch/domain/rules"
+	"github.com/pagewatch/pagewatch/domain/traffic"
+	"github.com/pagewatch/pagewatch/internal/procstat"
 	"github.com/pagewatch/pagewatch/internal/testenv"
 	"github.com/pagewatch/pagewatch/sinks/clickhouse"
 )
@@ -124,7 +128,7 @@ func benchmarkSweep(b *testing.B, rs []rules.Rule) {
 	}
 	logger := testenv.Logger(b)
 	bs, _ := testenv.NATS(b, logger)
-	c, _ := testenv.ClickHouse(b, logger)
+	c, srv := testenv.ClickHouse(b, logger)
 	ctx := context.Background()
 	end := time.Now().UTC().Truncate(time.Minute)
 	began := time.Now()
@@ -155,7 +159,8 @@ func benchmarkSweep(b *testing.B, rs []rules.Rule) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s, err := New(cfg, rs, Deps{Bus: bs, Counts: c.Counts(), History: c.History(), Logger: logger, Registry: prometheus.NewRegistry()})
+	timed := &timedCounter{Counter: c.Counts()}
+	s, err := New(cfg, rs, Deps{Bus: bs, Counts: timed, History: c.History(), Logger: logger, Registry: prometheus.NewRegistry()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -173,6 +178,21 @@ func benchmarkSweep(b *testing.B, rs []rules.Rule) {
 	b.Logf("%d hits on %d pages generated in %v, days sealed in %v, hours in %v; first sweep (%v crossings) %v", hits, pages, generated.Round(time.Second), sealing.Round(time.Second), sealingHours.Round(time.Second), crossed, first.Round(time.Millisecond))
 
 	rowsBefore := testMetric(b, s.metrics.rows)
+	timed.window, timed.calls, timed.starts = 0, 0, 0
+	// PAGEWATCH_BENCH_STEADY_PROFILE names a file for a CPU profile of
+	// the timed, steady sweeps alone (-cpuprofile has the first sweep
+	// and the history's making too, which dwarf them).
+	if path := os.Getenv("PAGEWATCH_BENCH_STEADY_PROFILE"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+	}
+	cpu0, chCPU0 := processCPU(), procstat.CPU(b, srv.PID())
 	b.ResetTimer()
 	for b.Loop() {
 		clock.set(clock.now().Add(10 * time.Second))
@@ -181,9 +201,17 @@ func benchmarkSweep(b *testing.B, rs []rules.Rule) {
 		}
 	}
 	b.StopTimer()
+	pprof.StopCPUProfile() // none started: a no-op
+	// CPU time is steadier than wall time on a shared machine: the
+	// sweeper's (NATS runs in this process too, but a steady sweep
+	// writes next to nothing) and the ClickHouse server's.
+	b.ReportMetric((processCPU()-cpu0).Seconds()/float64(b.N), "sweeper-cpu-s/sweep")
+	b.ReportMetric((procstat.CPU(b, srv.PID())-chCPU0).Seconds()/float64(b.N), "clickhouse-cpu-s/sweep")
 	per := b.Elapsed() / time.Duration(b.N)
 
 	b.ReportMetric(float64(per.Microseconds())/1000, "ms/sweep")
+	b.ReportMetric(float64((timed.window/time.Duration(b.N)).Microseconds())/1000, "ms-counting/sweep")
+	b.Logf("%d window queries of %d starts in all over %d sweeps", timed.calls, timed.starts, b.N)
 	b.ReportMetric((testMetric(b, s.metrics.rows)-rowsBefore)/float64(b.N), "pages/sweep")
 	b.ReportMetric(float64(first.Milliseconds()), "ms/first-sweep")
 	// Every half hour the spike rules' baselines are read again: that
@@ -226,4 +254,26 @@ func testMetricVecSum(v *prometheus.CounterVec) float64 {
 		}
 	}
 	return sum
+}
+
+// timedCounter adds up the time a sweep waits for WindowCounts: the
+// query's share of a sweep, against the Go that judges its rows.
+type timedCounter struct {
+	Counter
+	window time.Duration
+	calls  int
+	starts int
+}
+
+func (t *timedCounter) WindowCounts(ctx context.Context, q traffic.WindowQuery) ([]traffic.PageCount, error) {
+	began := time.Now()
+	defer func() { t.window += time.Since(began); t.calls++; t.starts += len(q.Starts) }()
+	return t.Counter.WindowCounts(ctx, q)
+}
+
+// processCPU is the CPU time this process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
