@@ -177,8 +177,14 @@ func (set *ruleSet) matching(site, path string) []match {
 			}
 		}
 	}
+	pageKey := pagestate.PageKey(site, path) // hashed once, not once per rule
 	for _, i := range idx {
-		m = append(m, match{rule: i, key: stateKey(set.rules[i], site, path)})
+		r := set.rules[i]
+		key := pagestate.RuleKey(r.Name, pageKey)
+		if r.Aggregate == rules.Sum {
+			key = stateKey(r, site, path)
+		}
+		m = append(m, match{rule: i, key: key})
 	}
 	set.mu.Lock()
 	set.keep(p, m)
@@ -307,6 +313,9 @@ func (s *Sweeper) count(ctx context.Context, set *ruleSet, pts []point, every bo
 	})
 	obs := map[string][]observation{}
 	rows := 0
+	// The pages with a state under some rule: a page with none (most of
+	// them) is settled or not per kind of rule, not per rule and page.
+	stated, ready := s.state.pages()
 	for _, ek := range ends {
 		end := ek.to
 		group := byEnd[ek]
@@ -360,6 +369,7 @@ func (s *Sweeper) count(ctx context.Context, set *ruleSet, pts []point, every bo
 		var memo settleMemo
 		for _, pc := range counts {
 			memo = memo[:0] // a page's verdicts
+			stateless := -1 // unknown until a rule per page asks
 			for _, m := range set.matching(pc.Site, pc.Path) {
 				ri := m.rule
 				for _, gi := range ofRule[ri] {
@@ -388,7 +398,13 @@ func (s *Sweeper) count(ctx context.Context, set *ruleSet, pts []point, every bo
 					if j := shortIdx[gi]; j >= 0 {
 						o.short = pc.Counts[j]
 					}
-					if !every && s.settled(set, r, o, &memo) {
+					if stateless < 0 {
+						stateless = 0
+						if ready && !stated[pagestate.PageOf(m.key)] {
+							stateless = 1
+						}
+					}
+					if !every && stateless == 1 && s.settled(set, r, o, &memo) {
 						continue
 					}
 					obs[m.key] = append(obs[m.key], o)
@@ -423,6 +439,14 @@ func (s *Sweeper) count(ctx context.Context, set *ruleSet, pts []point, every bo
 // big enough to fall needs views in the baseline period, so no page that
 // can fire is left out; pages silent over all of it are (an episode open
 // that long included).
+//
+// The reach starts at the UTC midnight before the period: a window
+// starting mid-day reads that day's minutes from page_minutes, and the
+// coarse minute range of the query then spans the whole period, four
+// weeks of minutes scanned every sweep for pages page_days already
+// names (BenchmarkSweepUnusual: 2.2 s of a 2.9 s steady sweep counting,
+// against 1.3 s without the reach). A few more pages are returned, whose
+// normals are read once and are too small to fall.
 func quietReach(r *rules.Rule, p point) (time.Time, bool) {
 	if !r.Detector().LooksDown() {
 		return time.Time{}, false
@@ -433,6 +457,7 @@ func quietReach(r *rules.Rule, p point) (time.Time, bool) {
 			from = sp.From
 		}
 	}
+	from = from.UTC().Truncate(24 * time.Hour)
 	return from, !from.IsZero() && from.Before(p.from)
 }
 

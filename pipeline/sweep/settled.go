@@ -6,14 +6,15 @@ import (
 	"github.com/pagewatch/pagewatch/domain/rules"
 )
 
-// settled reports whether an observation can be left out of a sweep: a
-// page with no state of its own whose count, against its known normal,
-// neither fires nor starts anything (Detector.Settled). A rule looking
-// down observes every page with views in its baseline period each sweep;
-// most are inside their usual range, and judging them changes nothing.
+// settled reports whether an observation of a page with no state under
+// any rule can be left out of a sweep: its count, against its known
+// normal, neither fires nor starts anything (Detector.Settled). A rule
+// looking down observes every page with views in its baseline period
+// each sweep; most are inside their usual range, and judging them
+// changes nothing.
 func (s *Sweeper) settled(set *ruleSet, r *rules.Rule, o observation, memo *settleMemo) bool {
 	class := set.settleClass[o.pt.rule]
-	if class < 0 || !s.state.none(o.key) {
+	if class < 0 {
 		return false
 	}
 	if v, ok := memo.find(class, o); ok {

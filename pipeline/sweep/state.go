@@ -273,6 +273,18 @@ func (s *stateStore) none(key string) bool {
 	return s.ready && !ok
 }
 
+// pages is the pages (pagestate.PageOf) with a state under some rule,
+// and whether the cache is current: if not, no page surely has none.
+func (s *stateStore) pages() (map[string]bool, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]bool, len(s.cache))
+	for k := range s.cache {
+		out[pagestate.PageOf(k)] = true
+	}
+	return out, s.ready
+}
+
 // fetch reads a key from the server, for when the cache is not current
 // (a write lost a race).
 func (s *stateStore) fetch(ctx context.Context, key string) (pageState, uint64, error) {

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -58,7 +59,22 @@ func Key(rule, site, path string, sum bool) string {
 	if sum {
 		return rule + ".sum"
 	}
-	return rule + "." + bus.Key(site, path)
+	return RuleKey(rule, PageKey(site, path))
+}
+
+// PageKey is the part of a page's state keys that names the page: the
+// same under every rule, so a sweep hashes a page once, not once per
+// rule watching it.
+func PageKey(site, path string) string { return bus.Key(site, path) }
+
+// RuleKey is a rule's state key for the page named by pageKey (PageKey).
+func RuleKey(rule, pageKey string) string { return rule + "." + pageKey }
+
+// PageOf is the page part of a state key (PageKey, or "sum"). Rule
+// names hold no dot (rules.Validate), so the first dot ends the name.
+func PageOf(key string) string {
+	_, p, _ := strings.Cut(key, ".")
+	return p
 }
 
 // legacyState is the shape states had before rules grew milestones and
