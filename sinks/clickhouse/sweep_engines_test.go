@@ -52,8 +52,8 @@ var sweepScenarioWants = map[string]string{
 	// All sealed days plus page_minutes from 2025-03-26 on: everything.
 	"page_days total":     "6000\n",
 	"all-time from seals": "6000\n",
-	"window counts, sites and floor": "\"s1\",\"/p1\",\"[287,68,192,197]\"\n\"s1\",\"/p4\",\"[290,72,194,200]\"\n" +
-		"\"s2\",\"/p2\",\"[288,66,191,198]\"\n",
+	"window counts, sites and floor": "\"s1\",\"/p1\",287,68,192,197\n\"s1\",\"/p4\",290,72,194,200\n" +
+		"\"s2\",\"/p2\",288,66,191,198\n",
 }
 
 func sweepScenario(t *testing.T) []sqlcheck.Statement {
@@ -88,7 +88,7 @@ func sweepScenario(t *testing.T) []sqlcheck.Statement {
 		End:    time.Unix(until+secondsPerDay, 0), SealedBefore: time.Unix(until, 0),
 	}
 	add("window counts", "SELECT * FROM ("+bindWindowCounts(q)+") ORDER BY site, path")
-	add("all-time from seals", "SELECT sum(counts[1]) FROM ("+bindWindowCounts(q)+")")
+	add("all-time from seals", "SELECT sum(n0) FROM ("+bindWindowCounts(q)+")")
 	q.Sites, q.Floor = []string{"s1", "s2"}, 286
 	add("window counts, sites and floor", "SELECT * FROM ("+bindWindowCounts(q)+") ORDER BY site, path")
 	add("scan minutes", bind(queryScanMinutes, false, siteSet([]string{"s0"}), until-secondsPerDay, until))

@@ -37,13 +37,29 @@ func (cs Counts) WindowCounts(ctx context.Context, q traffic.WindowQuery) ([]tra
 		return nil, fmt.Errorf("window counts of %d starts to %d: %w", len(q.Starts), q.End.Unix(), err)
 	}
 	defer rows.Close()
-	var out []traffic.PageCount
+	var (
+		out        []traffic.PageCount
+		site, path string
+		n          = len(q.Starts)
+		counts     = make([]uint64, n)
+		dest       = make([]any, 2+n)
+		backing    []uint64 // the rows' counts, allocated a block at a time
+	)
+	dest[0], dest[1] = &site, &path
+	for i := range counts {
+		dest[2+i] = &counts[i]
+	}
 	for rows.Next() {
-		var p traffic.PageCount
-		if err := rows.Scan(&p.Site, &p.Path, &p.Counts); err != nil {
+		if err := rows.Scan(dest...); err != nil {
 			return nil, fmt.Errorf("window counts: %w", err)
 		}
-		out = append(out, p)
+		if len(backing) < n {
+			backing = make([]uint64, n*1024)
+		}
+		c := backing[:n:n]
+		backing = backing[n:]
+		copy(c, counts)
+		out = append(out, traffic.PageCount{Site: site, Path: path, Counts: c})
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("window counts: %w", err)
@@ -121,14 +137,15 @@ func windowCountsSQL(q traffic.WindowQuery) (string, []any, error) {
 		return "", nil, err
 	}
 	var (
-		sums, sealedCols, liveCols, ranges []string
-		sealedArgs, liveArgs, rangeArgs    []any
-		spans                              []timeSpan // every start's minute ranges
+		sums, names, sealedCols, liveCols, ranges []string
+		sealedArgs, liveArgs, rangeArgs           []any
+		spans                                     []timeSpan // every start's minute ranges
 	)
 	sealedFrom, liveFrom := p.sealedTo, p.end
 	const between = "minute >= toDateTime(?) AND minute < toDateTime(?)"
 	for i, s := range p.starts {
-		sums = append(sums, fmt.Sprintf("sum(c%d)", i))
+		sums = append(sums, fmt.Sprintf("sum(c%d) AS n%d", i, i))
+		names = append(names, fmt.Sprintf("n%d", i))
 		if s.sealed {
 			sealedCols = append(sealedCols, fmt.Sprintf("sumIf(hits, day >= toDate(toDateTime(?), 'UTC')) AS c%d", i))
 			sealedArgs = append(sealedArgs, s.from)
@@ -160,7 +177,7 @@ func windowCountsSQL(q traffic.WindowQuery) (string, []any, error) {
 	args := slices.Concat(sealedArgs, []any{sealedFrom, p.sealedTo, all, sites},
 		liveArgs, []any{liveFrom, p.end, all, sites}, rangeArgs, []any{q.Floor})
 	sql := fmt.Sprintf(queryWindowCounts, strings.Join(sums, ", "), strings.Join(sealedCols, ",\n            "),
-		strings.Join(liveCols, ",\n            "), strings.Join(ranges, " OR "))
+		strings.Join(liveCols, ",\n            "), strings.Join(ranges, " OR "), strings.Join(names, ", "))
 	return sql, args, nil
 }
 
