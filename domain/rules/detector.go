@@ -42,9 +42,44 @@ type Detector interface {
 	// per site, say) settle its count alike, so a sweep asks once per
 	// page for all of them. "" when Settled is always false.
 	SettleKey() string
+	// Against is what a firing was measured against, for its why.
+	Against(o Observation, f Firing) Against
 
 	weigh(o Observation, ep *Episode) judgement
 	back(j judgement, o Observation, ep *Episode) bool
+}
+
+// Against is what a firing was measured against: the normal (a
+// threshold rule's: the level crossed), the usual range and the history
+// it came from, the rule's factor, the burst window, and the direction
+// ("up", "down"; empty for kinds that look only up and say nothing of it).
+type Against struct {
+	Baseline, Low, High, Factor float64
+	Days                        int
+	Weekly                      bool
+	Burst                       time.Duration
+	Direction                   string
+}
+
+// direction is "down" for an episode of a page gone quiet, else "up".
+func direction(ep Episode) string {
+	if ep.Down {
+		return "down"
+	}
+	return "up"
+}
+
+// HasNormal reports whether the rule judges pages against a normal read
+// from their history (every kind but threshold).
+func (r *Rule) HasNormal() bool { return r.Kind() != KindThreshold }
+
+// Judge steps a page's state through one observation: the threshold
+// state machine, or the episode's (StepEpisode) for kinds with a normal.
+func (r *Rule) Judge(prev State, o Observation) (State, []Firing) {
+	if !r.HasNormal() {
+		return r.Step(prev, o.Count, o.At)
+	}
+	return r.StepEpisode(prev, o)
 }
 
 // Reach is the extra windows a detector's count query reads.

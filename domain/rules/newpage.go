@@ -69,3 +69,8 @@ func (d *newPageDetector) Settled(Observation) bool { return false }
 
 // SettleKey: none, it never settles.
 func (d *newPageDetector) SettleKey() string { return "" }
+
+// Against: the views over the lookback.
+func (d *newPageDetector) Against(o Observation, _ Firing) Against {
+	return Against{Baseline: o.Expected.Value}
+}

@@ -475,3 +475,8 @@ func (d *spikeDetector) Settled(Observation) bool { return false }
 
 // SettleKey: none, it never settles.
 func (d *spikeDetector) SettleKey() string { return "" }
+
+// Against: the median of the baseline windows and the rule's factor.
+func (d *spikeDetector) Against(o Observation, f Firing) Against {
+	return Against{Baseline: o.Expected.Value, Factor: d.r.Spike.Factor, Direction: direction(f.Episode)}
+}

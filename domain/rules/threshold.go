@@ -32,3 +32,8 @@ func (d *thresholdDetector) Settled(Observation) bool { return false }
 
 // SettleKey: none, it never settles.
 func (d *thresholdDetector) SettleKey() string { return "" }
+
+// Against: the level crossed.
+func (d *thresholdDetector) Against(_ Observation, f Firing) Against {
+	return Against{Baseline: float64(f.Threshold)}
+}

@@ -245,6 +245,13 @@ func (d *unusualDetector) weigh(o Observation, ep *Episode) judgement {
 	return dn
 }
 
+// Against: the normal, its usual range and the history it came from.
+func (d *unusualDetector) Against(o Observation, f Firing) Against {
+	e := o.Expected
+	return Against{Baseline: e.Value, Low: e.Low, High: e.High, Days: e.Days, Weekly: e.Weekly,
+		Burst: f.Short, Direction: direction(f.Episode)}
+}
+
 // SettleKey: the settings Settled and the normal read (the rule's
 // window, zone and what it counts, and the detector's own), all but the
 // rule's name, pages and receivers.

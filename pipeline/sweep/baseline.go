@@ -144,7 +144,7 @@ func (b *baselines) expect(ctx context.Context, set *ruleSet, obs map[string][]o
 	for key, list := range obs {
 		for i, o := range list {
 			r := set.rules[o.pt.rule]
-			if r.Kind() == rules.KindThreshold || (quiet(r, o.count) && !open(key)) {
+			if !r.HasNormal() || (quiet(r, o.count) && !open(key)) {
 				continue
 			}
 			nk, spans, ok := b.keyOf(r, o.pt.rule, o.site, o.path, o.pt.to)

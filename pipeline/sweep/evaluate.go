@@ -116,7 +116,7 @@ func newRuleSet(rs []rules.Rule) *ruleSet {
 			// A rule over every site is keyed by the empty site.
 			set.bySite[r.Site] = append(set.bySite[r.Site], i)
 		}
-		if r.Kind() != rules.KindThreshold {
+		if r.HasNormal() {
 			set.episodic = true
 		}
 		if r.Aggregate == rules.Sum {
@@ -272,6 +272,10 @@ type observation struct {
 	exp        rules.Expected    // spike and new_page rules: the page's normal
 	short      uint64            // the count over the detector's burst window (Reach.Short)
 	late       bool              // the site's data is behind: no drop is judged
+	// alike are the rules that settle this page as this one's rule does
+	// (Detector.SettleKey), its normal not yet known when counted: they
+	// are judged only if it is not settled (weighStateless, standIns).
+	alike []match
 }
 
 // ruleObservation is what the rule's detector is shown of o.
@@ -404,7 +408,7 @@ func (s *Sweeper) count(ctx context.Context, set *ruleSet, pts []point, every bo
 							stateless = 1
 						}
 					}
-					if !every && stateless == 1 && s.settled(set, r, o, &memo) {
+					if !every && stateless == 1 && s.weighStateless(set, r, o, &memo, obs) {
 						continue
 					}
 					obs[m.key] = append(obs[m.key], o)

@@ -61,6 +61,25 @@ func (s *Sweeper) judge(ctx context.Context, set *ruleSet, obs map[string][]obse
 	for i, r := range set.rules {
 		byName[r.Name] = i
 	}
+	// A key may open an episode within this sweep, at a loud catch-up
+	// moment: its later, quiet moments then need the normal too, for the
+	// resolve's why.
+	open := func(key string) bool {
+		if list := obs[key]; len(list) > 1 && slices.ContainsFunc(list, func(o observation) bool { return !quiet(set.rules[o.pt.rule], o.count) }) {
+			return true
+		}
+		st, _, err := s.state.get(ctx, key)
+		return err == nil && st.Open != nil
+	}
+	if set.episodic && hasStandIns(obs) {
+		// The rules a page's observation stood for are judged once it
+		// has its normal (standIns), before the states are stepped as
+		// below: they are then observed as if counted one by one.
+		if err := s.baselines.expect(ctx, set, obs, open, s.now()); err != nil {
+			return nil, err
+		}
+		standIns(set, obs)
+	}
 	for _, k := range s.state.keys() {
 		name, _, _ := strings.Cut(k, ".")
 		if i, ok := byName[name]; ok {
@@ -84,16 +103,6 @@ func (s *Sweeper) judge(ctx context.Context, set *ruleSet, obs map[string][]obse
 		}
 	}
 	if set.episodic {
-		// A key may also open an episode within this sweep, at a loud
-		// catch-up moment: its later, quiet moments then need the normal
-		// too, for the resolve's why.
-		open := func(key string) bool {
-			if list := obs[key]; len(list) > 1 && slices.ContainsFunc(list, func(o observation) bool { return !quiet(set.rules[o.pt.rule], o.count) }) {
-				return true
-			}
-			st, _, err := s.state.get(ctx, key)
-			return err == nil && st.Open != nil
-		}
 		if err := s.baselines.expect(ctx, set, obs, open, s.now()); err != nil {
 			return nil, err
 		}
@@ -117,13 +126,9 @@ func (s *Sweeper) judge(ctx context.Context, set *ruleSet, obs map[string][]obse
 		for _, o := range list {
 			before, nfired := v.next, len(v.fired)
 			var fire []rules.Firing
-			if r.Kind() == rules.KindThreshold {
-				v.next, fire = r.Step(v.next, o.count, o.pt.at)
-			} else {
-				v.next, fire = r.StepEpisode(v.next, o.ruleObservation())
-				if v.next.Open != nil && v.next.Open.Path == "" {
-					v.next.Open.Site, v.next.Open.Path = o.site, o.path
-				}
+			v.next, fire = r.Judge(v.next, o.ruleObservation())
+			if v.next.Open != nil && v.next.Open.Path == "" {
+				v.next.Open.Site, v.next.Open.Path = o.site, o.path
 			}
 			for _, f := range fire {
 				v.fired = append(v.fired, crossingOf(s.logger, r, o, f))
@@ -188,33 +193,18 @@ func crossingOf(logger *slog.Logger, r *rules.Rule, o observation, f rules.Firin
 }
 
 // whyOf is what the sweep itself knows of why a page moved: the count,
-// its normal (a threshold rule's: the level crossed) and the episode. The
-// referrers, rank and busiest minute are added by explain (explain.go).
+// what the rule's detector measured it against (a threshold rule's: the
+// level crossed) and the episode. The referrers, rank and busiest minute
+// are added by explain (explain.go).
 func whyOf(r *rules.Rule, o observation, f rules.Firing) *crossing.Why {
+	a := r.Detector().Against(o.ruleObservation(), f)
 	w := &crossing.Why{Kind: string(r.Kind()), Count: o.count, Step: f.Step,
+		Baseline: a.Baseline, Low: a.Low, High: a.High, Factor: a.Factor, Days: a.Days, Weekly: a.Weekly,
+		Burst: a.Burst, Direction: a.Direction,
 		Since: f.Episode.Since, Peak: f.Episode.Peak, PeakAt: f.Episode.PeakAt}
 	if !f.Episode.PeakAt.IsZero() {
 		w.PeakAt = f.Episode.PeakAt.UTC()
 		w.Since = f.Episode.Since.UTC()
-	}
-	switch r.Kind() {
-	case rules.KindSpike:
-		w.Baseline, w.Factor = o.exp.Value, r.Spike.Factor
-		w.Direction = "up"
-		if f.Episode.Down {
-			w.Direction = "down"
-		}
-	case rules.KindNewPage:
-		w.Baseline = o.exp.Value
-	case rules.KindUnusual:
-		w.Baseline, w.Low, w.High = o.exp.Value, o.exp.Low, o.exp.High
-		w.Days, w.Weekly, w.Burst = o.exp.Days, o.exp.Weekly, f.Short
-		w.Direction = "up"
-		if f.Episode.Down {
-			w.Direction = "down"
-		}
-	case rules.KindThreshold:
-		w.Baseline = float64(f.Threshold) // the level crossed
 	}
 	if w.Baseline > 0 {
 		w.Ratio = math.Round(float64(o.count)/w.Baseline*100) / 100

@@ -85,7 +85,7 @@ func replaySeries(k string, sr *series, r *rules.Rule, base uint64, since, allFr
 			moments = append(moments, moment{t: m.Add(r.Window.Rolling)})
 		}
 	}
-	episodic := r.Kind() != rules.KindThreshold
+	episodic := r.HasNormal()
 	if episodic && len(mins) > 0 {
 		for h := since.Truncate(time.Hour).Add(time.Hour); !h.After(now); h = h.Add(time.Hour) {
 			moments = append(moments, moment{t: h, hour: true})
