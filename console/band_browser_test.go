@@ -151,6 +151,13 @@ VALUES ('%s', 'unusual', 'example.com', '/pricing', '1h', 0, %d, %d)`, x.key, x.
 		!strings.Contains(legend[1], "unusual escalated at ") || !strings.Contains(legend[2], "unusual resolved at ") || !strings.Contains(legend[2], "peak 740") {
 		t.Errorf("/page: episodes in the legend %q", legend)
 	}
+	// The crossings table says what each was judged against, not a
+	// threshold of 0.
+	var judged []string
+	p.Eval(`() => [...document.querySelectorAll('[data-testid=crossing] [data-testid=judged]')].map(e => e.textContent)`, nil, &judged)
+	if want := "[resolved, peak 740 escalated ×3, usual 85–140 above usual 70–125]"; fmt.Sprint(judged) != want {
+		t.Errorf("/page: crossings judged %q, want %s", judged, want)
+	}
 	// docs/console-page.png is the demo's page (deploy/demo_browser_test.go).
 	p.Screenshot("page-band-episodes")
 

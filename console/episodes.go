@@ -83,6 +83,57 @@ func markOf(x crossingView, why *crossing.Why) markView {
 	return m
 }
 
+// judgedText is what a crossing was judged against, for the crossings
+// tables: a threshold rule's level ("more than 1,000"), or, for a rule
+// with a normal, the episode's step and the page's usual range ("above
+// usual 80–140", "below usual 300–420", "escalated ×4, usual 80–140",
+// "resolved, peak 2,300"). A crossing whose why is not kept (an older
+// store's) says what its key says.
+func judgedText(x crossingView, why *crossing.Why) string {
+	if why == nil || why.Kind == "threshold" || why.Kind == "" {
+		if x.Threshold == 0 {
+			return eventOfKey(x.Key) // an episode's crossing, its why not kept
+		}
+		return "more than " + traffic.FormatCount(x.Threshold)
+	}
+	usual := strings.TrimPrefix(usualText(why), ", ")
+	switch eventOfKey(x.Key) {
+	case "resolve":
+		if why.Peak > 0 {
+			return "resolved, peak " + traffic.FormatCount(why.Peak)
+		}
+		return "resolved"
+	case "escalate":
+		out := "escalated"
+		if why.Step > 0 {
+			out += " ×" + strconv.FormatFloat(why.Step, 'g', -1, 64)
+		}
+		if usual != "" {
+			out += ", " + usual
+		}
+		return out
+	}
+	side := "above"
+	if why.Direction == "down" {
+		side = "below"
+	}
+	if usual == "" {
+		return side + " its normal"
+	}
+	return side + " " + usual
+}
+
+// withJudged sets each crossing's Judged from its why.
+func withJudged(xs []crossingView, whys map[string]crossing.Why) {
+	for i := range xs {
+		var why *crossing.Why
+		if w, ok := whys[xs[i].Key]; ok {
+			why = &w
+		}
+		xs[i].Judged = judgedText(xs[i], why)
+	}
+}
+
 // usualText is what the crossing was judged against: ", usual 80–140",
 // or the spike rule's normal and ratio.
 func usualText(w *crossing.Why) string {

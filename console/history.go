@@ -38,12 +38,15 @@ type historyFilter struct {
 }
 
 type crossingView struct {
-	Key       string        `json:"key"`
-	Rule      string        `json:"rule"`
-	Site      string        `json:"site"`
-	Path      string        `json:"path"`
-	Window    string        `json:"window"`
-	Threshold uint64        `json:"threshold"`
+	Key       string `json:"key"`
+	Rule      string `json:"rule"`
+	Site      string `json:"site"`
+	Path      string `json:"path"`
+	Window    string `json:"window"`
+	Threshold uint64 `json:"threshold"`
+	// Judged is what the crossing was judged against, in words
+	// (judgedText): the threshold, or the page's usual range.
+	Judged    string        `json:"judged"`
 	Count     uint64        `json:"count"`
 	CrossedAt time.Time     `json:"crossed_at"`
 	Shown     string        `json:"-"`
@@ -132,6 +135,12 @@ func (s *historyPages) historyPage(w http.ResponseWriter, r *http.Request) {
 		s.failErr(w, r, "reading the notification outcomes", err)
 		return
 	}
+	whys, err := s.whysOf(r.Context(), v.Crossings)
+	if err != nil {
+		s.failErr(w, r, "reading why the crossings were made", err)
+		return
+	}
+	withJudged(v.Crossings, whys)
 	if f.Offset == 0 {
 		acts, err := s.deps.Store.Actions(r.Context(), hq.From, 50)
 		if err != nil {

@@ -169,6 +169,7 @@ func (s *pagePages) pagePage(w http.ResponseWriter, r *http.Request) {
 				return wrap("the page's notifications", err)
 			}
 			whys, err = s.whysOf(ctx, v.Crossings)
+			withJudged(v.Crossings, whys)
 			return wrap("why the page's crossings were made", err)
 		},
 	)

@@ -1,0 +1,29 @@
+package console
+
+import (
+	"testing"
+
+	"github.com/pagewatch/pagewatch/domain/crossing"
+)
+
+func TestJudgedText(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		x    crossingView
+		why  *crossing.Why
+		want string
+	}{
+		{"threshold", crossingView{Key: "pricing.abc.1000", Threshold: 1000}, nil, "more than 1,000"},
+		{"threshold with a why", crossingView{Key: "pricing.abc.1000", Threshold: 1000}, &crossing.Why{Kind: "threshold", Baseline: 1000}, "more than 1,000"},
+		{"up", crossingView{Key: "u.abc.3"}, &crossing.Why{Kind: "unusual", Low: 70, High: 125, Direction: "up"}, "above usual 70–125"},
+		{"down", crossingView{Key: "u.abc.4"}, &crossing.Why{Kind: "unusual", Low: 300, High: 420, Direction: "down"}, "below usual 300–420"},
+		{"escalate", crossingView{Key: "u.abc.3.x4"}, &crossing.Why{Kind: "unusual", Low: 70, High: 125, Step: 4}, "escalated ×4, usual 70–125"},
+		{"resolve", crossingView{Key: "u.abc.3.resolved"}, &crossing.Why{Kind: "unusual", Peak: 2300}, "resolved, peak 2,300"},
+		{"spike", crossingView{Key: "s.abc.2"}, &crossing.Why{Kind: "spike", Baseline: 100, Ratio: 4.2, Direction: "up"}, "above normal 100 (4.2×)"},
+		{"an episode's crossing, its why not kept", crossingView{Key: "u.abc.3.resolved"}, nil, "resolve"},
+	} {
+		if got := judgedText(c.x, c.why); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+}
