@@ -61,13 +61,15 @@ func (s *Sweeper) Backtest(ctx context.Context, since time.Time) ([]crossing.Cro
 			base[k] = list[len(list)-1].count
 		}
 	}
-	return replay(ctx, s.counts, set, base, since, now, s.logger)
+	return replay(ctx, s.counts, set, base, since, now, s.cfg.DataLateAfter, s.logger)
 }
 
 // Backtest replays per-minute counts from src (a counts file, say) since
 // a time through rules that LoadRules validated, each state starting
 // afresh, and returns what would have fired by now, in time order. It
-// needs neither NATS nor ClickHouse.
+// needs neither NATS nor ClickHouse. A site's data is late, and its drops
+// held, after the default data_late_after (or twice its rows' usual
+// spacing) without rows.
 func Backtest(ctx context.Context, src MinuteSource, rs []rules.Rule, since, now time.Time, logger *slog.Logger) ([]crossing.Crossing, error) {
-	return replay(ctx, src, newRuleSet(rs), nil, since.Truncate(time.Minute), now, logger)
+	return replay(ctx, src, newRuleSet(rs), nil, since.Truncate(time.Minute), now, DefaultConfig().DataLateAfter, logger)
 }

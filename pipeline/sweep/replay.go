@@ -20,9 +20,11 @@ import (
 // moves. All-time windows start from base, or with a nil base (a counts
 // file) from the first minute of src. Spike and new_page rules read the minutes before since that
 // their baselines reach back to; a site's data begins at its first row,
-// and windows before that are unknown, as in a sweep. base holds each
-// all-time state key's count before since.
-func replay(ctx context.Context, src MinuteSource, set *ruleSet, base map[string]uint64, since, now time.Time, logger *slog.Logger) ([]crossing.Crossing, error) {
+// and windows before that are unknown, as in a sweep. A site whose rows
+// stop for a while is late, as a sweep would have found it (siteRows.late):
+// its drops are held. base holds each all-time state key's count before
+// since.
+func replay(ctx context.Context, src MinuteSource, set *ruleSet, base map[string]uint64, since, now time.Time, lateAfter time.Duration, logger *slog.Logger) ([]crossing.Crossing, error) {
 	scanFrom := since
 	for _, r := range set.rules {
 		switch r.Window.Kind {
@@ -40,7 +42,7 @@ func replay(ctx context.Context, src MinuteSource, set *ruleSet, base map[string
 			}
 		}
 	}
-	first := &firstRows{src: src, first: map[string]time.Time{}}
+	first := &siteRows{src: src, first: map[string]time.Time{}, minutes: map[string][]time.Time{}}
 	for _, r := range set.rules {
 		if r.Count == rules.CountVisitors {
 			logger.Warn("a backtest replays per-minute views; this rule counts visitors, which are distinct over a whole window, and is left out", "rule", r.Name)
@@ -51,6 +53,7 @@ func replay(ctx context.Context, src MinuteSource, set *ruleSet, base map[string
 	if err != nil {
 		return nil, err
 	}
+	first.settle()
 	var out []crossing.Crossing
 	for _, k := range slices.Sorted(maps.Keys(all)) {
 		sr := all[k]
@@ -63,14 +66,25 @@ func replay(ctx context.Context, src MinuteSource, set *ruleSet, base map[string
 		if base == nil {
 			allFrom = time.Time{}
 		}
-		out = append(out, replaySeries(k, sr, r, base[k], since, allFrom, now, dataStart, logger)...)
+		site := siteData{start: dataStart, step: first.step[sr.site],
+			late: func(t time.Time) bool { return first.late(sr.site, t, lateAfter) }}
+		out = append(out, replaySeries(k, sr, r, base[k], since, allFrom, now, site, logger)...)
 	}
 	slices.SortStableFunc(out, func(a, b crossing.Crossing) int { return a.CrossedAt.Compare(b.CrossedAt) })
 	return out, nil
 }
 
+// siteData is what a replay knows of a site's data: where it begins,
+// its resolution (siteRows.step), and when it was late.
+type siteData struct {
+	start time.Time
+	step  time.Duration
+	late  func(windowEnd time.Time) bool
+}
+
 // replaySeries steps one state key through its moments.
-func replaySeries(k string, sr *series, r *rules.Rule, base uint64, since, allFrom, now, dataStart time.Time, logger *slog.Logger) []crossing.Crossing {
+func replaySeries(k string, sr *series, r *rules.Rule, base uint64, since, allFrom, now time.Time, site siteData, logger *slog.Logger) []crossing.Crossing {
+	dataStart := site.start
 	mins := slices.SortedFunc(maps.Keys(sr.minutes), func(a, b time.Time) int { return a.Compare(b) })
 	type moment struct {
 		t    time.Time
@@ -126,6 +140,12 @@ func replaySeries(k string, sr *series, r *rules.Rule, base uint64, since, allFr
 	}
 	lookDown := r.Detector().LooksDown()
 	reach := r.Detector().Reach()
+	if site.step > reach.Short {
+		// Rows further apart than the burst window (counts per 30
+		// minutes, say) cannot show a burst of it: each row would land
+		// in one minute as a burst of its own.
+		reach.Short = 0
+	}
 	var (
 		st  rules.State
 		out []crossing.Crossing
@@ -144,16 +164,15 @@ func replaySeries(k string, sr *series, r *rules.Rule, base uint64, since, allFr
 			lo = allFrom
 		}
 		o := observation{key: k, pt: pt, site: sr.site, path: sr.path, count: base + upTo(pt.to) - upTo(lo)}
-		var fire []rules.Firing
 		if episodic {
 			o.exp = expect(pt.to)
 			if reach.Short > 0 {
 				o.short = upTo(pt.to) - upTo(pt.to.Add(-reach.Short))
 			}
-			st, fire = r.StepEpisode(st, o.ruleObservation())
-		} else {
-			st, fire = r.Step(st, o.count, at)
+			o.late = site.late(pt.to)
 		}
+		var fire []rules.Firing
+		st, fire = r.Judge(st, o.ruleObservation())
 		for _, f := range fire {
 			out = append(out, crossingOf(logger, r, o, f))
 		}
@@ -171,20 +190,64 @@ func cmpBool(a, b bool) int {
 	return -1
 }
 
-// firstRows notes each site's first row as a scan passes it on: where the
-// site's data begins, for baselines.
-type firstRows struct {
-	src   MinuteSource
-	first map[string]time.Time
+// siteRows notes each site's rows as a scan passes them on: where the
+// site's data begins, for baselines, and the minutes it has rows in, for
+// when it was late.
+type siteRows struct {
+	src     MinuteSource
+	first   map[string]time.Time
+	minutes map[string][]time.Time // by site: sorted and once each after settle
+	// spacing is each site's usual gap between minutes with rows (the
+	// median), step its data's resolution (the 10th percentile: 5
+	// minutes for counts per 5 minutes, 1 for a site's own minutes
+	// however sparse).
+	spacing, step map[string]time.Duration
 }
 
-func (f *firstRows) ScanMinutes(ctx context.Context, q traffic.MinuteScan, fn func(site, path string, minute time.Time, hits uint64) error) error {
+func (f *siteRows) ScanMinutes(ctx context.Context, q traffic.MinuteScan, fn func(site, path string, minute time.Time, hits uint64) error) error {
 	return f.src.ScanMinutes(ctx, q, func(site, path string, minute time.Time, hits uint64) error {
 		if t, ok := f.first[site]; !ok || minute.Before(t) {
 			f.first[site] = minute
 		}
+		f.minutes[site] = append(f.minutes[site], minute)
 		return fn(site, path, minute, hits)
 	})
+}
+
+// settle sorts each site's minutes and notes their spacing and step.
+func (f *siteRows) settle() {
+	f.spacing, f.step = map[string]time.Duration{}, map[string]time.Duration{}
+	for site, ms := range f.minutes {
+		slices.SortFunc(ms, func(a, b time.Time) int { return a.Compare(b) })
+		ms = slices.CompactFunc(ms, func(a, b time.Time) bool { return a.Equal(b) })
+		f.minutes[site] = ms
+		if len(ms) < 2 {
+			continue
+		}
+		gaps := make([]time.Duration, len(ms)-1)
+		for i := 1; i < len(ms); i++ {
+			gaps[i-1] = ms[i].Sub(ms[i-1])
+		}
+		slices.Sort(gaps)
+		f.spacing[site], f.step[site] = gaps[len(gaps)/2], gaps[len(gaps)/10]
+	}
+}
+
+// late reports whether a sweep judging a window ending at t would have
+// found the site's data late: its newest row before t older than
+// lateAfter (data_late_after), or than twice the site's usual spacing
+// when its rows are sparser (a file of counts per 30 minutes, a site of
+// a few views an hour). A collector that stopped, or a gap in an export,
+// is then no drop, as in a sweep (freshness.go); before the site's
+// first row nothing is known, and its normal is unknown too.
+func (f *siteRows) late(site string, t time.Time, lateAfter time.Duration) bool {
+	ms := f.minutes[site]
+	i, _ := slices.BinarySearchFunc(ms, t, func(a, b time.Time) int { return a.Compare(b) })
+	if i == 0 {
+		return false
+	}
+	newest := ms[i-1].Add(time.Minute)
+	return t.Sub(newest) > max(lateAfter, 2*f.spacing[site])
 }
 
 func minTime(a, b time.Time) time.Time {
