@@ -148,18 +148,20 @@ func scanSeries(ctx context.Context, src MinuteSource, set *ruleSet, q traffic.M
 	rows := 0
 	err := src.ScanMinutes(ctx, q, func(site, path string, minute time.Time, hits uint64) error {
 		rows++
-		for _, m := range set.matching(site, path) {
-			r := set.rules[m.rule]
+		pm := set.matching(site, path)
+		for _, ri := range pm.rules {
+			r := set.rules[ri]
 			if !keep(r) {
 				continue
 			}
-			sr := all[m.key]
+			key := set.key(ri, pm)
+			sr := all[key]
 			if sr == nil {
-				sr = &series{rule: m.rule, site: site, path: path, minutes: map[time.Time]uint64{}}
+				sr = &series{rule: ri, site: site, path: path, minutes: map[time.Time]uint64{}}
 				if r.Aggregate == rules.Sum {
 					sr.path = ""
 				}
-				all[m.key] = sr
+				all[key] = sr
 			}
 			sr.minutes[minute] += hits
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/pagewatch/pagewatch/domain/rules"
@@ -52,41 +51,16 @@ type ruleSet struct {
 	// once per page (settleMemo).
 	settleClass []int
 
-	// maxMatches is defaultMaxMatches but in tests, which fill a small
-	// cache rather than a real one.
-	maxMatches int
+	// sumKey is each sum rule's one state key ("" for per-page rules).
+	sumKey []string
 
-	mu      sync.Mutex
-	matches map[page][]match // this sweep's pages: at most maxMatches
-	older   map[page][]match // the sweep before's, not read again yet
-}
-
-// defaultMaxMatches bounds the pages whose matches a sweep remembers. A
-// sum rule, or a rule that looks down, reads every page of its sites, and
-// paths are the clients' to make up: a site that answers any path with a
-// 200 would otherwise grow the cache by every path ever requested.
-//
-// The cache keeps what the last two sweeps read (sweepStarted): a page
-// no sweep reads is forgotten a sweep later, and a sweep reading more
-// pages than the bound finds the first maxMatches of them remembered,
-// sweep after sweep. (It once started again from empty when full: at 1M
-// pages read, no page was ever found, and every page's matches and
-// SHA-256 state keys were computed every sweep, 46% of its CPU;
-// docs/performance.md.) At most 2 × maxMatches pages, some 110 MiB.
-const defaultMaxMatches = 1 << 18
-
-// match is a rule watching a page, with the page's state key for it
-// (a hash, worth computing once).
-type match struct {
-	rule int
-	key  string
+	matchCache
 }
 
 type page struct{ site, path string }
 
 func newRuleSet(rs []rules.Rule) *ruleSet {
-	set := &ruleSet{exact: map[page][]int{}, bySite: map[string][]int{}, matches: map[page][]match{},
-		maxMatches: defaultMaxMatches}
+	set := &ruleSet{exact: map[page][]int{}, bySite: map[string][]int{}, matchCache: newMatchCache()}
 	floor := ^uint64(0)
 	everySite := false
 	classes := map[string]int{}
@@ -103,6 +77,11 @@ func newRuleSet(rs []rules.Rule) *ruleSet {
 			class = c
 		}
 		set.settleClass = append(set.settleClass, class)
+		sumKey := ""
+		if r.Aggregate == rules.Sum {
+			sumKey = stateKey(r, "", "")
+		}
+		set.sumKey = append(set.sumKey, sumKey)
 		if r.Site == "" {
 			everySite = true
 		} else if !slices.Contains(set.sites, r.Site) {
@@ -148,66 +127,6 @@ func measureOf(r *rules.Rule) traffic.Measure {
 
 // siteOf is the site a query for a rule reads: "" for every site.
 func siteOf(r *rules.Rule) string { return r.Site }
-
-// matching returns the rules watching a page.
-func (set *ruleSet) matching(site, path string) []match {
-	p := page{site, path}
-	set.mu.Lock()
-	m, ok := set.matches[p]
-	if !ok {
-		if m, ok = set.older[p]; ok {
-			delete(set.older, p)
-			set.keep(p, m)
-		}
-	}
-	set.mu.Unlock()
-	if ok {
-		return m
-	}
-	idx := slices.Clone(set.exact[p])
-	for _, i := range set.bySite[site] {
-		if set.rules[i].Matches(site, path) {
-			idx = append(idx, i)
-		}
-	}
-	if site != "" {
-		for _, i := range set.bySite[""] {
-			if set.rules[i].Matches(site, path) {
-				idx = append(idx, i)
-			}
-		}
-	}
-	pageKey := pagestate.PageKey(site, path) // hashed once, not once per rule
-	for _, i := range idx {
-		r := set.rules[i]
-		key := pagestate.RuleKey(r.Name, pageKey)
-		if r.Aggregate == rules.Sum {
-			key = stateKey(r, site, path)
-		}
-		m = append(m, match{rule: i, key: key})
-	}
-	set.mu.Lock()
-	set.keep(p, m)
-	set.mu.Unlock()
-	return m
-}
-
-// keep remembers a page's matches for this sweep, while there is room.
-// set.mu is held.
-func (set *ruleSet) keep(p page, m []match) {
-	if len(set.matches) < set.maxMatches {
-		set.matches[p] = m
-	}
-}
-
-// sweepStarted ages the cache: what the last sweep read becomes older,
-// found again (and kept) as this sweep reads it, and forgotten at the
-// next sweep if it is not.
-func (set *ruleSet) sweepStarted() {
-	set.mu.Lock()
-	defer set.mu.Unlock()
-	set.older, set.matches = set.matches, make(map[page][]match, len(set.matches))
-}
 
 // quiet reports whether a page's count for a per-page rule is too low to
 // matter: below quietBelow, it neither fires nor keeps a fired threshold
@@ -272,10 +191,11 @@ type observation struct {
 	exp        rules.Expected    // spike and new_page rules: the page's normal
 	short      uint64            // the count over the detector's burst window (Reach.Short)
 	late       bool              // the site's data is behind: no drop is judged
-	// alike are the rules that settle this page as this one's rule does
-	// (Detector.SettleKey), its normal not yet known when counted: they
-	// are judged only if it is not settled (weighStateless, standIns).
-	alike []match
+	// alike are the rules (indexes) that settle this page as this one's
+	// rule does (Detector.SettleKey), its normal not yet known when
+	// counted: they are judged only if it is not settled (weighStateless,
+	// standIns).
+	alike []int
 }
 
 // ruleObservation is what the rule's detector is shown of o.
@@ -373,9 +293,9 @@ func (s *Sweeper) count(ctx context.Context, set *ruleSet, pts []point, every bo
 		var memo settleMemo
 		for _, pc := range counts {
 			memo = memo[:0] // a page's verdicts
-			stateless := -1 // unknown until a rule per page asks
-			for _, m := range set.matching(pc.Site, pc.Path) {
-				ri := m.rule
+			pm := set.matching(pc.Site, pc.Path)
+			stateless := !every && ready && !stated[pm.page]
+			for _, ri := range pm.rules {
 				for _, gi := range ofRule[ri] {
 					p := group[gi]
 					r := set.rules[ri]
@@ -398,20 +318,17 @@ func (s *Sweeper) count(ctx context.Context, set *ruleSet, pts []point, every bo
 					if !every && quiet(r, n) {
 						continue
 					}
-					o := observation{key: m.key, pt: p, site: pc.Site, path: pc.Path, count: n}
+					o := observation{pt: p, site: pc.Site, path: pc.Path, count: n}
 					if j := shortIdx[gi]; j >= 0 {
 						o.short = pc.Counts[j]
 					}
-					if stateless < 0 {
-						stateless = 0
-						if ready && !stated[pagestate.PageOf(m.key)] {
-							stateless = 1
-						}
-					}
-					if !every && stateless == 1 && s.weighStateless(set, r, o, &memo, obs) {
+					// The state key is made only for what is kept: most
+					// pages of a rule looking down are settled.
+					if stateless && s.weighStateless(set, r, o, pm, &memo, obs) {
 						continue
 					}
-					obs[m.key] = append(obs[m.key], o)
+					o.key = set.key(ri, pm)
+					obs[o.key] = append(obs[o.key], o)
 				}
 			}
 		}

@@ -24,8 +24,8 @@ func TestMatchCacheIsBounded(t *testing.T) {
 			path = fmt.Sprintf("/blog/%d", i)
 		}
 		m := set.matching("example.com", path)
-		if want := i%2 == 0; (len(m) == 1) != want {
-			t.Fatalf("%s: %d matches, want matched %t", path, len(m), want)
+		if want := i%2 == 0; (len(m.rules) == 1) != want {
+			t.Fatalf("%s: %d matches, want matched %t", path, len(m.rules), want)
 		}
 	}
 	if n := len(set.matches); n > set.maxMatches {
@@ -59,8 +59,8 @@ func TestMatchCacheKeepsWhatSweepsRead(t *testing.T) {
 			if remembered(p) {
 				found++
 			}
-			if m := set.matching(p.site, p.path); len(m) != 1 {
-				t.Fatalf("%s: %d matches", p.path, len(m))
+			if m := set.matching(p.site, p.path); len(m.rules) != 1 {
+				t.Fatalf("%s: %d matches", p.path, len(m.rules))
 			}
 		}
 		if want := min(sweep, 1) * set.maxMatches; found != want {

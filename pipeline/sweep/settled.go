@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/pagewatch/pagewatch/domain/rules"
+	"github.com/pagewatch/pagewatch/pipeline/sweep/pagestate"
 )
 
 // weighStateless takes an observation of a page with no state under any
@@ -24,7 +25,7 @@ import (
 // Judging each rule-page pair was most of a steady sweep's Go CPU with
 // 3.3M of them, and a first sweep's memory: 15.9 GB at 1M pages
 // (docs/performance.md).
-func (s *Sweeper) weighStateless(set *ruleSet, r *rules.Rule, o observation, memo *settleMemo, obs map[string][]observation) bool {
+func (s *Sweeper) weighStateless(set *ruleSet, r *rules.Rule, o observation, pm pageMatches, memo *settleMemo, obs map[string][]observation) bool {
 	class := set.settleClass[o.pt.rule]
 	if class < 0 {
 		return false
@@ -33,7 +34,7 @@ func (s *Sweeper) weighStateless(set *ruleSet, r *rules.Rule, o observation, mem
 		v := (*memo)[i]
 		if v.standIn != "" {
 			in := &obs[v.standIn][v.standInAt]
-			in.alike = append(in.alike, match{rule: o.pt.rule, key: o.key})
+			in.alike = append(in.alike, o.pt.rule)
 			return true
 		}
 		return v.settled
@@ -45,6 +46,7 @@ func (s *Sweeper) weighStateless(set *ruleSet, r *rules.Rule, o observation, mem
 		*memo = append(*memo, v)
 		return v.settled
 	}
+	o.key = set.key(o.pt.rule, pm)
 	v.standIn, v.standInAt = o.key, len(obs[o.key])
 	obs[o.key] = append(obs[o.key], o)
 	*memo = append(*memo, v)
@@ -79,11 +81,12 @@ func standIns(set *ruleSet, obs map[string][]observation) {
 			if set.rules[o.pt.rule].Detector().Settled(o.ruleObservation()) {
 				continue
 			}
-			for _, m := range alike {
+			page := pagestate.PageOf(o.key)
+			for _, ri := range alike {
 				f := *o
-				f.key, f.pt.rule = m.key, m.rule
-				obs[m.key] = append(obs[m.key], f)
-				grown = append(grown, m.key)
+				f.key, f.pt.rule = pagestate.RuleKey(set.rules[ri].Name, page), ri
+				obs[f.key] = append(obs[f.key], f)
+				grown = append(grown, f.key)
 			}
 		}
 	}

@@ -59,6 +59,12 @@ func (cs Counts) WindowCounts(ctx context.Context, q traffic.WindowQuery) ([]tra
 		c := backing[:n:n]
 		backing = backing[n:]
 		copy(c, counts)
+		if len(out) == cap(out) {
+			// Doubling: append grows a large slice by a quarter, which
+			// at 100k rows copied it some 40 times, a tenth of a steady
+			// sweep's Go.
+			out = slices.Grow(out, max(1024, len(out)))
+		}
 		out = append(out, traffic.PageCount{Site: site, Path: path, Counts: c})
 	}
 	if err := rows.Err(); err != nil {
