@@ -75,8 +75,9 @@ type spanGroup struct {
 }
 
 type cachedExpected struct {
-	slot time.Time // the half hour the window end fell in
-	exp  rules.Expected
+	slot   time.Time // the half hour the window end fell in
+	exp    rules.Expected
+	window time.Duration // the length of the windows it was made of
 }
 
 // dataStartsEvery is how often each site's first minute is read again.
@@ -342,7 +343,38 @@ func (b *baselines) give(set *ruleSet, obs map[string][]observation, slot time.T
 	for _, r := range rs {
 		obs[r.key][r.i].exp = e
 	}
-	b.cache[k] = cachedExpected{slot: slot, exp: e}
+	c := cachedExpected{slot: slot, exp: e}
+	if len(spans) > 0 {
+		c.window = spans[0].To.Sub(spans[0].From)
+	}
+	b.cache[k] = c
+}
+
+// siteRates is, for each site, the views a minute its pages' normals
+// expect for a window ending at end: for each kind of normal over the
+// same spans, the sum of its pages' normals (their bottom) over the
+// window's minutes; the largest of those. A site none of whose pages
+// has a normal above 0 is missing: nothing of it can drop.
+func (b *baselines) siteRates(end time.Time) map[string]float64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	slot := slotOf(end)
+	type group struct {
+		site  string
+		spans int
+		kind  rules.Kind
+	}
+	sums := map[group]float64{}
+	for k, c := range b.cache {
+		if c.slot.Equal(slot) && c.window > 0 && c.exp.OK && c.exp.Bottom > 0 {
+			sums[group{k.site, k.spans, k.kind}] += c.exp.Bottom / c.window.Minutes()
+		}
+	}
+	out := map[string]float64{}
+	for g, v := range sums {
+		out[g.site] = max(out[g.site], v)
+	}
+	return out
 }
 
 // known is the normal an observation needs, if one is cached for the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -14,7 +15,8 @@ import (
 )
 
 // Freshness: each site's newest loaded minute. A site whose newest hit is
-// older than data_late_after is late, and no drop is judged on its pages:
+// older than data_late_after (or than the gap its own normals make
+// unlikely, lateAfterFor) is late, and no drop is judged on its pages:
 // a tailer that stopped, or a loader behind, is not a page gone quiet.
 // Each rule that hears drops tells its receivers once that no data came
 // from the site since its newest hit, and once when data flows again: an
@@ -34,13 +36,32 @@ const noDataPrefix = "_nodata."
 // episodes it keeps in the state store.
 type freshness struct {
 	counts    Counter
+	rates     func(end time.Time) map[string]float64 // baselines.siteRates
 	state     *stateStore
 	lateAfter time.Duration // data_late_after
 	logger    *slog.Logger
 }
 
-func newFreshness(counts Counter, state *stateStore, lateAfter time.Duration, logger *slog.Logger) *freshness {
-	return &freshness{counts: counts, state: state, lateAfter: lateAfter, logger: logger}
+func newFreshness(counts Counter, rates func(end time.Time) map[string]float64, state *stateStore, lateAfter time.Duration, logger *slog.Logger) *freshness {
+	return &freshness{counts: counts, rates: rates, state: state, lateAfter: lateAfter, logger: logger}
+}
+
+// surelyQuiet is how unlikely a site's silence must be, at the views a
+// minute its normals expect, before it is taken for late data: a gap of
+// ln(1000)/rate minutes happens once in a thousand by chance.
+var surelyQuiet = math.Log(1000)
+
+// lateAfterFor is how old a site's newest hit may be before its data is
+// late: data_late_after, or longer for a site whose normals expect so
+// few views a minute that a longer gap is its normal (a blog of a view
+// every 20 minutes is not late between them). A site with no normal
+// above 0 is never late: none of its pages can drop.
+func (f *freshness) lateAfterFor(rate float64, known bool) (time.Duration, bool) {
+	if !known || rate <= 0 {
+		return 0, false
+	}
+	quiet := time.Duration(surelyQuiet / rate * float64(time.Minute))
+	return max(f.lateAfter, quiet), true
 }
 
 // check marks the observations of late sites and steps the "no data"
@@ -60,10 +81,21 @@ func (f *freshness) check(ctx context.Context, set *ruleSet, obs map[string][]ob
 	if err != nil {
 		return nil, err
 	}
-	lateAt := now.Add(-f.lateAfter)
+	// A site is late when its newest hit is older than the gap its own
+	// views make unlikely (lateAfterFor); the normals are summed only
+	// when some site is past data_late_after.
+	var rates map[string]float64
 	late := func(site string) bool {
 		end, ok := ends[site]
-		return ok && end.Before(lateAt)
+		if !ok || !end.Before(now.Add(-f.lateAfter)) {
+			return false
+		}
+		if rates == nil {
+			rates = f.rates(now.Truncate(time.Minute).Add(time.Minute))
+		}
+		rate, known := rates[site]
+		after, ok := f.lateAfterFor(rate, known)
+		return ok && end.Before(now.Add(-after))
 	}
 	for k, list := range obs {
 		for i := range list {

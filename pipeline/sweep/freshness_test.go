@@ -290,3 +290,38 @@ func TestNoDataIsNeverFolded(t *testing.T) {
 		}
 	}
 }
+
+// A small site whose views come one every 20 minutes is not late between
+// them: its gaps are its normal, and none of its pages is big enough to
+// go quiet. Sweeps every 5 minutes through an evening send nothing, where
+// a fixed data_late_after (10 minutes) told "no data" and "flows again"
+// every 20 minutes. A big site stopping is still told once.
+func TestSparseSiteIsNotLateBetweenItsViews(t *testing.T) {
+	b := setup(t)
+	b.cfg.Rules = []rules.Rule{unusualBoth()}
+	now := time.Now().UTC().Truncate(time.Hour)
+	// views every 20 minutes in [from, to), loaded as one batch
+	load := func(from, to time.Time) {
+		b.seq++
+		batch := hit.Batch{Seq: b.seq}
+		for at := from; at.Before(to); at = at.Add(time.Minute) {
+			if at.Minute()%20 == 0 {
+				batch.Hits = append(batch.Hits, hit.Hit{Time: at, Site: "example.com", Path: "/blog/quiet", Offset: uint64(len(batch.Hits))})
+			}
+		}
+		if err := b.ch.Hits().InsertHits(context.Background(), []hit.Batch{batch}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	load(now.Add(-8*24*time.Hour), now.Add(time.Minute))
+	c := &clock{t: now}
+	s := b.sweeper(t, c)
+	for at := now.Add(5 * time.Minute); at.Before(now.Add(3 * time.Hour)); at = at.Add(5 * time.Minute) {
+		load(at.Add(-4*time.Minute), at.Add(time.Minute)) // the tailer keeps up
+		c.set(at)
+		b.sweep(t, s)
+	}
+	if got := describe(b.jobs(t)); len(got) != 0 {
+		t.Errorf("a site of a view every 20 minutes: %v, want nothing", got)
+	}
+}

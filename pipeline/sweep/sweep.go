@@ -102,12 +102,13 @@ func New(cfg Config, rs []rules.Rule, deps Deps) (*Sweeper, error) {
 	}
 	state, m := newStateStore(nil, deps.Logger), newMetrics(deps.Registry)
 	seals := newSealing(deps.Counts, cfg, deps.Logger)
+	baselines := newBaselines(deps.Counts, seals)
 	return &Sweeper{cfg: cfg, bus: deps.Bus, counts: deps.Counts, explainer: deps.Explain, state: state,
 		leader: newLeadership(nil, cfg.LeaderTTL), logger: deps.Logger, metrics: m, now: time.Now,
 		rules:     newLiveRules(rs, deps.Rules, m, deps.Logger),
 		seals:     seals,
-		baselines: newBaselines(deps.Counts, seals),
-		freshness: newFreshness(deps.Counts, state, cfg.DataLateAfter, deps.Logger),
+		baselines: baselines,
+		freshness: newFreshness(deps.Counts, baselines.siteRates, state, cfg.DataLateAfter, deps.Logger),
 		handOn:    newHandOn(state, deps.Bus, deps.History, m, deps.Logger),
 	}, nil
 }
