@@ -161,6 +161,17 @@ VALUES ('%s', 'unusual', 'example.com', '/pricing', '1h', 0, %d, %d)`, x.key, x.
 	// docs/console-page.png is the demo's page (deploy/demo_browser_test.go).
 	p.Screenshot("page-band-episodes")
 
+	// The history says the same of each crossing.
+	if st := p.Goto(base + "/history?" + url.Values{"rule": {"unusual"}}.Encode()); st != http.StatusOK {
+		t.Fatalf("GET /history: %d", st)
+	}
+	judged = nil
+	p.Eval(`() => [...document.querySelectorAll('[data-testid=crossing] [data-testid=judged]')].map(e => e.textContent)`, nil, &judged)
+	if want := "[resolved, peak 740 escalated ×3, usual 85–140 above usual 70–125]"; fmt.Sprint(judged) != want {
+		t.Errorf("/history: crossings judged %q, want %s", judged, want)
+	}
+	p.Screenshot("history-judged")
+
 	// The live view: the surge against the page's normal for this hour.
 	if st := p.Goto(base + "/live"); st != http.StatusOK {
 		t.Fatalf("GET /live: %d", st)
