@@ -130,7 +130,7 @@ func (s *rulePages) rulesPage(w http.ResponseWriter, r *http.Request) {
 				v.Rules[i].Pages, err = s.normalPages(r, rule, fired, now)
 				return err
 			})
-		case rv.Kind != "threshold":
+		case rule.HasNormal():
 			rv.Note = "judged against each page's own normal: see the live view"
 		case win == 0:
 			rv.Note = "all-time window: counts are not read here"
@@ -174,7 +174,7 @@ func (s *rulePages) ruleCounts(r *http.Request, page []rules.Rule, now time.Time
 	}
 	for _, rule := range page {
 		win := windowLength(rule.Window)
-		if string(rule.Kind()) != "threshold" || win == 0 {
+		if rule.HasNormal() || win == 0 {
 			continue
 		}
 		if p, ok := exactPath(rule); ok {
