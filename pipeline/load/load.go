@@ -215,6 +215,10 @@ func (l *Loader) Run(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	// The backlog it starts with, before it is consumed: a loader
+	// restarted after a deploy shows what waited for it, which a sample
+	// taken once consuming began could miss.
+	l.sampleLag(ctx)
 	go l.watchLag(ctx)
 
 	handover := make(chan *batch) // unbuffered: bounds what a loader holds

@@ -51,16 +51,21 @@ func (l *Loader) watchLag(ctx context.Context) {
 	t := time.NewTicker(5 * time.Second)
 	defer t.Stop()
 	for {
-		ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		if info, err := l.consumer().Info(ictx); err == nil {
-			l.metrics.pending.Set(float64(info.NumPending))
-			l.metrics.ackPending.Set(float64(info.NumAckPending))
-		}
-		cancel()
+		l.sampleLag(ctx)
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
+	}
+}
+
+// sampleLag exports the consumer's backlog now.
+func (l *Loader) sampleLag(ctx context.Context) {
+	ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if info, err := l.consumer().Info(ictx); err == nil {
+		l.metrics.pending.Set(float64(info.NumPending))
+		l.metrics.ackPending.Set(float64(info.NumAckPending))
 	}
 }
