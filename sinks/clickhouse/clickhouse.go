@@ -138,6 +138,8 @@ type Client struct {
 	// maxLivePages is defaultMaxLivePages but in tests, which bound the
 	// live view below the pages they load.
 	maxLivePages int
+	// sealed keeps the page_days half of recent window counts.
+	sealed sealedCache
 }
 
 // codeUnknownDatabase is the exception code of a missing database.

@@ -43,14 +43,10 @@ var sampleRuns = map[string]string{
 	"queryDaysToSeal":  bind(queryDaysToSeal, int64(1800000000), int64(1800000000)),
 	"insertPageDays":   bind(insertPageDays, int64(1699920000), int64(1700006400)),
 	"insertSealedDays": insertSealedDays + " VALUES ('2023-11-14', 1)",
-	"queryWindowCounts": bindWindowCounts(traffic.WindowQuery{
-		Sites: []string{"example.com", "o'ther"},
-		// All time, a month, an hour in a partial day, and one after End.
-		Starts:       []time.Time{{}, time.Unix(1698796800, 0), time.Unix(1699999000, 0), time.Unix(1800000000, 0)},
-		End:          time.Unix(1700100000, 0),
-		SealedBefore: time.Unix(1700006400, 0),
-		Floor:        1,
-	}),
+	// All time, a month, an hour in a partial day, and one after End.
+	"queryWindowDays":    bindWindowDays(sampleWindows),
+	"queryWindowMinutes": bindWindowMinutes(sampleWindows),
+	"querySealMark":      querySealMark,
 	// Visitors (visitorqueries.go), over a page_clients row of the same
 	// page and minute: one client, counted.
 	"insertPageClients": insertPageClients + " VALUES ('example.com', '/p', toDateTime(1700000000), 7, 1, 1, 12345, 3)",
@@ -107,13 +103,47 @@ var sampleRuns = map[string]string{
 	"queryConsolePageClasses":  bind(queryConsolePageClasses, "example.com", "/p", int64(1699390000), int64(1700010000)),
 }
 
-// bindWindowCounts renders queryWindowCounts as WindowCounts would.
-func bindWindowCounts(q traffic.WindowQuery) string {
-	sql, args, err := windowCountsSQL(q)
+// sampleWindows are windows of the sample page-minute row and day.
+var sampleWindows = traffic.WindowQuery{
+	Sites:        []string{"example.com", "o'ther"},
+	Starts:       []time.Time{{}, time.Unix(1698796800, 0), time.Unix(1699999000, 0), time.Unix(1800000000, 0)},
+	End:          time.Unix(1700100000, 0),
+	SealedBefore: time.Unix(1700006400, 0),
+}
+
+// bindWindowDays and bindWindowMinutes render the halves of
+// WindowCounts as it would.
+func bindWindowDays(q traffic.WindowQuery) string {
+	p, err := planWindows(q)
 	if err != nil {
 		panic(err)
 	}
+	sql, args := windowDaysSQL(p, q.Sites)
 	return bind(sql, args...)
+}
+
+func bindWindowMinutes(q traffic.WindowQuery) string {
+	p, err := planWindows(q)
+	if err != nil {
+		panic(err)
+	}
+	sql, args, ok := windowMinutesSQL(p, q.Sites)
+	if !ok {
+		panic("no start reads a minute")
+	}
+	return bind(sql, args...)
+}
+
+// bindWindowCounts is what WindowCounts returns, as one statement: both
+// halves added up per page, above the floor.
+func bindWindowCounts(q traffic.WindowQuery) string {
+	var sums, names []string
+	for i := range q.Starts {
+		sums = append(sums, fmt.Sprintf("sum(n%d) AS n%d", i, i))
+		names = append(names, fmt.Sprintf("n%d", i))
+	}
+	return fmt.Sprintf("SELECT site, path, %s FROM (%s UNION ALL %s) GROUP BY site, path HAVING arrayExists(c -> c > %d, [%s])",
+		strings.Join(sums, ", "), bindWindowDays(q), bindWindowMinutes(q), q.Floor, strings.Join(names, ", "))
 }
 
 // bindVisitorCounts renders queryVisitorCounts as WindowCounts would.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -229,6 +230,45 @@ func TestLateBatchResealsItsDay(t *testing.T) {
 	if n := seal(t, b.client, today); n != 0 {
 		t.Fatalf("third seal sealed %d days, want 0", n)
 	}
+}
+
+// A client keeps the page_days half of its window counts between seals
+// (sealedcache.go): another sweeper sealing a late batch, through a client
+// of its own, makes the next counts read page_days again, and every
+// window stays exact, the kept half's and the minutes'.
+func TestKeptSealedDaysFollowAnotherSweepersSeal(t *testing.T) {
+	b := setup(t)
+	rng := rand.New(rand.NewPCG(21, 22))
+	tr := &truth{hits: map[string][]time.Time{}}
+	batches := randomBatches(rng, 1, 40)
+	insert(t, b.client, batches)
+	tr.add(batches)
+	today := sweepEnd.Truncate(24 * time.Hour)
+	seal(t, b.client, today)
+	checkWindows(t, b.client, tr, []time.Time{today}, 0) // kept from here
+	checkWindows(t, b.client, tr, []time.Time{today}, 0)
+
+	other, err := clickhouse.Open(context.Background(), b.cfg, slog.New(slog.NewTextHandler(t.Output(), nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+	late := hit.Batch{Seq: 900}
+	for i := 0; i < 25; i++ {
+		late.Hits = append(late.Hits, hit.Hit{Time: today.Add(-9*24*time.Hour + time.Duration(i)*time.Minute), Site: "s2.example", Path: "/p3", Offset: uint64(i)})
+	}
+	insert(t, other, []hit.Batch{late})
+	if n := seal(t, other, today); n != 1 {
+		t.Fatalf("the other sweeper resealed %d days, want 1", n)
+	}
+	tr.add([]hit.Batch{late})
+	checkWindows(t, b.client, tr, []time.Time{today}, 0)
+	// A new page, on a new sealed day only, is in the kept half too.
+	fresh := hit.Batch{Seq: 901, Hits: []hit.Hit{{Time: today.Add(-11 * 24 * time.Hour), Site: "s0.example", Path: "/new", Offset: 1}}}
+	insert(t, other, []hit.Batch{fresh})
+	seal(t, other, today)
+	tr.add([]hit.Batch{fresh})
+	checkWindows(t, b.client, tr, []time.Time{today}, 0)
 }
 
 func countOf(ps []traffic.PageCount, path string) uint64 {

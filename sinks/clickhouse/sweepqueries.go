@@ -84,35 +84,39 @@ GROUP BY site, path, h`
 // GROUP BY over the same rows: it merges parts already sorted by the key
 // instead of hashing two strings and two numbers per row.
 const (
-	// queryWindowCounts is a format: windowCountsSQL fills in one column
-	// per window start (%[1]s the sums, %[2]s the page_days branch's
-	// columns, %[3]s the page_minutes branch's, %[5]s their names) and the
-	// minute ranges any window reads (%[4]s). A start's count is a column
-	// of its own, not an element of an array: the driver scans an array
-	// by reflection, a fifth of a steady sweep's Go at 100k pages. Each branch sums per page first, so the UNION
-	// carries at most two rows per page. The ? bind, in order: the
-	// page_days columns' days, its day range, the sites, the page_minutes
-	// columns' ranges, its coarse minute range (which prunes partitions
-	// and the key), the sites, the ranges, and the floor.
-	queryWindowCounts = `SELECT site, path, %[5]s FROM (
-    SELECT site, path, %[1]s
-    FROM (
-        SELECT site, path,
-            %[2]s
-        FROM page_days FINAL
-        WHERE day >= toDate(toDateTime(?), 'UTC') AND day < toDate(toDateTime(?), 'UTC') AND (? OR site IN ?)
-        GROUP BY site, path
-        UNION ALL
-        SELECT site, path,
-            %[3]s
-        FROM page_minutes FINAL
-        WHERE minute >= toDateTime(?) AND minute < toDateTime(?) AND (? OR site IN ?)
-            AND (%[4]s)
-        GROUP BY site, path
-    )
-    GROUP BY site, path
-)
-WHERE arrayExists(c -> c > ?, [%[5]s])`
+	// queryWindowDays and queryWindowMinutes are the two halves of
+	// WindowCounts: sealed days from page_days, the rest from
+	// page_minutes, each summed per page; WindowCounts adds them up and
+	// keeps the pages above the floor (the days half is kept between
+	// seals, see sealedcache.go). Both are formats with one column per
+	// window start: a start's count is a column of its own, not an
+	// element of an array, which the driver scans by reflection (a fifth
+	// of a steady sweep's Go at 100k pages).
+	//
+	// queryWindowDays: %s are the columns, each summing the days from its
+	// start's first whole day (or 0). The ? bind the columns' days, the
+	// day range, and the sites.
+	queryWindowDays = `SELECT site, path,
+    %s
+FROM page_days FINAL
+WHERE day >= toDate(toDateTime(?), 'UTC') AND day < toDate(toDateTime(?), 'UTC') AND (? OR site IN ?)
+GROUP BY site, path`
+
+	// queryWindowMinutes: %[1]s are the columns, each summing its start's
+	// minute ranges (or 0), %[2]s every range any start reads. The ? bind
+	// the columns' ranges, the coarse minute range (which prunes
+	// partitions and the key), the sites, and the ranges.
+	queryWindowMinutes = `SELECT site, path,
+    %[1]s
+FROM page_minutes FINAL
+WHERE minute >= toDateTime(?) AND minute < toDateTime(?) AND (? OR site IN ?)
+    AND (%[2]s)
+GROUP BY site, path`
+
+	// querySealMark changes whenever a day is sealed, for the first time
+	// or again (a seal records more messages than the last one of its
+	// day): while it stays the same, page_days holds what it held.
+	querySealMark = `SELECT count(), sum(b) FROM (SELECT day, max(batches) AS b FROM sealed_days GROUP BY day)`
 
 	// queryHourCounts is a format: hourCountsSQL fills in the hour ranges
 	// (%s, each "minute >= toDateTime(?) AND minute < toDateTime(?)").

@@ -14,9 +14,9 @@ import (
 )
 
 // WindowCounts returns the pages with a count above q.Floor, in no
-// particular order, in one statement: sealed days come from page_days
-// (one row per page and day) and everything else from page_minutes, so a
-// window of a month or of all time reads about as much as a day does.
+// particular order: sealed days come from page_days (one row per page and
+// day) and everything else from page_minutes, so a window of a month or
+// of all time reads about as much as a day does.
 //
 // A day is counted from one table only: a start's days in
 // [ceil(start), sealedTo) come from page_days, its minutes in
@@ -24,41 +24,42 @@ import (
 // the next UTC midnight and sealedTo the UTC midnight of SealedBefore (or
 // of End if earlier). Both tables are read with FINAL, exact before and
 // after merges (see sweepqueries.go).
+//
+// The page_days half changes only when a day is sealed, so it is kept
+// (sealedcache.go) and read again once some sweeper sealed a day: a
+// steady sweep reads only the minutes since sealedTo.
 func (cs Counts) WindowCounts(ctx context.Context, q traffic.WindowQuery) ([]traffic.PageCount, error) {
 	if q.Measure == traffic.Visitors {
 		return cs.visitorCounts(ctx, q)
 	}
-	sql, args, err := windowCountsSQL(q)
+	p, err := planWindows(q)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := cs.c.conn.Query(ctx, sql, args...)
-	if err != nil {
-		return nil, fmt.Errorf("window counts of %d starts to %d: %w", len(q.Starts), q.End.Unix(), err)
+	var days *sealedPages
+	if p.anySealed() {
+		if days, err = cs.sealedPages(ctx, p, q.Sites); err != nil {
+			return nil, err
+		}
 	}
-	defer rows.Close()
 	var (
-		out        []traffic.PageCount
-		site, path string
-		n          = len(q.Starts)
-		counts     = make([]uint64, n)
-		dest       = make([]any, 2+n)
-		backing    []uint64 // the rows' counts, allocated a block at a time
+		out     []traffic.PageCount
+		n       = len(p.starts)
+		sum     = make([]uint64, n)
+		backing []uint64 // the kept counts, allocated a block at a time
+		seen    = make([]bool, days.len())
 	)
-	dest[0], dest[1] = &site, &path
-	for i := range counts {
-		dest[2+i] = &counts[i]
-	}
-	for rows.Next() {
-		if err := rows.Scan(dest...); err != nil {
-			return nil, fmt.Errorf("window counts: %w", err)
+	// keep adds a page whose counts are sum if one is above the floor.
+	keep := func(site, path string) {
+		if slices.Max(sum) <= q.Floor {
+			return
 		}
 		if len(backing) < n {
 			backing = make([]uint64, n*1024)
 		}
 		c := backing[:n:n]
 		backing = backing[n:]
-		copy(c, counts)
+		copy(c, sum)
 		if len(out) == cap(out) {
 			// Doubling: append grows a large slice by a quarter, which
 			// at 100k rows copied it some 40 times, a tenth of a steady
@@ -67,10 +68,54 @@ func (cs Counts) WindowCounts(ctx context.Context, q traffic.WindowQuery) ([]tra
 		}
 		out = append(out, traffic.PageCount{Site: site, Path: path, Counts: c})
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("window counts: %w", err)
+	if sql, args, ok := windowMinutesSQL(p, q.Sites); ok {
+		err := cs.scanCounts(ctx, sql, args, n, func(site, path string, live []uint64) {
+			copy(sum, live)
+			if i, ok := days.find(site, path); ok {
+				seen[i] = true
+				for j, v := range days.counts(i) {
+					sum[j] += v
+				}
+			}
+			keep(site, path)
+		})
+		if err != nil {
+			return nil, fmt.Errorf("window counts of %d starts to %d: %w", len(q.Starts), q.End.Unix(), err)
+		}
+	}
+	for i, s := range seen {
+		if !s { // no minute since the seals: its days alone
+			copy(sum, days.counts(i))
+			keep(days.sites[i], days.paths[i])
+		}
 	}
 	return out, nil
+}
+
+// scanCounts runs one of the window statements and calls fn with each
+// page's n counts, in a slice fn must copy from.
+func (cs Counts) scanCounts(ctx context.Context, sql string, args []any, n int, fn func(site, path string, counts []uint64)) error {
+	rows, err := cs.c.conn.Query(ctx, sql, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var (
+		site, path string
+		counts     = make([]uint64, n)
+		dest       = make([]any, 2+n)
+	)
+	dest[0], dest[1] = &site, &path
+	for i := range counts {
+		dest[2+i] = &counts[i]
+	}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		fn(site, path, counts)
+	}
+	return rows.Err()
 }
 
 // secondsPerDay is a UTC day in Unix time, which has no leap seconds.
@@ -134,57 +179,84 @@ func planWindows(q traffic.WindowQuery) (windowPlan, error) {
 	return p, nil
 }
 
-// windowCountsSQL renders queryWindowCounts for a query: one column per
-// start in each branch, and the minute ranges any start needs. Every value
-// is bound, in the order the ? appear.
-func windowCountsSQL(q traffic.WindowQuery) (string, []any, error) {
-	p, err := planWindows(q)
-	if err != nil {
-		return "", nil, err
+// anySealed reports whether some start reads page_days.
+func (p windowPlan) anySealed() bool {
+	return slices.ContainsFunc(p.starts, func(s startPlan) bool { return s.sealed })
+}
+
+// sealedKey names what the page_days half of a plan reads: the sealed
+// boundary and each start's first sealed day (or none), over some sites.
+func (p windowPlan) sealedKey(sites []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d|", p.sealedTo)
+	for _, s := range p.starts {
+		if s.sealed {
+			fmt.Fprintf(&b, "%d,", s.from)
+		} else {
+			b.WriteString("-,")
+		}
 	}
+	for _, site := range sites {
+		fmt.Fprintf(&b, "|%q", site)
+	}
+	return b.String()
+}
+
+// windowDaysSQL renders queryWindowDays for a plan that reads page_days:
+// one column per start. Every value is bound, in the order the ? appear.
+func windowDaysSQL(p windowPlan, sites []string) (string, []any) {
 	var (
-		sums, names, sealedCols, liveCols, ranges []string
-		sealedArgs, liveArgs, rangeArgs           []any
-		spans                                     []timeSpan // every start's minute ranges
+		cols []string
+		args []any
 	)
-	sealedFrom, liveFrom := p.sealedTo, p.end
+	from := p.sealedTo
+	for i, s := range p.starts {
+		if !s.sealed {
+			cols = append(cols, fmt.Sprintf("toUInt64(0) AS n%d", i))
+			continue
+		}
+		cols = append(cols, fmt.Sprintf("sumIf(hits, day >= toDate(toDateTime(?), 'UTC')) AS n%d", i))
+		args = append(args, s.from)
+		from = min(from, s.from)
+	}
+	args = append(args, from, p.sealedTo, len(sites) == 0, siteSet(sites))
+	return fmt.Sprintf(queryWindowDays, strings.Join(cols, ",\n    ")), args
+}
+
+// windowMinutesSQL renders queryWindowMinutes for a plan: one column per
+// start, and the minute ranges any start needs; false when no start reads
+// a minute. Every value is bound, in the order the ? appear.
+func windowMinutesSQL(p windowPlan, sites []string) (string, []any, bool) {
+	var (
+		cols, ranges       []string
+		colArgs, rangeArgs []any
+		spans              []timeSpan // every start's minute ranges
+	)
 	const between = "minute >= toDateTime(?) AND minute < toDateTime(?)"
 	for i, s := range p.starts {
-		sums = append(sums, fmt.Sprintf("sum(c%d) AS n%d", i, i))
-		names = append(names, fmt.Sprintf("n%d", i))
-		if s.sealed {
-			sealedCols = append(sealedCols, fmt.Sprintf("sumIf(hits, day >= toDate(toDateTime(?), 'UTC')) AS c%d", i))
-			sealedArgs = append(sealedArgs, s.from)
-			sealedFrom = min(sealedFrom, s.from)
-		} else {
-			sealedCols = append(sealedCols, fmt.Sprintf("sumIf(hits, 0) AS c%d", i))
-		}
 		if len(s.live) == 0 {
-			liveCols = append(liveCols, fmt.Sprintf("sumIf(hits, 0) AS c%d", i))
+			cols = append(cols, fmt.Sprintf("toUInt64(0) AS n%d", i))
 			continue
 		}
 		var conds []string
 		for _, r := range mergeSpans(s.live) {
 			conds = append(conds, "("+between+")")
-			liveArgs = append(liveArgs, r.from, r.to)
+			colArgs = append(colArgs, r.from, r.to)
 		}
-		liveCols = append(liveCols, fmt.Sprintf("sumIf(hits, %s) AS c%d", strings.Join(conds, " OR "), i))
+		cols = append(cols, fmt.Sprintf("sumIf(hits, %s) AS n%d", strings.Join(conds, " OR "), i))
 		spans = append(spans, s.live...)
 	}
+	if len(spans) == 0 {
+		return "", nil, false
+	}
+	from := p.end
 	for _, r := range mergeSpans(spans) {
 		ranges = append(ranges, "("+between+")")
 		rangeArgs = append(rangeArgs, r.from, r.to)
-		liveFrom = min(liveFrom, r.from)
+		from = min(from, r.from)
 	}
-	if len(ranges) == 0 {
-		ranges = []string{"0"}
-	}
-	all, sites := len(q.Sites) == 0, siteSet(q.Sites)
-	args := slices.Concat(sealedArgs, []any{sealedFrom, p.sealedTo, all, sites},
-		liveArgs, []any{liveFrom, p.end, all, sites}, rangeArgs, []any{q.Floor})
-	sql := fmt.Sprintf(queryWindowCounts, strings.Join(sums, ", "), strings.Join(sealedCols, ",\n            "),
-		strings.Join(liveCols, ",\n            "), strings.Join(ranges, " OR "), strings.Join(names, ", "))
-	return sql, args, nil
+	args := slices.Concat(colArgs, []any{from, p.end, len(sites) == 0, siteSet(sites)}, rangeArgs)
+	return fmt.Sprintf(queryWindowMinutes, strings.Join(cols, ",\n    "), strings.Join(ranges, " OR ")), args, true
 }
 
 // mergeSpans returns the union of spans as disjoint spans, in order.
