@@ -414,7 +414,10 @@ func (d *spikeDetector) Expect(_ []Interval, counts []uint64) Expected {
 	}
 	med := median(xs)
 	scale := max(1.4826*mad(xs, med), math.Sqrt(med), 1)
-	return Expected{Value: med, Scale: scale, Samples: len(counts), OK: true}
+	// The median is the whole normal: Bottom and Top are it (the sweep
+	// sums pages' Bottoms into the views a minute a site expects, which
+	// tells a quiet site from a late one).
+	return Expected{Value: med, Bottom: med, Top: med, Scale: scale, Samples: len(counts), OK: true}
 }
 
 func (d *spikeDetector) weigh(o Observation, ep *Episode) judgement {
@@ -438,6 +441,11 @@ func (d *spikeDetector) weigh(o Observation, ep *Episode) judgement {
 	if z := s.Baseline.ZScore; z != nil {
 		up.fires = up.fires && (c-e.Value)/e.Scale >= z.K
 		dn.fires = dn.fires && (e.Value-c)/e.Scale >= z.K
+	}
+	if o.Late {
+		// A low count in data not all there is no drop: held, neither
+		// fired nor resolved, until the site's data is on time.
+		dn = judgement{}
 	}
 	switch {
 	case ep != nil:
@@ -467,8 +475,8 @@ func (d *spikeDetector) back(j judgement, o Observation, ep *Episode) bool {
 	return float64(o.Count) < j.level*h
 }
 
-// HoldsLateDrops: no (its drops are judged on whatever data there is).
-func (d *spikeDetector) HoldsLateDrops() bool { return false }
+// HoldsLateDrops: when it looks down, as unusual rules do.
+func (d *spikeDetector) HoldsLateDrops() bool { return d.LooksDown() }
 
 // Settled: unsure (its quiet level already leaves out what cannot matter).
 func (d *spikeDetector) Settled(Observation) bool { return false }
