@@ -35,7 +35,8 @@ func gapCSV(every time.Duration, zeros bool) (string, time.Time, time.Time) {
 // A backtest holds drops where its data has a hole, as a sweep holds them
 // while a site's data is late: rows of 0 say the page had no views, and
 // the 4 hours are a drop; no rows say nothing was counted, and they are
-// none, for counts per 5 minutes and per 30 minutes alike.
+// no drop but one "no data" message and its resolve, for counts per 5
+// minutes and per 30 minutes alike.
 func TestBacktestHoldsDropsOverAHoleInItsData(t *testing.T) {
 	for _, every := range []time.Duration{5 * time.Minute, 30 * time.Minute} {
 		t.Run(every.String(), func(t *testing.T) {
@@ -49,8 +50,22 @@ func TestBacktestHoldsDropsOverAHoleInItsData(t *testing.T) {
 			}
 
 			csv, since, _ = gapCSV(every, false)
-			if xs := backtestCSV(t, csv, since, unusualBoth()); len(xs) != 0 {
-				t.Errorf("no rows for 4 hours: %s, want nothing", eventsOf(xs))
+			xs = backtestCSV(t, csv, since, unusualBoth())
+			if got := eventsOf(xs); got != "fire no_data, resolve no_data" {
+				t.Fatalf("no rows for 4 hours: %s, want \"no data\" and its resolve, and no drop", got)
+			}
+			// Late after data_late_after (10m) or twice the rows'
+			// spacing, whichever is longer, from the end of the last
+			// row's minute; back a minute after the first row again.
+			last := gapFrom.Add(-every)
+			wantFire := last.Add(time.Minute + max(10*time.Minute, 2*every) + time.Minute)
+			wantBack := gapFrom.Add(4*time.Hour + time.Minute)
+			if !xs[0].CrossedAt.Equal(wantFire) || !xs[0].Why.Since.Equal(last) || !xs[1].CrossedAt.Equal(wantBack) {
+				t.Errorf("no data at %s since %s, back at %s; want at %s since %s, back at %s",
+					xs[0].CrossedAt, xs[0].Why.Since, xs[1].CrossedAt, wantFire, last, wantBack)
+			}
+			if xs[0].Site != "example.com" || xs[0].Path != "" || xs[1].Key != xs[0].Key+".resolved" {
+				t.Errorf("no data %+v and its resolve %+v: want the site's episode", xs[0], xs[1])
 			}
 		})
 	}
@@ -59,7 +74,11 @@ func TestBacktestHoldsDropsOverAHoleInItsData(t *testing.T) {
 func eventsOf(xs []crossing.Crossing) string {
 	var out []string
 	for _, x := range xs {
-		out = append(out, x.Event+" "+x.Why.Direction)
+		what := x.Why.Direction
+		if x.Why.Kind == crossing.KindNoData {
+			what = x.Why.Kind
+		}
+		out = append(out, x.Event+" "+what)
 	}
 	return strings.Join(out, ", ")
 }

@@ -5,8 +5,10 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strconv"
 	"time"
 
+	"github.com/pagewatch/pagewatch/broker/bus"
 	"github.com/pagewatch/pagewatch/domain/crossing"
 	"github.com/pagewatch/pagewatch/domain/rules"
 	"github.com/pagewatch/pagewatch/domain/traffic"
@@ -70,6 +72,7 @@ func replay(ctx context.Context, src MinuteSource, set *ruleSet, base map[string
 			late: func(t time.Time) bool { return first.late(sr.site, t, lateAfter) }}
 		out = append(out, replaySeries(k, sr, r, base[k], since, allFrom, now, site, logger)...)
 	}
+	out = append(out, noDataEpisodes(set, first, since, now, lateAfter)...)
 	slices.SortStableFunc(out, func(a, b crossing.Crossing) int { return a.CrossedAt.Compare(b.CrossedAt) })
 	return out, nil
 }
@@ -175,6 +178,54 @@ func replaySeries(k string, sr *series, r *rules.Rule, base uint64, since, allFr
 		st, fire = r.Judge(st, o.ruleObservation())
 		for _, f := range fire {
 			out = append(out, crossingOf(logger, r, o, f))
+		}
+	}
+	return out
+}
+
+// noDataEpisodes are the "no data" messages a sweep every minute would
+// have sent over the replay, by the rules that hold drops while a site's
+// data is late (freshness.go): one when a site's rows stop for longer
+// than siteRows.late allows, and its resolve when they come again, from
+// the first sweep that sees the row (a minute after the row's minute).
+// A gap that began before since and is still late at since is told at
+// since, as by a sweeper started then.
+func noDataEpisodes(set *ruleSet, f *siteRows, since, now time.Time, lateAfter time.Duration) []crossing.Crossing {
+	var out []crossing.Crossing
+	for _, r := range set.rules {
+		if !r.Detector().HoldsLateDrops() || r.Aggregate == rules.Sum {
+			continue
+		}
+		for _, site := range slices.Sorted(maps.Keys(f.minutes)) {
+			if r.Site != "" && r.Site != site {
+				continue
+			}
+			key := noDataPrefix + r.Name + "." + bus.Key(site, "")
+			episode := uint64(0)
+			ms := f.minutes[site]
+			for i, m := range ms {
+				newest := m.Add(time.Minute)
+				lateAt := newest.Add(max(lateAfter, 2*f.spacing[site])).Truncate(time.Minute).Add(time.Minute)
+				lateAt = maxTime(lateAt, since)
+				back := now.Add(time.Minute) // none: still late at the end
+				if i+1 < len(ms) {
+					back = ms[i+1].Add(time.Minute)
+				}
+				if !lateAt.Before(back) || lateAt.After(now) {
+					continue
+				}
+				episode++
+				x := crossing.Crossing{Rule: r.Name, Site: site, Recipients: r.Notify.Recipients, Receivers: r.Notify.Receivers, Labels: r.Notify.Labels,
+					Why: &crossing.Why{Kind: crossing.KindNoData, Since: m}} // the newest minute, as DataEnds says
+				x.Key = key + "." + strconv.FormatUint(episode, 10)
+				x.CrossedAt, x.Event = lateAt, string(rules.EventFire)
+				out = append(out, x)
+				if !back.After(now) {
+					x.Key += ".resolved"
+					x.CrossedAt, x.Event = back, string(rules.EventResolve)
+					out = append(out, x)
+				}
+			}
 		}
 	}
 	return out

@@ -127,7 +127,10 @@ type line struct {
 	Low       *float64 `json:"low,omitempty"`
 	High      *float64 `json:"high,omitempty"`
 	Direction string   `json:"direction,omitempty"`
-	Key       string   `json:"key"`
+	// Since is, for a "no data" message (path ""), the site's newest
+	// minute with data.
+	Since *time.Time `json:"since,omitempty"`
+	Key   string     `json:"key"`
 }
 
 func printJSON(out io.Writer, xs []crossing.Crossing) error {
@@ -137,7 +140,11 @@ func printJSON(out io.Writer, xs []crossing.Crossing) error {
 		if l.Kind == "" {
 			l.Kind = string(rules.EventFire)
 		}
-		if x.Why != nil && x.Why.Kind != string(rules.KindThreshold) {
+		switch {
+		case x.Why != nil && x.Why.Kind == crossing.KindNoData:
+			since := x.Why.Since.UTC()
+			l.Since = &since
+		case x.Why != nil && x.Why.Kind != string(rules.KindThreshold):
 			b := x.Why.Baseline
 			l.Baseline, l.Expected, l.Direction = &b, &b, x.Why.Direction
 			if x.Why.High > 0 {

@@ -19,8 +19,12 @@ func PrintCrossings(out io.Writer, xs []crossing.Crossing) {
 	w := tabwriter.NewWriter(out, 2, 8, 2, ' ', 0)
 	fmt.Fprintln(w, "CROSSED AT\tRULE\tSITE\tPATH\tTHRESHOLD\tCOUNT\tWINDOW\tKEY")
 	for _, x := range xs {
+		window := x.Window
+		if x.Why != nil && x.Why.Kind == crossing.KindNoData {
+			window = "no data since " + x.Why.Since.UTC().Format(time.RFC3339)
+		}
 		// %q: paths are written by strangers and this is a terminal.
-		fmt.Fprintf(w, "%s\t%s\t%q\t%q\t%d\t%d\t%s\t%s\n", x.CrossedAt.UTC().Format(time.RFC3339), x.Rule, x.Site, x.Path, x.Threshold, x.Count, x.Window, x.Key)
+		fmt.Fprintf(w, "%s\t%s\t%q\t%q\t%d\t%d\t%s\t%s\n", x.CrossedAt.UTC().Format(time.RFC3339), x.Rule, x.Site, x.Path, x.Threshold, x.Count, window, x.Key)
 	}
 	w.Flush()
 }
