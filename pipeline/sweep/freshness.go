@@ -56,8 +56,8 @@ var surelyQuiet = math.Log(1000)
 // few views a minute that a longer gap is its normal (a blog of a view
 // every 20 minutes is not late between them). A site with no normal
 // above 0 is never late: none of its pages can drop.
-func (f *freshness) lateAfterFor(rate float64, known bool) (time.Duration, bool) {
-	if !known || rate <= 0 {
+func (f *freshness) lateAfterFor(rate float64) (time.Duration, bool) {
+	if rate <= 0 {
 		return 0, false
 	}
 	quiet := time.Duration(surelyQuiet / rate * float64(time.Minute))
@@ -93,8 +93,7 @@ func (f *freshness) check(ctx context.Context, set *ruleSet, obs map[string][]ob
 		if rates == nil {
 			rates = f.rates(now.Truncate(time.Minute).Add(time.Minute))
 		}
-		rate, known := rates[site]
-		after, ok := f.lateAfterFor(rate, known)
+		after, ok := f.lateAfterFor(rates[site]) // no rate: no normal above 0
 		return ok && end.Before(now.Add(-after))
 	}
 	for k, list := range obs {
