@@ -66,8 +66,9 @@ func (f *freshness) lateAfterFor(rate float64) (time.Duration, bool) {
 
 // check marks the observations of late sites and steps the "no data"
 // episodes of the rules that hold drops while data is late
-// (Detector.HoldsLateDrops). It reads only when one does.
-func (f *freshness) check(ctx context.Context, set *ruleSet, obs map[string][]observation, now time.Time) ([]*verdict, error) {
+// (Detector.HoldsLateDrops), and says how many sites are late. It reads
+// only when some rule holds drops.
+func (f *freshness) check(ctx context.Context, set *ruleSet, obs map[string][]observation, now time.Time) ([]*verdict, int, error) {
 	var down []*rules.Rule
 	for _, r := range set.rules {
 		if r.Detector().HoldsLateDrops() && r.Aggregate != rules.Sum {
@@ -75,11 +76,11 @@ func (f *freshness) check(ctx context.Context, set *ruleSet, obs map[string][]ob
 		}
 	}
 	if len(down) == 0 {
-		return nil, nil
+		return nil, 0, nil
 	}
 	ends, err := f.counts.DataEnds(ctx, now.Add(-freshnessReach))
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	// A site is late when its newest hit is older than the gap its own
 	// views make unlikely (lateAfterFor); the normals are summed only
@@ -109,14 +110,20 @@ func (f *freshness) check(ctx context.Context, set *ruleSet, obs map[string][]ob
 			}
 			v, err := f.noData(ctx, r, site, ends[site], late(site), now)
 			if err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 			if v != nil {
 				out = append(out, v)
 			}
 		}
 	}
-	return out, nil
+	lateSites := 0
+	for site := range ends {
+		if late(site) {
+			lateSites++
+		}
+	}
+	return out, lateSites, nil
 }
 
 // noData steps one rule's "no data" episode for one site: it opens when

@@ -63,6 +63,9 @@ func TestTailerStoppedSendsNoDataNotDrops(t *testing.T) {
 	if !x.Why.Since.Equal(stop.Add(-10*time.Minute)) || x.Path != "" {
 		t.Errorf("no-data message %+v, why %+v: want it of the site, since its newest hit %s", x, x.Why, stop.Add(-10*time.Minute))
 	}
+	if got := testMetric(t, a.metrics.sitesLate); got != 1 {
+		t.Errorf("pagewatch_sweeper_sites_late = %v while the tailer is stopped, want 1", got)
+	}
 
 	// The tailer is back and catches up on the 3 hours.
 	b.addSteady(t, "/checkout", 120, stop, now.Add(5*time.Minute))
@@ -73,6 +76,9 @@ func TestTailerStoppedSendsNoDataNotDrops(t *testing.T) {
 	}
 	if got := describe(b.jobs(t)); fmt.Sprint(got) != "[fire no_data example.com resolve no_data example.com]" {
 		t.Errorf("after the data came back: %v, want the no-data message and its resolve, and no drop", got)
+	}
+	if got := testMetric(t, a.metrics.sitesLate); got != 0 {
+		t.Errorf("pagewatch_sweeper_sites_late = %v after the data came back, want 0", got)
 	}
 }
 

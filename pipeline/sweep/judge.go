@@ -106,11 +106,14 @@ func (s *Sweeper) judge(ctx context.Context, set *ruleSet, obs map[string][]obse
 		if err := s.baselines.expect(ctx, set, obs, open, s.now()); err != nil {
 			return nil, err
 		}
-		nodata, err := s.freshness.check(ctx, set, obs, s.now())
+		nodata, late, err := s.freshness.check(ctx, set, obs, s.now())
 		if err != nil {
 			return nil, err
 		}
+		s.metrics.sitesLate.Set(float64(late))
 		out = append(out, nodata...)
+	} else {
+		s.metrics.sitesLate.Set(0)
 	}
 	for key, list := range obs {
 		r := set.rules[list[0].pt.rule]

@@ -17,6 +17,7 @@ type metrics struct {
 	lag            prometheus.Gauge
 	leader         prometheus.Gauge
 	rules          prometheus.Gauge
+	sitesLate      prometheus.Gauge
 	reloads        *prometheus.CounterVec // by result: ok, rejected
 }
 
@@ -53,11 +54,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		rules: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "pagewatch_sweeper_rules", Help: "Rules in force.",
 		}),
+		sitesLate: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "pagewatch_sweeper_sites_late", Help: "Sites whose data was late at this replica's last sweep: drops on their pages are held.",
+		}),
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pagewatch_sweeper_rule_reloads_total", Help: "Rule reloads, by result: ok, or rejected (the previous rules stayed).",
 		}, []string{"result"}),
 	}
-	reg.MustRegister(m.sweeps, m.errors, m.duration, m.rows, m.crossings, m.folded, m.claimConflicts, m.lag, m.leader, m.rules, m.reloads)
+	reg.MustRegister(m.sweeps, m.errors, m.duration, m.rows, m.crossings, m.folded, m.claimConflicts, m.lag, m.leader, m.rules, m.sitesLate, m.reloads)
 	m.reloads.WithLabelValues("ok")
 	m.reloads.WithLabelValues("rejected")
 	return m
