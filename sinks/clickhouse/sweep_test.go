@@ -189,6 +189,41 @@ func TestSealedWindowsEqualBruteForce(t *testing.T) {
 	}
 }
 
+// Windows ending at a sealed midnight read page_days alone (no minute
+// is left to read): a calendar day judged once it closed, a catch-up.
+func TestWindowsOfSealedDaysAlone(t *testing.T) {
+	b := setup(t)
+	tr := &truth{hits: map[string][]time.Time{}}
+	batches := randomBatches(rand.New(rand.NewPCG(23, 24)), 1, 40)
+	insert(t, b.client, batches)
+	tr.add(batches)
+	today := sweepEnd.Truncate(24 * time.Hour)
+	seal(t, b.client, today)
+	end := today.Add(-24 * time.Hour)
+	starts := []time.Time{end.Add(-24 * time.Hour), end.Add(-4 * 24 * time.Hour), {}}
+	want := tr.count(starts, end)
+	got, err := b.client.Counts().WindowCounts(context.Background(), traffic.WindowQuery{Starts: starts, End: end, SealedBefore: today})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, p := range got {
+		if w := want[p.Site+" "+p.Path]; !slices.Equal(p.Counts, w) {
+			t.Errorf("%s %s counts %v, want %v", p.Site, p.Path, p.Counts, w)
+		}
+		seen++
+	}
+	pages := 0
+	for _, w := range want {
+		if slices.Max(w) > 0 {
+			pages++
+		}
+	}
+	if seen != pages || pages == 0 {
+		t.Errorf("%d pages returned, want %d", seen, pages)
+	}
+}
+
 // A message whose loaded_days row arrives after a day was sealed, as a
 // backfill of old logs or a loader that died before writing it, makes the
 // next SealDays seal that day again, and only that day.
