@@ -149,6 +149,19 @@ func seal(t *testing.T, c *clickhouse.Client, before time.Time) int {
 	return n
 }
 
+// sealedHistory loads 40 random messages (seeded with seed, seed+1) and
+// seals the days before End's; it returns their truth and that day.
+func sealedHistory(t *testing.T, c *clickhouse.Client, seed uint64) (*truth, time.Time) {
+	t.Helper()
+	tr := &truth{hits: map[string][]time.Time{}}
+	batches := randomBatches(rand.New(rand.NewPCG(seed, seed+1)), 1, 40)
+	insert(t, c, batches)
+	tr.add(batches)
+	today := sweepEnd.Truncate(24 * time.Hour)
+	seal(t, c, today)
+	return tr, today
+}
+
 func TestSealedWindowsEqualBruteForce(t *testing.T) {
 	b := setup(t)
 	rng := rand.New(rand.NewPCG(7, 8))
@@ -193,12 +206,7 @@ func TestSealedWindowsEqualBruteForce(t *testing.T) {
 // is left to read): a calendar day judged once it closed, a catch-up.
 func TestWindowsOfSealedDaysAlone(t *testing.T) {
 	b := setup(t)
-	tr := &truth{hits: map[string][]time.Time{}}
-	batches := randomBatches(rand.New(rand.NewPCG(23, 24)), 1, 40)
-	insert(t, b.client, batches)
-	tr.add(batches)
-	today := sweepEnd.Truncate(24 * time.Hour)
-	seal(t, b.client, today)
+	tr, today := sealedHistory(t, b.client, 23)
 	end := today.Add(-24 * time.Hour)
 	starts := []time.Time{end.Add(-24 * time.Hour), end.Add(-4 * 24 * time.Hour), {}}
 	want := tr.count(starts, end)
@@ -229,13 +237,7 @@ func TestWindowsOfSealedDaysAlone(t *testing.T) {
 // next SealDays seal that day again, and only that day.
 func TestLateBatchResealsItsDay(t *testing.T) {
 	b := setup(t)
-	rng := rand.New(rand.NewPCG(9, 10))
-	tr := &truth{hits: map[string][]time.Time{}}
-	batches := randomBatches(rng, 1, 40)
-	insert(t, b.client, batches)
-	tr.add(batches)
-	today := sweepEnd.Truncate(24 * time.Hour)
-	seal(t, b.client, today)
+	tr, today := sealedHistory(t, b.client, 9)
 
 	old := today.Add(-6*24*time.Hour + 3*time.Hour)
 	late := hit.Batch{Seq: 500}
@@ -273,13 +275,7 @@ func TestLateBatchResealsItsDay(t *testing.T) {
 // window stays exact, the kept half's and the minutes'.
 func TestKeptSealedDaysFollowAnotherSweepersSeal(t *testing.T) {
 	b := setup(t)
-	rng := rand.New(rand.NewPCG(21, 22))
-	tr := &truth{hits: map[string][]time.Time{}}
-	batches := randomBatches(rng, 1, 40)
-	insert(t, b.client, batches)
-	tr.add(batches)
-	today := sweepEnd.Truncate(24 * time.Hour)
-	seal(t, b.client, today)
+	tr, today := sealedHistory(t, b.client, 21)
 	checkWindows(t, b.client, tr, []time.Time{today}, 0) // kept from here
 	checkWindows(t, b.client, tr, []time.Time{today}, 0)
 
