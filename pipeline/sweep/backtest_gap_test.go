@@ -75,7 +75,7 @@ func eventsOf(xs []crossing.Crossing) string {
 	var out []string
 	for _, x := range xs {
 		what := x.Why.Direction
-		if x.Why.Kind == crossing.KindNoData {
+		if x.Why.SiteWide() {
 			what = x.Why.Kind
 		}
 		out = append(out, x.Event+" "+what)

@@ -71,7 +71,7 @@ func (f *freshness) lateAfterFor(rate float64) (time.Duration, bool) {
 func (f *freshness) check(ctx context.Context, set *ruleSet, obs map[string][]observation, now time.Time) ([]*verdict, int, error) {
 	var down []*rules.Rule
 	for _, r := range set.rules {
-		if r.Detector().HoldsLateDrops() && r.Aggregate != rules.Sum {
+		if saysNoData(r) {
 			down = append(down, r)
 		}
 	}
@@ -85,21 +85,21 @@ func (f *freshness) check(ctx context.Context, set *ruleSet, obs map[string][]ob
 	// A site is late when its newest hit is older than the gap its own
 	// views make unlikely (lateAfterFor); the normals are summed only
 	// when some site is past data_late_after.
+	late := map[string]bool{}
 	var rates map[string]float64
-	late := func(site string) bool {
-		end, ok := ends[site]
-		if !ok || !end.Before(now.Add(-f.lateAfter)) {
-			return false
+	for site, end := range ends {
+		if !end.Before(now.Add(-f.lateAfter)) {
+			continue
 		}
 		if rates == nil {
 			rates = f.rates(now.Truncate(time.Minute).Add(time.Minute))
 		}
 		after, ok := f.lateAfterFor(rates[site]) // no rate: no normal above 0
-		return ok && end.Before(now.Add(-after))
+		late[site] = ok && end.Before(now.Add(-after))
 	}
 	for k, list := range obs {
 		for i := range list {
-			obs[k][i].late = late(list[i].site)
+			obs[k][i].late = late[list[i].site]
 		}
 	}
 	var out []*verdict
@@ -108,7 +108,7 @@ func (f *freshness) check(ctx context.Context, set *ruleSet, obs map[string][]ob
 			if r.Site != "" && r.Site != site {
 				continue
 			}
-			v, err := f.noData(ctx, r, site, ends[site], late(site), now)
+			v, err := f.noData(ctx, r, site, ends[site], late[site], now)
 			if err != nil {
 				return nil, 0, err
 			}
@@ -118,8 +118,8 @@ func (f *freshness) check(ctx context.Context, set *ruleSet, obs map[string][]ob
 		}
 	}
 	lateSites := 0
-	for site := range ends {
-		if late(site) {
+	for _, l := range late {
+		if l {
 			lateSites++
 		}
 	}
@@ -129,27 +129,22 @@ func (f *freshness) check(ctx context.Context, set *ruleSet, obs map[string][]ob
 // noData steps one rule's "no data" episode for one site: it opens when
 // the site is late, and resolves when its data is on time again.
 func (f *freshness) noData(ctx context.Context, r *rules.Rule, site string, end time.Time, late bool, now time.Time) (*verdict, error) {
-	key := noDataPrefix + r.Name + "." + bus.Key(site, "")
+	key := noDataKey(r, site)
 	st, rev, err := f.state.get(ctx, key)
 	if err != nil {
 		return nil, err
 	}
 	v := &verdict{key: key, rule: r, prev: st, rev: rev, next: st.State, pending: st.Pending}
-	x := crossing.Crossing{Rule: r.Name, Site: site, CrossedAt: now.UTC(),
-		Recipients: r.Notify.Recipients, Receivers: r.Notify.Receivers, Labels: r.Notify.Labels}
+	var x crossing.Crossing
 	switch open := st.Open; {
 	case late && open == nil:
 		v.next.Episode++
 		v.next.Open = &rules.Episode{Since: end, Site: site}
-		x.Key = key + "." + strconv.FormatUint(v.next.Episode, 10)
-		x.Event = string(rules.EventFire)
-		x.Why = &crossing.Why{Kind: crossing.KindNoData, Since: end}
+		x = noDataCrossing(r, site, v.next.Episode, rules.EventFire, end, now)
 		f.logger.Warn("no data from site since its newest hit; its drops are held until it flows again", "site", site, "since", end, "rule", r.Name)
 	case !late && open != nil:
 		v.next.Open = nil
-		x.Key = key + "." + strconv.FormatUint(st.Episode, 10) + ".resolved"
-		x.Event = string(rules.EventResolve)
-		x.Why = &crossing.Why{Kind: crossing.KindNoData, Since: open.Since}
+		x = noDataCrossing(r, site, st.Episode, rules.EventResolve, open.Since, now)
 		f.logger.Info("data flows again from site; its drops are judged again", "site", site, "newest", end, "rule", r.Name)
 	default:
 		if len(v.pending) == 0 {
@@ -159,4 +154,30 @@ func (f *freshness) noData(ctx context.Context, r *rules.Rule, site string, end 
 	}
 	v.fired = append(v.fired, x)
 	return v, nil
+}
+
+// saysNoData reports whether a rule holds drops while a site's data is
+// late (Detector.HoldsLateDrops), and so tells "no data" from the site:
+// a per-page rule; a sum has no page to drop.
+func saysNoData(r *rules.Rule) bool {
+	return r.Detector().HoldsLateDrops() && r.Aggregate != rules.Sum
+}
+
+// noDataKey is a rule's "no data" episode key for a site, in the state
+// store; its messages' keys add the episode.
+func noDataKey(r *rules.Rule, site string) string {
+	return noDataPrefix + r.Name + "." + bus.Key(site, "")
+}
+
+// noDataCrossing is the message of episode n of a rule's "no data" for a
+// site, its fire or resolve, sent at: the site's data is late since its
+// newest minute, since. A sweep and a backtest both send it.
+func noDataCrossing(r *rules.Rule, site string, n uint64, ev rules.Event, since, at time.Time) crossing.Crossing {
+	key := noDataKey(r, site) + "." + strconv.FormatUint(n, 10)
+	if ev == rules.EventResolve {
+		key += ".resolved"
+	}
+	return crossing.Crossing{Key: key, Rule: r.Name, Site: site, CrossedAt: at.UTC(), Event: string(ev),
+		Recipients: r.Notify.Recipients, Receivers: r.Notify.Receivers, Labels: r.Notify.Labels,
+		Why: &crossing.Why{Kind: crossing.KindNoData, Since: since}}
 }

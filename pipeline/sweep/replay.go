@@ -5,10 +5,8 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
-	"strconv"
 	"time"
 
-	"github.com/pagewatch/pagewatch/broker/bus"
 	"github.com/pagewatch/pagewatch/domain/crossing"
 	"github.com/pagewatch/pagewatch/domain/rules"
 	"github.com/pagewatch/pagewatch/domain/traffic"
@@ -193,14 +191,13 @@ func replaySeries(k string, sr *series, r *rules.Rule, base uint64, since, allFr
 func noDataEpisodes(set *ruleSet, f *siteRows, since, now time.Time, lateAfter time.Duration) []crossing.Crossing {
 	var out []crossing.Crossing
 	for _, r := range set.rules {
-		if !r.Detector().HoldsLateDrops() || r.Aggregate == rules.Sum {
+		if !saysNoData(r) {
 			continue
 		}
 		for _, site := range slices.Sorted(maps.Keys(f.minutes)) {
 			if r.Site != "" && r.Site != site {
 				continue
 			}
-			key := noDataPrefix + r.Name + "." + bus.Key(site, "")
 			episode := uint64(0)
 			ms := f.minutes[site]
 			for i, m := range ms {
@@ -214,16 +211,11 @@ func noDataEpisodes(set *ruleSet, f *siteRows, since, now time.Time, lateAfter t
 				if !lateAt.Before(back) || lateAt.After(now) {
 					continue
 				}
+				// Since: the newest minute, as DataEnds says in a sweep.
 				episode++
-				x := crossing.Crossing{Rule: r.Name, Site: site, Recipients: r.Notify.Recipients, Receivers: r.Notify.Receivers, Labels: r.Notify.Labels,
-					Why: &crossing.Why{Kind: crossing.KindNoData, Since: m}} // the newest minute, as DataEnds says
-				x.Key = key + "." + strconv.FormatUint(episode, 10)
-				x.CrossedAt, x.Event = lateAt, string(rules.EventFire)
-				out = append(out, x)
+				out = append(out, noDataCrossing(r, site, episode, rules.EventFire, m, lateAt))
 				if !back.After(now) {
-					x.Key += ".resolved"
-					x.CrossedAt, x.Event = back, string(rules.EventResolve)
-					out = append(out, x)
+					out = append(out, noDataCrossing(r, site, episode, rules.EventResolve, m, back))
 				}
 			}
 		}

@@ -141,7 +141,7 @@ func printJSON(out io.Writer, xs []crossing.Crossing) error {
 			l.Kind = string(rules.EventFire)
 		}
 		switch {
-		case x.Why != nil && x.Why.Kind == crossing.KindNoData:
+		case x.Why.SiteWide():
 			since := x.Why.Since.UTC()
 			l.Since = &since
 		case x.Why != nil && x.Why.Kind != string(rules.KindThreshold):

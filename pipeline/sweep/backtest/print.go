@@ -20,7 +20,7 @@ func PrintCrossings(out io.Writer, xs []crossing.Crossing) {
 	fmt.Fprintln(w, "CROSSED AT\tRULE\tSITE\tPATH\tTHRESHOLD\tCOUNT\tWINDOW\tKEY")
 	for _, x := range xs {
 		window := x.Window
-		if x.Why != nil && x.Why.Kind == crossing.KindNoData {
+		if x.Why.SiteWide() {
 			window = "no data since " + x.Why.Since.UTC().Format(time.RFC3339)
 		}
 		// %q: paths are written by strangers and this is a terminal.
