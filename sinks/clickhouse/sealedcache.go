@@ -12,7 +12,7 @@ import (
 // Monday, the month's first, the quiet reach's midnight), and rereading
 // them cost 0.8 s of ClickHouse at 100M hits (100k pages of 28 days, with
 // FINAL), half of what a sweep spent counting. So a Client keeps the last
-// few such halves, and reads one again when querySealMark moved: a day
+// two such halves (sealedCacheSize), and reads one again when querySealMark moved: a day
 // was sealed for the first time or again, by this sweeper or another.
 //
 // What a kept half may miss is what a read of page_days would miss too: a
