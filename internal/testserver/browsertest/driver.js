@@ -125,7 +125,7 @@ const ops = {
     return null;
   },
   async screenshot(p, a) {
-    await p.screenshot({ path: a.path, fullPage: a.fullPage !== false });
+    await p.screenshot({ path: a.path, fullPage: a.fullPage !== false, timeout: a.timeoutMs });
     return a.path;
   },
   // evaluate: expr is a function's source; it is called with arg and its

@@ -288,10 +288,16 @@ func (p *Page) Screenshot(name string) string {
 	p.shots++
 	dir := p.t.ArtifactDir()
 	file := filepath.Join(dir, fmt.Sprintf("%02d-%s-%s.png", p.shots, p.id, safeName(name)))
-	p.call("screenshot", map[string]any{"path": file}, nil)
+	p.call("screenshot", map[string]any{"path": file, "timeoutMs": screenshotTimeout.Milliseconds()}, nil)
 	p.t.Logf("browser screenshot: %s", file)
 	return file
 }
+
+// screenshotTimeout bounds one screenshot. A tall page on a machine busy
+// with other test binaries can take longer than a step's 10 s to paint
+// (CI failed once on Try a rule's 418 messages); a screenshot is
+// evidence, not an assertion of speed.
+const screenshotTimeout = 60 * time.Second
 
 // ansi matches the colour codes in playwright's call logs.
 var ansi = regexp.MustCompile("\x1b\\[[0-9;]*m")
