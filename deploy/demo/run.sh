@@ -266,9 +266,9 @@ done
 MAIL_AT=$(date -r "$EML" +%s%6N) # when the worker wrote it
 echo
 echo "=== email written by the worker: ${EML#"$ROOT/"} ==="
-# Headers and the plain-text part; the HTML part and the chart (PNG) are
-# in the file for a mail client.
-awk '/^Content-Type: text\/html/ { exit } { print }' "$EML" | tr -d '\r'
+# Its headers and plain-text part, decoded as a mail client shows them;
+# the HTML part and the chart (PNG) are in the file for a mail client.
+"$BIN/demotraffic" show "$EML"
 echo "=== (HTML part and chart.png: open the .eml in a mail client) ==="
 echo "the email was written $(secs_since "$T_LIVE" "$MAIL_AT") s after going live," \
   "$(secs_since "$T_CMD" "$MAIL_AT") s after the command (backfill: ${BF_SECS} s)"

@@ -42,8 +42,11 @@ func run(args []string) error {
 		}
 		return nil
 	}
+	if len(args) == 2 && args[0] == "show" {
+		return demotraffic.Show(os.Stdout, args[1])
+	}
 	if len(args) == 0 || (args[0] != "history" && args[0] != "live") {
-		return errors.New("usage: demotraffic history|live -log FILE -end TIME [-weeks N] [-seed N] [-scale F], or demotraffic subject EMAIL")
+		return errors.New("usage: demotraffic history|live -log FILE -end TIME [-weeks N] [-seed N] [-scale F], demotraffic subject EMAIL..., or demotraffic show EMAIL")
 	}
 	fs := flag.NewFlagSet("demotraffic "+args[0], flag.ContinueOnError)
 	log := fs.String("log", "", "the live access log; rotated files are written beside it")
