@@ -6,6 +6,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/pagewatch/pagewatch/domain/crossing"
 	"github.com/pagewatch/pagewatch/domain/traffic"
@@ -138,6 +139,10 @@ func withJudged(xs []crossingView, whys map[string]crossing.Why) {
 // or the spike rule's normal and ratio.
 func usualText(w *crossing.Why) string {
 	switch {
+	case w.High > 0 && w.BurstHigh > 0 && w.Burst > 0:
+		// Fired on a burst the hour may not show: say the burst's too.
+		return ", usual " + rangeText(w.Low, w.High) + "; a burst of " + traffic.FormatCount(w.BurstCount) +
+			" in " + strconv.Itoa(int(w.Burst/time.Minute)) + " min, usual " + rangeText(w.BurstLow, w.BurstHigh)
 	case w.High > 0:
 		return ", usual " + rangeText(w.Low, w.High)
 	case w.Baseline > 0 && w.Ratio > 0:

@@ -12,7 +12,13 @@ func ExampleWhy_ExpectedText() {
 	fmt.Println(w.ExpectedText())
 	w = &crossing.Why{Kind: "unusual", Count: 90, Low: 8, High: 21.5, Days: 3, Burst: 10 * time.Minute}
 	fmt.Println(w.ExpectedText())
+	w = &crossing.Why{Kind: "unusual", Count: 28, Low: 1, High: 28.6, Days: 9, Weekly: true,
+		Burst: 10 * time.Minute, BurstCount: 20, BurstBaseline: 1.67, BurstHigh: 5.2}
+	fmt.Println(w.ExpectedText())
+	fmt.Println(w.BurstLine())
 	// Output:
 	// expected 120–180 views, from 4 weeks of history (same weekday)
 	// expected 8–22 views, from 3 days of history; fired on a burst of 10 minutes
+	// expected 1–29 views, from 9 days of history
+	// 20 views in 10 minutes, expected 0–6 (now 12.0×)
 }

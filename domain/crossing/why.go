@@ -34,8 +34,17 @@ type Why struct {
 	Days   int           `json:"days,omitempty"`
 	Weekly bool          `json:"weekly,omitempty"`
 	Burst  time.Duration `json:"burst,omitempty"`
-	Factor float64       `json:"factor,omitempty"`
-	Ratio  float64       `json:"ratio,omitempty"`
+	// BurstCount is the burst's views (Burst set), BurstBaseline the
+	// normal scaled to its minutes and BurstLow–BurstHigh its usual
+	// range: what a burst was judged on, which the hour's count may not
+	// show ("28 views in 1h, expected 1–29" fired on "20 views in 10
+	// minutes, expected 0–3").
+	BurstCount    uint64  `json:"burst_count,omitempty"`
+	BurstBaseline float64 `json:"burst_baseline,omitempty"`
+	BurstLow      float64 `json:"burst_low,omitempty"`
+	BurstHigh     float64 `json:"burst_high,omitempty"`
+	Factor        float64 `json:"factor,omitempty"`
+	Ratio         float64 `json:"ratio,omitempty"`
 	// Direction is up or down (a page gone quiet).
 	Direction string `json:"direction,omitempty"`
 	// Step is the escalate step reached (an escalate message).
@@ -215,7 +224,48 @@ func (w *Why) RangeText() string {
 	if w == nil || w.High <= 0 {
 		return ""
 	}
-	return "expected " + strconv.FormatFloat(math.Floor(w.Low), 'f', 0, 64) + "–" + strconv.FormatFloat(math.Ceil(w.High), 'f', 0, 64)
+	return rangeText(w.Low, w.High)
+}
+
+// BurstText is the burst a message fired on, its count and usual range:
+// "20 views in 10 minutes, expected 0–3"; "" when it fired on its
+// window's count.
+func (w *Why) BurstText() string {
+	if w == nil || w.Burst <= 0 || w.BurstHigh <= 0 {
+		return ""
+	}
+	return traffic.FormatViews(w.BurstCount) + " in " + minutesText(w.Burst) + ", " + rangeText(w.BurstLow, w.BurstHigh)
+}
+
+// BurstLine is BurstText with the burst's ratio to its normal, for a
+// why's "Burst" line: "20 views in 10 minutes, expected 0–3 (now 6.1×)".
+func (w *Why) BurstLine() string {
+	b := w.BurstText()
+	if r := w.BurstRatio(); b != "" && r > 0 {
+		b += " (now " + strconv.FormatFloat(r, 'f', 1, 64) + "×)"
+	}
+	return b
+}
+
+// BurstRatio is the burst's count against its normal (0: none, or a
+// normal of 0).
+func (w *Why) BurstRatio() float64 {
+	if w == nil || w.Burst <= 0 || w.BurstBaseline <= 0 {
+		return 0
+	}
+	return math.Round(float64(w.BurstCount)/w.BurstBaseline*100) / 100
+}
+
+func minutesText(d time.Duration) string {
+	m := int(d / time.Minute)
+	if m == 1 {
+		return "1 minute"
+	}
+	return strconv.Itoa(m) + " minutes"
+}
+
+func rangeText(low, high float64) string {
+	return "expected " + strconv.FormatFloat(math.Floor(low), 'f', 0, 64) + "–" + strconv.FormatFloat(math.Ceil(high), 'f', 0, 64)
 }
 
 // ExpectedText is the usual range in words, for every receiver alike:
@@ -234,8 +284,9 @@ func (w *Why) ExpectedText() string {
 	case w.Days > 0:
 		s += ", from " + strconv.Itoa(w.Days) + " days of history"
 	}
-	if w.Burst > 0 {
-		s += "; fired on a burst of " + strconv.Itoa(int(w.Burst/time.Minute)) + " minutes"
+	if w.Burst > 0 && w.BurstText() == "" {
+		// A job from before bursts carried their count: the minutes only.
+		s += "; fired on a burst of " + minutesText(w.Burst)
 	}
 	return s
 }

@@ -59,6 +59,12 @@ type Against struct {
 	Weekly                      bool
 	Burst                       time.Duration
 	Direction                   string
+	// Short is the burst's own count, normal and usual range (Burst
+	// set): the normal scaled to its minutes. A burst that fired may sit
+	// inside the hour's range ("28 views in 1h, expected 1–29"); what
+	// it was judged on is its minutes ("20 in 10 minutes, expected 0–3").
+	Short                              uint64
+	ShortBaseline, ShortLow, ShortHigh float64
 }
 
 // direction is "down" for an episode of a page gone quiet, else "up".

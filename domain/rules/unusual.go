@@ -248,8 +248,15 @@ func (d *unusualDetector) weigh(o Observation, ep *Episode) judgement {
 // Against: the normal, its usual range and the history it came from.
 func (d *unusualDetector) Against(o Observation, f Firing) Against {
 	e := o.Expected
-	return Against{Baseline: e.Value, Low: e.Low, High: e.High, Days: e.Days, Weekly: e.Weekly,
+	a := Against{Baseline: e.Value, Low: e.Low, High: e.High, Days: e.Days, Weekly: e.Weekly,
 		Burst: f.Short, Direction: direction(f.Episode)}
+	if f.Short > 0 && e.OK {
+		scale := float64(f.Short) / float64(d.r.Window.Rolling)
+		a.Short, a.ShortBaseline = o.Short, e.Value*scale
+		a.ShortLow = max(0, d.countAt(e, e.Bottom*scale, -usualZ))
+		a.ShortHigh = d.countAt(e, e.Top*scale, usualZ)
+	}
+	return a
 }
 
 // SettleKey: the settings Settled and the normal read (the rule's

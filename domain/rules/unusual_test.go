@@ -16,6 +16,8 @@ type synth struct {
 	t0      time.Time
 	minutes []uint64
 	prefix  []uint64
+	// against is what each message of the last run was measured against.
+	against []Against
 }
 
 // newSynth draws views per minute from rate(t) (views per hour) with
@@ -86,6 +88,7 @@ func (s *synth) run(t *testing.T, r *Rule, judgeFrom time.Time) []string {
 				dir = "down"
 			}
 			out = append(out, fmt.Sprintf("%s %s %s", f.Event, dir, at.Format("01-02 Mon 15:04")))
+			s.against = append(s.against, r.Detector().Against(o, f))
 		}
 	}
 	return out
@@ -216,6 +219,18 @@ func TestUnusualShortBurstFiresOnce(t *testing.T) {
 	// count holds it until 15:10, then settle (1h) resolves it.
 	want := []string{"fire up 03-17 Tue 14:10", "resolve up 03-17 Tue 16:10"}
 	wantMessages(t, got, want)
+
+	// Its why says the minutes it fired on, far outside their own usual
+	// range, which the hour's count alone may not show.
+	a := s.against[0]
+	if a.Burst != 10*time.Minute || a.Short == 0 || float64(a.Short) <= 2*a.ShortHigh ||
+		a.ShortBaseline <= 0 || a.ShortLow > a.ShortBaseline || a.ShortHigh < a.ShortBaseline ||
+		math.Abs(a.ShortBaseline-a.Baseline/6) > 1e-9 {
+		t.Errorf("fire measured against %+v: want the burst's 10 minutes, its count far above their usual range", a)
+	}
+	if r := s.against[1]; r.Burst != 0 || r.Short != 0 {
+		t.Errorf("resolve measured against %+v: want no burst", r)
+	}
 }
 
 // A page's minute-scale bursts are learnt in its first week, not told:

@@ -81,6 +81,8 @@ func TestShippedSpikeDefaultOnSeasonalTraffic(t *testing.T) {
 				case w.Direction == "up" && float64(x.Count) <= w.High && x.Why.Burst == 0,
 					w.Direction == "down" && float64(x.Count) >= w.Low:
 					t.Errorf("%s: %d views is inside its usual range %v–%v", x.Key, x.Count, w.Low, w.High)
+				case w.Burst > 0 && float64(w.BurstCount) <= w.BurstHigh:
+					t.Errorf("%s: fired on a burst of %d views in %s, inside its usual range %v–%v", x.Key, w.BurstCount, w.Burst, w.BurstLow, w.BurstHigh)
 				}
 			}
 			if g := strings.Join(got, "|"); g != tc.want {

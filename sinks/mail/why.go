@@ -17,6 +17,7 @@ import (
 type whyView struct {
 	Normal    string // "20 views an hour window", or empty
 	Ratio     string // "5.0 × normal", or empty
+	Burst     string // "20 views in 10 minutes, expected 0–3 (now 6.1×)": what a burst fired on, or empty
 	Fires     string // "the rule fires at 4 × normal", or empty
 	Rank      string // "2nd of 3 pages on the site in the window", or empty
 	Busiest   string // "10:42 UTC, 70 views", or empty (the chart's caption says it)
@@ -58,6 +59,7 @@ func newWhyView(w *crossing.Why, chartPeak string) *whyView {
 		if w.Ratio > 0 {
 			v.Ratio = strconv.FormatFloat(w.Ratio, 'f', 1, 64) + " × normal"
 		}
+		v.Burst = w.BurstLine()
 		if w.Factor > 0 {
 			v.Fires = "the rule fires at " + trimFloat(w.Factor) + " × normal"
 			if w.Direction == "down" {
@@ -123,6 +125,8 @@ const textWhy = `{{define "why"}}{{with .Why}}
 Why:
 {{- if .Normal}}
   Normal:         {{.Normal}}{{if .Ratio}}; now {{.Ratio}}{{end}}{{if .Fires}} ({{.Fires}}){{end}}{{end}}
+{{- if .Burst}}
+  Fired on burst: {{.Burst}}{{end}}
 {{- if .Since}}
   Since:          {{.Since}}{{end}}
 {{- if .Rank}}
@@ -147,6 +151,8 @@ const htmlWhy = `{{define "why"}}{{with .Why}}
 <table cellpadding="4">
 {{- if .Normal}}
 <tr><th align="left">Normal</th><td>{{.Normal}}{{if .Ratio}}; now {{.Ratio}}{{end}}{{if .Fires}} ({{.Fires}}){{end}}</td></tr>{{end}}
+{{- if .Burst}}
+<tr><th align="left">Fired on burst</th><td>{{.Burst}}</td></tr>{{end}}
 {{- if .Since}}
 <tr><th align="left">Since</th><td>{{.Since}}</td></tr>{{end}}
 {{- if .Rank}}

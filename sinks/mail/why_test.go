@@ -33,6 +33,25 @@ func TestMessageShowsWhy(t *testing.T) {
 	}
 }
 
+// A fire on a burst of minutes says them beside the hour's normal: the
+// hour's count may sit inside its own usual range.
+func TestMessageShowsTheBurstItFiredOn(t *testing.T) {
+	n := testNotification()
+	n.Why = &crossing.Why{Kind: "unusual", Count: 94, Baseline: 10, Low: 2, High: 22.4, Days: 28, Weekly: true, Ratio: 9.4, Direction: "up",
+		Burst: 10 * time.Minute, BurstCount: 80, BurstBaseline: 1.67, BurstHigh: 7.6}
+	p := sendToFile(t, n)
+	for name, body := range map[string]string{"text": p.Text, "html": p.HTML} {
+		for _, want := range []string{"expected 2–23 views, from 4 weeks of history (same weekday)", "Fired on burst", "80 views in 10 minutes, expected 0–8 (now 47.9×)"} {
+			if !strings.Contains(body, want) {
+				t.Errorf("%s part lacks %q:\n%s", name, want, body)
+			}
+		}
+	}
+	if !strings.Contains(p.Text, "\n  Fired on burst: 80 views") {
+		t.Errorf("text part's burst line is not aligned with the why's others:\n%s", p.Text)
+	}
+}
+
 // Referrer domains are hostile input: markup is escaped in the HTML part,
 // CR/LF and control characters never start a line or a header, and a
 // domain of 100 KB is cut.

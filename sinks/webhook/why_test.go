@@ -69,6 +69,19 @@ func TestChatMessagesCarryWhy(t *testing.T) {
 	}
 }
 
+func TestChatFactsSayTheBurstItFiredOn(t *testing.T) {
+	n := notify.Notification{Key: "k", Rule: "r", Site: "s", Path: "/p", Count: 94, Threshold: 46, Window: "1h",
+		Why: &crossing.Why{Kind: "unusual", Count: 94, Baseline: 10, Low: 2, High: 22.4, Ratio: 9.4,
+			Burst: 10 * time.Minute, BurstCount: 80, BurstBaseline: 1.67, BurstHigh: 7.6}}
+	got := map[string]string{}
+	for _, f := range webhook.ChatFacts(n) {
+		got[f[0]] = f[1]
+	}
+	if got["Normal"] != "expected 2–23 views (now 9.4×)" || got["Fired on burst"] != "80 views in 10 minutes, expected 0–8 (now 47.9×)" {
+		t.Errorf("facts %q", got)
+	}
+}
+
 // A chat title says what happened to the page and fits Slack's header
 // (150 characters) however long the path and the referrer domain are:
 // the path gives way first.

@@ -24,6 +24,9 @@ func whyFacts(w *crossing.Why) []fact {
 			normal += fmt.Sprintf(" (now %.1f×)", w.Ratio)
 		}
 		out = append(out, fact{"Normal", normal})
+		if b := w.BurstLine(); b != "" {
+			out = append(out, fact{"Fired on burst", b})
+		}
 	}
 	if w.Rank > 0 {
 		out = append(out, fact{"Rank on site", fmt.Sprintf("%d of %s pages", w.Rank, traffic.FormatCount(uint64(w.RankOf)))})

@@ -127,10 +127,21 @@ type line struct {
 	Low       *float64 `json:"low,omitempty"`
 	High      *float64 `json:"high,omitempty"`
 	Direction string   `json:"direction,omitempty"`
+	// Burst is, for a message that fired on a burst of minutes, those
+	// minutes: their count, normal and usual range.
+	Burst *burstLine `json:"burst,omitempty"`
 	// Since is, for a "no data" message (path ""), the site's newest
 	// minute with data.
 	Since *time.Time `json:"since,omitempty"`
 	Key   string     `json:"key"`
+}
+
+type burstLine struct {
+	Minutes  int     `json:"minutes"`
+	Count    uint64  `json:"count"`
+	Expected float64 `json:"expected"`
+	Low      float64 `json:"low"`
+	High     float64 `json:"high"`
 }
 
 func printJSON(out io.Writer, xs []crossing.Crossing) error {
@@ -150,6 +161,10 @@ func printJSON(out io.Writer, xs []crossing.Crossing) error {
 			if x.Why.High > 0 {
 				lo, hi := x.Why.Low, x.Why.High
 				l.Low, l.High = &lo, &hi
+			}
+			if w := x.Why; w.Burst > 0 && w.BurstHigh > 0 {
+				l.Burst = &burstLine{Minutes: int(w.Burst / time.Minute), Count: w.BurstCount,
+					Expected: w.BurstBaseline, Low: w.BurstLow, High: w.BurstHigh}
 			}
 		}
 		if err := enc.Encode(l); err != nil {

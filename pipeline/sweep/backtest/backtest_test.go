@@ -80,4 +80,17 @@ func TestPrintSummarisesPerRule(t *testing.T) {
 	if want := `{"rule":"pricing","site":"example.com","path":"/pricing","fired_at":"2026-11-24T12:00:00Z","kind":"fire","count":120,"baseline":null,"key":"k1"}` + "\n"; out.String() != want {
 		t.Errorf("json output:\n%s\nwant\n%s", out.String(), want)
 	}
+
+	// A message that fired on a burst gives the burst's minutes too.
+	burst := crossing.Crossing{Rule: "unusual", Site: "example.com", Path: "/pricing", CrossedAt: at, Count: 28, Window: "1h", Key: "k4", Event: "fire",
+		Why: &crossing.Why{Kind: "unusual", Baseline: 10, Low: 1, High: 29, Direction: "up",
+			Burst: 10 * time.Minute, BurstCount: 20, BurstBaseline: 1.5, BurstLow: 0, BurstHigh: 5}}
+	out.Reset()
+	if err := (backtest.Query{Format: "json"}).Print(&out, []crossing.Crossing{burst}, at); err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"rule":"unusual","site":"example.com","path":"/pricing","fired_at":"2026-11-24T12:00:00Z","kind":"fire","count":28,"baseline":10,"expected":10,"low":1,"high":29,"direction":"up",` +
+		`"burst":{"minutes":10,"count":20,"expected":1.5,"low":0,"high":5},"key":"k4"}` + "\n"; out.String() != want {
+		t.Errorf("json output of a burst:\n%s\nwant\n%s", out.String(), want)
+	}
 }
