@@ -75,6 +75,9 @@ func (n Notification) Predicate(clean func(string) string) string {
 		switch {
 		case w != nil && w.Step > 0 && down:
 			return "fell to 1/" + trimFloat(w.Step) + " of " + level + ": " + views(n.Count)
+		case w != nil && w.Step > 0 && w.BurstText() != "":
+			// Escalated on its minutes: say those, as a fire on them does.
+			return "rose to " + trimFloat(w.Step) + "× " + level + ": " + w.BurstText() + " (" + views(n.Count) + ")" + mostlyClients(w)
 		case w != nil && w.Step > 0:
 			return "rose to " + trimFloat(w.Step) + "× " + level + ": " + views(n.Count) + mostlyClients(w)
 		case down:
