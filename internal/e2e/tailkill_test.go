@@ -228,6 +228,24 @@ func subjectEnd(ctx context.Context, t *testing.T, s jetstream.Stream, subject s
 	return end
 }
 
+// whileElecting runs f again while JetStream has no one to answer it: in
+// a cluster just restarted node by node, a stream can have its leader
+// again before the meta leader answers a consumer's creation (CI once
+// failed here, 12 s after every stream was led).
+func whileElecting(ctx context.Context, f func() error) error {
+	for {
+		err := f()
+		if !errors.Is(err, nats.ErrNoResponders) && !errors.Is(err, jetstream.ErrNoStreamResponse) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (still, after %w)", err, ctx.Err())
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
 // streamFigures describes one subject's messages read in order.
 type streamFigures struct {
 	msgs, empty int         // messages, and those without lines (position markers)
@@ -256,7 +274,11 @@ func checkSubject(t *testing.T, s jetstream.Stream, subject string) streamFigure
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	want := subjectMsgs(ctx, t, s, subject)
-	cons, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}, HeadersOnly: true})
+	var cons jetstream.Consumer
+	err := whileElecting(ctx, func() (err error) {
+		cons, err = s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}, HeadersOnly: true})
+		return err
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +286,11 @@ func checkSubject(t *testing.T, s jetstream.Stream, subject string) streamFigure
 	var prevEnd int64
 	bad := 0
 	for uint64(f.msgs) < want {
-		batch, err := cons.Fetch(1000, jetstream.FetchMaxWait(5*time.Second))
+		var batch jetstream.MessageBatch
+		err := whileElecting(ctx, func() (err error) {
+			batch, err = cons.Fetch(1000, jetstream.FetchMaxWait(5*time.Second))
+			return err
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
