@@ -193,7 +193,7 @@ func (s *tryPages) backtest(ctx context.Context, rs []rules.Rule, v *tryView) er
 	src := newBoundedSource(s.deps.Minutes, rs, chosen, tryMaxPages, since, to)
 	// The replay logs why it leaves out a rule counting visitors; the
 	// page says so itself.
-	xs, err := sweep.Backtest(ctx, src, rs, since, now, s.deps.Logger)
+	xs, err := sweep.BacktestPages(ctx, src, src.keep, rs, since, now, s.deps.Logger)
 	if err != nil {
 		return err
 	}

@@ -17,9 +17,10 @@ const tryPiece = 24 * time.Hour
 // pageKey is a page: its site and path.
 type pageKey struct{ site, path string }
 
-// boundedSource is the stored minutes as a backtest reads them, but of
-// at most max pages the rules match: those in chosen (the most viewed),
-// then, while fewer than max are in, each page as it is first seen.
+// boundedSource is the stored minutes as a backtest reads them, a day at
+// a time, and (keep) the rows it judges: of at most max pages the rules
+// match, those in chosen (the most viewed), then, while fewer than max
+// are in, each page as it is first seen.
 // Admitting a page only when first seen keeps every page's minutes
 // whole: a page turned away is turned away for good. It also keeps each
 // admitted page's views per hour in [from, to), for the charts.
@@ -59,41 +60,47 @@ func (b *boundedSource) matched(site, path string) bool {
 // left is how many matched pages were turned away.
 func (b *boundedSource) left() int { return len(b.in) - b.admitted }
 
+// ScanMinutes reads the stored minutes a day at a time and passes on
+// every row: the backtest notes them all for when each site's data
+// flowed, and judges only those keep admits.
 func (b *boundedSource) ScanMinutes(ctx context.Context, q traffic.MinuteScan, fn func(site, path string, minute time.Time, hits uint64) error) error {
 	for from := q.From; from.Before(q.To); from = from.Add(tryPiece) {
 		piece := q
 		piece.From, piece.To = from, minTime(from.Add(tryPiece), q.To)
-		err := b.src.ScanMinutes(ctx, piece, func(site, path string, minute time.Time, hits uint64) error {
-			k := pageKey{site, path}
-			ok, seen := b.in[k]
-			if !seen {
-				if !b.matched(site, path) {
-					return nil
-				}
-				ok = b.admitted < b.max
-				b.in[k] = ok
-				if ok {
-					b.admitted++
-				}
-			}
-			if !ok {
-				return nil
-			}
-			if !minute.Before(b.from) && minute.Before(b.to) {
-				h := b.hours[k]
-				if h == nil {
-					h = map[time.Time]uint64{}
-					b.hours[k] = h
-				}
-				h[minute.Truncate(time.Hour)] += hits
-			}
-			return fn(site, path, minute, hits)
-		})
-		if err != nil {
+		if err := b.src.ScanMinutes(ctx, piece, fn); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// keep admits a row of a page the rules match while fewer than max pages
+// are in, and counts its views per hour for the charts.
+func (b *boundedSource) keep(site, path string, minute time.Time, hits uint64) bool {
+	k := pageKey{site, path}
+	ok, seen := b.in[k]
+	if !seen {
+		if !b.matched(site, path) {
+			return false
+		}
+		ok = b.admitted < b.max
+		b.in[k] = ok
+		if ok {
+			b.admitted++
+		}
+	}
+	if !ok {
+		return false
+	}
+	if !minute.Before(b.from) && minute.Before(b.to) {
+		h := b.hours[k]
+		if h == nil {
+			h = map[time.Time]uint64{}
+			b.hours[k] = h
+		}
+		h[minute.Truncate(time.Hour)] += hits
+	}
+	return true
 }
 
 // series is the views per hour over [from, to) of the admitted pages a

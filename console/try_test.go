@@ -372,3 +372,47 @@ func TestTryRuleBoundsPages(t *testing.T) {
 		t.Errorf("%d charts, want 6", n)
 	}
 }
+
+// A quiet page tried alone is judged against its site's data, not its
+// own: /docs has a view every half hour and none for 4 hours each night
+// while /shop, not tried, has views every few minutes. A sweep would not
+// find the site late in those hours, and Try a rule says no "no data"
+// (before, it said one and its resolve every night, from /docs's rows
+// alone); nor does it judge /shop.
+func TestTryRuleOfAQuietPageKnowsItsSiteFlows(t *testing.T) {
+	b := startTry(t, "pw_try_quiet")
+	day0 := time.Now().UTC().Truncate(24*time.Hour).Add(-9 * 24 * time.Hour)
+	batch := hit.Batch{Seq: 1}
+	add := func(path string, at time.Time) {
+		batch.Hits = append(batch.Hits, hit.Hit{Time: at, Site: "example.com", Path: path, Method: "GET", Status: 200,
+			Class: hit.ClassHuman, Offset: uint64(len(batch.Hits)+1) * 100})
+	}
+	for at := day0; at.Before(time.Now().UTC()); at = at.Add(3 * time.Minute) {
+		add("/shop", at)
+		if at.Minute()%30 == 0 && at.Hour() >= 4 {
+			add("/docs", at)
+		}
+	}
+	if err := b.ch.Hits().InsertHits(context.Background(), []hit.Batch{batch}); err != nil {
+		t.Fatal(err)
+	}
+	rule := "name: docs\nsite: example.com\nmatch: {exact: /docs}\nwindow: 1h\nunusual: {direction: both, min_count: 1}\n" +
+		"notify_on: [fire, escalate, resolve]\nnotify: {recipients: [ops@example.com]}\n"
+	c := newTryClient(t, b.base)
+	st, body := c.try(t, "/api/v1/rules/try", rule, 7)
+	if st != http.StatusOK {
+		t.Fatalf("try: %d\n%s", st, body)
+	}
+	var got tryResult
+	if err := json.Unmarshal([]byte(body), &got); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range got.Messages {
+		if m.Path != "/docs" {
+			t.Errorf("%s %s %q: %s; want nothing but of /docs, and no \"no data\" from a site that flows", m.At, m.Event, m.Path, m.Subject)
+		}
+	}
+	if got.Pages != 1 {
+		t.Errorf("%d pages tried, want /docs alone", got.Pages)
+	}
+}

@@ -1,12 +1,17 @@
 package sweep
 
 import (
+	"context"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/pagewatch/pagewatch/domain/crossing"
+	"github.com/pagewatch/pagewatch/domain/rules"
+	"github.com/pagewatch/pagewatch/internal/testenv"
 )
 
 // gapCSV is 10 days of a page at 120 views an hour (a row of 10 every 5
@@ -81,4 +86,133 @@ func eventsOf(xs []crossing.Crossing) string {
 		out = append(out, x.Event+" "+what)
 	}
 	return strings.Join(out, ", ")
+}
+
+// sparseCSV is 14 days of a site's views per minute, a row for each
+// minute with views: /docs at perHour(t) views an hour (Poisson, fixed
+// seed) and, if busy, / at 600 an hour; no rows at all in [stopFrom,
+// stopTo) (the tailer stopped).
+func sparseCSV(perHour func(time.Time) float64, busy bool, stopFrom, stopTo time.Time) (string, time.Time) {
+	start := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
+	rng := rand.New(rand.NewPCG(7, 11))
+	var b strings.Builder
+	b.WriteString("timestamp,site,path,count\n")
+	row := func(at time.Time, path string, rate float64) {
+		if n := poisson(rng, rate/60); n > 0 && (at.Before(stopFrom) || !at.Before(stopTo)) {
+			fmt.Fprintf(&b, "%s,example.com,%s,%d\n", at.Format(time.RFC3339), path, n)
+		}
+	}
+	for at := start; at.Before(start.Add(14 * 24 * time.Hour)); at = at.Add(time.Minute) {
+		row(at, "/docs", perHour(at))
+		if busy {
+			row(at, "/", 600)
+		}
+	}
+	return b.String(), start.Add(7 * 24 * time.Hour)
+}
+
+func poisson(rng *rand.Rand, mean float64) int {
+	n, p, l := 0, 1.0, math.Exp(-mean)
+	for {
+		p *= rng.Float64()
+		if p <= l {
+			return n
+		}
+		n++
+	}
+}
+
+// A blog by day and night (4 views an hour from 8 to 20, one every two
+// hours at night) has gaps between its views of up to hours: a backtest
+// does not take them for its data stopping, as a sweep does not
+// (freshness), but 8 hours without a row by day are "no data", once.
+// Before, a site was late after twice its rows' median gap (13 minutes
+// here): 87 "no data" messages in the week judged.
+func TestBacktestSparseSiteIsNotLateBetweenItsViews(t *testing.T) {
+	blog := func(t time.Time) float64 {
+		if h := t.Hour(); h >= 8 && h < 20 {
+			return 4
+		}
+		return 0.5
+	}
+	stop := time.Date(2026, 3, 13, 10, 0, 0, 0, time.UTC)
+	csv, since := sparseCSV(blog, false, stop, stop.Add(8*time.Hour))
+	xs := backtestCSV(t, csv, since, unusualBoth())
+	if got := eventsOf(xs); got != "fire no_data, resolve no_data" {
+		t.Fatalf("a sparse blog, its tailer stopped 8 hours one day: %s, want one \"no data\" and its resolve", got)
+	}
+	// At 4 an hour, no view for 104 minutes (ln 1000 / 4 × 60) happens
+	// once in a thousand gaps.
+	if late := xs[0].CrossedAt.Sub(xs[0].Why.Since); late < 90*time.Minute || late > 3*time.Hour {
+		t.Errorf("no data %s after the last row, want about 104 minutes", late)
+	}
+}
+
+// A page tried alone (the console's Try a rule) is late only when its
+// site is: a quiet page of a busy site has gaps of an hour or two
+// between its views while the site's other pages flow, and says no "no
+// data"; when the page is all its site has and it stops, it does.
+func TestBacktestPagesKnowsItsSiteFlows(t *testing.T) {
+	quiet := func(time.Time) float64 { return 4 }
+	only := func(_, path string, _ time.Time, _ uint64) bool { return path == "/docs" }
+	rs := []rules.Rule{unusualBoth()}
+	if err := rules.ValidateAll("rules", rs); err != nil {
+		t.Fatal(err)
+	}
+	stop := time.Date(2026, 3, 13, 10, 0, 0, 0, time.UTC)
+	tryDocs := func(t *testing.T, csv string, since time.Time) []crossing.Crossing {
+		cf, err := ReadCounts(strings.NewReader(csv), "counts.csv")
+		if err != nil {
+			t.Fatal(err)
+		}
+		xs, err := BacktestPages(context.Background(), cf, only, rs, since, cf.Last.Add(time.Minute), testenv.Logger(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range xs {
+			if x.Path == "/" {
+				t.Errorf("a page keep turned away was judged: %+v", x)
+			}
+		}
+		return xs
+	}
+
+	t.Run("the site flows", func(t *testing.T) {
+		// Only /docs stops; / goes on at 600 an hour.
+		csv, since := sparseCSV(quiet, false, stop, stop.Add(8*time.Hour))
+		busy, _ := sparseCSV(func(time.Time) float64 { return 0 }, true, time.Time{}, time.Time{})
+		xs := tryDocs(t, csv+strings.TrimPrefix(busy, "timestamp,site,path,count\n"), since)
+		if got := eventsOf(xs); got != "" {
+			t.Errorf("/docs tried alone on a site that flows: %q, want nothing", got)
+		}
+	})
+	t.Run("the page is the site", func(t *testing.T) {
+		csv, since := sparseCSV(quiet, false, stop, stop.Add(8*time.Hour))
+		xs := tryDocs(t, csv, since)
+		// The stop is one "no data" (about 104 minutes after the last
+		// view: ln 1000 / 4 an hour) and its resolve. Gaps as long come
+		// by chance once in a thousand, as in a sweep: at 4 views an
+		// hour, about once in ten days.
+		found, chance := false, 0
+		for i := 0; i+1 < len(xs); i += 2 {
+			fire, back := xs[i], xs[i+1]
+			if fire.Event != "fire" || back.Event != "resolve" || !fire.Why.SiteWide() || back.Key != fire.Key+".resolved" {
+				t.Fatalf("messages %s, want pairs of \"no data\" and its resolve", eventsOf(xs))
+			}
+			if fire.Why.Since.Before(stop.Add(-time.Hour)) || fire.Why.Since.After(stop) {
+				chance++
+				continue
+			}
+			found = true
+			if late := fire.CrossedAt.Sub(fire.Why.Since); late < 90*time.Minute || late > 3*time.Hour {
+				t.Errorf("no data %s after the last row, want about 104 minutes", late)
+			}
+			if want := stop.Add(8*time.Hour + time.Minute); back.CrossedAt.Before(want) || back.CrossedAt.After(want.Add(time.Hour)) {
+				t.Errorf("data again at %s, want a minute after the first view from %s", back.CrossedAt, stop.Add(8*time.Hour))
+			}
+		}
+		if !found || chance > 1 || len(xs)%2 != 0 {
+			t.Errorf("/docs alone on its site, stopped 8 hours: %s (%d by chance), want one \"no data\" over the stop and at most one by chance in a week", eventsOf(xs), chance)
+		}
+	})
 }

@@ -61,15 +61,25 @@ func (s *Sweeper) Backtest(ctx context.Context, since time.Time) ([]crossing.Cro
 			base[k] = list[len(list)-1].count
 		}
 	}
-	return replay(ctx, s.counts, set, base, since, now, s.cfg.DataLateAfter, s.logger)
+	return replay(ctx, s.counts, nil, set, base, since, now, s.cfg.DataLateAfter, s.logger)
 }
 
 // Backtest replays per-minute counts from src (a counts file, say) since
 // a time through rules that LoadRules validated, each state starting
 // afresh, and returns what would have fired by now, in time order. It
 // needs neither NATS nor ClickHouse. A site's data is late, and its drops
-// held, after the default data_late_after (or twice its rows' usual
-// spacing) without rows.
+// held, once no row for so long is unlikely at those hours of the day
+// (and never before the default data_late_after, nor two of its rows'
+// steps).
 func Backtest(ctx context.Context, src MinuteSource, rs []rules.Rule, since, now time.Time, logger *slog.Logger) ([]crossing.Crossing, error) {
-	return replay(ctx, src, newRuleSet(rs), nil, since.Truncate(time.Minute), now, DefaultConfig().DataLateAfter, logger)
+	return BacktestPages(ctx, src, nil, rs, since, now, logger)
+}
+
+// BacktestPages is Backtest of the rows keep accepts (nil: all). The
+// rows it turns away, of other pages, still say when each site's data
+// flowed: a site is late only when none of its pages has rows, as in a
+// sweep, so a quiet page tried alone does not make its site "send no
+// data" between its views. keep may note the rows it accepts.
+func BacktestPages(ctx context.Context, src MinuteSource, keep func(site, path string, minute time.Time, hits uint64) bool, rs []rules.Rule, since, now time.Time, logger *slog.Logger) ([]crossing.Crossing, error) {
+	return replay(ctx, src, keep, newRuleSet(rs), nil, since.Truncate(time.Minute), now, DefaultConfig().DataLateAfter, logger)
 }

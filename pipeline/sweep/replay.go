@@ -21,10 +21,11 @@ import (
 // file) from the first minute of src. Spike and new_page rules read the minutes before since that
 // their baselines reach back to; a site's data begins at its first row,
 // and windows before that are unknown, as in a sweep. A site whose rows
-// stop for a while is late, as a sweep would have found it (siteRows.late):
-// its drops are held. base holds each all-time state key's count before
-// since.
-func replay(ctx context.Context, src MinuteSource, set *ruleSet, base map[string]uint64, since, now time.Time, lateAfter time.Duration, logger *slog.Logger) ([]crossing.Crossing, error) {
+// stop for a while is late, as a sweep would have found it (siteRows):
+// its drops are held. keep, unless nil, says which rows are judged; the
+// others still say when their site's data flowed. base holds each
+// all-time state key's count before since.
+func replay(ctx context.Context, src MinuteSource, keep func(site, path string, minute time.Time, hits uint64) bool, set *ruleSet, base map[string]uint64, since, now time.Time, lateAfter time.Duration, logger *slog.Logger) ([]crossing.Crossing, error) {
 	scanFrom := since
 	for _, r := range set.rules {
 		switch r.Window.Kind {
@@ -42,7 +43,7 @@ func replay(ctx context.Context, src MinuteSource, set *ruleSet, base map[string
 			}
 		}
 	}
-	first := &siteRows{src: src, first: map[string]time.Time{}, minutes: map[string][]time.Time{}}
+	first := newSiteRows(src, keep)
 	for _, r := range set.rules {
 		if r.Count == rules.CountVisitors {
 			logger.Warn("a backtest replays per-minute views; this rule counts visitors, which are distinct over a whole window, and is left out", "rule", r.Name)
@@ -53,12 +54,13 @@ func replay(ctx context.Context, src MinuteSource, set *ruleSet, base map[string
 	if err != nil {
 		return nil, err
 	}
-	first.settle()
+	first.settle(now, lateAfter)
 	var out []crossing.Crossing
 	for _, k := range slices.Sorted(maps.Keys(all)) {
 		sr := all[k]
 		r := set.rules[sr.rule]
-		dataStart := first.first[sr.site]
+		site := first.site(sr.site)
+		dataStart := site.start
 		if dataStart.Before(scanFrom) {
 			dataStart = scanFrom
 		}
@@ -66,26 +68,15 @@ func replay(ctx context.Context, src MinuteSource, set *ruleSet, base map[string
 		if base == nil {
 			allFrom = time.Time{}
 		}
-		site := siteData{start: dataStart, step: first.step[sr.site],
-			late: func(t time.Time) bool { return first.late(sr.site, t, lateAfter) }}
-		out = append(out, replaySeries(k, sr, r, base[k], since, allFrom, now, site, logger)...)
+		out = append(out, replaySeries(k, sr, r, base[k], since, allFrom, now, dataStart, site, logger)...)
 	}
-	out = append(out, noDataEpisodes(set, first, since, now, lateAfter)...)
+	out = append(out, noDataEpisodes(set, first, since, now)...)
 	slices.SortStableFunc(out, func(a, b crossing.Crossing) int { return a.CrossedAt.Compare(b.CrossedAt) })
 	return out, nil
 }
 
-// siteData is what a replay knows of a site's data: where it begins,
-// its resolution (siteRows.step), and when it was late.
-type siteData struct {
-	start time.Time
-	step  time.Duration
-	late  func(windowEnd time.Time) bool
-}
-
 // replaySeries steps one state key through its moments.
-func replaySeries(k string, sr *series, r *rules.Rule, base uint64, since, allFrom, now time.Time, site siteData, logger *slog.Logger) []crossing.Crossing {
-	dataStart := site.start
+func replaySeries(k string, sr *series, r *rules.Rule, base uint64, since, allFrom, now, dataStart time.Time, site *siteData, logger *slog.Logger) []crossing.Crossing {
 	mins := slices.SortedFunc(maps.Keys(sr.minutes), func(a, b time.Time) int { return a.Compare(b) })
 	type moment struct {
 		t    time.Time
@@ -188,22 +179,25 @@ func replaySeries(k string, sr *series, r *rules.Rule, base uint64, since, allFr
 // the first sweep that sees the row (a minute after the row's minute).
 // A gap that began before since and is still late at since is told at
 // since, as by a sweeper started then.
-func noDataEpisodes(set *ruleSet, f *siteRows, since, now time.Time, lateAfter time.Duration) []crossing.Crossing {
+func noDataEpisodes(set *ruleSet, f *siteRows, since, now time.Time) []crossing.Crossing {
 	var out []crossing.Crossing
 	for _, r := range set.rules {
 		if !saysNoData(r) {
 			continue
 		}
-		for _, site := range slices.Sorted(maps.Keys(f.minutes)) {
+		for _, site := range slices.Sorted(maps.Keys(f.sites)) {
 			if r.Site != "" && r.Site != site {
 				continue
 			}
 			episode := uint64(0)
-			ms := f.minutes[site]
+			d := f.sites[site]
+			ms := d.minutes
 			for i, m := range ms {
-				newest := m.Add(time.Minute)
-				lateAt := newest.Add(max(lateAfter, 2*f.spacing[site])).Truncate(time.Minute).Add(time.Minute)
-				lateAt = maxTime(lateAt, since)
+				if d.lateAt[i].IsZero() {
+					continue
+				}
+				// The first sweep after it finds the site late.
+				lateAt := maxTime(d.lateAt[i].Truncate(time.Minute).Add(time.Minute), since)
 				back := now.Add(time.Minute) // none: still late at the end
 				if i+1 < len(ms) {
 					back = ms[i+1].Add(time.Minute)
@@ -231,66 +225,6 @@ func cmpBool(a, b bool) int {
 		return 1
 	}
 	return -1
-}
-
-// siteRows notes each site's rows as a scan passes them on: where the
-// site's data begins, for baselines, and the minutes it has rows in, for
-// when it was late.
-type siteRows struct {
-	src     MinuteSource
-	first   map[string]time.Time
-	minutes map[string][]time.Time // by site: sorted and once each after settle
-	// spacing is each site's usual gap between minutes with rows (the
-	// median), step its data's resolution (the 10th percentile: 5
-	// minutes for counts per 5 minutes, 1 for a site's own minutes
-	// however sparse).
-	spacing, step map[string]time.Duration
-}
-
-func (f *siteRows) ScanMinutes(ctx context.Context, q traffic.MinuteScan, fn func(site, path string, minute time.Time, hits uint64) error) error {
-	return f.src.ScanMinutes(ctx, q, func(site, path string, minute time.Time, hits uint64) error {
-		if t, ok := f.first[site]; !ok || minute.Before(t) {
-			f.first[site] = minute
-		}
-		f.minutes[site] = append(f.minutes[site], minute)
-		return fn(site, path, minute, hits)
-	})
-}
-
-// settle sorts each site's minutes and notes their spacing and step.
-func (f *siteRows) settle() {
-	f.spacing, f.step = map[string]time.Duration{}, map[string]time.Duration{}
-	for site, ms := range f.minutes {
-		slices.SortFunc(ms, func(a, b time.Time) int { return a.Compare(b) })
-		ms = slices.CompactFunc(ms, func(a, b time.Time) bool { return a.Equal(b) })
-		f.minutes[site] = ms
-		if len(ms) < 2 {
-			continue
-		}
-		gaps := make([]time.Duration, len(ms)-1)
-		for i := 1; i < len(ms); i++ {
-			gaps[i-1] = ms[i].Sub(ms[i-1])
-		}
-		slices.Sort(gaps)
-		f.spacing[site], f.step[site] = gaps[len(gaps)/2], gaps[len(gaps)/10]
-	}
-}
-
-// late reports whether a sweep judging a window ending at t would have
-// found the site's data late: its newest row before t older than
-// lateAfter (data_late_after), or than twice the site's usual spacing
-// when its rows are sparser (a file of counts per 30 minutes, a site of
-// a few views an hour). A collector that stopped, or a gap in an export,
-// is then no drop, as in a sweep (freshness.go); before the site's
-// first row nothing is known, and its normal is unknown too.
-func (f *siteRows) late(site string, t time.Time, lateAfter time.Duration) bool {
-	ms := f.minutes[site]
-	i, _ := slices.BinarySearchFunc(ms, t, func(a, b time.Time) int { return a.Compare(b) })
-	if i == 0 {
-		return false
-	}
-	newest := ms[i-1].Add(time.Minute)
-	return t.Sub(newest) > max(lateAfter, 2*f.spacing[site])
 }
 
 func minTime(a, b time.Time) time.Time {

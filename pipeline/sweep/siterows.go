@@ -1,0 +1,239 @@
+package sweep
+
+import (
+	"context"
+	"maps"
+	"math"
+	"math/bits"
+	"slices"
+	"time"
+
+	"github.com/pagewatch/pagewatch/domain/traffic"
+)
+
+// siteRows notes each site's rows as a scan passes them on: where the
+// site's data begins, for baselines, and the minutes it has rows in, for
+// when it was late. It notes every row of the scan, but passes on for
+// judging only those keep accepts (nil: all): a backtest of a few pages
+// (the console's Try a rule) still knows when their site's data flowed,
+// as a sweep does from the site's newest hit, and does not take a quiet
+// page's gaps for a site that stopped sending.
+type siteRows struct {
+	src   MinuteSource
+	keep  func(site, path string, minute time.Time, hits uint64) bool
+	sites map[string]*siteData
+}
+
+// siteData is what a replay knows of a site's data: where it begins, the
+// minutes it has rows in, their resolution, and when it was late.
+type siteData struct {
+	start   time.Time
+	seen    minuteSet
+	minutes []time.Time // settled: sorted, once each
+	// step is the data's resolution: the 10th percentile of the gaps
+	// between rows (5 minutes for counts per 5 minutes, 1 for a site's
+	// own minutes however sparse).
+	step time.Duration
+	// lateAt[i] is when the gap after minutes[i] has made the site late:
+	// a sweep after it finds it so. Zero when the next row comes first.
+	lateAt []time.Time
+}
+
+func newSiteRows(src MinuteSource, keep func(site, path string, minute time.Time, hits uint64) bool) *siteRows {
+	return &siteRows{src: src, keep: keep, sites: map[string]*siteData{}}
+}
+
+func (f *siteRows) ScanMinutes(ctx context.Context, q traffic.MinuteScan, fn func(site, path string, minute time.Time, hits uint64) error) error {
+	return f.src.ScanMinutes(ctx, q, func(site, path string, minute time.Time, hits uint64) error {
+		d := f.sites[site]
+		if d == nil {
+			d = &siteData{start: minute, seen: minuteSet{}}
+			f.sites[site] = d
+		}
+		if minute.Before(d.start) {
+			d.start = minute
+		}
+		d.seen.add(minute)
+		if f.keep != nil && !f.keep(site, path, minute, hits) {
+			return nil
+		}
+		return fn(site, path, minute, hits)
+	})
+}
+
+// site is a site's data, or an empty one for a site without rows.
+func (f *siteRows) site(name string) *siteData {
+	if d := f.sites[name]; d != nil {
+		return d
+	}
+	return &siteData{}
+}
+
+// settle lists each site's minutes and works out when each gap between
+// them made the site late, up to now.
+func (f *siteRows) settle(now time.Time, lateAfter time.Duration) {
+	for _, d := range f.sites {
+		d.minutes = d.seen.sorted()
+		d.seen = nil
+		d.step = time.Minute
+		if len(d.minutes) >= 2 {
+			gaps := make([]time.Duration, len(d.minutes)-1)
+			for i := 1; i < len(d.minutes); i++ {
+				gaps[i-1] = d.minutes[i].Sub(d.minutes[i-1])
+			}
+			slices.Sort(gaps)
+			d.step = gaps[len(gaps)/10]
+		}
+		d.lateAt = d.gapsLate(now, lateAfter)
+	}
+}
+
+// gapsLate is, for each gap after a row, when a sweep would have found
+// the site late: as freshness does live, once no row for this long is a
+// one-in-a-thousand chance (surelyQuiet) given how often the site has
+// rows at those hours of the day, and never before lateAfter
+// (data_late_after) nor two of its steps. A site with a row every minute
+// is late after lateAfter; a blog with a view every 20 minutes by day
+// and an hour by night is not late between them; a file of counts per
+// 30 minutes is late after an hour without one. The rates come from the
+// whole replay, as a sweep's normals come from the weeks before.
+func (d *siteData) gapsLate(now time.Time, lateAfter time.Duration) []time.Time {
+	ms := d.minutes
+	out := make([]time.Time, len(ms))
+	if len(ms) == 0 {
+		return out
+	}
+	hazard := d.hourlyHazard()
+	floor := max(lateAfter, 2*d.step)
+	for i, m := range ms {
+		newest := m.Add(time.Minute)
+		next := now.Add(time.Minute) // none: the gap lasts to the end
+		if i+1 < len(ms) {
+			next = ms[i+1]
+		}
+		// Add up the empty steps after the row's own until the gap is
+		// unlikely, or the next row comes.
+		at, sum := m.Truncate(d.step).Add(d.step), 0.0
+		for sum < surelyQuiet && !at.Add(d.step).After(next) {
+			sum += hazard[at.UTC().Hour()]
+			at = at.Add(d.step)
+		}
+		if sum < surelyQuiet {
+			continue
+		}
+		if t := maxTime(at, newest.Add(floor)); t.Before(next) && !t.After(now) {
+			out[i] = t
+		}
+	}
+	return out
+}
+
+// hourlyHazard is, for each hour of the day (UTC), -ln(1 - p) where p
+// is the share of the site's steps in that hour that have a row (on the
+// median day, so that an outage or a burst on a few days does not set
+// the rate that judges them), between its first row and its last: the
+// expected rows per step of a Poisson stream that leaves that share of
+// steps empty. An hour the data never covers takes the median of the
+// others.
+func (d *siteData) hourlyHazard() [24]float64 {
+	type cell struct{ rows, slots int }
+	first, last := d.minutes[0].Truncate(d.step), d.minutes[len(d.minutes)-1].Truncate(d.step)
+	day0 := first.UTC().Truncate(24 * time.Hour)
+	days := int(last.Sub(day0)/(24*time.Hour)) + 1
+	cells := make([][24]cell, days)
+	at := func(t time.Time) *cell {
+		t = t.UTC()
+		return &cells[int(t.Sub(day0)/(24*time.Hour))][t.Hour()]
+	}
+	for t := first; !t.After(last); t = t.Add(d.step) {
+		at(t).slots++
+	}
+	prev := time.Time{}
+	for _, m := range d.minutes {
+		if s := m.Truncate(d.step); !s.Equal(prev) {
+			at(s).rows++
+			prev = s
+		}
+	}
+	var out [24]float64
+	var known []float64
+	for h := range 24 {
+		var shares []float64
+		for i := range cells {
+			if c := cells[i][h]; c.slots > 0 {
+				shares = append(shares, float64(c.rows)/float64(c.slots))
+			}
+		}
+		out[h] = -1
+		if len(shares) > 0 {
+			p := min(median(shares), 1-1e-9)
+			out[h] = -math.Log1p(-p)
+			known = append(known, out[h])
+		}
+	}
+	for h := range 24 {
+		if out[h] < 0 {
+			out[h] = median(known)
+		}
+	}
+	return out
+}
+
+// late reports whether a sweep judging a window ending at t would have
+// found the site's data late (gapsLate). Before the site's first row
+// nothing is known, and its normal is unknown too.
+func (d *siteData) late(t time.Time) bool {
+	i, _ := slices.BinarySearchFunc(d.minutes, t, func(a, b time.Time) int { return a.Compare(b) })
+	if i == 0 {
+		return false
+	}
+	at := d.lateAt[i-1]
+	return !at.IsZero() && t.After(at)
+}
+
+// minuteSet is a set of minutes, a bit each in blocks of 2^16 minutes
+// (45 days, 8 KiB): a site's rows over weeks, whatever order a scan
+// returns them in, in kilobytes rather than a time per row.
+type minuteSet map[int64]*[1 << 10]uint64
+
+const minuteBlockBits = 16
+
+func (s minuteSet) add(t time.Time) {
+	m := t.Unix() / 60
+	blk := s[m>>minuteBlockBits]
+	if blk == nil {
+		blk = new([1 << 10]uint64)
+		s[m>>minuteBlockBits] = blk
+	}
+	i := m & (1<<minuteBlockBits - 1)
+	blk[i/64] |= 1 << (i % 64)
+}
+
+// sorted is the set's minutes in order.
+func (s minuteSet) sorted() []time.Time {
+	var out []time.Time
+	for _, k := range slices.Sorted(maps.Keys(s)) {
+		for w, word := range s[k] {
+			for word != 0 {
+				b := bits.TrailingZeros64(word)
+				word &= word - 1
+				m := k<<minuteBlockBits + int64(w*64+b)
+				out = append(out, time.Unix(m*60, 0).UTC())
+			}
+		}
+	}
+	return out
+}
+
+// median sorts xs in place; 0 for none.
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	slices.Sort(xs)
+	n := len(xs)
+	if n%2 == 1 {
+		return xs[n/2]
+	}
+	return (xs[n/2-1] + xs[n/2]) / 2
+}
