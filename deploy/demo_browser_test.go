@@ -202,6 +202,15 @@ func lookAtConsole(t *testing.T, br *browsertest.Browser, root string) {
 		t.Errorf("Try a rule: no would-be fire marked on %s's chart", surgePage)
 	}
 	t.Logf("Try a rule: would have sent %s messages", p.Text("[data-testid=try-total]"))
+	// The surge page's own messages only: its site's data flowed all
+	// along, so no "no data" between the page's views (418 of them
+	// once, when a try judged its site's freshness by the page's rows).
+	for _, subj := range p.Texts("[data-testid=try-subject]") {
+		if !strings.HasPrefix(subj, "[pagewatch] "+surgePage+" ") {
+			t.Errorf("Try a rule: a message %q, want only %s's", subj, surgePage)
+			break
+		}
+	}
 	p.Screenshot("try-rule")
 
 	bad := strings.Replace(triedRule, "sensitivity: 3", "sensitivity: -1", 1)
