@@ -199,6 +199,21 @@ type tryResult struct {
 	}
 }
 
+// tryJSON tries rule over the last days through the API, which must
+// answer 200 with a result.
+func (c *tryClient) tryJSON(t *testing.T, rule string, days int) tryResult {
+	t.Helper()
+	st, body := c.try(t, "/api/v1/rules/try", rule, days)
+	if st != http.StatusOK {
+		t.Fatalf("try: %d\n%s", st, body)
+	}
+	var got tryResult
+	if err := json.Unmarshal([]byte(body), &got); err != nil {
+		t.Fatalf("%v\n%s", err, body)
+	}
+	return got
+}
+
 // A rule tried over a week of real counts: its would-be messages are
 // what sweep.Backtest (sweeper backtest) finds over the same minutes, a
 // fire when the surge began, an escalation and a resolve, counted in
@@ -348,14 +363,7 @@ func TestTryRuleBoundsPages(t *testing.T) {
 	}
 	rule := "name: every\nsite: example.com\nmatch: {prefix: /}\nthreshold: 2\nwindow: 1h\nnotify: {recipients: [ops@example.com]}\n"
 	c := newTryClient(t, b.base)
-	st, body := c.try(t, "/api/v1/rules/try", rule, 7)
-	if st != http.StatusOK {
-		t.Fatalf("try: %d\n%s", st, body)
-	}
-	var got tryResult
-	if err := json.Unmarshal([]byte(body), &got); err != nil {
-		t.Fatal(err)
-	}
+	got := c.tryJSON(t, rule, 7)
 	pages := map[string]bool{}
 	for _, m := range got.Messages {
 		pages[m.Path] = true
@@ -399,14 +407,7 @@ func TestTryRuleOfAQuietPageKnowsItsSiteFlows(t *testing.T) {
 	rule := "name: docs\nsite: example.com\nmatch: {exact: /docs}\nwindow: 1h\nunusual: {direction: both, min_count: 1}\n" +
 		"notify_on: [fire, escalate, resolve]\nnotify: {recipients: [ops@example.com]}\n"
 	c := newTryClient(t, b.base)
-	st, body := c.try(t, "/api/v1/rules/try", rule, 7)
-	if st != http.StatusOK {
-		t.Fatalf("try: %d\n%s", st, body)
-	}
-	var got tryResult
-	if err := json.Unmarshal([]byte(body), &got); err != nil {
-		t.Fatal(err)
-	}
+	got := c.tryJSON(t, rule, 7)
 	for _, m := range got.Messages {
 		if m.Path != "/docs" {
 			t.Errorf("%s %s %q: %s; want nothing but of /docs, and no \"no data\" from a site that flows", m.At, m.Event, m.Path, m.Subject)
