@@ -43,23 +43,23 @@ func replay(ctx context.Context, src MinuteSource, keep func(site, path string, 
 			}
 		}
 	}
-	first := newSiteRows(src, keep)
+	rows := newSiteRows(src, keep)
 	for _, r := range set.rules {
 		if r.Count == rules.CountVisitors {
 			logger.Warn("a backtest replays per-minute views; this rule counts visitors, which are distinct over a whole window, and is left out", "rule", r.Name)
 		}
 	}
-	all, _, err := scanSeries(ctx, first, set, traffic.MinuteScan{Sites: set.sites, From: scanFrom, To: now.Truncate(time.Minute).Add(time.Minute)},
+	all, _, err := scanSeries(ctx, rows, set, traffic.MinuteScan{Sites: set.sites, From: scanFrom, To: now.Truncate(time.Minute).Add(time.Minute)},
 		func(r *rules.Rule) bool { return r.Count != rules.CountVisitors })
 	if err != nil {
 		return nil, err
 	}
-	first.settle(now, lateAfter)
+	rows.settle(now, lateAfter)
 	var out []crossing.Crossing
 	for _, k := range slices.Sorted(maps.Keys(all)) {
 		sr := all[k]
 		r := set.rules[sr.rule]
-		site := first.site(sr.site)
+		site := rows.site(sr.site)
 		dataStart := site.start
 		if dataStart.Before(scanFrom) {
 			dataStart = scanFrom
@@ -70,7 +70,7 @@ func replay(ctx context.Context, src MinuteSource, keep func(site, path string, 
 		}
 		out = append(out, replaySeries(k, sr, r, base[k], since, allFrom, now, dataStart, site, logger)...)
 	}
-	out = append(out, noDataEpisodes(set, first, since, now)...)
+	out = append(out, noDataEpisodes(set, rows, since, now)...)
 	slices.SortStableFunc(out, func(a, b crossing.Crossing) int { return a.CrossedAt.Compare(b.CrossedAt) })
 	return out, nil
 }
