@@ -334,16 +334,27 @@ func episodeMark(b *strings.Builder, m Mark, cx, cy float64, placed []labelBox, 
 	// in rather than being cut off.
 	w := 6.5*float64(len([]rune(m.Short))) + 8
 	lx := min(max(cx, float64(padLeft)+w/2), float64(width-padRight)-w/2)
-	ly := cy - 12
-	for moved := true; moved; {
-		moved = false
+	// A mark near the top of the plot (a peak) has no room above it for
+	// a second label: those go below it instead, the way down checked
+	// for labels as the way up is.
+	free := func(ly float64) bool {
 		for _, p := range placed {
 			if lx+w/2 > p.x0 && lx-w/2 < p.x1 && ly > p.y-13 && ly < p.y+13 {
-				ly, moved = p.y-14, true
+				return false
 			}
 		}
+		return true
 	}
-	ly = max(ly, padTop+10)
+	ly := cy - 12
+	for !free(ly) && ly >= padTop+10 {
+		ly -= 14
+	}
+	if ly < padTop+10 {
+		ly = max(cy-12, padTop+10)
+		for !free(ly) && ly < float64(height-padBottom) {
+			ly += 14
+		}
+	}
 	fmt.Fprintf(b, `<text class="episode-label" data-testid="chart-episode-label" x="%.1f" y="%.1f" text-anchor="middle">%s</text></g>`, lx, ly, esc(m.Short))
 	return append(placed, labelBox{lx - w/2, lx + w/2, ly})
 }

@@ -1,6 +1,9 @@
 package chart
 
 import (
+	"math"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -78,5 +81,39 @@ func TestOtherSeries(t *testing.T) {
 	}
 	if strings.Contains(svg, "<b>") {
 		t.Errorf("SVG holds the label unescaped:\n%s", svg)
+	}
+}
+
+// Marks at a peak (a fire and its escalation minutes apart on a week's
+// chart, at the top of the plot) have no room above for two labels: the
+// second goes below, and neither is drawn over the other.
+func TestEpisodeLabelsAtAPeakDoNotOverlap(t *testing.T) {
+	from := time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC)
+	var pts []Point
+	for h := range 7 * 24 {
+		v := 10.0
+		if h == 150 {
+			v = 580 // near the top of an axis to 600
+		}
+		pts = append(pts, Point{T: from.Add(time.Duration(h) * time.Hour), V: v})
+	}
+	peak := from.Add(150 * time.Hour)
+	svg := SVG(Spec{Title: "t", From: from, To: from.Add(7 * 24 * time.Hour), Unit: "views per hour", Points: pts,
+		Marks: []Mark{{T: peak.Add(16 * time.Minute), Event: "fire", Short: "fire"},
+			{T: peak.Add(18 * time.Minute), Event: "escalate", Short: "escalate ×4"}}})
+	re := regexp.MustCompile(`class="episode-label" data-testid="chart-episode-label" x="([0-9.]+)" y="([0-9.]+)"`)
+	m := re.FindAllStringSubmatch(svg, -1)
+	if len(m) != 2 {
+		t.Fatalf("%d labels, want 2:\n%s", len(m), svg)
+	}
+	y0, _ := strconv.ParseFloat(m[0][2], 64)
+	y1, _ := strconv.ParseFloat(m[1][2], 64)
+	if math.Abs(y0-y1) < 13 {
+		t.Errorf("labels at y %v and %v: drawn over each other", y0, y1)
+	}
+	for _, y := range []float64{y0, y1} {
+		if y < padTop || y > float64(320-padBottom) {
+			t.Errorf("a label at y %v, outside the plot", y)
+		}
 	}
 }
