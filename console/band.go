@@ -46,7 +46,11 @@ func (s *pagePages) pageBand(ctx context.Context, site, path string, from, to ti
 // ruleBand is pageBand for one rule: nil when its normal has no usual
 // range (spike, new_page) or the page no history.
 func (s *pagePages) ruleBand(ctx context.Context, rule *rules.Rule, site, path string, from, to time.Time, step time.Duration) (*bandView, error) {
-	hours, err := readHours(ctx, s.deps.Store, rule, site, path, from.Add(step), to)
+	start, err := s.starts.of(ctx, site)
+	if err != nil {
+		return nil, err
+	}
+	hours, err := readHours(ctx, s.deps.Store, rule, site, path, from.Add(step), to, start)
 	if err != nil || hours.start.IsZero() {
 		return nil, err
 	}

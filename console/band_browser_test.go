@@ -85,7 +85,11 @@ func TestConsoleInBrowserWithAPast(t *testing.T) {
 	// live view reads them).
 	start := now.Add(-50 * time.Minute)
 	surge, _, _ := classHits(1, "/pricing", start, 49*time.Minute, []seedClass{{class: hit.ClassHuman, hits: 700, clients: 60, firstKey: 1}})
-	if err := ch.Hits().InsertHits(ctx, []hit.Batch{surge}); err != nil {
+	// A page new today on a site with five weeks of data: no views
+	// before, which the sweep judges it against (zeros), not "too little
+	// history".
+	launch, _, _ := classHits(2, "/launch", start, 49*time.Minute, []seedClass{{class: hit.ClassHuman, hits: 40, clients: 30, firstKey: 1000}})
+	if err := ch.Hits().InsertHits(ctx, []hit.Batch{surge, launch}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -193,6 +197,10 @@ VALUES ('%s', 'unusual', 'example.com', '/pricing', '1h', 0, %d, %d)`, x.key, x.
 	row := `[data-testid=rule][data-rule=unusual] [data-testid=rule-page][data-path="/pricing"] `
 	if got := p.Text(row + "[data-testid=rule-page-usual]"); !regexp.MustCompile(`^usual [0-9,]+–[0-9,]+$`).MatchString(got) {
 		t.Errorf("/rules: /pricing %q, want \"usual A–B\"", got)
+	}
+	launchRow := `[data-testid=rule][data-rule=unusual] [data-testid=rule-page][data-path="/launch"] `
+	if got := p.Text(launchRow + "[data-testid=rule-page-usual]"); !regexp.MustCompile(`^usual 0–[0-9]+$`).MatchString(got) {
+		t.Errorf("/rules: /launch, new on a site with weeks of data, %q: want \"usual 0–N\", the zeros the sweep judges it by", got)
 	}
 	if got := p.Text(row + "[data-testid=rule-page-count]"); got != "700 views" {
 		t.Errorf("/rules: /pricing's count %q, want 700 views", got)

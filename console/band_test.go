@@ -40,7 +40,8 @@ func TestPageBandIsTheRulesUsualRange(t *testing.T) {
 		}
 	}
 	serve := func(rs ...rules.Rule) *pagePages {
-		return &pagePages{&frame{deps: Deps{Store: &fakeStore{series: hours}, Rules: func() []rules.Rule { return rs }}}}
+		st := &fakeStore{series: hours}
+		return &pagePages{&frame{deps: Deps{Store: st, Rules: func() []rules.Rule { return rs }}, starts: newSiteStarts(st, time.Now)}}
 	}
 	from := now.Add(-24 * time.Hour)
 	b, err := serve(threshold, unusual).pageBand(context.Background(), "example.com", "/pricing", from, now, time.Hour)

@@ -103,6 +103,8 @@ func (f *fakeStore) PageSeries(context.Context, string, string, time.Time, time.
 	return f.series, nil
 }
 
+func (f *fakeStore) SiteStart(context.Context, string) (time.Time, error) { return time.Time{}, nil }
+
 func (f *fakeStore) PageHourSeries(context.Context, string, string, time.Time, time.Time) ([]traffic.MinuteHits, error) {
 	return f.series, nil
 }

@@ -85,7 +85,9 @@ func (h *hub) ruleNormals(ctx context.Context, now time.Time, pages []LivePage) 
 		reads = append(reads, func() error {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			hours, err := readHours(ctx, h.store, r, p.Site, p.Path, now, now)
+			// The page's own start: a page with no views before is
+			// "new" in the live view, not thousands of times normal.
+			hours, err := readHours(ctx, h.store, r, p.Site, p.Path, now, now, time.Time{})
 			if err != nil {
 				return err
 			}

@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/pagewatch/pagewatch/domain/rules"
@@ -40,8 +41,11 @@ type pageHours struct {
 }
 
 // readHours reads the page's hours reaching back as far as the rule's
-// normal for windows ending in [from, to] looks.
-func readHours(ctx context.Context, st TrafficStore, r *rules.Rule, site, path string, from, to time.Time) (pageHours, error) {
+// normal for windows ending in [from, to] looks. The page's history
+// begins where its site's does (siteStart, when known): a page new on a
+// site with weeks of data had no views before, and the sweep judges it
+// against those zeros, so the console does too.
+func readHours(ctx context.Context, st TrafficStore, r *rules.Rule, site, path string, from, to, siteStart time.Time) (pageHours, error) {
 	reach := from.Add(-r.Window.Rolling)
 	for _, sp := range r.BaselineSpans(from, time.Time{}) {
 		if sp.From.Before(reach) {
@@ -60,7 +64,51 @@ func readHours(ctx context.Context, st TrafficStore, r *rules.Rule, site, path s
 			h.start = t
 		}
 	}
+	if !siteStart.IsZero() && (h.start.IsZero() || siteStart.Before(h.start)) {
+		h.start = siteStart
+	}
 	return h, nil
+}
+
+// siteStarts keeps each site's first minute with hits for a while: it
+// moves only when older data is loaded, and reading it costs a pass over
+// the site's minutes.
+type siteStarts struct {
+	store TrafficStore
+	now   func() time.Time
+	mu    sync.Mutex
+	known map[string]siteStart
+}
+
+type siteStart struct {
+	at   time.Time // zero: the site has no hits
+	read time.Time
+}
+
+// siteStartTTL is how long a site's first minute is kept.
+const siteStartTTL = 10 * time.Minute
+
+func newSiteStarts(store TrafficStore, now func() time.Time) *siteStarts {
+	return &siteStarts{store: store, now: now, known: map[string]siteStart{}}
+}
+
+// of is the site's first minute with hits (zero: none).
+func (c *siteStarts) of(ctx context.Context, site string) (time.Time, error) {
+	now := c.now()
+	c.mu.Lock()
+	k, ok := c.known[site]
+	c.mu.Unlock()
+	if ok && now.Sub(k.read) < siteStartTTL {
+		return k.at, nil
+	}
+	at, err := c.store.SiteStart(ctx, site)
+	if err != nil {
+		return time.Time{}, err
+	}
+	c.mu.Lock()
+	c.known[site] = siteStart{at: at, read: now}
+	c.mu.Unlock()
+	return at, nil
 }
 
 // expectAt is the rule's normal for its window ending at end, from the

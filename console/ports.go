@@ -47,6 +47,10 @@ type TrafficStore interface {
 	DayTotals(ctx context.Context, sites, paths []string, from, to time.Time) ([]DayTotal, error)
 	// PageSeries returns a page's views per minute in [from, to).
 	PageSeries(ctx context.Context, site, path string, from, to time.Time) ([]traffic.MinuteHits, error)
+	// SiteStart returns the site's first minute with hits (zero: none):
+	// before it a page's views are unknown, after it a page without
+	// views had none, as the sweep judges them.
+	SiteStart(ctx context.Context, site string) (time.Time, error)
 	// PageHourSeries returns a page's views per hour in [from, to).
 	PageHourSeries(ctx context.Context, site, path string, from, to time.Time) ([]traffic.MinuteHits, error)
 	// TopReferrers returns the referers that sent a page the most hits.

@@ -88,7 +88,11 @@ func (s *rulePages) normalPages(r *http.Request, rule rules.Rule, fired []Crossi
 // top of the range, for ordering.
 func (s *rulePages) normalPage(ctx context.Context, rule *rules.Rule, site, path string, count uint64, now time.Time) (rulePage, error) {
 	p := rulePage{Site: site, Path: path, Count: count, State: "normal"}
-	hours, err := readHours(ctx, s.deps.Store, rule, site, path, now, now)
+	start, err := s.starts.of(ctx, site)
+	if err != nil {
+		return p, err
+	}
+	hours, err := readHours(ctx, s.deps.Store, rule, site, path, now, now, start)
 	if err != nil {
 		return p, err
 	}

@@ -84,6 +84,7 @@ type frame struct {
 	zone    *time.Location
 	tmpl    *templates
 	metrics *metrics
+	starts  *siteStarts // each site's first minute, for pages' normals
 }
 
 // New builds the console; Listen and Run serve it.
@@ -112,7 +113,7 @@ func New(cfg Config, d Deps) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{frame: &frame{deps: d, auth: a, zone: zone, tmpl: t, metrics: newMetrics(d.Registry)},
+	s := &Server{frame: &frame{deps: d, auth: a, zone: zone, tmpl: t, metrics: newMetrics(d.Registry), starts: newSiteStarts(d.Store, d.Now)},
 		addrLimit: newLimiter(20, d.Now), pairLimit: newLimiter(5, d.Now), timeouts: defaultTimeouts(),
 	}
 	if s.proxies, err = cfg.proxies(); err != nil {

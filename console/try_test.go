@@ -389,7 +389,7 @@ func TestTryRuleBoundsPages(t *testing.T) {
 // alone); nor does it judge /shop.
 func TestTryRuleOfAQuietPageKnowsItsSiteFlows(t *testing.T) {
 	b := startTry(t, "pw_try_quiet")
-	day0 := time.Now().UTC().Truncate(24*time.Hour).Add(-9 * 24 * time.Hour)
+	day0 := time.Now().UTC().Truncate(24 * time.Hour).Add(-9 * 24 * time.Hour)
 	batch := hit.Batch{Seq: 1}
 	add := func(path string, at time.Time) {
 		batch.Hits = append(batch.Hits, hit.Hit{Time: at, Site: "example.com", Path: path, Method: "GET", Status: 200,

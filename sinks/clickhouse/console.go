@@ -252,6 +252,18 @@ func (t Traffic) DayTotals(ctx context.Context, sites, paths []string, from, to 
 	return out, rows.Err()
 }
 
+// SiteStart returns the site's first minute with hits (zero: none).
+func (t Traffic) SiteStart(ctx context.Context, site string) (time.Time, error) {
+	var first time.Time
+	if err := t.c.conn.QueryRow(ctx, queryConsoleSiteStart, site).Scan(&first); err != nil {
+		return time.Time{}, fmt.Errorf("first minute of %s: %w", site, err)
+	}
+	if first.Unix() <= 0 {
+		return time.Time{}, nil
+	}
+	return first.UTC(), nil
+}
+
 // PageHourSeries returns a page's views per hour in [from, to).
 func (t Traffic) PageHourSeries(ctx context.Context, site, path string, from, to time.Time) ([]traffic.MinuteHits, error) {
 	rows, err := t.c.conn.Query(ctx, queryConsolePageHours, site, path, from.Unix(), to.Unix())

@@ -83,6 +83,10 @@ WHERE site IN ? AND path IN ? AND day >= toDate(toDateTime(?), 'UTC') AND day < 
 GROUP BY site, path, day
 ORDER BY site, path, day`
 
+	// queryConsoleSiteStart is a site's first minute with hits, read by
+	// page_minutes' key (site first); 1970 when it has none.
+	queryConsoleSiteStart = `SELECT min(minute) FROM page_minutes WHERE site = ?`
+
 	// queryConsolePageHours is one page's views per hour, deduplicated
 	// like queryPageSeries (one row per minute and batch).
 	queryConsolePageHours = `SELECT toStartOfHour(minute) AS h, sum(n) FROM (

@@ -94,6 +94,7 @@ var sampleRuns = map[string]string{
 		int64(1699390000), int64(1699401600), int64(1699920000), int64(1700010000),
 		ch.GroupSet{Value: []any{"example.com"}}, ch.GroupSet{Value: []any{"/p"}}, int64(1699401600), int64(1699920000)),
 	"queryConsolePageHours":      bind(queryConsolePageHours, "example.com", "/p", int64(1699990000), int64(1700010000)),
+	"queryConsoleSiteStart":      bind(queryConsoleSiteStart, "example.com"),
 	"queryConsoleTopPagesRecent": bind(queryConsoleTopPagesRecent, int64(1699990000), int64(1700010000), false, "example.com", 500),
 	"queryConsoleTopPagesDays":   bind(queryConsoleTopPagesDays, int64(1699390000), int64(1700010000), true, "", 500),
 	"queryConsoleFreshness":      bind(queryConsoleFreshness, int64(1699990000)),
