@@ -334,9 +334,9 @@ func episodeMark(b *strings.Builder, m Mark, cx, cy float64, placed []labelBox, 
 	// in rather than being cut off.
 	w := 6.5*float64(len([]rune(m.Short))) + 8
 	lx := min(max(cx, float64(padLeft)+w/2), float64(width-padRight)-w/2)
-	// A mark near the top of the plot (a peak) has no room above it for
-	// a second label: those go below it instead, the way down checked
-	// for labels as the way up is.
+	// A mark near the top of the plot (a peak) may have no room above
+	// it for its label, or for a second one: those go below the mark,
+	// the way down checked for labels as the way up is.
 	free := func(ly float64) bool {
 		for _, p := range placed {
 			if lx+w/2 > p.x0 && lx-w/2 < p.x1 && ly > p.y-13 && ly < p.y+13 {
@@ -350,7 +350,8 @@ func episodeMark(b *strings.Builder, m Mark, cx, cy float64, placed []labelBox, 
 		ly -= 14
 	}
 	if ly < padTop+10 {
-		ly = max(cy-12, padTop+10)
+		// Below the mark (its text clear of the mark's 6 px).
+		ly = cy + 18
 		for !free(ly) && ly < float64(height-padBottom) {
 			ly += 14
 		}

@@ -111,9 +111,17 @@ func TestEpisodeLabelsAtAPeakDoNotOverlap(t *testing.T) {
 	if math.Abs(y0-y1) < 13 {
 		t.Errorf("labels at y %v and %v: drawn over each other", y0, y1)
 	}
+	mark := regexp.MustCompile(`<circle class="episode-mark" cx="[0-9.]+" cy="([0-9.]+)"`).FindStringSubmatch(svg)
+	if mark == nil {
+		t.Fatalf("no fire mark:\n%s", svg)
+	}
+	cy, _ := strconv.ParseFloat(mark[1], 64)
 	for _, y := range []float64{y0, y1} {
 		if y < padTop || y > float64(320-padBottom) {
 			t.Errorf("a label at y %v, outside the plot", y)
+		}
+		if y > cy-6 && y-10 < cy+6 { // a label's text is the 10 px above its baseline
+			t.Errorf("a label at y %v over the marks at %v", y, cy)
 		}
 	}
 }
