@@ -63,6 +63,15 @@ type MinuteScan struct {
 	From, To time.Time // minutes starting in [From, To)
 }
 
+// SiteHour is how many minutes of one UTC hour had hits on a site: how
+// often its data flows at that hour, which says how long a silence it
+// can have before its data is late.
+type SiteHour struct {
+	Site    string
+	Hour    time.Time
+	Minutes int
+}
+
 // MinuteHits is one page's hit count in one minute.
 type MinuteHits struct {
 	Minute time.Time // start of the minute

@@ -29,7 +29,7 @@ type Config struct {
 	LagTolerance time.Duration `yaml:"lag_tolerance"`
 	// DataLateAfter is how old a site's newest loaded hit may be before
 	// its data counts as late: drops are then not judged for its pages.
-	// A site whose normals expect fewer views gets longer (freshness.go).
+	// A site whose minutes have hits less often gets longer (sitehours.go).
 	DataLateAfter time.Duration `yaml:"data_late_after"`
 	// CatchUp is how far back a sweeper that was not running evaluates
 	// what it missed: calendar windows that closed meanwhile, and rolling

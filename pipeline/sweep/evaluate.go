@@ -24,8 +24,10 @@ type Counter interface {
 	// over each span and cannot be summed from hours.
 	SpanVisitors(ctx context.Context, q traffic.SpanQuery, fn func(site, path string, span int, visitors uint64)) error
 	DataStarts(ctx context.Context) (map[string]time.Time, error)
-	// For holding drops while a site's data is late (freshness.go).
+	// For holding drops while a site's data is late (freshness.go): its
+	// newest minute, and how often its minutes have hits at each hour.
 	DataEnds(ctx context.Context, since time.Time) (map[string]time.Time, error)
+	SiteHours(ctx context.Context, from, to time.Time) ([]traffic.SiteHour, error)
 }
 
 // ruleSet is the rules in force, with what a sweep derives from them once:

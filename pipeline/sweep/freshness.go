@@ -15,8 +15,9 @@ import (
 )
 
 // Freshness: each site's newest loaded minute. A site whose newest hit is
-// older than data_late_after (or than the gap its own normals make
-// unlikely, lateAfterFor) is late, and no drop is judged on its pages:
+// older than data_late_after and than the silence its own minutes make
+// unlikely at these hours (sitehours.go; lateAfterFor, from its normals,
+// while it has no week of them) is late, and no drop is judged on its pages:
 // a tailer that stopped, or a loader behind, is not a page gone quiet.
 // Each rule that hears drops tells its receivers once that no data came
 // from the site since its newest hit, and once when data flows again: an
@@ -40,10 +41,15 @@ type freshness struct {
 	state     *stateStore
 	lateAfter time.Duration // data_late_after
 	logger    *slog.Logger
+	// hazards is how often each site's minutes have hits at each hour
+	// (sitehours.go): what says a silence is late, for a site with a
+	// week's history; the normals' views a minute (rates) otherwise.
+	hazards *siteHazards
 }
 
 func newFreshness(counts Counter, rates func(end time.Time) map[string]float64, state *stateStore, lateAfter time.Duration, logger *slog.Logger) *freshness {
-	return &freshness{counts: counts, rates: rates, state: state, lateAfter: lateAfter, logger: logger}
+	return &freshness{counts: counts, rates: rates, state: state, lateAfter: lateAfter, logger: logger,
+		hazards: &siteHazards{counts: counts}}
 }
 
 // surelyQuiet is how unlikely a site's silence must be, at the views a
@@ -82,20 +88,34 @@ func (f *freshness) check(ctx context.Context, set *ruleSet, obs map[string][]ob
 	if err != nil {
 		return nil, 0, err
 	}
-	// A site is late when its newest hit is older than the gap its own
-	// views make unlikely (lateAfterFor); the normals are summed only
-	// when some site is past data_late_after.
+	// A site is late when its newest hit is older than data_late_after
+	// and than the silence its minutes with hits make unlikely at these
+	// hours (sitehours.go), or without a week of them, its normals'
+	// views (lateAfterFor). Both are read only when some site is past
+	// data_late_after.
 	late := map[string]bool{}
-	var rates map[string]float64
+	var (
+		rates   map[string]float64
+		hazards map[string]*hourHazards
+	)
 	for site, end := range ends {
 		if !end.Before(now.Add(-f.lateAfter)) {
 			continue
 		}
 		if rates == nil {
 			rates = f.rates(now.Truncate(time.Minute).Add(time.Minute))
+			if hazards, err = f.hazards.of(ctx, now); err != nil {
+				return nil, 0, err
+			}
 		}
-		after, ok := f.lateAfterFor(rates[site]) // no rate: no normal above 0
-		late[site] = ok && end.Before(now.Add(-after))
+		after, ok := f.lateAfterFor(rates[site]) // no rate: no normal above 0, nothing to drop
+		switch hz := hazards[site]; {
+		case !ok:
+		case hz != nil:
+			_, late[site] = hz.quietUntil(end.Add(time.Minute), time.Minute, now)
+		default:
+			late[site] = end.Before(now.Add(-after))
+		}
 	}
 	for k, list := range obs {
 		for i := range list {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -329,5 +330,50 @@ func TestSparseSiteIsNotLateBetweenItsViews(t *testing.T) {
 	}
 	if got := describe(b.jobs(t)); len(got) != 0 {
 		t.Errorf("a site of a view every 20 minutes: %v, want nothing", got)
+	}
+}
+
+// A blog's visitors read a few pages each, within a minute or two: its
+// views come in visits, 8 at a time, 30 or 70 minutes apart. Its normals
+// expect a view every 6 minutes, after which a 70-minute silence would
+// be a one-in-a-thousand chance (43 minutes), but visits that far apart
+// are its rhythm: counted by the minutes with hits, as a sweep now does,
+// it is not late between them. Before, by its views, it said "no data"
+// and "data again" twice in these 6 hours.
+func TestVisitsOfAFewViewsAreNotLateBetweenThem(t *testing.T) {
+	b := setup(t)
+	b.cfg.Rules = []rules.Rule{unusualBoth()}
+	now := time.Now().UTC().Truncate(time.Hour)
+	t0 := now.Add(-8 * 24 * time.Hour)
+	load := func(from, to time.Time) {
+		b.seq++
+		batch := hit.Batch{Seq: b.seq}
+		for at := from; at.Before(to); at = at.Add(time.Minute) {
+			// a visit at minutes 0 and 30 of every 100: 4 views in each
+			// of its 2 minutes
+			if m := int(at.Sub(t0)/time.Minute) % 100; m == 0 || m == 1 || m == 30 || m == 31 {
+				for i := range 4 {
+					batch.Hits = append(batch.Hits, hit.Hit{Time: at.Add(time.Duration(i) * time.Second), Site: "example.com",
+						Path: "/blog/post-" + strconv.Itoa(i%2), Offset: uint64(len(batch.Hits))})
+				}
+			}
+		}
+		if len(batch.Hits) == 0 {
+			return
+		}
+		if err := b.ch.Hits().InsertHits(context.Background(), []hit.Batch{batch}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	load(t0, now.Add(time.Minute))
+	c := &clock{t: now}
+	s := b.sweeper(t, c)
+	for at := now.Add(5 * time.Minute); at.Before(now.Add(6 * time.Hour)); at = at.Add(5 * time.Minute) {
+		load(at.Add(-4*time.Minute), at.Add(time.Minute)) // the tailer keeps up
+		c.set(at)
+		b.sweep(t, s)
+	}
+	if got := describe(b.jobs(t)); len(got) != 0 {
+		t.Errorf("a blog of visits 30 and 70 minutes apart: %v, want nothing", got)
 	}
 }

@@ -3,7 +3,6 @@ package sweep
 import (
 	"context"
 	"maps"
-	"math"
 	"math/bits"
 	"slices"
 	"time"
@@ -113,12 +112,8 @@ func (d *siteData) gapsLate(now time.Time, lateAfter time.Duration) []time.Time 
 		}
 		// Add up the empty steps after the row's own until the gap is
 		// unlikely, or the next row comes.
-		at, sum := m.Truncate(d.step).Add(d.step), 0.0
-		for sum < surelyQuiet && !at.Add(d.step).After(next) {
-			sum += hazard[at.UTC().Hour()]
-			at = at.Add(d.step)
-		}
-		if sum < surelyQuiet {
+		at, ok := hazard.quietUntil(m.Truncate(d.step).Add(d.step), d.step, next)
+		if !ok {
 			continue
 		}
 		if t := maxTime(at, newest.Add(floor)); t.Before(next) && !t.After(now) {
@@ -128,14 +123,10 @@ func (d *siteData) gapsLate(now time.Time, lateAfter time.Duration) []time.Time 
 	return out
 }
 
-// hourlyHazard is, for each hour of the day (UTC), -ln(1 - p) where p
-// is the share of the site's steps in that hour that have a row (on the
-// median day, so that an outage or a burst on a few days does not set
-// the rate that judges them), between its first row and its last: the
-// expected rows per step of a Poisson stream that leaves that share of
-// steps empty. An hour the data never covers takes the median of the
-// others.
-func (d *siteData) hourlyHazard() [24]float64 {
+// hourlyHazard is the site's hazard per step at each UTC hour of the
+// day (sitehours.go), from the share of the hour's steps that have a
+// row on each day between its first row and its last.
+func (d *siteData) hourlyHazard() hourHazards {
 	type cell struct{ rows, slots int }
 	first, last := d.minutes[0].Truncate(d.step), d.minutes[len(d.minutes)-1].Truncate(d.step)
 	day0 := first.UTC().Truncate(24 * time.Hour)
@@ -155,28 +146,15 @@ func (d *siteData) hourlyHazard() [24]float64 {
 			prev = s
 		}
 	}
-	var out [24]float64
-	var known []float64
-	for h := range 24 {
-		var shares []float64
-		for i := range cells {
-			if c := cells[i][h]; c.slots > 0 {
-				shares = append(shares, float64(c.rows)/float64(c.slots))
+	var shares [24][]float64
+	for i := range cells {
+		for h, c := range cells[i] {
+			if c.slots > 0 {
+				shares[h] = append(shares[h], float64(c.rows)/float64(c.slots))
 			}
 		}
-		out[h] = -1
-		if len(shares) > 0 {
-			p := min(median(shares), 1-1e-9)
-			out[h] = -math.Log1p(-p)
-			known = append(known, out[h])
-		}
 	}
-	for h := range 24 {
-		if out[h] < 0 {
-			out[h] = median(known)
-		}
-	}
-	return out
+	return hazardsOf(&shares)
 }
 
 // late reports whether a sweep judging a window ending at t would have

@@ -42,7 +42,7 @@ func TestSpikeDownHoldsDropsWhileItsSiteIsLate(t *testing.T) {
 }
 
 // quietCheckout is a site whose /checkout had 20 views in the same hour
-// of each of the last 3 days and none in the hour before now, and whose
+// of each of the last 3 days (a minute each) and none in the hour before now, and whose
 // /rare had one view once, under a spike rule looking down.
 func quietCheckout(t *testing.T) (*bundle, time.Time) {
 	b := setup(t)
@@ -54,7 +54,9 @@ func quietCheckout(t *testing.T) (*bundle, time.Time) {
 	b.addHits(t, "/checkout", 1, now.Add(-5*24*time.Hour)) // the data begins
 	b.addHits(t, "/rare", 1, now.Add(-2*24*time.Hour-30*time.Minute))
 	for k := 1; k <= 3; k++ {
-		b.addHits(t, "/checkout", 20, now.Add(-time.Duration(k)*24*time.Hour-30*time.Minute))
+		for i := range 20 { // a view a minute, as views come: not all in one minute
+			b.addHits(t, "/checkout", 1, now.Add(-time.Duration(k)*24*time.Hour-time.Duration(30-i)*time.Minute))
+		}
 	}
 	return b, now
 }

@@ -108,6 +108,33 @@ func (cs Counts) DataEnds(ctx context.Context, since time.Time) (map[string]time
 	return cs.siteMinutes(ctx, "data ends", queryDataEnds, since.Unix())
 }
 
+// SiteHours returns, per site and UTC hour in [from, to) with hits, how
+// many of the hour's minutes had some.
+func (cs Counts) SiteHours(ctx context.Context, from, to time.Time) ([]traffic.SiteHour, error) {
+	rows, err := cs.c.conn.Query(ctx, querySiteHours, from.Unix(), to.Unix())
+	if err != nil {
+		return nil, fmt.Errorf("site hours: %w", err)
+	}
+	defer rows.Close()
+	var out []traffic.SiteHour
+	for rows.Next() {
+		var (
+			h    traffic.SiteHour
+			hour uint32
+			n    uint64
+		)
+		if err := rows.Scan(&h.Site, &hour, &n); err != nil {
+			return nil, fmt.Errorf("site hours: %w", err)
+		}
+		h.Hour, h.Minutes = time.Unix(int64(hour), 0).UTC(), int(n)
+		out = append(out, h)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("site hours: %w", err)
+	}
+	return out, nil
+}
+
 // siteMinutes reads (site, minute) rows into a map.
 func (cs Counts) siteMinutes(ctx context.Context, what, query string, args ...any) (map[string]time.Time, error) {
 	rows, err := cs.c.conn.Query(ctx, query, args...)

@@ -69,6 +69,7 @@ var sampleRuns = map[string]string{
 		SealedBefore: time.Unix(1700010000, 0)}, true),
 	"queryDataStarts":  queryDataStarts,
 	"queryDataEnds":    bind(queryDataEnds, int64(1699990000)),
+	"querySiteHours":   bind(querySiteHours, int64(1699990000), int64(1700010000)),
 	"queryScanMinutes": bind(queryScanMinutes, true, ch.GroupSet{Value: []any{""}}, int64(1699990000), int64(1700010000)),
 
 	// A crossing's why (explainqueries.go), over the rows inserted above.

@@ -145,6 +145,14 @@ GROUP BY site, path, hour`
 	// quiet" because its hits are not loaded yet).
 	queryDataEnds = `SELECT site, max(minute) FROM page_minutes WHERE minute >= toDateTime(?) GROUP BY site`
 
+	// querySiteHours is, per site and UTC hour in [from, to), how many
+	// of the hour's minutes had hits (hours are counted from the epoch,
+	// as queryHourCounts does, free of the server's time zone).
+	querySiteHours = `SELECT site, toUInt32(intDiv(toUInt32(minute), 3600) * 3600) AS hour, uniqExact(minute)
+FROM page_minutes
+WHERE minute >= toDateTime(?) AND minute < toDateTime(?)
+GROUP BY site, hour`
+
 	// queryScanMinutes returns per-minute counts of the pages of some
 	// sites (the first ? true: every site) in [from, to), in key order.
 	queryScanMinutes = `SELECT site, path, minute, sum(hits) AS n
