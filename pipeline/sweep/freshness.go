@@ -90,11 +90,12 @@ func (f *freshness) check(ctx context.Context, set *ruleSet, obs map[string][]ob
 	}
 	// A site is late when its newest hit is older than data_late_after
 	// and than the silence its minutes with hits make unlikely at these
-	// hours (sitehours.go), or without a week of them, its normals'
-	// views (lateAfterFor). Both are read only when some site is past
-	// data_late_after.
+	// hours (sitehours.go), or, for a site without hits in the last week
+	// to tell them, its normals' views (lateAfterFor). Both are read only
+	// when some site is past data_late_after.
 	late := map[string]bool{}
 	var (
+		read    bool
 		rates   map[string]float64
 		hazards map[string]*hourHazards
 	)
@@ -102,7 +103,8 @@ func (f *freshness) check(ctx context.Context, set *ruleSet, obs map[string][]ob
 		if !end.Before(now.Add(-f.lateAfter)) {
 			continue
 		}
-		if rates == nil {
+		if !read {
+			read = true
 			rates = f.rates(now.Truncate(time.Minute).Add(time.Minute))
 			if hazards, err = f.hazards.of(ctx, now); err != nil {
 				return nil, 0, err
