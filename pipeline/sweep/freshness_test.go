@@ -307,28 +307,13 @@ func TestSparseSiteIsNotLateBetweenItsViews(t *testing.T) {
 	b := setup(t)
 	b.cfg.Rules = []rules.Rule{unusualBoth()}
 	now := time.Now().UTC().Truncate(time.Hour)
-	// views every 20 minutes in [from, to), loaded as one batch
-	load := func(from, to time.Time) {
-		b.seq++
-		batch := hit.Batch{Seq: b.seq}
-		for at := from; at.Before(to); at = at.Add(time.Minute) {
-			if at.Minute()%20 == 0 {
-				batch.Hits = append(batch.Hits, hit.Hit{Time: at, Site: "example.com", Path: "/blog/quiet", Offset: uint64(len(batch.Hits))})
-			}
+	got := b.sweepWhileTheTailerKeepsUp(t, now.Add(-8*24*time.Hour), now, 3*time.Hour, func(at time.Time) int {
+		if at.Minute()%20 == 0 {
+			return 1
 		}
-		if err := b.ch.Hits().InsertHits(context.Background(), []hit.Batch{batch}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	load(now.Add(-8*24*time.Hour), now.Add(time.Minute))
-	c := &clock{t: now}
-	s := b.sweeper(t, c)
-	for at := now.Add(5 * time.Minute); at.Before(now.Add(3 * time.Hour)); at = at.Add(5 * time.Minute) {
-		load(at.Add(-4*time.Minute), at.Add(time.Minute)) // the tailer keeps up
-		c.set(at)
-		b.sweep(t, s)
-	}
-	if got := describe(b.jobs(t)); len(got) != 0 {
+		return 0
+	})
+	if len(got) != 0 {
 		t.Errorf("a site of a view every 20 minutes: %v, want nothing", got)
 	}
 }
@@ -345,17 +330,32 @@ func TestVisitsOfAFewViewsAreNotLateBetweenThem(t *testing.T) {
 	b.cfg.Rules = []rules.Rule{unusualBoth()}
 	now := time.Now().UTC().Truncate(time.Hour)
 	t0 := now.Add(-8 * 24 * time.Hour)
+	got := b.sweepWhileTheTailerKeepsUp(t, t0, now, 6*time.Hour, func(at time.Time) int {
+		// a visit at minutes 0 and 30 of every 100: 4 views in each of
+		// its 2 minutes
+		if m := int(at.Sub(t0)/time.Minute) % 100; m == 0 || m == 1 || m == 30 || m == 31 {
+			return 4
+		}
+		return 0
+	})
+	if len(got) != 0 {
+		t.Errorf("a blog of visits 30 and 70 minutes apart: %v, want nothing", got)
+	}
+}
+
+// sweepWhileTheTailerKeepsUp loads a site's views (viewsAt each minute,
+// on two pages) from history to now, then sweeps every 5 minutes for
+// span, loading each 5 minutes' views before it as a tailer that keeps
+// up would, and describes the messages.
+func (b *bundle) sweepWhileTheTailerKeepsUp(t *testing.T, history, now time.Time, span time.Duration, viewsAt func(time.Time) int) []string {
+	t.Helper()
 	load := func(from, to time.Time) {
 		b.seq++
 		batch := hit.Batch{Seq: b.seq}
 		for at := from; at.Before(to); at = at.Add(time.Minute) {
-			// a visit at minutes 0 and 30 of every 100: 4 views in each
-			// of its 2 minutes
-			if m := int(at.Sub(t0)/time.Minute) % 100; m == 0 || m == 1 || m == 30 || m == 31 {
-				for i := range 4 {
-					batch.Hits = append(batch.Hits, hit.Hit{Time: at.Add(time.Duration(i) * time.Second), Site: "example.com",
-						Path: "/blog/post-" + strconv.Itoa(i%2), Offset: uint64(len(batch.Hits))})
-				}
+			for i := range viewsAt(at) {
+				batch.Hits = append(batch.Hits, hit.Hit{Time: at.Add(time.Duration(i) * time.Second), Site: "example.com",
+					Path: "/blog/post-" + strconv.Itoa(i%2), Offset: uint64(len(batch.Hits))})
 			}
 		}
 		if len(batch.Hits) == 0 {
@@ -365,15 +365,13 @@ func TestVisitsOfAFewViewsAreNotLateBetweenThem(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	load(t0, now.Add(time.Minute))
+	load(history, now.Add(time.Minute))
 	c := &clock{t: now}
 	s := b.sweeper(t, c)
-	for at := now.Add(5 * time.Minute); at.Before(now.Add(6 * time.Hour)); at = at.Add(5 * time.Minute) {
-		load(at.Add(-4*time.Minute), at.Add(time.Minute)) // the tailer keeps up
+	for at := now.Add(5 * time.Minute); at.Before(now.Add(span)); at = at.Add(5 * time.Minute) {
+		load(at.Add(-4*time.Minute), at.Add(time.Minute))
 		c.set(at)
 		b.sweep(t, s)
 	}
-	if got := describe(b.jobs(t)); len(got) != 0 {
-		t.Errorf("a blog of visits 30 and 70 minutes apart: %v, want nothing", got)
-	}
+	return describe(b.jobs(t))
 }

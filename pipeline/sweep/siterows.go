@@ -95,7 +95,7 @@ func (f *siteRows) settle(now time.Time, lateAfter time.Duration) {
 // is late after lateAfter; a blog with a view every 20 minutes by day
 // and an hour by night is not late between them; a file of counts per
 // 30 minutes is late after an hour without one. The rates come from the
-// whole replay, as a sweep's normals come from the weeks before.
+// whole replay (a sweep's come from the week before: sitehours.go).
 func (d *siteData) gapsLate(now time.Time, lateAfter time.Duration) []time.Time {
 	ms := d.minutes
 	out := make([]time.Time, len(ms))
