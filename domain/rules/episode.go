@@ -16,9 +16,11 @@ type Observation struct {
 	// Short is the count over the detector's short window ending with
 	// the rule's (Reach.Short: bursts); zero when it reads none.
 	Short uint64
-	// Bursts are the page's recent surges, from its state (StepEpisode
-	// fills them in).
+	// Bursts are the page's recent surges, and Above when the run of
+	// them that this observation would continue began (zero: none), from
+	// its state (StepEpisode fills them in).
 	Bursts []Burst
+	Above  time.Time
 	// Late is set when the site's data is behind: a low count may be
 	// hits not loaded yet, so the unusual detector judges no drop on it
 	// (spike rules looking down still do: docs/unusual-rules.md).
@@ -91,11 +93,12 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 	ep := next.Open
 	det := r.Detector()
 	o.Bursts = prev.Bursts
+	if !prev.AboveTo.IsZero() && o.At.Sub(prev.AboveTo) <= r.Window.Rolling {
+		o.Above = prev.AboveFrom
+	}
 	if ep == nil {
 		j := det.weigh(o, nil)
-		if j.burst {
-			next.Bursts = rememberBurst(next.Bursts, o.At, o.Count)
-		}
+		next.stepRun(o, j)
 		if !j.known {
 			return next, nil // the normal is unknown: hold what was building
 		}
@@ -127,10 +130,10 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 	}
 	if (!ep.Down && o.Count > ep.Peak) || (ep.Down && o.Count < ep.Peak) {
 		ep.Peak, ep.PeakAt = o.Count, o.At
-		if j.burst {
-			next.Bursts = rememberBurst(next.Bursts, o.At, o.Count)
-		}
 	}
+	// Every sweep of a run, not only its peaks: how long it lasted is
+	// remembered too.
+	next.stepRun(o, j)
 	if det.back(j, o, ep) {
 		if ep.Back.IsZero() {
 			ep.Back = o.At
@@ -152,6 +155,22 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 	}
 	ep.Steps = step
 	return next, r.firings(next, Firing{Event: EventEscalate, Level: j.level, Severity: j.severity, Step: r.Escalate[step-1], Short: shortOf(det, j)})
+}
+
+// stepRun follows the page's run of surges: a surge extends it (or
+// begins one) and is remembered with how long its run has lasted; a
+// count judged and found no surge ends it.
+func (s *State) stepRun(o Observation, j judgement) {
+	switch {
+	case j.burst:
+		s.AboveFrom, s.AboveTo = o.Above, o.At
+		if s.AboveFrom.IsZero() {
+			s.AboveFrom = o.At
+		}
+		s.Bursts = rememberBurst(s.Bursts, o.At, o.Count, o.At.Sub(s.AboveFrom))
+	case j.known:
+		s.AboveFrom, s.AboveTo = time.Time{}, time.Time{}
+	}
 }
 
 func sameEpisode(a, b *Episode) bool {

@@ -36,12 +36,23 @@ type State struct {
 	// Bursts are the page's recent surges, told or not (unusual rules):
 	// a count it reached twice in 4 weeks is its normal.
 	Bursts []Burst `json:"bursts,omitempty"`
+	// AboveFrom and AboveTo are the page's latest run of surges
+	// (unusual rules): the first and the last sweep that found it past
+	// its normal, with none between finding it back. A run lasts while
+	// its sweeps are less than a window apart: a page not read (too few
+	// views to judge) is not above. How long a run lasts is weighed
+	// against how long the page's bursts last.
+	AboveFrom time.Time `json:"above_from,omitzero"`
+	AboveTo   time.Time `json:"above_to,omitzero"`
 }
 
-// Burst is one surge of a page: when, and its highest count.
+// Burst is one surge of a page: when, its highest count, and how long
+// its longest run above the normal lasted (0: remembered before lengths
+// were kept, taken as burstGroup).
 type Burst struct {
-	At    time.Time `json:"at"`
-	Count uint64    `json:"count"`
+	At     time.Time     `json:"at"`
+	Count  uint64        `json:"count"`
+	Lasted time.Duration `json:"lasted,omitempty"`
 }
 
 // Armed reports whether threshold t may fire.

@@ -290,9 +290,13 @@ func (d *unusualDetector) weighUp(o Observation) judgement {
 	e, u := o.Expected, d.u
 	c := float64(o.Count)
 	// A page's bursts are its normal: a count it reached twice in the
-	// last 4 weeks is no news, nor one within a noise unit of it.
+	// last 4 weeks is no news, nor one within a noise unit of it. Unless
+	// the surge outlasts them: a page whose cron job or newsletter brings
+	// an hour of a thousand views now and then, holding at several times
+	// its normal for longer than its bursts ever did by a whole window,
+	// is heard at its normal's level.
 	floor := 0.0
-	if b := secondHighest(o.Bursts, o.At.Add(-pastSpan)); b > 0 {
+	if b := secondHighest(o.Bursts, o.At.Add(-pastSpan)); b > 0 && !d.outlasts(o) {
 		r := math.Sqrt(float64(b)+0.375) + burstMargin/2
 		floor = r*r - 0.375
 	}
@@ -370,23 +374,62 @@ func secondHighest(bursts []Burst, since time.Time) uint64 {
 	return b
 }
 
+// outlasts: the page's current run of surges has lasted longer than the
+// second longest of its remembered bursts by the rule's window.
+func (d *unusualDetector) outlasts(o Observation) bool {
+	if o.Above.IsZero() {
+		return false
+	}
+	return o.At.Sub(o.Above) >= secondLongest(o.Bursts, o.At.Add(-pastSpan))+d.r.Window.Rolling
+}
+
+// secondLongest is the second longest run of bursts at or after since,
+// a burst remembered without its length taken as burstGroup (0 with
+// fewer than two).
+func secondLongest(bursts []Burst, since time.Time) time.Duration {
+	var a, b time.Duration
+	for _, x := range bursts {
+		if x.At.Before(since) {
+			continue
+		}
+		l := x.Lasted
+		if l == 0 {
+			l = burstGroup
+		}
+		switch {
+		case l >= a:
+			a, b = l, a
+		case l > b:
+			b = l
+		}
+	}
+	return b
+}
+
+// burstGroup is how close surges are to be remembered as one burst.
+const burstGroup = 6 * time.Hour
+
 // maxBursts is how many bursts a state remembers.
 const maxBursts = 16
 
-// rememberBurst notes a page's burst: one per 6 hours (the highest),
-// those older than pastSpan forgotten.
-func rememberBurst(bursts []Burst, at time.Time, count uint64) []Burst {
+// rememberBurst notes a page's burst, its run having lasted lasted so
+// far: one per burstGroup (the highest, and its longest run), those
+// older than pastSpan forgotten. A run seen at one sweep counts as a
+// minute, so that a length of 0 stays "not known".
+func rememberBurst(bursts []Burst, at time.Time, count uint64, lasted time.Duration) []Burst {
+	lasted = max(lasted, time.Minute)
 	out := make([]Burst, 0, len(bursts)+1)
 	for _, b := range bursts {
 		if !b.At.Before(at.Add(-pastSpan)) {
 			out = append(out, b)
 		}
 	}
-	if n := len(out); n > 0 && at.Sub(out[n-1].At) < 6*time.Hour {
+	if n := len(out); n > 0 && at.Sub(out[n-1].At) < burstGroup {
 		out[n-1].Count = max(out[n-1].Count, count)
+		out[n-1].Lasted = max(out[n-1].Lasted, lasted)
 		return out
 	}
-	out = append(out, Burst{At: at, Count: count})
+	out = append(out, Burst{At: at, Count: count, Lasted: lasted})
 	if len(out) > maxBursts {
 		out = out[len(out)-maxBursts:]
 	}

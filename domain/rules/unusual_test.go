@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -425,5 +426,59 @@ func TestUnusualSettledChangesNothing(t *testing.T) {
 	}
 	if settled < 5000 {
 		t.Errorf("only %d of 20000 settled: the test does not exercise it", settled)
+	}
+}
+
+// A page's bursts are its normal in height and in length: a page whose
+// cron job brings an hour of 1,000 views every 2 to 3 days, then holds
+// at 15 × its normal for 12 hours (far under its bursts' count, far
+// longer than any of them), is heard once the surge outlasts its bursts
+// by a window, and once only.
+func TestUnusualASurgeLongerThanThePageBurstsIsHeard(t *testing.T) {
+	r := unusualRule(t, Unusual{})
+	rng := rand.New(rand.NewPCG(23, 1))
+	var bursts []time.Time
+	for at := monday.Add(9 * time.Hour); at.Before(monday.Add(33 * 24 * time.Hour)); {
+		bursts = append(bursts, at)
+		at = at.Add(time.Duration(48+rng.IntN(24)) * time.Hour).Add(time.Duration(rng.IntN(6)) * time.Hour)
+	}
+	surge := monday.Add(34*24*time.Hour + 15*time.Hour) // Sunday of its 5th week, 15:00
+	s := newSynth(monday, 36, 29, func(t time.Time) float64 {
+		for _, b := range bursts {
+			if !t.Before(b) && t.Before(b.Add(time.Hour)) {
+				return 1000
+			}
+		}
+		if !t.Before(surge) && t.Before(surge.Add(12*time.Hour)) {
+			return 150
+		}
+		return 10
+	})
+	got := s.run(t, r, monday.Add(2*24*time.Hour))
+	// Its first two bursts fire: nothing says yet that they are its
+	// normal. The surge, a tenth of a burst's count, is heard 2 h 50 min
+	// in: its bursts' runs last about 1 h 50 min (their hour and the
+	// window's hour after), and it must outlast them by a window.
+	want := []string{
+		"fire up 03-05 Thu 01:10", "resolve up 03-05 Thu 04:00",
+		"fire up 03-08 Sun 02:10", "resolve up 03-08 Sun 05:00",
+		"fire up 04-05 Sun 17:50", "resolve up 04-06 Mon 05:00",
+	}
+	wantMessages(t, got, want)
+}
+
+// A state kept before bursts' lengths were: its bursts count as lasting
+// 6 hours, so no surge outlasts them until they are forgotten.
+func TestUnusualBurstsOfAnOlderStateHaveNoLength(t *testing.T) {
+	var st State
+	if err := json.Unmarshal([]byte(`{"bursts":[{"at":"2026-03-02T09:00:00Z","count":1000},{"at":"2026-03-05T01:00:00Z","count":980}]}`), &st); err != nil {
+		t.Fatal(err)
+	}
+	if got := secondLongest(st.Bursts, monday); got != 6*time.Hour {
+		t.Errorf("second longest of an older state's bursts: %s, want 6h", got)
+	}
+	st.Bursts = rememberBurst(st.Bursts, monday.Add(5*24*time.Hour), 990, 0)
+	if got := st.Bursts[len(st.Bursts)-1].Lasted; got != time.Minute {
+		t.Errorf("a run seen at one sweep is remembered as lasting %s, want 1m", got)
 	}
 }
