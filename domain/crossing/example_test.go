@@ -16,9 +16,14 @@ func ExampleWhy_ExpectedText() {
 		Burst: 10 * time.Minute, BurstCount: 20, BurstBaseline: 1.67, BurstHigh: 5.2}
 	fmt.Println(w.ExpectedText())
 	fmt.Println(w.BurstLine())
+	// Heard under its usual bursts' count, by outlasting them:
+	w = &crossing.Why{Kind: "unusual", Count: 176, Low: 0, High: 39, Days: 28, Weekly: true,
+		Held: 147 * time.Minute, BurstsLast: 85 * time.Minute}
+	fmt.Println(w.ExpectedText())
 	// Output:
 	// expected 120–180 views, from 4 weeks of history (same weekday)
 	// expected 8–22 views, from 3 days of history; fired on a burst of 10 minutes
 	// expected 1–29 views, from 9 days of history
 	// 20 views in 10 minutes, expected 0–6 (now 12.0×)
+	// expected 0–39 views, from 4 weeks of history (same weekday); above it for 2 h 27 min, longer than its usual bursts (1 h 25 min)
 }

@@ -43,8 +43,14 @@ type Why struct {
 	BurstBaseline float64 `json:"burst_baseline,omitempty"`
 	BurstLow      float64 `json:"burst_low,omitempty"`
 	BurstHigh     float64 `json:"burst_high,omitempty"`
-	Factor        float64 `json:"factor,omitempty"`
-	Ratio         float64 `json:"ratio,omitempty"`
+	// Held, when set, is how long the page had been past its usual
+	// range when it was heard under the count of its own usual bursts,
+	// by outlasting them: their runs last BurstsLast. "Above it for
+	// 2 h 50 min; its usual bursts last 1 h 50 min."
+	Held       time.Duration `json:"held,omitempty"`
+	BurstsLast time.Duration `json:"bursts_last,omitempty"`
+	Factor     float64       `json:"factor,omitempty"`
+	Ratio      float64       `json:"ratio,omitempty"`
 	// Direction is up or down (a page gone quiet).
 	Direction string `json:"direction,omitempty"`
 	// Step is the escalate step reached (an escalate message).
@@ -288,5 +294,30 @@ func (w *Why) ExpectedText() string {
 		// A job from before bursts carried their count: the minutes only.
 		s += "; fired on a burst of " + minutesText(w.Burst)
 	}
+	if h := w.HeldText(); h != "" {
+		s += "; above it " + h
+	}
 	return s
+}
+
+// HeldText says a page was heard by outlasting its usual bursts: "for
+// 2 h 40 min, longer than its usual bursts (1 h 40 min)"; "" for any
+// other message.
+func (w *Why) HeldText() string {
+	if w == nil || w.Held <= 0 {
+		return ""
+	}
+	return "for " + spanText(w.Held) + ", longer than its usual bursts (" + spanText(w.BurstsLast) + ")"
+}
+
+// spanText is a duration in hours and minutes: "2 h 50 min", "45 min".
+func spanText(d time.Duration) string {
+	m := int(d.Round(time.Minute) / time.Minute)
+	switch {
+	case m < 60:
+		return strconv.Itoa(m) + " min"
+	case m%60 == 0:
+		return strconv.Itoa(m/60) + " h"
+	}
+	return strconv.Itoa(m/60) + " h " + strconv.Itoa(m%60) + " min"
 }

@@ -66,6 +66,10 @@ type judgement struct {
 	// short: the severity is the burst window's (Reach.Short), not the
 	// rule's window.
 	short bool
+	// held, when set, is how long the page's run of surges had lasted
+	// when it outlasted its bursts (whose runs last burstsLast) and was
+	// judged at its normal's level, under their count.
+	held, burstsLast time.Duration
 }
 
 // StepEpisode is the state machine of episodic rules (spike, new_page,
@@ -122,7 +126,7 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 		if r.Kind() == KindThreshold {
 			next.Fired = []uint64{r.Thresholds[0]}
 		}
-		return next, r.firings(next, Firing{Event: EventFire, Level: j.level, Severity: j.severity, Short: shortOf(det, j)})
+		return next, r.firings(next, Firing{Event: EventFire, Level: j.level, Severity: j.severity, Short: shortOf(det, j), Held: j.held, BurstsLast: j.burstsLast})
 	}
 	j := det.weigh(o, ep)
 	if !j.known {
@@ -154,7 +158,7 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 		return next, nil
 	}
 	ep.Steps = step
-	return next, r.firings(next, Firing{Event: EventEscalate, Level: j.level, Severity: j.severity, Step: r.Escalate[step-1], Short: shortOf(det, j)})
+	return next, r.firings(next, Firing{Event: EventEscalate, Level: j.level, Severity: j.severity, Step: r.Escalate[step-1], Short: shortOf(det, j), Held: j.held, BurstsLast: j.burstsLast})
 }
 
 // stepRun follows the page's run of surges: a surge extends it (or

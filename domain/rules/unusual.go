@@ -249,7 +249,7 @@ func (d *unusualDetector) weigh(o Observation, ep *Episode) judgement {
 func (d *unusualDetector) Against(o Observation, f Firing) Against {
 	e := o.Expected
 	a := Against{Baseline: e.Value, Low: e.Low, High: e.High, Days: e.Days, Weekly: e.Weekly,
-		Burst: f.Short, Direction: direction(f.Episode)}
+		Burst: f.Short, Direction: direction(f.Episode), Held: f.Held, BurstsLast: f.BurstsLast}
 	if f.Short > 0 && e.OK {
 		scale := float64(f.Short) / float64(d.r.Window.Rolling)
 		a.Short, a.ShortBaseline = o.Short, e.Value*scale
@@ -296,12 +296,16 @@ func (d *unusualDetector) weighUp(o Observation) judgement {
 	// its normal for longer than its bursts ever did by a whole window,
 	// is heard at its normal's level.
 	floor := 0.0
-	if b := secondHighest(o.Bursts, o.At.Add(-pastSpan)); b > 0 && !d.outlasts(o) {
+	if b := secondHighest(o.Bursts, o.At.Add(-pastSpan)); b > 0 {
 		r := math.Sqrt(float64(b)+0.375) + burstMargin/2
 		floor = r*r - 0.375
 	}
 	profile := max(d.countAt(e, e.Top, u.Sensitivity), u.Factor*e.Top, float64(u.MinCount))
-	j := judgement{known: true, level: max(profile, floor)}
+	j := judgement{known: true}
+	if held, usual, ok := d.outlasts(o); ok && floor > profile {
+		floor, j.held, j.burstsLast = 0, held, usual
+	}
+	j.level = max(profile, floor)
 	j.severity = c / j.level
 	j.fires = c >= j.level
 	j.burst = c >= profile
@@ -374,13 +378,15 @@ func secondHighest(bursts []Burst, since time.Time) uint64 {
 	return b
 }
 
-// outlasts: the page's current run of surges has lasted longer than the
-// second longest of its remembered bursts by the rule's window.
-func (d *unusualDetector) outlasts(o Observation) bool {
+// outlasts: the page's current run of surges has lasted (held) longer
+// than the second longest of its remembered bursts (usual) by the
+// rule's window.
+func (d *unusualDetector) outlasts(o Observation) (held, usual time.Duration, ok bool) {
 	if o.Above.IsZero() {
-		return false
+		return 0, 0, false
 	}
-	return o.At.Sub(o.Above) >= secondLongest(o.Bursts, o.At.Add(-pastSpan))+d.r.Window.Rolling
+	held, usual = o.At.Sub(o.Above), secondLongest(o.Bursts, o.At.Add(-pastSpan))
+	return held, usual, held >= usual+d.r.Window.Rolling
 }
 
 // secondLongest is the second longest run of bursts at or after since,

@@ -457,14 +457,22 @@ func TestUnusualASurgeLongerThanThePageBurstsIsHeard(t *testing.T) {
 	got := s.run(t, r, monday.Add(2*24*time.Hour))
 	// Its first two bursts fire: nothing says yet that they are its
 	// normal. The surge, a tenth of a burst's count, is heard 2 h 50 min
-	// in: its bursts' runs last about 1 h 50 min (their hour and the
-	// window's hour after), and it must outlast them by a window.
+	// in: its bursts' runs last 1 h 40 min (judged every 10 minutes: their
+	// hour and most of the window's hour after), and it must outlast them
+	// by a window.
 	want := []string{
 		"fire up 03-05 Thu 01:10", "resolve up 03-05 Thu 04:00",
 		"fire up 03-08 Sun 02:10", "resolve up 03-08 Sun 05:00",
 		"fire up 04-05 Sun 17:50", "resolve up 04-06 Mon 05:00",
 	}
 	wantMessages(t, got, want)
+	// Its why says so: held 2 h 40 min (from 15:10), its bursts 1 h 40 min.
+	if a := s.against[4]; a.Held != 160*time.Minute || a.BurstsLast != 100*time.Minute {
+		t.Errorf("the surge's fire: held %s against bursts of %s, want 2h40m and 1h40m", a.Held, a.BurstsLast)
+	}
+	if a := s.against[0]; a.Held != 0 {
+		t.Errorf("a burst heard at its own count says it held %s", a.Held)
+	}
 }
 
 // A state kept before bursts' lengths were: its bursts count as lasting

@@ -130,6 +130,10 @@ type line struct {
 	// Burst is, for a message that fired on a burst of minutes, those
 	// minutes: their count, normal and usual range.
 	Burst *burstLine `json:"burst,omitempty"`
+	// Held is, for a message heard under the page's own usual bursts'
+	// count because it outlasted them, how long it had been past its
+	// normal and how long those bursts last, in minutes.
+	Held *heldLine `json:"held,omitempty"`
 	// Since is, for a "no data" message (path ""), the site's newest
 	// minute with data.
 	Since *time.Time `json:"since,omitempty"`
@@ -142,6 +146,11 @@ type burstLine struct {
 	Expected float64 `json:"expected"`
 	Low      float64 `json:"low"`
 	High     float64 `json:"high"`
+}
+
+type heldLine struct {
+	Minutes       int `json:"minutes"`
+	BurstsMinutes int `json:"bursts_minutes"`
 }
 
 func printJSON(out io.Writer, xs []crossing.Crossing) error {
@@ -165,6 +174,9 @@ func printJSON(out io.Writer, xs []crossing.Crossing) error {
 			if w := x.Why; w.Burst > 0 && w.BurstHigh > 0 {
 				l.Burst = &burstLine{Minutes: int(w.Burst / time.Minute), Count: w.BurstCount,
 					Expected: w.BurstBaseline, Low: w.BurstLow, High: w.BurstHigh}
+			}
+			if w := x.Why; w.Held > 0 {
+				l.Held = &heldLine{Minutes: int(w.Held / time.Minute), BurstsMinutes: int(w.BurstsLast / time.Minute)}
 			}
 		}
 		if err := enc.Encode(l); err != nil {
