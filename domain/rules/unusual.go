@@ -228,8 +228,11 @@ func (d *unusualDetector) weigh(o Observation, ep *Episode) judgement {
 	dn := d.weighDown(o)
 	switch {
 	case ep != nil && ep.Down:
-		if o.Late {
-			return judgement{} // a drop in data not all there: hold
+		if o.Late || e.Bottom < float64(u.MinCount) {
+			// A drop in data not all there, or at an hour whose normal
+			// is too small to tell a page gone quiet from one back (its
+			// night): hold, neither back nor still down.
+			return judgement{}
 		}
 		return dn
 	case ep != nil:

@@ -171,9 +171,30 @@ func TestUnusualHolidayDropFiresAndResolves(t *testing.T) {
 	got := s.run(t, r, monday.Add(7*24*time.Hour))
 	// The night's 10 views an hour falling to 2.5 prove nothing; by the
 	// morning the fall is far below the range, and after down_for (2h)
-	// it fires. Past midnight the day is back in range (00:10, the hour
-	// holding 10 minutes of the next day), resolved after settle (1h).
-	want := []string{"fire down 03-26 Thu 14:00", "resolve down 03-27 Fri 01:10"}
+	// it fires. The next night proves nothing either way (its normal is
+	// under min_count: 2.5 views an hour would sit in its range too), so
+	// the drop is held until the morning's normal can tell: back at 7:00,
+	// resolved after settle (1h).
+	want := []string{"fire down 03-26 Thu 14:00", "resolve down 03-27 Fri 08:00"}
+	wantMessages(t, got, want)
+}
+
+// A storm: 4 days at 30 % of normal is one drop, not one a day. Each
+// night's normal is too small to tell a page gone quiet from one back;
+// resolving there, as the rule once did, and firing again after the
+// next morning's down_for told the same drop four times.
+func TestUnusualDropOfDaysIsOneEpisode(t *testing.T) {
+	r := unusualRule(t, Unusual{})
+	storm := monday.Add(35*24*time.Hour + 10*time.Hour) // Monday of the 6th week, 10:00
+	s := newSynth(monday, 42, 13, func(t time.Time) float64 {
+		v := daily(5000)(t)
+		if !t.Before(storm) && t.Before(storm.Add(4*24*time.Hour)) {
+			v *= 0.3
+		}
+		return v
+	})
+	got := s.run(t, r, monday.Add(35*24*time.Hour))
+	want := []string{"fire down 04-06 Mon 13:00", "resolve down 04-10 Fri 11:40"}
 	wantMessages(t, got, want)
 }
 
