@@ -41,6 +41,10 @@ type Episode struct {
 	// Back is when the count came back to the re-arm level and stayed;
 	// the episode resolves rearm.settle after it. Zero: not back.
 	Back time.Time `json:"back,omitzero"`
+	// Held is when the page's normal fell too small to tell whether a
+	// drop goes on (unusual rules: under min_count, a page's night);
+	// zero: it is not. The drop is held from then, for a while.
+	Held time.Time `json:"held,omitzero"`
 	// Site and Path name the page, set by the sweeper: once its count
 	// drops to nothing no query returns it, and its resolve still needs
 	// a name.
@@ -66,6 +70,9 @@ type judgement struct {
 	// short: the severity is the burst window's (Reach.Short), not the
 	// rule's window.
 	short bool
+	// small: the normal is too small to tell a drop from a page back
+	// (Episode.Held).
+	small bool
 	// held, when set, is how long the page's run of surges had lasted
 	// when it outlasted its bursts (whose runs last burstsLast) and was
 	// judged at its normal's level, under their count.
@@ -129,6 +136,12 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 		return next, r.firings(next, Firing{Event: EventFire, Level: j.level, Severity: j.severity, Short: shortOf(det, j), Held: j.held, BurstsLast: j.burstsLast})
 	}
 	j := det.weigh(o, ep)
+	switch {
+	case j.small && ep.Held.IsZero():
+		ep.Held = o.At
+	case !j.small && j.known:
+		ep.Held = time.Time{}
+	}
 	if !j.known {
 		return next, nil
 	}

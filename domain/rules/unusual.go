@@ -228,11 +228,18 @@ func (d *unusualDetector) weigh(o Observation, ep *Episode) judgement {
 	dn := d.weighDown(o)
 	switch {
 	case ep != nil && ep.Down:
-		if o.Late || e.Bottom < float64(u.MinCount) {
-			// A drop in data not all there, or at an hour whose normal
-			// is too small to tell a page gone quiet from one back (its
-			// night): hold, neither back nor still down.
-			return judgement{}
+		if o.Late {
+			return judgement{} // a drop in data not all there: hold
+		}
+		if e.Bottom < float64(u.MinCount) {
+			// At an hour whose normal is too small to tell a page gone
+			// quiet from one back (its night), hold: neither back nor
+			// still down. Not for ever: a page whose normal stays that
+			// small for days has a new normal, judged as before.
+			if ep.Held.IsZero() || o.At.Sub(ep.Held) < maxDropHold {
+				return judgement{small: true}
+			}
+			dn.small = true
 		}
 		return dn
 	case ep != nil:
@@ -354,6 +361,10 @@ func (d *unusualDetector) weighDown(o Observation) judgement {
 	j.pending = float64(o.Count) <= j.level
 	return j
 }
+
+// maxDropHold is how long a drop is held at hours whose normal is too
+// small to tell (a weekend's nights and days).
+const maxDropHold = 72 * time.Hour
 
 // back: inside the usual range again.
 func (d *unusualDetector) back(_ judgement, o Observation, ep *Episode) bool {

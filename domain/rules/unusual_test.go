@@ -511,3 +511,45 @@ func TestUnusualBurstsOfAnOlderStateHaveNoLength(t *testing.T) {
 		t.Errorf("a run seen at one sweep is remembered as lasting %s, want 1m", got)
 	}
 }
+
+// A page whose traffic stops for good is told once; the drop resolves
+// once its normal has caught up (here at two weeks, when half its
+// weekly samples are of nothing), and the page is heard again when it
+// surges: no page is kept in a drop for ever.
+func TestUnusualDropToANewSmallNormalEnds(t *testing.T) {
+	r := unusualRule(t, Unusual{})
+	fall := monday.Add(28*24*time.Hour + 10*time.Hour) // 5th week, Monday 10:00
+	surge := monday.Add(63*24*time.Hour + 14*time.Hour)
+	s := newSynth(monday, 65, 31, func(t time.Time) float64 {
+		switch {
+		case !t.Before(surge) && t.Before(surge.Add(2*time.Hour)):
+			return 300
+		case !t.Before(fall):
+			return 0
+		}
+		return daily(120)(t)
+	})
+	got := s.run(t, r, monday.Add(28*24*time.Hour))
+	want := []string{"fire down 03-30 Mon 12:50", "resolve down 04-13 Mon 11:10", "fire up 05-04 Mon 14:10", "resolve up 05-04 Mon 18:00"}
+	wantMessages(t, got, want)
+}
+
+// A drop is held while its page's normal is too small to tell (under
+// min_count), for 3 days at most: then it is judged as before, and a
+// count inside the usual range resolves it.
+func TestUnusualDropHeldAtASmallNormalForThreeDaysAtMost(t *testing.T) {
+	r := unusualRule(t, Unusual{})
+	small := Expected{Value: 12, Bottom: 12, Top: 12, Low: 5, High: 22, Dispersion: 0.04, Samples: 4, Days: 28, Weekly: true, OK: true}
+	st := State{Episode: 1, Open: &Episode{Since: monday, Peak: 0, PeakAt: monday, Down: true}}
+	var got []string
+	for at := monday.Add(time.Hour); at.Before(monday.Add(80 * time.Hour)); at = at.Add(10 * time.Minute) {
+		var fire []Firing
+		st, fire = r.StepEpisode(st, Observation{At: at, Count: 10, Expected: small})
+		for _, f := range fire {
+			got = append(got, fmt.Sprintf("%s %s", f.Event, at.Format("01-02 15:04")))
+		}
+	}
+	// Held from 01:00 on the 2nd; judged from 01:00 on the 5th, back
+	// then, resolved after settle (1h).
+	wantMessages(t, got, []string{"resolve 03-05 02:00"})
+}
