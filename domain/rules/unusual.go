@@ -366,12 +366,15 @@ func (d *unusualDetector) weighDown(o Observation) judgement {
 // small to tell (a weekend's nights and days).
 const maxDropHold = 72 * time.Hour
 
-// back: inside the usual range again.
+// back: inside the usual range again; up, also within factor of the
+// normal's top (the bar a fire must pass), or under min_count: at a
+// page's night the range is wide, and 3 × its normal sits in it.
 func (d *unusualDetector) back(_ judgement, o Observation, ep *Episode) bool {
 	if ep.Down {
 		return float64(o.Count) >= o.Expected.Low
 	}
-	return float64(o.Count) <= max(o.Expected.High, float64(d.u.MinCount))
+	e := o.Expected
+	return float64(o.Count) <= max(min(e.High, d.u.Factor*e.Top), float64(d.u.MinCount))
 }
 
 // secondHighest is the second highest count of bursts at or after since

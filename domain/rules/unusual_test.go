@@ -553,3 +553,23 @@ func TestUnusualDropHeldAtASmallNormalForThreeDaysAtMost(t *testing.T) {
 	// then, resolved after settle (1h).
 	wantMessages(t, got, []string{"resolve 03-05 02:00"})
 }
+
+// A surge of days at 3 × is one episode that lasts as long as it does.
+// Its nights, 30 views an hour against 10, sit inside the night's wide
+// range ("expected 0–29"), and the rule once resolved there while the
+// surge went on for two more days; back now also means within factor of
+// the normal's top (or under min_count, where nothing can fire).
+func TestUnusualSurgeOfDaysIsOneEpisodeToItsEnd(t *testing.T) {
+	r := unusualRule(t, Unusual{})
+	surge := monday.Add(35*24*time.Hour + 10*time.Hour) // Monday of the 6th week, 10:00
+	s := newSynth(monday, 42, 13, func(t time.Time) float64 {
+		v := daily(1000)(t)
+		if !t.Before(surge) && t.Before(surge.Add(4*24*time.Hour)) {
+			v *= 3
+		}
+		return v
+	})
+	got := s.run(t, r, monday.Add(35*24*time.Hour))
+	want := []string{"fire up 04-06 Mon 10:10", "resolve up 04-10 Fri 12:00"}
+	wantMessages(t, got, want)
+}
