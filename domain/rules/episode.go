@@ -104,12 +104,12 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 	ep := next.Open
 	det := r.Detector()
 	o.Bursts = prev.Bursts
-	if !prev.AboveTo.IsZero() && o.At.Sub(prev.AboveTo) <= r.Window.Rolling {
+	if !prev.AboveTo.IsZero() && o.At.Sub(prev.AboveTo) < r.Window.Rolling {
 		o.Above = prev.AboveFrom
 	}
 	if ep == nil {
 		j := det.weigh(o, nil)
-		next.stepRun(o, j)
+		next.stepRun(o, j, o.Count < det.QuietBelow())
 		if !j.known {
 			return next, nil // the normal is unknown: hold what was building
 		}
@@ -138,7 +138,9 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 	j := det.weigh(o, ep)
 	switch {
 	case j.small && ep.Held.IsZero():
-		ep.Held = o.At
+		// What was seen of the page back before the hold does not count
+		// towards its settle: after it, back must be seen settle long.
+		ep.Held, ep.Back = o.At, time.Time{}
 	case !j.small && j.known:
 		ep.Held = time.Time{}
 	}
@@ -150,7 +152,7 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 	}
 	// Every sweep of a run, not only its peaks: how long it lasted is
 	// remembered too.
-	next.stepRun(o, j)
+	next.stepRun(o, j, false)
 	if det.back(j, o, ep) {
 		if ep.Back.IsZero() {
 			ep.Back = o.At
@@ -176,16 +178,22 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 
 // stepRun follows the page's run of surges: a surge extends it (or
 // begins one) and is remembered with how long its run has lasted; a
-// count judged and found no surge ends it.
-func (s *State) stepRun(o Observation, j judgement) {
+// count judged and found no surge ends it, and so does one too quiet to
+// be judged (its normal unread: a rule looking up only reads none under
+// Detector.QuietBelow). An observation no later than the run's last is
+// one replayed (a sweeper catching up): it changes nothing.
+func (s *State) stepRun(o Observation, j judgement, quiet bool) {
+	if !s.AboveTo.IsZero() && !o.At.After(s.AboveTo) {
+		return
+	}
 	switch {
 	case j.burst:
 		s.AboveFrom, s.AboveTo = o.Above, o.At
 		if s.AboveFrom.IsZero() {
 			s.AboveFrom = o.At
 		}
-		s.Bursts = rememberBurst(s.Bursts, o.At, o.Count, o.At.Sub(s.AboveFrom))
-	case j.known:
+		s.Bursts = rememberBurst(s.Bursts, o.At, s.AboveFrom, o.Count)
+	case j.known || quiet:
 		s.AboveFrom, s.AboveTo = time.Time{}, time.Time{}
 	}
 }

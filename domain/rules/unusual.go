@@ -224,7 +224,7 @@ func (d *unusualDetector) weigh(o Observation, ep *Episode) judgement {
 		return judgement{}
 	}
 
-	up := d.weighUp(o)
+	up := d.weighUp(o, ep != nil)
 	dn := d.weighDown(o)
 	switch {
 	case ep != nil && ep.Down:
@@ -284,7 +284,7 @@ func (d *unusualDetector) Settled(o Observation) bool {
 	if !o.Expected.OK {
 		return true // unknown normal: StepEpisode leaves the state as it is
 	}
-	up := d.weighUp(o)
+	up := d.weighUp(o, false)
 	if up.fires || up.burst {
 		return false
 	}
@@ -295,27 +295,39 @@ func (d *unusualDetector) Settled(o Observation) bool {
 // weighUp: the window's count, or the burst's against the normal scaled
 // to it, far enough above the top of the normal, past the floors. A
 // count that passes them but not the page's own usual bursts
-// (Observation.Bursts) is a burst to remember, not to tell.
-func (d *unusualDetector) weighUp(o Observation) judgement {
-	e, u := o.Expected, d.u
-	c := float64(o.Count)
+// (Observation.Bursts) is a burst to remember, not to tell. open: an
+// episode is open, and its level stays the one it fired at.
+func (d *unusualDetector) weighUp(o Observation, open bool) judgement {
 	// A page's bursts are its normal: a count it reached twice in the
-	// last 4 weeks is no news, nor one within a noise unit of it. Unless
-	// the surge outlasts them: a page whose cron job or newsletter brings
-	// an hour of a thousand views now and then, holding at several times
-	// its normal for longer than its bursts ever did by a whole window,
-	// is heard at its normal's level.
+	// last 4 weeks is no news, nor one within a noise unit of it.
 	floor := 0.0
 	if b := secondHighest(o.Bursts, o.At.Add(-pastSpan)); b > 0 {
 		r := math.Sqrt(float64(b)+0.375) + burstMargin/2
 		floor = r*r - 0.375
 	}
-	profile := max(d.countAt(e, e.Top, u.Sensitivity), u.Factor*e.Top, float64(u.MinCount))
-	j := judgement{known: true}
-	if held, usual, ok := d.outlasts(o); ok && floor > profile {
-		floor, j.held, j.burstsLast = 0, held, usual
+	j := d.weighUpOver(o, floor)
+	if j.fires || open || floor == 0 {
+		return j
 	}
-	j.level = max(profile, floor)
+	// Unless the surge outlasts them: a page whose cron job or
+	// newsletter brings an hour of a thousand views now and then,
+	// holding at several times its normal for longer than its bursts
+	// ever did by a whole window, is heard at its normal's level.
+	if held, usual, ok := d.outlasts(o); ok {
+		if k := d.weighUpOver(o, 0); k.fires {
+			k.held, k.burstsLast = held, usual
+			return k
+		}
+	}
+	return j
+}
+
+// weighUpOver is weighUp with the page's bursts' floor given.
+func (d *unusualDetector) weighUpOver(o Observation, floor float64) judgement {
+	e, u := o.Expected, d.u
+	c := float64(o.Count)
+	profile := max(d.countAt(e, e.Top, u.Sensitivity), u.Factor*e.Top, float64(u.MinCount))
+	j := judgement{known: true, level: max(profile, floor)}
 	j.severity = c / j.level
 	j.fires = c >= j.level
 	j.burst = c >= profile
@@ -402,17 +414,18 @@ func (d *unusualDetector) outlasts(o Observation) (held, usual time.Duration, ok
 	if o.Above.IsZero() {
 		return 0, 0, false
 	}
-	held, usual = o.At.Sub(o.Above), secondLongest(o.Bursts, o.At.Add(-pastSpan))
+	held, usual = o.At.Sub(o.Above), secondLongest(o.Bursts, o.At.Add(-pastSpan), o.Above)
 	return held, usual, held >= usual+d.r.Window.Rolling
 }
 
 // secondLongest is the second longest run of bursts at or after since,
-// a burst remembered without its length taken as burstGroup (0 with
-// fewer than two).
-func secondLongest(bursts []Burst, since time.Time) time.Duration {
+// but for the burst that holds the run begun at run (it is being
+// measured), a burst remembered without its length taken as burstGroup
+// (0 with fewer than two).
+func secondLongest(bursts []Burst, since, run time.Time) time.Duration {
 	var a, b time.Duration
 	for _, x := range bursts {
-		if x.At.Before(since) {
+		if x.At.Before(since) || run.Sub(x.At) < burstGroup {
 			continue
 		}
 		l := x.Lasted
@@ -435,19 +448,21 @@ const burstGroup = 6 * time.Hour
 // maxBursts is how many bursts a state remembers.
 const maxBursts = 16
 
-// rememberBurst notes a page's burst, its run having lasted lasted so
-// far: one per burstGroup (the highest, and its longest run), those
-// older than pastSpan forgotten. A run seen at one sweep counts as a
-// minute, so that a length of 0 stays "not known".
-func rememberBurst(bursts []Burst, at time.Time, count uint64, lasted time.Duration) []Burst {
-	lasted = max(lasted, time.Minute)
+// rememberBurst notes a page's burst at at, in a run begun at run: one
+// per burstGroup of runs begun in it (the highest count, and the longest
+// run), those older than pastSpan forgotten. A run of days is one burst,
+// not one a burstGroup: it is not reached twice by itself.
+// A run seen at one sweep counts as a minute, so that a length of 0
+// stays "not known".
+func rememberBurst(bursts []Burst, at, run time.Time, count uint64) []Burst {
+	lasted := max(at.Sub(run), time.Minute)
 	out := make([]Burst, 0, len(bursts)+1)
 	for _, b := range bursts {
 		if !b.At.Before(at.Add(-pastSpan)) {
 			out = append(out, b)
 		}
 	}
-	if n := len(out); n > 0 && at.Sub(out[n-1].At) < burstGroup {
+	if n := len(out); n > 0 && run.Sub(out[n-1].At) < burstGroup {
 		out[n-1].Count = max(out[n-1].Count, count)
 		out[n-1].Lasted = max(out[n-1].Lasted, lasted)
 		return out
