@@ -143,9 +143,9 @@ func usualText(w *crossing.Why) string {
 		// Fired on a burst the hour may not show: say the burst's too.
 		return ", usual " + rangeText(w.Low, w.High) + "; a burst of " + traffic.FormatCount(w.BurstCount) +
 			" in " + strconv.Itoa(int(w.Burst/time.Minute)) + " min, usual " + rangeText(w.BurstLow, w.BurstHigh)
-	case w.High > 0 && w.Held > 0:
+	case w.High > 0 && w.Lasted > 0:
 		// Heard under its usual bursts' count: say for how long.
-		return ", usual " + rangeText(w.Low, w.High) + " " + w.HeldText()
+		return ", usual " + rangeText(w.Low, w.High) + " " + w.LastedText()
 	case w.High > 0:
 		return ", usual " + rangeText(w.Low, w.High)
 	case w.Baseline > 0 && w.Ratio > 0:

@@ -18,7 +18,7 @@ func TestJudgedText(t *testing.T) {
 		{"threshold with a why", crossingView{Key: "pricing.abc.1000", Threshold: 1000}, &crossing.Why{Kind: "threshold", Baseline: 1000}, "more than 1,000"},
 		{"up", crossingView{Key: "u.abc.3"}, &crossing.Why{Kind: "unusual", Low: 70, High: 125, Direction: "up"}, "above usual 70–125"},
 		{"down", crossingView{Key: "u.abc.4"}, &crossing.Why{Kind: "unusual", Low: 300, High: 420, Direction: "down"}, "below usual 300–420"},
-		{"held", crossingView{Key: "u.abc.5"}, &crossing.Why{Kind: "unusual", Low: 0, High: 39, Direction: "up", Held: 160 * time.Minute, BurstsLast: 100 * time.Minute},
+		{"outlasting its bursts", crossingView{Key: "u.abc.5"}, &crossing.Why{Kind: "unusual", Low: 0, High: 39, Direction: "up", Lasted: 160 * time.Minute, BurstsLast: 100 * time.Minute},
 			"above usual 0–39 for 2 h 40 min, longer than its usual bursts (1 h 40 min)"},
 		{"escalate", crossingView{Key: "u.abc.3.x4"}, &crossing.Why{Kind: "unusual", Low: 70, High: 125, Step: 4}, "escalated ×4, usual 70–125"},
 		{"resolve", crossingView{Key: "u.abc.3.resolved"}, &crossing.Why{Kind: "unusual", Peak: 2300}, "resolved, peak 2,300"},

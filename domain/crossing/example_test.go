@@ -18,7 +18,7 @@ func ExampleWhy_ExpectedText() {
 	fmt.Println(w.BurstLine())
 	// Heard under its usual bursts' count, by outlasting them:
 	w = &crossing.Why{Kind: "unusual", Count: 176, Low: 0, High: 39, Days: 28, Weekly: true,
-		Held: 147 * time.Minute, BurstsLast: 85 * time.Minute}
+		Lasted: 147 * time.Minute, BurstsLast: 85 * time.Minute}
 	fmt.Println(w.ExpectedText())
 	// Output:
 	// expected 120–180 views, from 4 weeks of history (same weekday)

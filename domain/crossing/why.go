@@ -43,11 +43,11 @@ type Why struct {
 	BurstBaseline float64 `json:"burst_baseline,omitempty"`
 	BurstLow      float64 `json:"burst_low,omitempty"`
 	BurstHigh     float64 `json:"burst_high,omitempty"`
-	// Held, when set, is how long the page had been past its usual
+	// Lasted, when set, is how long the page had been past its usual
 	// range when it was heard under the count of its own usual bursts,
 	// by outlasting them: their runs last BurstsLast. "Above it for
-	// 2 h 50 min; its usual bursts last 1 h 50 min."
-	Held       time.Duration `json:"held,omitempty"`
+	// 2 h 40 min, longer than its usual bursts (1 h 40 min)."
+	Lasted     time.Duration `json:"lasted,omitempty"`
 	BurstsLast time.Duration `json:"bursts_last,omitempty"`
 	Factor     float64       `json:"factor,omitempty"`
 	Ratio      float64       `json:"ratio,omitempty"`
@@ -294,20 +294,20 @@ func (w *Why) ExpectedText() string {
 		// A job from before bursts carried their count: the minutes only.
 		s += "; fired on a burst of " + minutesText(w.Burst)
 	}
-	if h := w.HeldText(); h != "" {
+	if h := w.LastedText(); h != "" {
 		s += "; above it " + h
 	}
 	return s
 }
 
-// HeldText says a page was heard by outlasting its usual bursts: "for
+// LastedText says a page was heard by outlasting its usual bursts: "for
 // 2 h 40 min, longer than its usual bursts (1 h 40 min)"; "" for any
 // other message.
-func (w *Why) HeldText() string {
-	if w == nil || w.Held <= 0 {
+func (w *Why) LastedText() string {
+	if w == nil || w.Lasted <= 0 {
 		return ""
 	}
-	return "for " + spanText(w.Held) + ", longer than its usual bursts (" + spanText(w.BurstsLast) + ")"
+	return "for " + spanText(w.Lasted) + ", longer than its usual bursts (" + spanText(w.BurstsLast) + ")"
 }
 
 // spanText is a duration in hours and minutes: "2 h 50 min", "45 min".

@@ -65,9 +65,9 @@ type Against struct {
 	// it was judged on is its minutes ("20 in 10 minutes, expected 0–3").
 	Short                              uint64
 	ShortBaseline, ShortLow, ShortHigh float64
-	// Held and BurstsLast are Firing's: a surge heard because it lasted
-	// longer than the page's bursts, under their count.
-	Held, BurstsLast time.Duration
+	// Lasted and BurstsLast are Firing's: a surge heard because it
+	// lasted longer than the page's bursts, under their count.
+	Lasted, BurstsLast time.Duration
 }
 
 // direction is "down" for an episode of a page gone quiet, else "up".

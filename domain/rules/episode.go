@@ -41,10 +41,10 @@ type Episode struct {
 	// Back is when the count came back to the re-arm level and stayed;
 	// the episode resolves rearm.settle after it. Zero: not back.
 	Back time.Time `json:"back,omitzero"`
-	// Held is when the page's normal fell too small to tell whether a
-	// drop goes on (unusual rules: under min_count, a page's night);
-	// zero: it is not. The drop is held from then, for a while.
-	Held time.Time `json:"held,omitzero"`
+	// SmallSince is when the page's normal fell too small to tell
+	// whether a drop goes on (unusual rules: under min_count, a page's
+	// night); zero: it is not. The drop is held from then, for a while.
+	SmallSince time.Time `json:"small_since,omitzero"`
 	// Site and Path name the page, set by the sweeper: once its count
 	// drops to nothing no query returns it, and its resolve still needs
 	// a name.
@@ -71,12 +71,12 @@ type judgement struct {
 	// rule's window.
 	short bool
 	// small: the normal is too small to tell a drop from a page back
-	// (Episode.Held).
+	// (Episode.SmallSince).
 	small bool
-	// held, when set, is how long the page's run of surges had lasted
+	// lasted, when set, is how long the page's run of surges had lasted
 	// when it outlasted its bursts (whose runs last burstsLast) and was
 	// judged at its normal's level, under their count.
-	held, burstsLast time.Duration
+	lasted, burstsLast time.Duration
 }
 
 // StepEpisode is the state machine of episodic rules (spike, new_page,
@@ -133,16 +133,16 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 		if r.Kind() == KindThreshold {
 			next.Fired = []uint64{r.Thresholds[0]}
 		}
-		return next, r.firings(next, Firing{Event: EventFire, Level: j.level, Severity: j.severity, Short: shortOf(det, j), Held: j.held, BurstsLast: j.burstsLast})
+		return next, r.firings(next, Firing{Event: EventFire, Level: j.level, Severity: j.severity, Short: shortOf(det, j), Lasted: j.lasted, BurstsLast: j.burstsLast})
 	}
 	j := det.weigh(o, ep)
 	switch {
-	case j.small && ep.Held.IsZero():
+	case j.small && ep.SmallSince.IsZero():
 		// What was seen of the page back before the hold does not count
 		// towards its settle: after it, back must be seen settle long.
-		ep.Held, ep.Back = o.At, time.Time{}
+		ep.SmallSince, ep.Back = o.At, time.Time{}
 	case !j.small && j.known:
-		ep.Held = time.Time{}
+		ep.SmallSince = time.Time{}
 	}
 	if !j.known {
 		return next, nil
@@ -173,7 +173,7 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 		return next, nil
 	}
 	ep.Steps = step
-	return next, r.firings(next, Firing{Event: EventEscalate, Level: j.level, Severity: j.severity, Step: r.Escalate[step-1], Short: shortOf(det, j), Held: j.held, BurstsLast: j.burstsLast})
+	return next, r.firings(next, Firing{Event: EventEscalate, Level: j.level, Severity: j.severity, Step: r.Escalate[step-1], Short: shortOf(det, j), Lasted: j.lasted, BurstsLast: j.burstsLast})
 }
 
 // stepRun follows the page's run of surges: a surge extends it (or

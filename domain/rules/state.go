@@ -79,10 +79,10 @@ type Firing struct {
 	// Short is the burst window the count that fired was over (unusual
 	// rules), 0: the rule's window.
 	Short time.Duration
-	// Held, when set, is how long the page had been past its normal
+	// Lasted, when set, is how long the page had been past its normal
 	// when it fired under its bursts' count, by outlasting them: their
 	// runs last BurstsLast (unusual rules).
-	Held, BurstsLast time.Duration
+	Lasted, BurstsLast time.Duration
 }
 
 // Crossed is the one comparison every rule uses: "passed 1,000 views"

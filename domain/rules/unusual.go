@@ -236,7 +236,7 @@ func (d *unusualDetector) weigh(o Observation, ep *Episode) judgement {
 			// quiet from one back (its night), hold: neither back nor
 			// still down. Not for ever: a page whose normal stays that
 			// small for days has a new normal, judged as before.
-			if ep.Held.IsZero() || o.At.Sub(ep.Held) < maxDropHold {
+			if ep.SmallSince.IsZero() || o.At.Sub(ep.SmallSince) < maxDropHold {
 				return judgement{small: true}
 			}
 			dn.small = true
@@ -259,7 +259,7 @@ func (d *unusualDetector) weigh(o Observation, ep *Episode) judgement {
 func (d *unusualDetector) Against(o Observation, f Firing) Against {
 	e := o.Expected
 	a := Against{Baseline: e.Value, Low: e.Low, High: e.High, Days: e.Days, Weekly: e.Weekly,
-		Burst: f.Short, Direction: direction(f.Episode), Held: f.Held, BurstsLast: f.BurstsLast}
+		Burst: f.Short, Direction: direction(f.Episode), Lasted: f.Lasted, BurstsLast: f.BurstsLast}
 	if f.Short > 0 && e.OK {
 		scale := float64(f.Short) / float64(d.r.Window.Rolling)
 		a.Short, a.ShortBaseline = o.Short, e.Value*scale
@@ -313,9 +313,9 @@ func (d *unusualDetector) weighUp(o Observation, open bool) judgement {
 	// newsletter brings an hour of a thousand views now and then,
 	// holding at several times its normal for longer than its bursts
 	// ever did by a whole window, is heard at its normal's level.
-	if held, usual, ok := d.outlasts(o); ok {
+	if lasted, usual, ok := d.outlasts(o); ok {
 		if k := d.weighUpOver(o, 0); k.fires {
-			k.held, k.burstsLast = held, usual
+			k.lasted, k.burstsLast = lasted, usual
 			return k
 		}
 	}
@@ -407,15 +407,15 @@ func secondHighest(bursts []Burst, since time.Time) uint64 {
 	return b
 }
 
-// outlasts: the page's current run of surges has lasted (held) longer
+// outlasts: the page's current run of surges has lasted longer
 // than the second longest of its remembered bursts (usual) by the
 // rule's window.
-func (d *unusualDetector) outlasts(o Observation) (held, usual time.Duration, ok bool) {
+func (d *unusualDetector) outlasts(o Observation) (lasted, usual time.Duration, ok bool) {
 	if o.Above.IsZero() {
 		return 0, 0, false
 	}
-	held, usual = o.At.Sub(o.Above), secondLongest(o.Bursts, o.At.Add(-pastSpan), o.Above)
-	return held, usual, held >= usual+d.r.Window.Rolling
+	lasted, usual = o.At.Sub(o.Above), secondLongest(o.Bursts, o.At.Add(-pastSpan), o.Above)
+	return lasted, usual, lasted >= usual+d.r.Window.Rolling
 }
 
 // secondLongest is the second longest run of bursts at or after since,

@@ -475,12 +475,12 @@ func TestUnusualASurgeLongerThanThePageBurstsIsHeard(t *testing.T) {
 		"fire up 04-05 Sun 17:50", "resolve up 04-06 Mon 05:00",
 	}
 	wantMessages(t, got, want)
-	// Its why says so: held 2 h 40 min (from 15:10), its bursts 1 h 40 min.
-	if a := s.against[4]; a.Held != 160*time.Minute || a.BurstsLast != 100*time.Minute {
-		t.Errorf("the surge's fire: held %s against bursts of %s, want 2h40m and 1h40m", a.Held, a.BurstsLast)
+	// Its why says so: lasted 2 h 40 min (from 15:10), its bursts 1 h 40 min.
+	if a := s.against[4]; a.Lasted != 160*time.Minute || a.BurstsLast != 100*time.Minute {
+		t.Errorf("the surge's fire: lasted %s against bursts of %s, want 2h40m and 1h40m", a.Lasted, a.BurstsLast)
 	}
-	if a := s.against[0]; a.Held != 0 {
-		t.Errorf("a burst heard at its own count says it held %s", a.Held)
+	if a := s.against[0]; a.Lasted != 0 {
+		t.Errorf("a burst heard at its own count says it lasted %s", a.Lasted)
 	}
 }
 
@@ -670,8 +670,8 @@ func TestUnusualOutlastingDoesNotEscalate(t *testing.T) {
 	}
 	wantMessages(t, got, want)
 	for i, a := range s.against {
-		if a.Held != 0 {
-			t.Errorf("message %d (%s) says it was heard by outlasting: %s", i, got[i], a.Held)
+		if a.Lasted != 0 {
+			t.Errorf("message %d (%s) says it was heard by outlasting: %s", i, got[i], a.Lasted)
 		}
 	}
 }
@@ -714,10 +714,10 @@ func TestUnusualQuietSweepsEndARun(t *testing.T) {
 		var fire []Firing
 		st, fire = r.StepEpisode(st, o)
 		for _, f := range fire {
-			got = append(got, fmt.Sprintf("%s %s held %s", f.Event, at.Format("01-02 15:04"), f.Held))
+			got = append(got, fmt.Sprintf("%s %s lasted %s", f.Event, at.Format("01-02 15:04"), f.Lasted))
 		}
 	}
 	// The two bursts fire (nothing known of them yet); the spikes do not.
-	want := []string{"fire 03-12 09:02 held 0s", "resolve 03-12 11:59 held 0s", "fire 03-18 09:01 held 0s", "resolve 03-18 12:00 held 0s"}
+	want := []string{"fire 03-12 09:02 lasted 0s", "resolve 03-12 11:59 lasted 0s", "fire 03-18 09:01 lasted 0s", "resolve 03-18 12:00 lasted 0s"}
 	wantMessages(t, got, want)
 }

@@ -130,10 +130,10 @@ type line struct {
 	// Burst is, for a message that fired on a burst of minutes, those
 	// minutes: their count, normal and usual range.
 	Burst *burstLine `json:"burst,omitempty"`
-	// Held is, for a message heard under the page's own usual bursts'
+	// Lasted is, for a message heard under the page's own usual bursts'
 	// count because it outlasted them, how long it had been past its
 	// normal and how long those bursts last, in minutes.
-	Held *heldLine `json:"held,omitempty"`
+	Lasted *lastedLine `json:"lasted,omitempty"`
 	// Since is, for a "no data" message (path ""), the site's newest
 	// minute with data.
 	Since *time.Time `json:"since,omitempty"`
@@ -148,7 +148,7 @@ type burstLine struct {
 	High     float64 `json:"high"`
 }
 
-type heldLine struct {
+type lastedLine struct {
 	Minutes       int `json:"minutes"`
 	BurstsMinutes int `json:"bursts_minutes"`
 }
@@ -175,8 +175,8 @@ func printJSON(out io.Writer, xs []crossing.Crossing) error {
 				l.Burst = &burstLine{Minutes: int(w.Burst / time.Minute), Count: w.BurstCount,
 					Expected: w.BurstBaseline, Low: w.BurstLow, High: w.BurstHigh}
 			}
-			if w := x.Why; w.Held > 0 {
-				l.Held = &heldLine{Minutes: int(w.Held / time.Minute), BurstsMinutes: int(w.BurstsLast / time.Minute)}
+			if w := x.Why; w.Lasted > 0 {
+				l.Lasted = &lastedLine{Minutes: int(w.Lasted / time.Minute), BurstsMinutes: int(w.BurstsLast / time.Minute)}
 			}
 		}
 		if err := enc.Encode(l); err != nil {
