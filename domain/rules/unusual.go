@@ -379,14 +379,15 @@ func (d *unusualDetector) weighDown(o Observation) judgement {
 const maxDropHold = 72 * time.Hour
 
 // back: inside the usual range again; up, also within factor of the
-// normal's top (the bar a fire must pass), or under min_count: at a
-// page's night the range is wide, and 3 × its normal sits in it.
+// normal's top (the bar a fire must pass): at a page's night the range
+// is wide, and 3 × its normal sits in it (as a surge of 2 × sits under
+// min_count, where nothing can fire but nothing says it is over).
 func (d *unusualDetector) back(_ judgement, o Observation, ep *Episode) bool {
 	if ep.Down {
 		return float64(o.Count) >= o.Expected.Low
 	}
 	e := o.Expected
-	return float64(o.Count) <= max(min(e.High, d.u.Factor*e.Top), float64(d.u.MinCount))
+	return float64(o.Count) <= min(e.High, d.u.Factor*e.Top)
 }
 
 // secondHighest is the second highest count of bursts at or after since

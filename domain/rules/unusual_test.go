@@ -367,8 +367,8 @@ func TestUnusualBurstsAreTheNormalOfAPageAtZero(t *testing.T) {
 	// normal. From then on only the burst of 1,000 does (1.5 × the
 	// second highest of its remembered bursts is the bar).
 	want := []string{
-		"fire up 03-04 Wed 14:20", "resolve up 03-04 Wed 16:50",
-		"fire up 03-07 Sat 06:10", "resolve up 03-07 Sat 08:50",
+		"fire up 03-04 Wed 14:20", "resolve up 03-04 Wed 17:00",
+		"fire up 03-07 Sat 06:10", "resolve up 03-07 Sat 09:00",
 		"fire up " + big.Add(10*time.Minute).Format("01-02 Mon 15:04"), "resolve up 04-10 Fri 18:00",
 	}
 	wantMessages(t, got, want)
@@ -472,7 +472,7 @@ func TestUnusualASurgeLongerThanThePageBurstsIsHeard(t *testing.T) {
 	want := []string{
 		"fire up 03-05 Thu 01:10", "resolve up 03-05 Thu 04:00",
 		"fire up 03-08 Sun 02:10", "resolve up 03-08 Sun 05:00",
-		"fire up 04-05 Sun 17:50", "resolve up 04-06 Mon 05:00",
+		"fire up 04-05 Sun 17:50", "resolve up 04-06 Mon 05:10",
 	}
 	wantMessages(t, got, want)
 	// Its why says so: lasted 2 h 40 min (from 15:10), its bursts 1 h 40 min.
@@ -542,24 +542,33 @@ func TestUnusualDropHeldAtASmallNormalForThreeDaysAtMost(t *testing.T) {
 	wantMessages(t, got, []string{"resolve 03-05 02:00"})
 }
 
-// A surge of days at 3 × is one episode that lasts as long as it does.
-// Its nights, 30 views an hour against 10, sit inside the night's wide
-// range ("expected 0–29"), and the rule once resolved there while the
-// surge went on for two more days; back now also means within factor of
-// the normal's top (or under min_count, where nothing can fire).
+// A surge of days is one episode that lasts as long as it does. Its
+// nights, 30 views an hour against 10, sit inside the night's wide range
+// ("expected 0–29"), and under min_count: the rule once resolved there
+// while the surge went on, and fired again the next day. Back now means
+// within factor of the normal's top as well as inside the range.
 func TestUnusualSurgeOfDaysIsOneEpisodeToItsEnd(t *testing.T) {
 	r := unusualRule(t, Unusual{})
 	surge := monday.Add(35*24*time.Hour + 10*time.Hour) // Monday of the 6th week, 10:00
-	s := newSynth(monday, 42, 13, func(t time.Time) float64 {
-		v := daily(1000)(t)
-		if !t.Before(surge) && t.Before(surge.Add(4*24*time.Hour)) {
-			v *= 3
-		}
-		return v
-	})
-	got := s.run(t, r, monday.Add(35*24*time.Hour))
-	want := []string{"fire up 04-06 Mon 10:10", "resolve up 04-10 Fri 12:00"}
-	wantMessages(t, got, want)
+	for _, c := range []struct {
+		peak, times float64
+		want        []string
+	}{
+		// Resolved on its second night before.
+		{1000, 3, []string{"fire up 04-06 Mon 10:10", "resolve up 04-10 Fri 12:00"}},
+		// Two episodes before, resolved at 3:30 on its first night.
+		{60, 2.5, []string{"fire up 04-06 Mon 12:00", "resolve up 04-10 Fri 11:50"}},
+	} {
+		s := newSynth(monday, 42, 13, func(t time.Time) float64 {
+			v := daily(c.peak)(t)
+			if !t.Before(surge) && t.Before(surge.Add(4*24*time.Hour)) {
+				v *= c.times
+			}
+			return v
+		})
+		got := s.run(t, r, monday.Add(35*24*time.Hour))
+		wantMessages(t, got, c.want)
+	}
 }
 
 // everyFewDays is a page's bursts: from its first Monday 9:00, one every
@@ -607,7 +616,7 @@ func TestUnusualTwoLongSurgesAreBothHeard(t *testing.T) {
 		"fire up 03-08 Sun 02:10", "resolve up 03-08 Sun 05:00",
 		"fire up 03-22 Sun 17:50", "resolve up 03-23 Mon 13:00", // the first long surge
 		"fire up 03-27 Fri 14:00", "resolve up 03-27 Fri 16:00", // a burst past the second highest
-		"fire up 04-05 Sun 18:10", "resolve up 04-06 Mon 05:00", // the second
+		"fire up 04-05 Sun 18:10", "resolve up 04-06 Mon 05:10", // the second
 	}
 	wantMessages(t, got, want)
 }
@@ -718,6 +727,6 @@ func TestUnusualQuietSweepsEndARun(t *testing.T) {
 		}
 	}
 	// The two bursts fire (nothing known of them yet); the spikes do not.
-	want := []string{"fire 03-12 09:02 lasted 0s", "resolve 03-12 11:59 lasted 0s", "fire 03-18 09:01 lasted 0s", "resolve 03-18 12:00 lasted 0s"}
+	want := []string{"fire 03-12 09:02 lasted 0s", "resolve 03-12 12:00 lasted 0s", "fire 03-18 09:01 lasted 0s", "resolve 03-18 12:29 lasted 0s"}
 	wantMessages(t, got, want)
 }
