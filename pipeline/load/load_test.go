@@ -204,11 +204,18 @@ func TestClickHouseOutage(t *testing.T) {
 }
 
 // A deleted consumer is recreated; the new one starts from the stream's
-// beginning, and loading everything again changes no count.
+// beginning, and loading everything again changes no count. The fetches
+// that failed meanwhile are counted (pagewatch_ingest_load_fetch_errors_total,
+// which a short NATS outage in the e2e tests does not always make fail).
 func TestConsumerDeletedIsRecreated(t *testing.T) {
 	b := setup(t)
 	b.publish(t, 50, 100)
-	defer b.run(t, b.ch.Hits())()
+	reg := prometheus.NewRegistry()
+	l, err := load.New(b.cfg, load.Deps{Bus: b.bus, Store: b.ch.Hits(), Logger: b.logger, Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer runLoader(t, l)()
 	b.waitCount(t, 5000)
 	s, err := b.bus.HitsStream(context.Background())
 	if err != nil {
@@ -220,4 +227,26 @@ func TestConsumerDeletedIsRecreated(t *testing.T) {
 	b.publish(t, 50, 100)
 	b.waitCount(t, 10_000)
 	b.assertPageCount(t, 10_000)
+	if n := counterValue(t, reg, "pagewatch_ingest_load_fetch_errors_total"); n < 1 {
+		t.Errorf("fetch errors counted: %v, want at least 1 (the fetches of the deleted consumer)", n)
+	}
+}
+
+// counterValue is the value of the counter name in reg (0 if absent).
+func counterValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() == name {
+			var v float64
+			for _, m := range f.GetMetric() {
+				v += m.GetCounter().GetValue()
+			}
+			return v
+		}
+	}
+	return 0
 }
