@@ -239,7 +239,7 @@ func (d *unusualDetector) weigh(o Observation, ep *Episode) judgement {
 			if ep.SmallSince.IsZero() || o.At.Sub(ep.SmallSince) < maxDropHold {
 				return judgement{small: true}
 			}
-			dn.small = true
+			dn.small = true // still small: SmallSince stays, the hold does not begin again
 		}
 		return dn
 	case ep != nil:
