@@ -55,3 +55,10 @@ clean:
 eval:
 	$(GO) build -o $(BIN)/ ./cmd/sweeper
 	$(GO) run ./internal/nabeval/cmd/nabeval -sweeper $(BIN)/sweeper
+
+# The same rules on generated pages of each class of traffic issue #23
+# names, and three more (internal/syntheval): a check of the rule's reach
+# beyond the tweets, not a target to tune to. A table per family.
+.PHONY: eval-synthetic
+eval-synthetic:
+	$(GO) run ./internal/syntheval/cmd/syntheval

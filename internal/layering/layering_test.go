@@ -36,7 +36,7 @@ type layer struct {
 // layers are tried in order: the first whose prefix matches a package is
 // its layer, so narrower prefixes come first.
 var layers = []layer{
-	{name: "test support", prefix: []string{"internal/testserver/", "internal/testenv", "internal/e2e", "internal/freeport", "internal/modroot", "internal/procstat", "internal/realdata", "internal/sqlcheck", "internal/metricsdoc", "internal/promql", "internal/syncbuf", "internal/testcheck", "internal/layering", "internal/nabeval", "internal/demotraffic"},
+	{name: "test support", prefix: []string{"internal/testserver/", "internal/testenv", "internal/e2e", "internal/freeport", "internal/modroot", "internal/procstat", "internal/realdata", "internal/sqlcheck", "internal/metricsdoc", "internal/promql", "internal/syncbuf", "internal/testcheck", "internal/layering", "internal/nabeval", "internal/syntheval", "internal/demotraffic"},
 		may: []string{"domain", "broker", "pipeline", "console", "console records", "sinks", "config", "daemon", "schema", "leaf"}},
 	{name: "leaf", prefix: []string{"config/secret", "config/tlsconfig", "config/strict", "internal/progress", "internal/admin", "internal/democlock", "schema"},
 		may: []string{}},

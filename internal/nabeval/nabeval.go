@@ -234,6 +234,12 @@ func ScoreDetail(s Series, alarms []Alarm) (Score, Detail) {
 	return scoreDetail(s, alarms, s.ProbationEnd())
 }
 
+// ScoreDetailAfter is ScoreDetail with the probationary period ending at
+// prob.
+func ScoreDetailAfter(s Series, alarms []Alarm, prob time.Time) (Score, Detail) {
+	return scoreDetail(s, alarms, prob)
+}
+
 func scoreDetail(s Series, alarms []Alarm, prob time.Time) (Score, Detail) {
 	end := s.Times[len(s.Times)-1]
 	sc := Score{Name: s.Name, Windows: len(s.Windows), Weeks: end.Sub(prob).Hours() / (24 * 7)}

@@ -1,0 +1,91 @@
+package syntheval
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/pagewatch/pagewatch/domain/rules"
+	"github.com/pagewatch/pagewatch/internal/nabeval"
+	"github.com/pagewatch/pagewatch/pipeline/sweep"
+)
+
+// Result is one page's score.
+type Result struct {
+	Page   Page
+	Score  nabeval.Score
+	Detail nabeval.Detail
+}
+
+// Probation is how much of a page's start is not scored: a week, or 15 %
+// of a shorter page (NAB's share), as a page's first days have no normal
+// to be judged against.
+func (p Page) Probation() time.Time {
+	span := time.Duration(p.Days) * day
+	return p.Start.Add(min(week, span*15/100))
+}
+
+// Site is the site a page is the one page of: each its own, so one
+// page's late data says nothing of another's.
+func (p Page) Site() string { return p.Name + ".example" }
+
+// WriteCounts writes the rows of the page named name, drawn as Score
+// draws them, as a counts file.
+func WriteCounts(w io.Writer, name string) error {
+	pages := Pages()
+	for i, p := range pages {
+		if p.Name == name {
+			fmt.Fprintln(w, "timestamp,site,path,count")
+			return writeCounts(w, p, p.Series(uint64(i+1)))
+		}
+	}
+	return fmt.Errorf("no page %q", name)
+}
+
+func writeCounts(w io.Writer, p Page, s nabeval.Series) error {
+	bw := bufio.NewWriter(w)
+	for j, t := range s.Times {
+		fmt.Fprintf(bw, "%s,%s,%s,%d\n", t.Format(time.RFC3339), p.Site(), s.Path(), s.Values[j])
+	}
+	return bw.Flush()
+}
+
+// Score backtests rs over every page, each drawn from its own seed (its
+// place in pages), and scores each as nabeval does: an event is caught
+// by an alarm (a fire or an escalation) inside its window, and an alarm
+// episode beginning outside every window is a false alarm.
+func Score(ctx context.Context, pages []Page, rs []rules.Rule, logger *slog.Logger) ([]Result, error) {
+	series := make([]nabeval.Series, len(pages))
+	var b bytes.Buffer
+	fmt.Fprintln(&b, "timestamp,site,path,count")
+	for i, p := range pages {
+		series[i] = p.Series(uint64(i + 1))
+		if err := writeCounts(&b, p, series[i]); err != nil {
+			return nil, err
+		}
+	}
+	cf, err := sweep.ReadCounts(&b, "generated counts")
+	if err != nil {
+		return nil, err
+	}
+	xs, err := sweep.Backtest(ctx, cf, rs, cf.First, cf.Last.Add(time.Minute), logger)
+	if err != nil {
+		return nil, fmt.Errorf("backtest: %w", err)
+	}
+	var alarms []nabeval.Alarm
+	for _, x := range xs {
+		if x.Event != "resolve" {
+			alarms = append(alarms, nabeval.Alarm{Rule: x.Rule, Site: x.Site, Path: x.Path, FiredAt: x.CrossedAt, Kind: x.Event})
+		}
+	}
+	out := make([]Result, len(pages))
+	for i, p := range pages {
+		sc, d := nabeval.ScoreDetailAfter(series[i], alarms, p.Probation())
+		out[i] = Result{Page: p, Score: sc, Detail: d}
+	}
+	return out, nil
+}
