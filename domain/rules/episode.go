@@ -64,6 +64,11 @@ type judgement struct {
 	// quiet afternoon is not yet a page gone quiet.
 	pending bool
 	sustain time.Duration
+	// lingers: not pending, but still outside the usual range on the
+	// pending side, so a condition that began to build goes on building:
+	// a drop hovering at its level is one drop lasting, not a clock
+	// started again each time a sweep finds it a few views above.
+	lingers bool
 	// burst: a surge past the normal, to remember (State.Bursts) whether
 	// or not it fires.
 	burst bool
@@ -120,7 +125,7 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 				next.Building = o.At
 			}
 			j.fires = o.At.Sub(next.Building) >= j.sustain
-		} else {
+		} else if !j.lingers {
 			next.Building = time.Time{}
 		}
 		if !j.fires {

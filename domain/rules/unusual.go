@@ -371,6 +371,7 @@ func (d *unusualDetector) weighDown(o Observation) judgement {
 	// count of 0 would be "infinitely" below its level at the first look).
 	j.severity = min(1, max(j.level, 1)/max(float64(o.Count), 1))
 	j.pending = float64(o.Count) <= j.level
+	j.lingers = float64(o.Count) < e.Low
 	return j
 }
 
