@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"log/slog"
 	"time"
@@ -29,6 +30,14 @@ func (p Page) Probation() time.Time {
 	return p.Start.Add(min(week, span*15/100))
 }
 
+// Seed is the page's seed, from its name: a page is drawn alike
+// whatever pages are added beside it.
+func (p Page) Seed() uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(p.Name))
+	return h.Sum64()
+}
+
 // Site is the site a page is the one page of: each its own, so one
 // page's late data says nothing of another's.
 func (p Page) Site() string { return p.Name + ".example" }
@@ -36,11 +45,10 @@ func (p Page) Site() string { return p.Name + ".example" }
 // WriteCounts writes the rows of the page named name, drawn as Score
 // draws them, as a counts file.
 func WriteCounts(w io.Writer, name string) error {
-	pages := Pages()
-	for i, p := range pages {
+	for _, p := range Pages() {
 		if p.Name == name {
 			fmt.Fprintln(w, "timestamp,site,path,count")
-			return writeCounts(w, p, p.Series(uint64(i+1)))
+			return writeCounts(w, p, p.Series(p.Seed()))
 		}
 	}
 	return fmt.Errorf("no page %q", name)
@@ -54,8 +62,7 @@ func writeCounts(w io.Writer, p Page, s nabeval.Series) error {
 	return bw.Flush()
 }
 
-// Score backtests rs over every page, each drawn from its own seed (its
-// place in pages), and scores each as nabeval does: an event is caught
+// Score backtests rs over every page, each drawn from its own seed, and scores each as nabeval does: an event is caught
 // by an alarm (a fire or an escalation) inside its window, and an alarm
 // episode beginning outside every window is a false alarm.
 func Score(ctx context.Context, pages []Page, rs []rules.Rule, logger *slog.Logger) ([]Result, error) {
@@ -63,7 +70,7 @@ func Score(ctx context.Context, pages []Page, rs []rules.Rule, logger *slog.Logg
 	var b bytes.Buffer
 	fmt.Fprintln(&b, "timestamp,site,path,count")
 	for i, p := range pages {
-		series[i] = p.Series(uint64(i + 1))
+		series[i] = p.Series(p.Seed())
 		if err := writeCounts(&b, p, series[i]); err != nil {
 			return nil, err
 		}
