@@ -136,27 +136,26 @@ func lowerCountAt(e Expected, mu, z float64) float64 {
 	if mu <= 0 {
 		return -1
 	}
-	k, theta := gammaShape(e, mu)
+	k := gammaShape(e, mu)
 	c := 1 - 1/(9*k) + z/(3*math.Sqrt(k))
 	if c < 0 {
 		return -1
 	}
-	return theta * k * c * c * c
+	return mu * c * c * c // the gamma's scale × its shape is its mean
 }
 
-// gammaShape is the shape and scale of the gamma with the count's mean
-// (mu) and variance.
-func gammaShape(e Expected, mu float64) (k, theta float64) {
-	v := mu * noise(e, mu) * noise(e, mu)
-	return mu * mu / v, v / mu
+// gammaShape is the shape of the gamma with the count's mean (mu) and
+// variance: mu² over the variance.
+func gammaShape(e Expected, mu float64) float64 {
+	return mu / ((1 + e.Dispersion*mu) * (1 + 1.57/float64(max(e.Samples, 1))))
 }
 
 // NoiseZ is how many noise units count is from mu (for the why and the
 // console), measured as countAt measures: positive above.
 func NoiseZ(e Expected, mu float64, count uint64) float64 {
 	if c := float64(count); c < mu {
-		k, theta := gammaShape(e, mu)
-		return min(0, (math.Cbrt(c/(theta*k))-(1-1/(9*k)))*3*math.Sqrt(k))
+		k := gammaShape(e, mu)
+		return min(0, (math.Cbrt(c/mu)-(1-1/(9*k)))*3*math.Sqrt(k))
 	}
 	return 2 * (math.Sqrt(float64(count)+0.375) - math.Sqrt(mu+0.375)) / noise(e, mu)
 }
