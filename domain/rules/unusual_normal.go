@@ -127,11 +127,14 @@ func (d *unusualDetector) countAt(e Expected, mu, z float64) float64 {
 // lowerCountAt is the count z (< 0) noise units below mu by Wilson and
 // Hilferty's cube root of the gamma with the count's mean and variance
 // (the negative binomial's μ + φμ², times the normal's own uncertainty),
-// whose lower tail is the negative binomial's. At φ = 0.04 on a page of
-// thousands a sweep, 5 units down is 0.29 × mu where the square root
-// put it at 0.12 ×, and a day at a third of the normal went unheard;
-// the upper tails of the two differ by under a tenth (2.35 × mu, the
-// square root's 2.52 ×), and the square root's stays.
+// whose lower tail is the negative binomial's. The square root's lower
+// tail, the mirror of its upper one, lies below it, the more so the
+// more a page's days vary: 5 units down at φ 0.04 on a normal of 2,000
+// it is 0.25 × mu, at φ 0.1 0.04 ×, where the negative binomial's are
+// 0.29 × and 0.11 × (the gamma's 0.29 × and 0.10 ×;
+// TestLowerTailIsTheNegativeBinomials). Upward the square root is
+// within a few percent of the negative binomial (2.26 × against 2.35 ×
+// at φ 0.04), and stays.
 func lowerCountAt(e Expected, mu, z float64) float64 {
 	if mu <= 0 {
 		return -1

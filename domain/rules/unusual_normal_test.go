@@ -1,0 +1,46 @@
+package rules
+
+import (
+	"math"
+	"testing"
+)
+
+// nbQuantile is the least count whose negative binomial (mean mu,
+// variance mu + phi mu²) CDF reaches p, summed from the pmf.
+func nbQuantile(mu, phi, p float64) float64 {
+	r := 1 / phi
+	q := r / (r + mu)
+	lr, _ := math.Lgamma(r)
+	cdf := 0.0
+	for k := 0.0; ; k++ {
+		lk, _ := math.Lgamma(k + r)
+		lf, _ := math.Lgamma(k + 1)
+		cdf += math.Exp(lk - lr - lf + r*math.Log(q) + k*math.Log1p(-q))
+		if cdf >= p {
+			return k
+		}
+	}
+}
+
+// The count 5 noise units below the normal is where the negative
+// binomial puts it, on a small page and a large one whose days vary:
+// within a tenth of the exact quantile at the normal distribution's
+// 5 σ tail. The square root's lower tail, mirrored from its upper one,
+// put a large page's far below it.
+func TestLowerTailIsTheNegativeBinomials(t *testing.T) {
+	var d unusualDetector
+	p := 0.5 * math.Erfc(5/math.Sqrt2) // Φ(-5)
+	for _, c := range []struct{ mu, phi float64 }{{50, 0.01}, {200, 0.02}, {2000, 0.04}, {2000, 0.1}, {20000, 0.02}} {
+		e := Expected{Dispersion: c.phi, Samples: 1 << 30} // a normal known exactly: the count's noise alone
+		got, exact := d.countAt(e, c.mu, -5), nbQuantile(c.mu, c.phi, p)
+		if math.Abs(got-exact) > 0.1*exact+2 {
+			t.Errorf("mu %g, phi %g: 5 units down is %.0f, the negative binomial's quantile %.0f", c.mu, c.phi, got, exact)
+		}
+		r := math.Sqrt(c.mu+0.375) - 5*noise(e, c.mu)/2
+		t.Logf("mu %g, phi %g: %.0f (%.2f × mu), exact %.0f; the square root's %.0f; up: the square root's %.2f × mu, exact %.2f ×",
+			c.mu, c.phi, got, got/c.mu, exact, r*r-0.375, d.countAt(e, c.mu, 5)/c.mu, nbQuantile(c.mu, c.phi, 1-p)/c.mu)
+		if z := NoiseZ(e, c.mu, uint64(math.Round(got))); math.Abs(z+5) > 0.1 {
+			t.Errorf("mu %g, phi %g: NoiseZ of its own 5 units down is %.2f", c.mu, c.phi, z)
+		}
+	}
+}
