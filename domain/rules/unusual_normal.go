@@ -153,8 +153,9 @@ func gammaShape(e Expected, mu float64) float64 {
 	return mu / ((1 + e.Dispersion*mu) * (1 + 1.57/float64(max(e.Samples, 1))))
 }
 
-// NoiseZ is how many noise units count is from mu (for the why and the
-// console), measured as countAt measures: positive above.
+// NoiseZ is how many noise units count is from mu, measured as countAt
+// measures (positive above; a count just under mu, inside the gamma's
+// offset from it, reads 0): the inverse countAt is tested against.
 func NoiseZ(e Expected, mu float64, count uint64) float64 {
 	if c := float64(count); c < mu {
 		k := gammaShape(e, mu)

@@ -69,7 +69,8 @@ type Family struct {
 	Shape   func(p *Page)
 }
 
-// Families are the classes of issue #23 and three a real site adds.
+// Families are the classes of issue #23, three a real site adds, and
+// city-nights, which puts the week's rhythm, clocks and drops together.
 var Families = []Family{
 	{Name: "weekend-nights", About: "Friday's and Saturday's nights at 4 × the weekdays'; a 3-hour surge at 5 ×", Shape: func(p *Page) {
 		p.FriSatNights, p.Weekend, p.PeakHour = 4, 1, 20

@@ -2,7 +2,8 @@
 // classes of traffic issue #23 names (the week's rhythm, drops, short
 // bursts, short histories, daily bursts, a normal of zero) and three a
 // real site adds (a trend, clocks that change for daylight saving, a big
-// page whose days vary more than Poisson's noise), each at several sizes
+// page whose days vary more than Poisson's noise), and one with the
+// week's rhythm, clocks and drops together, each at several sizes
 // and row intervals, with labelled events. It is counted as `make eval`
 // counts the NAB tweets (package nabeval), so the two read alike.
 //
@@ -55,7 +56,8 @@ type Burst struct {
 }
 
 // Event multiplies the page's views by Factor over [At, At+Len) and adds
-// Views spread over it.
+// Views spread over it (an event of views alone has Factor 1: 0 would
+// empty the page's rows).
 type Event struct {
 	At     time.Duration // after Start
 	Len    time.Duration
@@ -134,7 +136,7 @@ func (p Page) burstViews(rng *rand.Rand, end time.Time) map[time.Time]float64 {
 		for at := p.Start.Add(b.First); at.Before(end); {
 			per := b.Views / max(1, b.Len.Minutes())
 			for m := time.Duration(0); m < b.Len; m += time.Minute {
-				out[at.Add(m).Truncate(p.Step)] += per
+				out[p.rowOf(at.Add(m))] += per
 			}
 			gap := b.Every
 			if b.Jit > 0 {
@@ -144,6 +146,11 @@ func (p Page) burstViews(rng *rand.Rand, end time.Time) map[time.Time]float64 {
 		}
 	}
 	return out
+}
+
+// rowOf is the start of the row t falls in (rows begin at Start).
+func (p Page) rowOf(t time.Time) time.Time {
+	return p.Start.Add(t.Sub(p.Start) / p.Step * p.Step)
 }
 
 // overlap is how long [a, b) and [c, d) share.

@@ -20,7 +20,7 @@ import (
 func main() {
 	rulesPath := flag.String("rules", "deploy/rules/spike-default.yaml", "the rules file to score")
 	verbose := flag.Bool("v", false, "also list each page's missed events and false alarms")
-	dump := flag.String("dump", "", "print this page's rows (a name -v lists, like drops-3000-5m0s) as a counts file for `sweeper backtest --counts`, and exit")
+	dump := flag.String("dump", "", "print this page's rows (a name -v lists, like drops-3000-5m0s-1) as a counts file for `sweeper backtest --counts`, and exit")
 	flag.Parse()
 	if *dump != "" {
 		if err := syntheval.WriteCounts(os.Stdout, *dump); err != nil {
