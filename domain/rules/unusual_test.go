@@ -158,25 +158,31 @@ func TestUnusualWeeklyRhythmsFireNothing(t *testing.T) {
 	}
 }
 
-func TestUnusualHolidayDropFiresAndResolves(t *testing.T) {
-	r := unusualRule(t, Unusual{})
-	holiday := monday.Add(24 * 24 * time.Hour) // Thursday of the 4th week
-	s := newSynth(monday, 28, 3, func(t time.Time) float64 {
-		v := daily(200)(t)
-		if !t.Before(holiday) && t.Before(holiday.Add(24*time.Hour)) {
-			v *= 0.25
+// holiday is daily(peak) with the Thursday of the 4th week at share of
+// it.
+func holiday(peak, share float64) func(time.Time) float64 {
+	day := monday.Add(24 * 24 * time.Hour)
+	return func(t time.Time) float64 {
+		v := daily(peak)(t)
+		if !t.Before(day) && t.Before(day.Add(24*time.Hour)) {
+			v *= share
 		}
 		return v
-	})
+	}
+}
+
+func TestUnusualHolidayDropFiresAndResolves(t *testing.T) {
+	r := unusualRule(t, Unusual{})
+	s := newSynth(monday, 28, 3, holiday(200, 0.25))
 	got := s.run(t, r, monday.Add(7*24*time.Hour))
 	// The night's 10 views an hour falling to 2.5 prove nothing; by 8:00
 	// the fall is far below the range, and after down_for (2h) it fires
 	// (at 14:00 while the lower tail was the square root's, which asked
 	// a fall far beyond the count's noise, and sweeps just above that
-	// level started the 2 hours again). The next night proves nothing either way (its normal is
-	// under min_count: 2.5 views an hour would sit in its range too), so
-	// the drop is held until the morning's normal can tell: back at 7:00,
-	// resolved after settle (1h).
+	// level started the 2 hours again). The next night proves nothing
+	// either way (its normal is under min_count: 2.5 views an hour would
+	// sit in its range too), so the drop is held until the morning's
+	// normal can tell: back at 7:00, resolved after settle (1h).
 	want := []string{"fire down 03-26 Thu 10:00", "resolve down 03-27 Fri 08:00"}
 	wantMessages(t, got, want)
 }
@@ -188,14 +194,7 @@ func TestUnusualHolidayDropFiresAndResolves(t *testing.T) {
 // heard at 12:00, where without lingering nothing was.
 func TestUnusualDropAtTheEdgeOfItsLevelLasts(t *testing.T) {
 	r := unusualRule(t, Unusual{})
-	day := monday.Add(24 * 24 * time.Hour)
-	s := newSynth(monday, 28, 5, func(t time.Time) float64 {
-		v := daily(2000)(t)
-		if !t.Before(day) && t.Before(day.Add(24*time.Hour)) {
-			v *= 0.38
-		}
-		return v
-	})
+	s := newSynth(monday, 28, 5, holiday(2000, 0.38))
 	got := s.run(t, r, monday.Add(7*24*time.Hour))
 	want := []string{"fire down 03-26 Thu 12:00", "resolve down 03-27 Fri 08:00"}
 	wantMessages(t, got, want)
