@@ -47,6 +47,23 @@ type Expected struct {
 	// OK is false when there was not enough known history to say what is
 	// normal; such a page neither fires nor resolves.
 	OK bool
+	// Long is the normal of a drop's hours (unusual rules looking down:
+	// the window and down_for together, Reach.Long).
+	Long LongNormal
+}
+
+// LongNormal is the normal of the longer window a drop is also judged
+// on: a small page's hours each say little of a fall, its hours
+// together say much. Its fields are Expected's.
+type LongNormal struct {
+	Value, Bottom, Low, High, Dispersion float64
+	Samples                              int
+	OK                                   bool
+}
+
+// expected is l as an Expected, for the noise model.
+func (l LongNormal) expected() Expected {
+	return Expected{Value: l.Value, Bottom: l.Bottom, Top: l.Value, Low: l.Low, High: l.High, Dispersion: l.Dispersion, Samples: l.Samples, OK: l.OK}
 }
 
 // median sorts xs in place.

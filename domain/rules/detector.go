@@ -20,7 +20,8 @@ type Detector interface {
 	// in Spans' order with the unknown ones left out).
 	Expect(spans []Interval, counts []uint64) Expected
 	// Reach is what a count query reads besides the window: Short, a
-	// window ending with it for bursts (Observation.Short). Zero: none.
+	// window ending with it for bursts (Observation.Short), Long, one
+	// for drops (Observation.Long). Zero: none.
 	Reach() Reach
 	// QuietBelow is the count below which a page is, for the rule, the
 	// same as a page without views: it neither fires nor holds an
@@ -91,9 +92,11 @@ func (r *Rule) Judge(prev State, o Observation) (State, []Firing) {
 	return r.StepEpisode(prev, o)
 }
 
-// Reach is the extra windows a detector's count query reads.
+// Reach is the extra windows a detector's count query reads, each ending
+// with the rule's: Short, a burst's minutes (Observation.Short); Long, a
+// drop's hours (Observation.Long). Zero: none.
 type Reach struct {
-	Short time.Duration
+	Short, Long time.Duration
 }
 
 // Detector is the rule's detector, compiled by Validate (built afresh,

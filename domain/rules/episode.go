@@ -16,6 +16,12 @@ type Observation struct {
 	// Short is the count over the detector's short window ending with
 	// the rule's (Reach.Short: bursts); zero when it reads none.
 	Short uint64
+	// Long is the count over the detector's long window ending with the
+	// rule's (Reach.Long: a drop's hours), and LongLate whether the
+	// site's data was late at any time in it (a hole in its data is no
+	// drop); zero and false when it reads none.
+	Long     uint64
+	LongLate bool
 	// Bursts are the page's recent surges, and Above when the run of
 	// them that this observation would continue began (zero: none), from
 	// its state (StepEpisode fills them in).
@@ -38,6 +44,10 @@ type Episode struct {
 	Steps int `json:"steps,omitempty"`
 	// Down is set for an episode of a page that went quiet.
 	Down bool `json:"down,omitempty"`
+	// Long: a drop heard on its hours together (Reach.Long), whose hours
+	// must be no drop again, as well as its hour in range, for it to be
+	// back: a small page's evening range reaches down to the drop.
+	Long bool `json:"long,omitempty"`
 	// Back is when the count came back to the re-arm level and stayed;
 	// the episode resolves rearm.settle after it. Zero: not back.
 	Back time.Time `json:"back,omitzero"`
@@ -75,6 +85,9 @@ type judgement struct {
 	// short: the severity is the burst window's (Reach.Short), not the
 	// rule's window.
 	short bool
+	// long: the severity is the drop's long window's (Reach.Long): its
+	// hours together fell, where each alone says too little.
+	long bool
 	// small: the normal is too small to tell a drop from a page back
 	// (Episode.SmallSince).
 	small bool
@@ -134,7 +147,7 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 		next.Building = time.Time{}
 		next.Episode++
 		next.LastFired = o.At
-		next.Open = &Episode{Since: o.At, Peak: o.Count, PeakAt: o.At, Down: j.down}
+		next.Open = &Episode{Since: o.At, Peak: o.Count, PeakAt: o.At, Down: j.down, Long: j.long}
 		if r.Kind() == KindThreshold {
 			next.Fired = []uint64{r.Thresholds[0]}
 		}
@@ -237,10 +250,14 @@ func (r *Rule) firings(s State, f Firing) []Firing {
 	return []Firing{f}
 }
 
-// shortOf is the burst window a judgement's severity is of, 0: the rule's.
+// shortOf is the other window a judgement's severity is of (a burst's
+// minutes, a drop's hours), 0: the rule's.
 func shortOf(d Detector, j judgement) time.Duration {
-	if !j.short {
-		return 0
+	switch {
+	case j.long:
+		return d.Reach().Long
+	case j.short:
+		return d.Reach().Short
 	}
-	return d.Reach().Short
+	return 0
 }

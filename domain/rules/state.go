@@ -76,8 +76,9 @@ type Firing struct {
 	Severity float64
 	Step     float64
 	Episode  Episode
-	// Short is the burst window the count that fired was over (unusual
-	// rules), 0: the rule's window.
+	// Short is the other window the count that fired was over (unusual
+	// rules: a burst's minutes, Reach.Short, or a drop's hours,
+	// Reach.Long), 0: the rule's window.
 	Short time.Duration
 	// Lasted, when set, is how long the page had been past its normal
 	// when it fired under its bursts' count, by outlasting them: their

@@ -154,10 +154,27 @@ func (d *unusualDetector) LooksDown() bool { return d.u.Direction != Up }
 func (d *unusualDetector) HoldsLateDrops() bool { return d.LooksDown() }
 
 func (d *unusualDetector) Reach() Reach {
-	if d.u.Direction == Down {
-		return Reach{}
+	var r Reach
+	if d.u.Direction != Down {
+		r.Short = d.u.burst()
 	}
-	return Reach{Short: d.u.burst()}
+	r.Long = d.long()
+	return r
+}
+
+// maxLong bounds a drop's long window: its spans are read for every
+// page of a rule looking down.
+const maxLong = 12 * time.Hour
+
+// long is the drop's long window: the rule's window and down_for
+// together (up to maxLong), over which a drop must have lasted anyway;
+// 0 when the rule does not look down or adds no hours.
+func (d *unusualDetector) long() time.Duration {
+	w := d.r.Window.Rolling
+	if !d.LooksDown() || d.u.DownFor <= 0 {
+		return 0
+	}
+	return min(w+d.u.DownFor, max(w, maxLong))
 }
 
 // QuietBelow: 0 when the rule looks down (a page at 0 views is what it
@@ -215,8 +232,20 @@ func (d *unusualDetector) Spans(end, dataStart time.Time) []Interval {
 			add(7 * k)
 		}
 	}
+	if l := d.long(); l > w {
+		// The drop's hours, the same days back (Tag: longSpan on).
+		n := len(out)
+		for _, sp := range out[:n] {
+			if from := sp.To.Add(-l); !from.Before(dataStart) {
+				out = append(out, Interval{From: from, To: sp.To, Tag: sp.Tag + longSpan})
+			}
+		}
+	}
 	return out
 }
+
+// longSpan tags the spans of a drop's long window (see Spans).
+const longSpan = 1 << 20
 
 func (d *unusualDetector) weigh(o Observation, ep *Episode) judgement {
 	e, u := o.Expected, d.u
@@ -260,7 +289,10 @@ func (d *unusualDetector) Against(o Observation, f Firing) Against {
 	e := o.Expected
 	a := Against{Baseline: e.Value, Low: e.Low, High: e.High, Days: e.Days, Weekly: e.Weekly,
 		Burst: f.Short, Direction: direction(f.Episode), Lasted: f.Lasted, BurstsLast: f.BurstsLast}
-	if f.Short > 0 && e.OK {
+	if l := e.Long; f.Short > 0 && f.Short == d.long() && f.Episode.Down && l.OK {
+		// Heard on its hours: those, as a burst's minutes are said.
+		a.Short, a.ShortBaseline, a.ShortLow, a.ShortHigh = o.Long, l.Value, l.Low, l.High
+	} else if f.Short > 0 && e.OK {
 		scale := float64(f.Short) / float64(d.r.Window.Rolling)
 		a.Short, a.ShortBaseline = o.Short, e.Value*scale
 		a.ShortLow = max(0, d.countAt(e, e.Bottom*scale, -usualZ))
@@ -360,19 +392,47 @@ func (d *unusualDetector) weighDown(o Observation) judgement {
 		return judgement{}
 	}
 	j := judgement{known: true, down: true, sustain: u.DownFor}
-	if e.Bottom < float64(u.MinCount) {
-		return j // a page this small never goes quiet: 3 views falling to none is noise
+	// A page this small never goes quiet in an hour (3 views falling to
+	// none is noise), but may over its hours together (weighLongDown).
+	if e.Bottom >= float64(u.MinCount) {
+		j.level = min(d.countAt(e, e.Bottom, -u.Sensitivity), e.Bottom/u.Factor)
+		if j.level >= 0 {
+			// A drop is told once and resolved once: it does not
+			// escalate (a count of 0 would be "infinitely" below its
+			// level at the first look).
+			j.severity = min(1, max(j.level, 1)/max(float64(o.Count), 1))
+			j.pending = float64(o.Count) <= j.level
+			j.lingers = float64(o.Count) < e.Low
+		}
 	}
-	j.level = min(d.countAt(e, e.Bottom, -u.Sensitivity), e.Bottom/u.Factor)
-	if j.level < 0 {
-		return j
+	if !j.pending {
+		if k, ok := d.weighLongDown(o); ok {
+			return k
+		}
 	}
-	// A drop is told once and resolved once: it does not escalate (a
-	// count of 0 would be "infinitely" below its level at the first look).
-	j.severity = min(1, max(j.level, 1)/max(float64(o.Count), 1))
-	j.pending = float64(o.Count) <= j.level
-	j.lingers = float64(o.Count) < e.Low
 	return j
+}
+
+// weighLongDown: the drop's hours together (Reach.Long: the window and
+// down_for) far enough below the bottom of their own normal, past the
+// same floors. A page of 30 views an hour at its busiest falling to a
+// quarter for a day is never 5 noise units down in an hour (7 views
+// against 25 is not), but its 3 hours are (20 against 75). The window
+// is as long as the drop must last, so it fires at once (what down_for
+// asks beyond it, if capped at maxLong). Not on hours when the site's
+// data was late: a hole in the data is no drop.
+func (d *unusualDetector) weighLongDown(o Observation) (judgement, bool) {
+	l, u := o.Expected.Long, d.u
+	if !l.OK || o.LongLate || l.Bottom < float64(u.MinCount) {
+		return judgement{}, false
+	}
+	level := min(d.countAt(l.expected(), l.Bottom, -u.Sensitivity), l.Bottom/u.Factor)
+	if level < 0 || float64(o.Long) > level {
+		return judgement{}, false
+	}
+	return judgement{known: true, down: true, pending: true, long: true, level: level,
+		sustain:  u.DownFor,
+		severity: min(1, max(level, 1)/max(float64(o.Long), 1))}, true
 }
 
 // maxDropHold is how long a drop is held at hours whose normal is too
@@ -385,6 +445,13 @@ const maxDropHold = 72 * time.Hour
 // min_count, where nothing can fire but nothing says it is over).
 func (d *unusualDetector) back(_ judgement, o Observation, ep *Episode) bool {
 	if ep.Down {
+		// Back in its hour's range; heard on its hours, they must be no
+		// drop either.
+		if ep.Long {
+			if _, still := d.weighLongDown(o); still {
+				return false
+			}
+		}
 		return float64(o.Count) >= o.Expected.Low
 	}
 	e := o.Expected

@@ -7,23 +7,40 @@ import "math"
 
 // Expect makes the normal from the samples (see Unusual): one for each
 // hour a window ending mid-hour touches, the top of the two the top,
-// the bottom of the two the bottom.
+// the bottom of the two the bottom; and so the drop's long window's.
 func (d *unusualDetector) Expect(spans []Interval, counts []uint64) Expected {
 	// A sweep makes one of these per page it reads, a million at a
 	// million pages: the samples stay in arrays on the stack.
-	var before, after hourSamples
+	var before, after, longBefore, longAfter hourSamples
 	for i, sp := range spans {
-		if sp.Tag >= nextHour {
-			after.add(sp.Tag-nextHour, counts[i])
+		t := sp.Tag
+		b, a := &before, &after
+		if t >= longSpan {
+			t -= longSpan
+			b, a = &longBefore, &longAfter
+		}
+		if t >= nextHour {
+			a.add(t-nextHour, counts[i])
 		} else {
-			before.add(sp.Tag, counts[i])
+			b.add(t, counts[i])
 		}
 	}
-	e := d.expectHour(&before)
+	e := d.expectWindow(&before, &after)
+	if e.OK && longBefore.nd+longBefore.nw > 0 {
+		l := d.expectWindow(&longBefore, &longAfter)
+		e.Long = LongNormal{Value: l.Value, Bottom: l.Bottom, Low: l.Low, High: l.High, Dispersion: l.Dispersion, Samples: l.Samples, OK: l.OK}
+	}
+	return e
+}
+
+// expectWindow is the normal of one window from its samples ending at
+// the hour before its end and the one after.
+func (d *unusualDetector) expectWindow(before, after *hourSamples) Expected {
+	e := d.expectHour(before)
 	if after.nd+after.nw == 0 || !e.OK {
 		return e
 	}
-	f := d.expectHour(&after)
+	f := d.expectHour(after)
 	if !f.OK {
 		return e
 	}

@@ -81,6 +81,9 @@ func (s *synth) run(t *testing.T, r *Rule, judgeFrom time.Time) []string {
 		if reach.Short > 0 {
 			o.Short = s.count(at.Add(-reach.Short), at)
 		}
+		if reach.Long > 0 {
+			o.Long = s.count(at.Add(-reach.Long), at)
+		}
 		var fire []Firing
 		st, fire = r.StepEpisode(st, o)
 		for _, f := range fire {
@@ -175,15 +178,16 @@ func TestUnusualHolidayDropFiresAndResolves(t *testing.T) {
 	r := unusualRule(t, Unusual{})
 	s := newSynth(monday, 28, 3, holiday(200, 0.25))
 	got := s.run(t, r, monday.Add(7*24*time.Hour))
-	// The night's 10 views an hour falling to 2.5 prove nothing; by 8:00
-	// the fall is far below the range, and after down_for (2h) it fires
-	// (at 14:00 while the lower tail was the square root's, which asked
-	// a fall far beyond the count's noise, and sweeps just above that
-	// level started the 2 hours again). The next night proves nothing
-	// either way (its normal is under min_count: 2.5 views an hour would
-	// sit in its range too), so the drop is held until the morning's
-	// normal can tell: back at 7:00, resolved after settle (1h).
-	want := []string{"fire down 03-26 Thu 10:00", "resolve down 03-27 Fri 08:00"}
+	// The night's 10 views an hour falling to 2.5 prove nothing; by 7:00
+	// its hours together are far below theirs (Reach.Long), and after
+	// down_for (2h) it fires (at 10:00 on the hour alone, at 14:00 while
+	// the lower tail was the square root's, which asked a fall far
+	// beyond the count's noise, and sweeps just above that level started
+	// the 2 hours again). The next night proves nothing either way (its
+	// normal is under min_count: 2.5 views an hour would sit in its range
+	// too), so the drop is held until the morning's normal can tell:
+	// back at 7:00, resolved after settle (1h).
+	want := []string{"fire down 03-26 Thu 09:00", "resolve down 03-27 Fri 08:00"}
 	wantMessages(t, got, want)
 }
 
@@ -191,12 +195,12 @@ func TestUnusualHolidayDropFiresAndResolves(t *testing.T) {
 // finds it a few views above the level, still far under the usual
 // range, does not start its down_for again. A page of 2,000 views an
 // hour at noon falls to 38 % for a day, about where its level lies:
-// heard at 12:00, where without lingering nothing was.
+// heard at 11:00 (12:00 on its hours alone; without lingering, never).
 func TestUnusualDropAtTheEdgeOfItsLevelLasts(t *testing.T) {
 	r := unusualRule(t, Unusual{})
 	s := newSynth(monday, 28, 5, holiday(2000, 0.38))
 	got := s.run(t, r, monday.Add(7*24*time.Hour))
-	want := []string{"fire down 03-26 Thu 12:00", "resolve down 03-27 Fri 08:00"}
+	want := []string{"fire down 03-26 Thu 11:00", "resolve down 03-27 Fri 08:00"}
 	wantMessages(t, got, want)
 }
 
@@ -750,4 +754,30 @@ func TestUnusualQuietSweepsEndARun(t *testing.T) {
 	// The two bursts fire (nothing known of them yet); the spikes do not.
 	want := []string{"fire 03-12 09:02 lasted 0s", "resolve 03-12 12:00 lasted 0s", "fire 03-18 09:01 lasted 0s", "resolve 03-18 12:29 lasted 0s"}
 	wantMessages(t, got, want)
+}
+
+// A small page's day at a quarter of its normal is heard on its hours
+// together (Reach.Long: the window and down_for) at 13:00, and told as
+// one drop to the next morning. On its hours alone it was heard only at
+// its busiest (16:20: 7 views against 25 an hour says little) and
+// thought back at 20:10, its evening's range reaching down to a quarter.
+// The why says the hours it fired on, as a burst's minutes are said:
+// "15 views in 3 hours, expected 43–103".
+func TestUnusualSmallPageDropHeardOnItsHours(t *testing.T) {
+	r := unusualRule(t, Unusual{})
+	if got := r.Detector().Reach().Long; got != 3*time.Hour {
+		t.Fatalf("reach long %s, want the window and down_for, 3h", got)
+	}
+	s := newSynth(monday, 28, 7, holiday(30, 0.25))
+	got := s.run(t, r, monday.Add(7*24*time.Hour))
+	want := []string{"fire down 03-26 Thu 13:00", "resolve down 03-27 Fri 10:00"}
+	wantMessages(t, got, want)
+	if len(s.against) == 0 {
+		return
+	}
+	a := s.against[0]
+	if a.Burst != 3*time.Hour || a.Direction != "down" || a.ShortBaseline <= 0 || float64(a.Short) >= a.ShortLow || a.ShortLow >= a.ShortBaseline {
+		t.Errorf("fire measured against %+v: want its 3 hours, their count under their usual range", a)
+	}
+	t.Logf("fired on %d views in 3h, expected %.0f–%.0f (normal %.0f); the hour: %.0f–%.0f", a.Short, a.ShortLow, a.ShortHigh, a.ShortBaseline, a.Low, a.High)
 }

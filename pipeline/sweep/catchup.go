@@ -66,7 +66,7 @@ func (s *Sweeper) rollingCatchUp(ctx context.Context, set *ruleSet, last, now ti
 	sites := map[string]bool{}
 	for _, r := range set.rules {
 		if r.Window.Kind == rules.Rolling {
-			longest = max(longest, r.Window.Rolling)
+			longest = max(longest, r.Window.Rolling, r.Detector().Reach().Long)
 			sites[siteOf(r)] = true
 		}
 	}
@@ -106,6 +106,19 @@ func (s *Sweeper) rollingCatchUp(ctx context.Context, set *ruleSet, last, now ti
 		slices.SortFunc(moments, func(a, b time.Time) int { return a.Compare(b) })
 		moments = slices.CompactFunc(moments, func(a, b time.Time) bool { return a.Equal(b) })
 		mins := slices.SortedFunc(maps.Keys(sr.minutes), func(a, b time.Time) int { return a.Compare(b) })
+		// A drop's hours (Reach.Long), as the count query sums them.
+		long := r.Detector().Reach().Long
+		var prefix []uint64
+		if long > 0 {
+			prefix = make([]uint64, len(mins)+1)
+			for i, m := range mins {
+				prefix[i+1] = prefix[i] + sr.minutes[m]
+			}
+		}
+		upTo := func(t time.Time) uint64 { // hits in minutes at or before t
+			i, _ := slices.BinarySearchFunc(mins, t.Add(time.Nanosecond), func(a, b time.Time) int { return a.Compare(b) })
+			return prefix[i]
+		}
 		// Slide the window (t-d, t] over the sorted minutes.
 		var n uint64
 		in, out := 0, 0
@@ -120,7 +133,11 @@ func (s *Sweeper) rollingCatchUp(ctx context.Context, set *ruleSet, last, now ti
 			}
 			// Judged at the end of minute t, as a sweep then would have.
 			at := t.Add(time.Minute - time.Second)
-			obs[k] = append(obs[k], observation{key: k, pt: pointAt(sr.rule, r, at, now), site: sr.site, path: sr.path, count: n})
+			o := observation{key: k, pt: pointAt(sr.rule, r, at, now), site: sr.site, path: sr.path, count: n}
+			if long > 0 {
+				o.long = upTo(t) - upTo(t.Add(-long))
+			}
+			obs[k] = append(obs[k], o)
 		}
 		slices.SortStableFunc(obs[k], func(a, b observation) int { return a.pt.at.Compare(b.pt.at) })
 	}

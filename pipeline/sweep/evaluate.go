@@ -192,7 +192,9 @@ type observation struct {
 	pages      []rules.PageCount // a sum rule's shares
 	exp        rules.Expected    // spike and new_page rules: the page's normal
 	short      uint64            // the count over the detector's burst window (Reach.Short)
+	long       uint64            // the count over its drop's hours (Reach.Long)
 	late       bool              // the site's data is behind: no drop is judged
+	longLate   bool              // ... or was, at some time in the drop's hours
 	// alike are the rules (indexes) that settle this page as this one's
 	// rule does (Detector.SettleKey), its normal not yet known when
 	// counted: they are judged only if it is not settled (weighStateless,
@@ -202,7 +204,7 @@ type observation struct {
 
 // ruleObservation is what the rule's detector is shown of o.
 func (o observation) ruleObservation() rules.Observation {
-	return rules.Observation{At: o.pt.at, Count: o.count, Expected: o.exp, Short: o.short, Late: o.late}
+	return rules.Observation{At: o.pt.at, Count: o.count, Expected: o.exp, Short: o.short, Long: o.long, Late: o.late, LongLate: o.late || o.longLate}
 }
 
 // count runs the queries for a set of points and turns the rows into
@@ -266,12 +268,16 @@ func (s *Sweeper) count(ctx context.Context, set *ruleSet, pts []point, every bo
 				startIdx(from) // no point reads it: it only widens the pages returned
 			}
 		}
-		// Each point's burst window, by index into starts (-1: none).
-		shortIdx := make([]int, len(group))
+		// Each point's burst window and drop's hours, by index into
+		// starts (-1: none).
+		shortIdx, longIdx := make([]int, len(group)), make([]int, len(group))
 		for i, p := range group {
-			shortIdx[i] = -1
+			shortIdx[i], longIdx[i] = -1, -1
 			if from, ok := shortStart(set.rules[p.rule], p); ok {
 				shortIdx[i] = startIdx(from)
+			}
+			if from, ok := longStart(set.rules[p.rule], p); ok {
+				longIdx[i] = startIdx(from)
 			}
 		}
 		q := traffic.WindowQuery{Measure: ek.m, Starts: starts, End: end, SealedBefore: s.seals.daysBefore(), Floor: floor}
@@ -323,6 +329,9 @@ func (s *Sweeper) count(ctx context.Context, set *ruleSet, pts []point, every bo
 					o := observation{pt: p, site: pc.Site, path: pc.Path, count: n}
 					if j := shortIdx[gi]; j >= 0 {
 						o.short = pc.Counts[j]
+					}
+					if j := longIdx[gi]; j >= 0 {
+						o.long = pc.Counts[j]
 					}
 					// The state key is made only for what is kept: most
 					// pages of a rule looking down are settled.
@@ -389,6 +398,15 @@ func quietReach(r *rules.Rule, p point) (time.Time, bool) {
 func shortStart(r *rules.Rule, p point) (time.Time, bool) {
 	short := r.Detector().Reach().Short
 	return p.to.Add(-short), short > 0 && r.Window.Kind == rules.Rolling
+}
+
+// longStart is the start of the drop's hours a rule's detector reads
+// with its own window (Reach.Long), ending with it; false when it reads
+// none. A rule that looks down reads days back already (quietReach):
+// this is one more sum over minutes the query scans anyway.
+func longStart(r *rules.Rule, p point) (time.Time, bool) {
+	long := r.Detector().Reach().Long
+	return p.to.Add(-long), long > 0 && r.Window.Kind == rules.Rolling
 }
 
 // maxSumPages is how many of a sum rule's pages its crossing carries,

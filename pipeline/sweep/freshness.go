@@ -119,23 +119,33 @@ func (f *freshness) check(ctx context.Context, set *ruleSet, obs map[string][]ob
 			late[site] = end.Before(now.Add(-after))
 		}
 	}
-	for k, list := range obs {
-		for i := range list {
-			obs[k][i].late = late[list[i].site]
-		}
-	}
 	var out []*verdict
+	lateUntil := map[string]time.Time{} // site → when it was last late
 	for _, r := range down {
 		for _, site := range slices.Sorted(maps.Keys(ends)) {
 			if r.Site != "" && r.Site != site {
 				continue
 			}
-			v, err := f.noData(ctx, r, site, ends[site], late[site], now)
+			v, until, err := f.noData(ctx, r, site, ends[site], late[site], now)
 			if err != nil {
 				return nil, 0, err
 			}
 			if v != nil {
 				out = append(out, v)
+			}
+			if until.After(lateUntil[site]) {
+				lateUntil[site] = until
+			}
+		}
+	}
+	// A drop's hours (Reach.Long) that held a late stretch are not
+	// judged: the hits of its hole may never come.
+	for k, list := range obs {
+		for i := range list {
+			o := &obs[k][i]
+			o.late = late[o.site]
+			if long := set.rules[o.pt.rule].Detector().Reach().Long; long > 0 {
+				o.longLate = lateUntil[o.site].After(o.pt.to.Add(-long))
 			}
 		}
 	}
@@ -149,12 +159,18 @@ func (f *freshness) check(ctx context.Context, set *ruleSet, obs map[string][]ob
 }
 
 // noData steps one rule's "no data" episode for one site: it opens when
-// the site is late, and resolves when its data is on time again.
-func (f *freshness) noData(ctx context.Context, r *rules.Rule, site string, end time.Time, late bool, now time.Time) (*verdict, error) {
+// the site is late, and resolves when its data is on time again. It also
+// says when the site was last late: now, when it resolved (its state's
+// Seen), or never (zero).
+func (f *freshness) noData(ctx context.Context, r *rules.Rule, site string, end time.Time, late bool, now time.Time) (*verdict, time.Time, error) {
 	key := noDataKey(r, site)
 	st, rev, err := f.state.get(ctx, key)
 	if err != nil {
-		return nil, err
+		return nil, time.Time{}, err
+	}
+	until := st.Seen
+	if late || st.Open != nil {
+		until = now
 	}
 	v := &verdict{key: key, rule: r, prev: st, rev: rev, next: st.State, pending: st.Pending}
 	var x crossing.Crossing
@@ -162,20 +178,21 @@ func (f *freshness) noData(ctx context.Context, r *rules.Rule, site string, end 
 	case late && open == nil:
 		v.next.Episode++
 		v.next.Open = &rules.Episode{Since: end, Site: site}
+		v.next.Seen = now
 		x = noDataCrossing(r, site, v.next.Episode, rules.EventFire, end, now)
 		f.logger.Warn("no data from site since its newest hit; its drops are held until it flows again", "site", site, "since", end, "rule", r.Name)
 	case !late && open != nil:
-		v.next.Open = nil
+		v.next.Open, v.next.Seen = nil, now
 		x = noDataCrossing(r, site, st.Episode, rules.EventResolve, open.Since, now)
 		f.logger.Info("data flows again from site; its drops are judged again", "site", site, "newest", end, "rule", r.Name)
 	default:
 		if len(v.pending) == 0 {
-			return nil, nil
+			return nil, until, nil
 		}
-		return v, nil
+		return v, until, nil
 	}
 	v.fired = append(v.fired, x)
-	return v, nil
+	return v, until, nil
 }
 
 // saysNoData reports whether a rule holds drops while a site's data is

@@ -162,6 +162,10 @@ func replaySeries(k string, sr *series, r *rules.Rule, base uint64, since, allFr
 				o.short = upTo(pt.to) - upTo(pt.to.Add(-reach.Short))
 			}
 			o.late = site.late(pt.to)
+			if reach.Long > 0 {
+				o.long = upTo(pt.to) - upTo(pt.to.Add(-reach.Long))
+				o.longLate = site.lateWithin(pt.to.Add(-reach.Long), pt.to)
+			}
 		}
 		var fire []rules.Firing
 		st, fire = r.Judge(st, o.ruleObservation())

@@ -39,7 +39,7 @@ func (s *Sweeper) weighStateless(set *ruleSet, r *rules.Rule, o observation, pm 
 		}
 		return v.settled
 	}
-	v := settleVerdict{class: class, at: o.pt.at, to: o.pt.to, count: o.count, short: o.short}
+	v := settleVerdict{class: class, at: o.pt.at, to: o.pt.to, count: o.count, short: o.short, long: o.long}
 	if exp, ok := s.baselines.known(r, o); ok {
 		o.exp = exp // o is a copy: what count keeps gets its normal from expect
 		v.settled = r.Detector().Settled(o.ruleObservation())
@@ -100,10 +100,10 @@ func standIns(set *ruleSet, obs map[string][]observation) {
 type settleMemo []settleVerdict
 
 type settleVerdict struct {
-	class        int
-	at, to       time.Time
-	count, short uint64
-	settled      bool
+	class              int
+	at, to             time.Time
+	count, short, long uint64
+	settled            bool
 	// standIn is the key of the observation that stands for the class
 	// while its normal is unknown, at index standInAt of its list.
 	standIn   string
@@ -112,7 +112,7 @@ type settleVerdict struct {
 
 func (m settleMemo) find(class int, o observation) (int, bool) {
 	for i, v := range m {
-		if v.class == class && v.count == o.count && v.short == o.short && v.at.Equal(o.pt.at) && v.to.Equal(o.pt.to) {
+		if v.class == class && v.count == o.count && v.short == o.short && v.long == o.long && v.at.Equal(o.pt.at) && v.to.Equal(o.pt.to) {
 			return i, true
 		}
 	}

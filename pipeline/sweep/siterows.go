@@ -169,6 +169,25 @@ func (d *siteData) late(t time.Time) bool {
 	return !at.IsZero() && t.After(at)
 }
 
+// lateWithin reports whether the site's data was late at any time in
+// (from, to]: after each minute with rows, late from its lateAt to the
+// next minute with rows (late).
+func (d *siteData) lateWithin(from, to time.Time) bool {
+	cmp := func(a, b time.Time) int { return a.Compare(b) }
+	i, _ := slices.BinarySearchFunc(d.minutes, from, cmp)
+	j, _ := slices.BinarySearchFunc(d.minutes, to, cmp)
+	for k := max(0, i-1); k < j; k++ {
+		at := d.lateAt[k]
+		if at.IsZero() || !at.Before(to) {
+			continue
+		}
+		if k+1 >= len(d.minutes) || d.minutes[k+1].After(from) {
+			return true
+		}
+	}
+	return false
+}
+
 // minuteSet is a set of minutes, a bit each in blocks of 2^16 minutes
 // (45 days, 8 KiB): a site's rows over weeks, whatever order a scan
 // returns them in, in kilobytes rather than a time per row.
