@@ -6,7 +6,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/pagewatch/pagewatch/domain/crossing"
 	"github.com/pagewatch/pagewatch/domain/traffic"
@@ -141,8 +140,12 @@ func usualText(w *crossing.Why) string {
 	switch {
 	case w.High > 0 && w.BurstHigh > 0 && w.Burst > 0:
 		// Fired on a burst the hour may not show: say the burst's too.
-		return ", usual " + rangeText(w.Low, w.High) + "; a burst of " + traffic.FormatCount(w.BurstCount) +
-			" in " + strconv.Itoa(int(w.Burst/time.Minute)) + " min, usual " + rangeText(w.BurstLow, w.BurstHigh)
+		what := "a burst of "
+		if w.Direction == "down" {
+			what = "its hours: " // a drop heard on its hours together
+		}
+		return ", usual " + rangeText(w.Low, w.High) + "; " + what + traffic.FormatCount(w.BurstCount) +
+			" in " + crossing.SpanText(w.Burst) + ", usual " + rangeText(w.BurstLow, w.BurstHigh)
 	case w.High > 0 && w.Lasted > 0:
 		// Heard under its usual bursts' count: say for how long.
 		return ", usual " + rangeText(w.Low, w.High) + " " + w.LastedText()

@@ -28,17 +28,18 @@ type Why struct {
 	// rules): "640 views in 1h, expected 120–180". Days is how many days
 	// of history the normal came from, Weekly whether it knew the week
 	// (same weekday) or only the hour of day; Burst, when set, is the
-	// short window the count that fired was over (a burst of minutes).
+	// other window the count that fired was over: a burst of minutes, or
+	// a drop's hours together (direction down).
 	Low    float64       `json:"low,omitempty"`
 	High   float64       `json:"high,omitempty"`
 	Days   int           `json:"days,omitempty"`
 	Weekly bool          `json:"weekly,omitempty"`
 	Burst  time.Duration `json:"burst,omitempty"`
-	// BurstCount is the burst's views (Burst set), BurstBaseline the
-	// normal scaled to its minutes and BurstLow–BurstHigh its usual
-	// range: what a burst was judged on, which the hour's count may not
-	// show ("28 views in 1h, expected 1–29" fired on "20 views in 10
-	// minutes, expected 0–3").
+	// BurstCount is the burst's views (Burst set), BurstBaseline its
+	// normal and BurstLow–BurstHigh its usual range: what a burst was
+	// judged on, which the hour's count may not show ("28 views in 1h,
+	// expected 1–29" fired on "20 views in 10 minutes, expected 0–3"),
+	// or a drop ("15 views in 3 hours, expected 43–103").
 	BurstCount    uint64  `json:"burst_count,omitempty"`
 	BurstBaseline float64 `json:"burst_baseline,omitempty"`
 	BurstLow      float64 `json:"burst_low,omitempty"`
@@ -234,8 +235,8 @@ func (w *Why) RangeText() string {
 }
 
 // BurstText is the burst a message fired on, its count and usual range:
-// "20 views in 10 minutes, expected 0–3"; "" when it fired on its
-// window's count.
+// "20 views in 10 minutes, expected 0–3", or a drop's hours: "15 views
+// in 3 hours, expected 43–103"; "" when it fired on its window's count.
 func (w *Why) BurstText() string {
 	if w == nil || w.Burst <= 0 || w.BurstHigh <= 0 {
 		return ""
@@ -264,10 +265,24 @@ func (w *Why) BurstRatio() float64 {
 
 func minutesText(d time.Duration) string {
 	m := int(d / time.Minute)
-	if m == 1 {
+	switch {
+	case m == 1:
 		return "1 minute"
+	case m == 60:
+		return "1 hour"
+	case m > 60 && m%60 == 0:
+		return strconv.Itoa(m/60) + " hours"
 	}
 	return strconv.Itoa(m) + " minutes"
+}
+
+// BurstLabel names BurstLine for a why's list of facts: "Fired on
+// burst", or for a drop heard on its hours together "Fired on hours".
+func (w *Why) BurstLabel() string {
+	if w != nil && w.Direction == "down" {
+		return "Fired on hours"
+	}
+	return "Fired on burst"
 }
 
 func rangeText(low, high float64) string {
@@ -307,11 +322,11 @@ func (w *Why) LastedText() string {
 	if w == nil || w.Lasted <= 0 {
 		return ""
 	}
-	return "for " + spanText(w.Lasted) + ", longer than its usual bursts (" + spanText(w.BurstsLast) + ")"
+	return "for " + SpanText(w.Lasted) + ", longer than its usual bursts (" + SpanText(w.BurstsLast) + ")"
 }
 
-// spanText is a duration in hours and minutes: "2 h 50 min", "45 min".
-func spanText(d time.Duration) string {
+// SpanText is a duration in hours and minutes: "2 h 50 min", "45 min".
+func SpanText(d time.Duration) string {
 	m := int(d.Round(time.Minute) / time.Minute)
 	switch {
 	case m < 60:

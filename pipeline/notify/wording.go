@@ -86,6 +86,10 @@ func (n Notification) Predicate(clean func(string) string) string {
 		return "rose further: " + views(n.Count) + mostlyClients(w)
 	}
 	switch {
+	case normal && w.Direction == "down" && w.BurstText() != "":
+		// Heard on its hours together, which its hour alone may not
+		// show: say those.
+		return "went quiet: " + w.BurstText() + " (" + views(n.Count) + ")"
 	case normal && w.Direction == "down":
 		s := "went quiet: " + views(n.Count)
 		switch {

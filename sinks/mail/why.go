@@ -15,15 +15,18 @@ import (
 // can send, so they are cleaned like paths (and html/template escapes
 // them again in the HTML part).
 type whyView struct {
-	Normal    string // "20 views an hour window", or empty
-	Ratio     string // "5.0 × normal", or empty
-	Burst     string // "20 views in 10 minutes, expected 0–3 (now 6.1×)": what a burst fired on, or empty
-	Fires     string // "the rule fires at 4 × normal", or empty
-	Rank      string // "2nd of 3 pages on the site in the window", or empty
-	Busiest   string // "10:42 UTC, 70 views", or empty (the chart's caption says it)
-	Since     string // the episode's start, or empty
-	Referrers []domainView
-	New       string // "news.example, blog.example", or empty
+	Normal string // "20 views an hour window", or empty
+	Ratio  string // "5.0 × normal", or empty
+	Burst  string // "20 views in 10 minutes, expected 0–3 (now 6.1×)": what a burst fired on, or empty
+	// BurstLabel names it: "Fired on burst", or "Fired on hours" for a
+	// drop heard on its hours together.
+	BurstLabel string
+	Fires      string // "the rule fires at 4 × normal", or empty
+	Rank       string // "2nd of 3 pages on the site in the window", or empty
+	Busiest    string // "10:42 UTC, 70 views", or empty (the chart's caption says it)
+	Since      string // the episode's start, or empty
+	Referrers  []domainView
+	New        string // "news.example, blog.example", or empty
 	// Clients and Classes are who sent the window's views: "1,000 views
 	// from 3 visitors; one client sent 82% (mostly one client)" and
 	// "bots 40% of hits, AI crawlers 5%". Numbers and class names only.
@@ -59,7 +62,7 @@ func newWhyView(w *crossing.Why, chartPeak string) *whyView {
 		if w.Ratio > 0 {
 			v.Ratio = strconv.FormatFloat(w.Ratio, 'f', 1, 64) + " × normal"
 		}
-		v.Burst = w.BurstLine()
+		v.Burst, v.BurstLabel = w.BurstLine(), w.BurstLabel()
 		if w.Factor > 0 {
 			v.Fires = "the rule fires at " + trimFloat(w.Factor) + " × normal"
 			if w.Direction == "down" {
@@ -126,7 +129,7 @@ Why:
 {{- if .Normal}}
   Normal:         {{.Normal}}{{if .Ratio}}; now {{.Ratio}}{{end}}{{if .Fires}} ({{.Fires}}){{end}}{{end}}
 {{- if .Burst}}
-  Fired on burst: {{.Burst}}{{end}}
+  {{.BurstLabel}}: {{.Burst}}{{end}}
 {{- if .Since}}
   Since:          {{.Since}}{{end}}
 {{- if .Rank}}
@@ -152,7 +155,7 @@ const htmlWhy = `{{define "why"}}{{with .Why}}
 {{- if .Normal}}
 <tr><th align="left">Normal</th><td>{{.Normal}}{{if .Ratio}}; now {{.Ratio}}{{end}}{{if .Fires}} ({{.Fires}}){{end}}</td></tr>{{end}}
 {{- if .Burst}}
-<tr><th align="left">Fired on burst</th><td>{{.Burst}}</td></tr>{{end}}
+<tr><th align="left">{{.BurstLabel}}</th><td>{{.Burst}}</td></tr>{{end}}
 {{- if .Since}}
 <tr><th align="left">Since</th><td>{{.Since}}</td></tr>{{end}}
 {{- if .Rank}}

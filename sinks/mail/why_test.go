@@ -52,6 +52,24 @@ func TestMessageShowsTheBurstItFiredOn(t *testing.T) {
 	}
 }
 
+// A drop heard on its hours together says them, aligned as a burst is.
+func TestMessageShowsTheHoursADropFiredOn(t *testing.T) {
+	n := testNotification()
+	n.Why = &crossing.Why{Kind: "unusual", Count: 4, Baseline: 23, Low: 11, High: 39, Days: 28, Weekly: true, Direction: "down",
+		Burst: 3 * time.Hour, BurstCount: 15, BurstBaseline: 70, BurstLow: 43.2, BurstHigh: 102.5}
+	p := sendToFile(t, n)
+	for name, body := range map[string]string{"text": p.Text, "html": p.HTML} {
+		for _, want := range []string{"expected 11–39 views, from 4 weeks of history (same weekday)", "Fired on hours", "15 views in 3 hours, expected 43–103 (now 0.2×)"} {
+			if !strings.Contains(body, want) {
+				t.Errorf("%s part lacks %q:\n%s", name, want, body)
+			}
+		}
+	}
+	if !strings.Contains(p.Text, "\n  Fired on hours: 15 views") {
+		t.Errorf("text part's hours line is not aligned with the why's others:\n%s", p.Text)
+	}
+}
+
 // Referrer domains are hostile input: markup is escaped in the HTML part,
 // CR/LF and control characters never start a line or a header, and a
 // domain of 100 KB is cut.

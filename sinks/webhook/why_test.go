@@ -82,6 +82,20 @@ func TestChatFactsSayTheBurstItFiredOn(t *testing.T) {
 	}
 }
 
+// A drop heard on its hours together says those, under their own name.
+func TestChatFactsSayTheHoursADropFiredOn(t *testing.T) {
+	n := notify.Notification{Key: "k", Rule: "r", Site: "s", Path: "/p", Count: 4, Threshold: 5, Window: "1h",
+		Why: &crossing.Why{Kind: "unusual", Count: 4, Baseline: 23, Low: 11, High: 39, Direction: "down",
+			Burst: 3 * time.Hour, BurstCount: 15, BurstBaseline: 70, BurstLow: 43.2, BurstHigh: 102.5}}
+	got := map[string]string{}
+	for _, f := range webhook.ChatFacts(n) {
+		got[f[0]] = f[1]
+	}
+	if got["Fired on hours"] != "15 views in 3 hours, expected 43–103 (now 0.2×)" || got["Fired on burst"] != "" {
+		t.Errorf("facts %q", got)
+	}
+}
+
 // A chat title says what happened to the page and fits Slack's header
 // (150 characters) however long the path and the referrer domain are:
 // the path gives way first.

@@ -25,7 +25,7 @@ func whyFacts(w *crossing.Why) []fact {
 		}
 		out = append(out, fact{"Normal", normal})
 		if b := w.BurstLine(); b != "" {
-			out = append(out, fact{"Fired on burst", b})
+			out = append(out, fact{w.BurstLabel(), b})
 		}
 	}
 	if w.Rank > 0 {
