@@ -17,7 +17,7 @@ import (
 //	  factor: 1.5            # and at least 1.5 × the top of the normal (down: below the bottom / 1.5)
 //	  min_count: 20          # and at least 20 views (down: a normal of at least 20)
 //	  burst: 10m             # also judge the last 10 minutes against the same normal (twice the evidence in a first week); 0s: off
-//	  down_for: 2h           # a drop must last this long before it is heard
+//	  down_for: 2h           # a drop must last this long before it is heard (in its hour, or its hours together: window + down_for)
 //	  weeks: 4               # weeks of history the weekly profile reads
 //
 // The normal (docs/unusual-rules.md has the why of each choice):
@@ -36,7 +36,9 @@ import (
 // a prior while they are few), and the normal's own uncertainty added.
 // A count fires up when its variance-stabilised distance above the top
 // of the normal is at least sensitivity (and above the floors); down
-// when it is as far below the bottom for down_for. Every surge is
+// when it, or the count of the window and down_for together against
+// their own normal (a small page's drop), is as far below the bottom
+// for down_for. Every surge is
 // remembered in the page's state for 4 weeks, told or not, and a count
 // must pass the second highest of them by a noise unit to be news: a
 // page's bursts are its normal.
@@ -160,21 +162,6 @@ func (d *unusualDetector) Reach() Reach {
 	}
 	r.Long = d.long()
 	return r
-}
-
-// maxLong bounds a drop's long window: its spans are read for every
-// page of a rule looking down.
-const maxLong = 12 * time.Hour
-
-// long is the drop's long window: the rule's window and down_for
-// together (up to maxLong), over which a drop must have lasted anyway;
-// 0 when the rule does not look down or adds no hours.
-func (d *unusualDetector) long() time.Duration {
-	w := d.r.Window.Rolling
-	if !d.LooksDown() || d.u.DownFor <= 0 {
-		return 0
-	}
-	return min(w+d.u.DownFor, max(w, maxLong))
 }
 
 // QuietBelow: 0 when the rule looks down (a page at 0 views is what it
@@ -382,62 +369,6 @@ func (d *unusualDetector) weighUpOver(o Observation, floor float64) judgement {
 	}
 	return j
 }
-
-// weighDown: the count far below the bottom of a normal of at least
-// min_count, pending until it has lasted down_for. Data that is late is
-// not judged: a count with hits missing is no drop.
-func (d *unusualDetector) weighDown(o Observation) judgement {
-	e, u := o.Expected, d.u
-	if o.Late {
-		return judgement{}
-	}
-	j := judgement{known: true, down: true, sustain: u.DownFor}
-	// A page this small never goes quiet in an hour (3 views falling to
-	// none is noise), but may over its hours together (weighLongDown).
-	if e.Bottom >= float64(u.MinCount) {
-		j.level = min(d.countAt(e, e.Bottom, -u.Sensitivity), e.Bottom/u.Factor)
-		if j.level >= 0 {
-			// A drop is told once and resolved once: it does not
-			// escalate (a count of 0 would be "infinitely" below its
-			// level at the first look).
-			j.severity = min(1, max(j.level, 1)/max(float64(o.Count), 1))
-			j.pending = float64(o.Count) <= j.level
-			j.lingers = float64(o.Count) < e.Low
-		}
-	}
-	if !j.pending {
-		if k, ok := d.weighLongDown(o); ok {
-			return k
-		}
-	}
-	return j
-}
-
-// weighLongDown: the drop's hours together (Reach.Long: the window and
-// down_for) far enough below the bottom of their own normal, past the
-// same floors. A page of 30 views an hour at its busiest falling to a
-// quarter for a day is never 5 noise units down in an hour (7 views
-// against 25 is not), but its 3 hours are (20 against 75). The window
-// is as long as the drop must last, so it fires at once (what down_for
-// asks beyond it, if capped at maxLong). Not on hours when the site's
-// data was late: a hole in the data is no drop.
-func (d *unusualDetector) weighLongDown(o Observation) (judgement, bool) {
-	l, u := o.Expected.Long, d.u
-	if !l.OK || o.LongLate || l.Bottom < float64(u.MinCount) {
-		return judgement{}, false
-	}
-	level := min(d.countAt(l.expected(), l.Bottom, -u.Sensitivity), l.Bottom/u.Factor)
-	if level < 0 || float64(o.Long) > level {
-		return judgement{}, false
-	}
-	return judgement{known: true, down: true, pending: true, long: true, level: level,
-		sustain:  u.DownFor,
-		severity: min(1, max(level, 1)/max(float64(o.Long), 1))}, true
-}
-
-// maxDropHold is how long a drop is held at hours whose normal is too
-// small to tell (a weekend's nights and days).
-const maxDropHold = 72 * time.Hour
 
 // back: inside the usual range again; up, also within factor of the
 // normal's top (the bar a fire must pass): at a page's night the range

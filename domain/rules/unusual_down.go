@@ -1,0 +1,78 @@
+package rules
+
+import "time"
+
+// The unusual detector looking down: a page far below its normal for
+// down_for, in its hour or over its hours together.
+
+// maxLong bounds a drop's long window: its spans are read for every
+// page of a rule looking down.
+const maxLong = 12 * time.Hour
+
+// long is the drop's long window: the rule's window and down_for
+// together (up to maxLong), over which a drop must have lasted anyway;
+// 0 when the rule does not look down or adds no hours.
+func (d *unusualDetector) long() time.Duration {
+	w := d.r.Window.Rolling
+	if !d.LooksDown() || d.u.DownFor <= 0 {
+		return 0
+	}
+	return min(w+d.u.DownFor, max(w, maxLong))
+}
+
+// weighDown: the count far below the bottom of a normal of at least
+// min_count, pending until it has lasted down_for. Data that is late is
+// not judged: a count with hits missing is no drop.
+func (d *unusualDetector) weighDown(o Observation) judgement {
+	e, u := o.Expected, d.u
+	if o.Late {
+		return judgement{}
+	}
+	j := judgement{known: true, down: true, sustain: u.DownFor}
+	// A page this small never goes quiet in an hour (3 views falling to
+	// none is noise), but may over its hours together (weighLongDown).
+	if e.Bottom >= float64(u.MinCount) {
+		j.level = min(d.countAt(e, e.Bottom, -u.Sensitivity), e.Bottom/u.Factor)
+		if j.level >= 0 {
+			// A drop is told once and resolved once: it does not
+			// escalate (a count of 0 would be "infinitely" below its
+			// level at the first look).
+			j.severity = min(1, max(j.level, 1)/max(float64(o.Count), 1))
+			j.pending = float64(o.Count) <= j.level
+			j.lingers = float64(o.Count) < e.Low
+		}
+	}
+	if !j.pending {
+		if k, ok := d.weighLongDown(o); ok {
+			return k
+		}
+	}
+	return j
+}
+
+// weighLongDown: the drop's hours together (Reach.Long: the window and
+// down_for) far enough below the bottom of their own normal, past the
+// same floors, for down_for as the hour must be. A page of 30 views at
+// its busiest hour falling to a quarter for a day is 5 noise units
+// down in an hour only at its busiest, and back in its evening's range
+// by its evening; its 3 hours together say so from the morning. Heard
+// at once instead, a normal from a page's first 6 days, mostly
+// weekdays, took its first quiet Sunday evening for a drop. Not on
+// hours when the site's data was late: a hole in the data is no drop.
+func (d *unusualDetector) weighLongDown(o Observation) (judgement, bool) {
+	l, u := o.Expected.Long, d.u
+	if !l.OK || o.LongLate || l.Bottom < float64(u.MinCount) {
+		return judgement{}, false
+	}
+	level := min(d.countAt(l.expected(), l.Bottom, -u.Sensitivity), l.Bottom/u.Factor)
+	if level < 0 || float64(o.Long) > level {
+		return judgement{}, false
+	}
+	return judgement{known: true, down: true, pending: true, long: true, level: level,
+		sustain:  u.DownFor,
+		severity: min(1, max(level, 1)/max(float64(o.Long), 1))}, true
+}
+
+// maxDropHold is how long a drop is held at hours whose normal is too
+// small to tell (a weekend's nights and days).
+const maxDropHold = 72 * time.Hour

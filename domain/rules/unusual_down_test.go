@@ -1,0 +1,166 @@
+package rules
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+)
+
+// holiday is daily(peak) with the Thursday of the 4th week at share of
+// it.
+func holiday(peak, share float64) func(time.Time) float64 {
+	day := monday.Add(24 * 24 * time.Hour)
+	return func(t time.Time) float64 {
+		v := daily(peak)(t)
+		if !t.Before(day) && t.Before(day.Add(24*time.Hour)) {
+			v *= share
+		}
+		return v
+	}
+}
+
+func TestUnusualHolidayDropFiresAndResolves(t *testing.T) {
+	r := unusualRule(t, Unusual{})
+	s := newSynth(monday, 28, 3, holiday(200, 0.25))
+	got := s.run(t, r, monday.Add(7*24*time.Hour))
+	// The night's 10 views an hour falling to 2.5 prove nothing; by 7:00
+	// its hours together are far below theirs (Reach.Long), and after
+	// down_for (2h) it fires (at 10:00 on the hour alone, at 14:00 while
+	// the lower tail was the square root's, which asked a fall far
+	// beyond the count's noise, and sweeps just above that level started
+	// the 2 hours again). The next night proves nothing either way (its
+	// normal is under min_count: 2.5 views an hour would sit in its range
+	// too), so the drop is held until the morning's normal can tell:
+	// back at 7:00, resolved after settle (1h).
+	want := []string{"fire down 03-26 Thu 09:00", "resolve down 03-27 Fri 08:00"}
+	wantMessages(t, got, want)
+}
+
+// A drop that hovers at its level is one drop lasting: a sweep that
+// finds it a few views above the level, still far under the usual
+// range, does not start its down_for again. A page of 2,000 views an
+// hour at noon falls to 38 % for a day, about where its level lies:
+// heard at 11:00 (12:00 on its hours alone; without lingering, never).
+func TestUnusualDropAtTheEdgeOfItsLevelLasts(t *testing.T) {
+	r := unusualRule(t, Unusual{})
+	s := newSynth(monday, 28, 5, holiday(2000, 0.38))
+	got := s.run(t, r, monday.Add(7*24*time.Hour))
+	want := []string{"fire down 03-26 Thu 11:00", "resolve down 03-27 Fri 08:00"}
+	wantMessages(t, got, want)
+}
+
+// A storm: 4 days at 30 % of normal is one drop, not one a day. Each
+// night's normal is too small to tell a page gone quiet from one back;
+// resolving there, as the rule once did, and firing again after the
+// next morning's down_for told the same drop four times.
+func TestUnusualDropOfDaysIsOneEpisode(t *testing.T) {
+	r := unusualRule(t, Unusual{})
+	storm := monday.Add(35*24*time.Hour + 10*time.Hour) // Monday of the 6th week, 10:00
+	s := newSynth(monday, 42, 13, func(t time.Time) float64 {
+		v := daily(5000)(t)
+		if !t.Before(storm) && t.Before(storm.Add(4*24*time.Hour)) {
+			v *= 0.3
+		}
+		return v
+	})
+	got := s.run(t, r, monday.Add(35*24*time.Hour))
+	want := []string{"fire down 04-06 Mon 13:00", "resolve down 04-10 Fri 11:40"}
+	wantMessages(t, got, want)
+}
+
+func TestUnusualLateDataHoldsDrops(t *testing.T) {
+	r := unusualRule(t, Unusual{})
+	e := Expected{Value: 200, Bottom: 200, Top: 200, Low: 150, High: 250, Dispersion: 0.02, Samples: 4, OK: true}
+	var st State
+	at := monday
+	for i := 0; i < 30; i++ {
+		var fire []Firing
+		st, fire = r.StepEpisode(st, Observation{At: at, Count: 0, Expected: e, Late: true})
+		if len(fire) > 0 || !st.Building.IsZero() {
+			t.Fatalf("late data judged as a drop at step %d: %v %+v", i, fire, st)
+		}
+		at = at.Add(10 * time.Minute)
+	}
+	// Once the data is on time, the drop builds for down_for, then fires.
+	var fired []string
+	for i := 0; i <= 13; i++ {
+		var fire []Firing
+		st, fire = r.StepEpisode(st, Observation{At: at, Count: 0, Expected: e})
+		for _, f := range fire {
+			fired = append(fired, fmt.Sprintf("%s after %s", f.Event, time.Duration(i)*10*time.Minute))
+		}
+		at = at.Add(10 * time.Minute)
+	}
+	if want := []string{"fire after 2h0m0s"}; !slices.Equal(fired, want) {
+		t.Errorf("got %v, want %v", fired, want)
+	}
+}
+
+// A page whose traffic stops for good is told once; the drop resolves
+// once its normal has caught up (here at two weeks, when half its
+// weekly samples are of nothing), and the page is heard again when it
+// surges: no page is kept in a drop for ever.
+func TestUnusualDropToANewSmallNormalEnds(t *testing.T) {
+	r := unusualRule(t, Unusual{})
+	fall := monday.Add(28*24*time.Hour + 10*time.Hour) // 5th week, Monday 10:00
+	surge := monday.Add(63*24*time.Hour + 14*time.Hour)
+	s := newSynth(monday, 65, 31, func(t time.Time) float64 {
+		switch {
+		case !t.Before(surge) && t.Before(surge.Add(2*time.Hour)):
+			return 300
+		case !t.Before(fall):
+			return 0
+		}
+		return daily(120)(t)
+	})
+	got := s.run(t, r, monday.Add(28*24*time.Hour))
+	want := []string{"fire down 03-30 Mon 12:50", "resolve down 04-13 Mon 11:10", "fire up 05-04 Mon 14:10", "resolve up 05-04 Mon 18:00"}
+	wantMessages(t, got, want)
+}
+
+// A drop is held while its page's normal is too small to tell (under
+// min_count), for 3 days at most: then it is judged as before, and a
+// count inside the usual range resolves it.
+func TestUnusualDropHeldAtASmallNormalForThreeDaysAtMost(t *testing.T) {
+	r := unusualRule(t, Unusual{})
+	small := Expected{Value: 12, Bottom: 12, Top: 12, Low: 5, High: 22, Dispersion: 0.04, Samples: 4, Days: 28, Weekly: true, OK: true}
+	st := State{Episode: 1, Open: &Episode{Since: monday, Peak: 0, PeakAt: monday, Down: true}}
+	var got []string
+	for at := monday.Add(time.Hour); at.Before(monday.Add(80 * time.Hour)); at = at.Add(10 * time.Minute) {
+		var fire []Firing
+		st, fire = r.StepEpisode(st, Observation{At: at, Count: 10, Expected: small})
+		for _, f := range fire {
+			got = append(got, fmt.Sprintf("%s %s", f.Event, at.Format("01-02 15:04")))
+		}
+	}
+	// Held from 01:00 on the 2nd; judged from 01:00 on the 5th, back
+	// then, resolved after settle (1h).
+	wantMessages(t, got, []string{"resolve 03-05 02:00"})
+}
+
+// A small page's day at a quarter of its normal is heard on its hours
+// together (Reach.Long: the window and down_for) at 13:00, and told as
+// one drop to the next morning. On its hours alone it was heard only at
+// its busiest (16:20: 7 views against 25 an hour says little) and
+// thought back at 20:10, its evening's range reaching down to a quarter.
+// The why says the hours it fired on, as a burst's minutes are said:
+// "15 views in 3 hours, expected 43–103".
+func TestUnusualSmallPageDropHeardOnItsHours(t *testing.T) {
+	r := unusualRule(t, Unusual{})
+	if got := r.Detector().Reach().Long; got != 3*time.Hour {
+		t.Fatalf("reach long %s, want the window and down_for, 3h", got)
+	}
+	s := newSynth(monday, 28, 7, holiday(30, 0.25))
+	got := s.run(t, r, monday.Add(7*24*time.Hour))
+	want := []string{"fire down 03-26 Thu 13:00", "resolve down 03-27 Fri 10:00"}
+	wantMessages(t, got, want)
+	if len(s.against) == 0 {
+		return
+	}
+	a := s.against[0]
+	if a.Burst != 3*time.Hour || a.Direction != "down" || a.ShortBaseline <= 0 || float64(a.Short) >= a.ShortLow || a.ShortLow >= a.ShortBaseline {
+		t.Errorf("fire measured against %+v: want its 3 hours, their count under their usual range", a)
+	}
+	t.Logf("fired on %d views in 3h, expected %.0f–%.0f (normal %.0f); the hour: %.0f–%.0f", a.Short, a.ShortLow, a.ShortHigh, a.ShortBaseline, a.Low, a.High)
+}
