@@ -247,7 +247,7 @@ func (d *unusualDetector) weigh(o Observation, ep *Episode) judgement {
 		if o.Late {
 			return judgement{} // a drop in data not all there: hold
 		}
-		if e.Bottom < float64(u.MinCount) {
+		if d.tooSmallToTell(o, ep) {
 			// At an hour whose normal is too small to tell a page gone
 			// quiet from one back (its night), hold: neither back nor
 			// still down. Not for ever: a page whose normal stays that
@@ -376,12 +376,10 @@ func (d *unusualDetector) weighUpOver(o Observation, floor float64) judgement {
 // min_count, where nothing can fire but nothing says it is over).
 func (d *unusualDetector) back(_ judgement, o Observation, ep *Episode) bool {
 	if ep.Down {
-		// Back in its hour's range; heard on its hours, they must be no
-		// drop either.
-		if ep.Long {
-			if _, still := d.weighLongDown(o); still {
-				return false
-			}
+		// Back in its hour's range; heard on its hours, back in theirs
+		// too (its hour's may reach down to the drop).
+		if d.byItsHours(o, ep) && float64(o.Long) < o.Expected.Long.Low {
+			return false
 		}
 		return float64(o.Count) >= o.Expected.Low
 	}

@@ -11,13 +11,13 @@ const maxLong = 12 * time.Hour
 
 // long is the drop's long window: the rule's window and down_for
 // together (up to maxLong), over which a drop must have lasted anyway;
-// 0 when the rule does not look down or adds no hours.
+// 0 when the rule does not look down or adds no hours to its window.
 func (d *unusualDetector) long() time.Duration {
 	w := d.r.Window.Rolling
-	if !d.LooksDown() || d.u.DownFor <= 0 {
-		return 0
+	if l := min(w+d.u.DownFor, maxLong); d.LooksDown() && l > w {
+		return l
 	}
-	return min(w+d.u.DownFor, max(w, maxLong))
+	return 0
 }
 
 // weighDown: the count far below the bottom of a normal of at least
@@ -71,6 +71,24 @@ func (d *unusualDetector) weighLongDown(o Observation) (judgement, bool) {
 	return judgement{known: true, down: true, pending: true, long: true, level: level,
 		sustain:  u.DownFor,
 		severity: min(1, max(level, 1)/max(float64(o.Long), 1))}, true
+}
+
+// byItsHours reports whether an open drop is judged by its hours
+// together: it was heard on them, and they are known now.
+func (d *unusualDetector) byItsHours(o Observation, ep *Episode) bool {
+	return ep.Long && o.Expected.Long.OK && !o.LongLate
+}
+
+// tooSmallToTell reports whether an open drop's normal is too small to
+// tell the page gone quiet from one back: its hour's, or for a drop
+// heard on its hours, theirs. A small page's hour is under min_count
+// most of the day; held on it, a drop heard on its hours lasted days
+// after the page was back.
+func (d *unusualDetector) tooSmallToTell(o Observation, ep *Episode) bool {
+	if d.byItsHours(o, ep) {
+		return o.Expected.Long.Bottom < float64(d.u.MinCount)
+	}
+	return o.Expected.Bottom < float64(d.u.MinCount)
 }
 
 // maxDropHold is how long a drop is held at hours whose normal is too

@@ -29,11 +29,11 @@ func TestUnusualHolidayDropFiresAndResolves(t *testing.T) {
 	// down_for (2h) it fires (at 10:00 on the hour alone, at 14:00 while
 	// the lower tail was the square root's, which asked a fall far
 	// beyond the count's noise, and sweeps just above that level started
-	// the 2 hours again). The next night proves nothing either way (its
-	// normal is under min_count: 2.5 views an hour would sit in its range
-	// too), so the drop is held until the morning's normal can tell:
-	// back at 7:00, resolved after settle (1h).
-	want := []string{"fire down 03-26 Thu 09:00", "resolve down 03-27 Fri 08:00"}
+	// the 2 hours again). The holiday ends at midnight: its hours are
+	// back in their range by 2:10, and it resolves after settle (1h).
+	// (Heard on its hour alone, the night's normal under min_count holds
+	// it until the morning's can tell: back at 7:00, resolved at 8:00.)
+	want := []string{"fire down 03-26 Thu 09:00", "resolve down 03-27 Fri 03:10"}
 	wantMessages(t, got, want)
 }
 
@@ -46,7 +46,7 @@ func TestUnusualDropAtTheEdgeOfItsLevelLasts(t *testing.T) {
 	r := unusualRule(t, Unusual{})
 	s := newSynth(monday, 28, 5, holiday(2000, 0.38))
 	got := s.run(t, r, monday.Add(7*24*time.Hour))
-	want := []string{"fire down 03-26 Thu 11:00", "resolve down 03-27 Fri 08:00"}
+	want := []string{"fire down 03-26 Thu 11:00", "resolve down 03-27 Fri 03:10"}
 	wantMessages(t, got, want)
 }
 
@@ -141,11 +141,12 @@ func TestUnusualDropHeldAtASmallNormalForThreeDaysAtMost(t *testing.T) {
 
 // A small page's day at a quarter of its normal is heard on its hours
 // together (Reach.Long: the window and down_for) at 13:00, and told as
-// one drop to the next morning. On its hours alone it was heard only at
-// its busiest (16:20: 7 views against 25 an hour says little) and
-// thought back at 20:10, its evening's range reaching down to a quarter.
-// The why says the hours it fired on, as a burst's minutes are said:
-// "15 views in 3 hours, expected 43–103".
+// one drop until its hours are back in their range after midnight. On
+// its hour alone it was heard only at its busiest (16:20: 7 views
+// against 25 an hour says little) and thought back at 20:10, its
+// evening's range reaching down to a quarter. The why says the hours it
+// fired on, as a burst's minutes are said: "15 views in 3 hours,
+// expected 43–103" (the receivers' wording tests pin that text).
 func TestUnusualSmallPageDropHeardOnItsHours(t *testing.T) {
 	r := unusualRule(t, Unusual{})
 	if got := r.Detector().Reach().Long; got != 3*time.Hour {
@@ -153,14 +154,32 @@ func TestUnusualSmallPageDropHeardOnItsHours(t *testing.T) {
 	}
 	s := newSynth(monday, 28, 7, holiday(30, 0.25))
 	got := s.run(t, r, monday.Add(7*24*time.Hour))
-	want := []string{"fire down 03-26 Thu 13:00", "resolve down 03-27 Fri 10:00"}
+	want := []string{"fire down 03-26 Thu 13:00", "resolve down 03-27 Fri 02:30"}
 	wantMessages(t, got, want)
 	if len(s.against) == 0 {
 		return
 	}
 	a := s.against[0]
-	if a.Burst != 3*time.Hour || a.Direction != "down" || a.ShortBaseline <= 0 || float64(a.Short) >= a.ShortLow || a.ShortLow >= a.ShortBaseline {
+	if a.Burst != 3*time.Hour || a.Direction != "down" || a.Short != 15 || a.ShortBaseline <= 0 || float64(a.Short) >= a.ShortLow || a.ShortLow >= a.ShortBaseline {
 		t.Errorf("fire measured against %+v: want its 3 hours, their count under their usual range", a)
 	}
 	t.Logf("fired on %d views in 3h, expected %.0f–%.0f (normal %.0f); the hour: %.0f–%.0f", a.Short, a.ShortLow, a.ShortHigh, a.ShortBaseline, a.Low, a.High)
+}
+
+// A flat small page (15 views an hour, never a normal of min_count in
+// an hour) at nothing for 6 hours: heard on its hours, and resolved the
+// same evening once they are back in their range. Held on its hour's
+// normal, which is always too small to tell, it lasted 6 days.
+func TestUnusualFlatSmallPageDropEndsWhenItsHoursAreBack(t *testing.T) {
+	r := unusualRule(t, Unusual{})
+	from := monday.Add(24*24*time.Hour + 10*time.Hour) // the 4th Thursday, 10:00
+	s := newSynth(monday, 28, 11, func(t time.Time) float64 {
+		if !t.Before(from) && t.Before(from.Add(6*time.Hour)) {
+			return 0
+		}
+		return 15
+	})
+	got := s.run(t, r, monday.Add(7*24*time.Hour))
+	want := []string{"fire down 03-26 Thu 14:30", "resolve down 03-26 Thu 19:00"}
+	wantMessages(t, got, want)
 }

@@ -108,16 +108,16 @@ func (s *Sweeper) rollingCatchUp(ctx context.Context, set *ruleSet, last, now ti
 		mins := slices.SortedFunc(maps.Keys(sr.minutes), func(a, b time.Time) int { return a.Compare(b) })
 		// A drop's hours (Reach.Long), as the count query sums them.
 		long := r.Detector().Reach().Long
-		var prefix []uint64
+		var upTo func(t time.Time) uint64 // hits in minutes at or before t
 		if long > 0 {
-			prefix = make([]uint64, len(mins)+1)
+			prefix := make([]uint64, len(mins)+1)
 			for i, m := range mins {
 				prefix[i+1] = prefix[i] + sr.minutes[m]
 			}
-		}
-		upTo := func(t time.Time) uint64 { // hits in minutes at or before t
-			i, _ := slices.BinarySearchFunc(mins, t.Add(time.Nanosecond), func(a, b time.Time) int { return a.Compare(b) })
-			return prefix[i]
+			upTo = func(t time.Time) uint64 {
+				i, _ := slices.BinarySearchFunc(mins, t.Add(time.Nanosecond), func(a, b time.Time) int { return a.Compare(b) })
+				return prefix[i]
+			}
 		}
 		// Slide the window (t-d, t] over the sorted minutes.
 		var n uint64

@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/pagewatch/pagewatch/broker/bus"
@@ -45,6 +46,10 @@ type freshness struct {
 	// (sitehours.go): what says a silence is late, for a site with a
 	// week's history; the normals' views a minute (rates) otherwise.
 	hazards *siteHazards
+	// began is this sweeper's first check: a "no data" episode resolved
+	// before its state kept when (Seen) resolved before it.
+	began     time.Time
+	beganOnce sync.Once // two sweeps of one sweeper may race (tests do)
 }
 
 func newFreshness(counts Counter, rates func(end time.Time) map[string]float64, state *stateStore, lateAfter time.Duration, logger *slog.Logger) *freshness {
@@ -84,6 +89,7 @@ func (f *freshness) check(ctx context.Context, set *ruleSet, obs map[string][]ob
 	if len(down) == 0 {
 		return nil, 0, nil
 	}
+	f.beganOnce.Do(func() { f.began = now })
 	ends, err := f.counts.DataEnds(ctx, now.Add(-freshnessReach))
 	if err != nil {
 		return nil, 0, err
@@ -169,8 +175,13 @@ func (f *freshness) noData(ctx context.Context, r *rules.Rule, site string, end 
 		return nil, time.Time{}, err
 	}
 	until := st.Seen
-	if late || st.Open != nil {
+	switch {
+	case late || st.Open != nil:
 		until = now
+	case until.IsZero() && st.Episode > 0:
+		// Resolved before its state kept when: at the latest when this
+		// sweeper began.
+		until = f.began
 	}
 	v := &verdict{key: key, rule: r, prev: st, rev: rev, next: st.State, pending: st.Pending}
 	var x crossing.Crossing

@@ -95,10 +95,13 @@ func (s *Sweeper) judge(ctx context.Context, set *ruleSet, obs map[string][]obse
 	// An episodic state seen only at catch-up moments (its page below
 	// the count's floor now) is also judged at the current point, with a
 	// count of 0 like an unseen one: an episode that came back while no
-	// sweeper ran settles and resolves in this sweep, not the next.
+	// sweeper ran settles and resolves in this sweep, not the next. Not
+	// for a rule looking down: its count has no floor, so its page was
+	// counted now and left out as settled (weighStateless), and a count
+	// of 0 would be a drop that is not there.
 	for k, list := range obs {
 		last := list[len(list)-1]
-		if r := set.rules[last.pt.rule]; r.Episodic() && last.pt.at.Before(current[last.pt.rule].at) {
+		if r := set.rules[last.pt.rule]; r.Episodic() && !r.Detector().LooksDown() && last.pt.at.Before(current[last.pt.rule].at) {
 			obs[k] = append(list, observation{key: k, pt: current[last.pt.rule], site: last.site, path: last.path})
 		}
 	}
