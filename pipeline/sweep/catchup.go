@@ -106,10 +106,12 @@ func (s *Sweeper) rollingCatchUp(ctx context.Context, set *ruleSet, last, now ti
 		slices.SortFunc(moments, func(a, b time.Time) int { return a.Compare(b) })
 		moments = slices.CompactFunc(moments, func(a, b time.Time) bool { return a.Equal(b) })
 		mins := slices.SortedFunc(maps.Keys(sr.minutes), func(a, b time.Time) int { return a.Compare(b) })
-		// A drop's hours (Reach.Long), as the count query sums them.
-		long := r.Detector().Reach().Long
+		// A burst's minutes and a drop's hours (Reach), as the count
+		// query sums them: judged on the hour alone, a burst of minutes
+		// while no sweeper ran was heard only if its hour was.
+		reach := r.Detector().Reach()
 		var upTo func(t time.Time) uint64 // hits in minutes at or before t
-		if long > 0 {
+		if reach.Short > 0 || reach.Long > 0 {
 			prefix := make([]uint64, len(mins)+1)
 			for i, m := range mins {
 				prefix[i+1] = prefix[i] + sr.minutes[m]
@@ -134,8 +136,11 @@ func (s *Sweeper) rollingCatchUp(ctx context.Context, set *ruleSet, last, now ti
 			// Judged at the end of minute t, as a sweep then would have.
 			at := t.Add(time.Minute - time.Second)
 			o := observation{key: k, pt: pointAt(sr.rule, r, at, now), site: sr.site, path: sr.path, count: n}
-			if long > 0 {
-				o.long = upTo(t) - upTo(t.Add(-long))
+			if reach.Short > 0 {
+				o.short = upTo(t) - upTo(t.Add(-reach.Short))
+			}
+			if reach.Long > 0 {
+				o.long = upTo(t) - upTo(t.Add(-reach.Long))
 			}
 			obs[k] = append(obs[k], o)
 		}

@@ -213,6 +213,36 @@ func TestUnusualCatchUpAfterDowntimeOnceEach(t *testing.T) {
 	}
 }
 
+// A burst of minutes while no sweeper ran is heard at the catch-up, as
+// the sweeps it missed would have heard it: 60 views in a minute on a
+// page of 60 an hour puts its hour at 2 x (inside what the hour needs,
+// 5 noise units) but its 10 minutes at 7 x. Before the catch-up read a
+// burst's minutes, it sent nothing.
+func TestCatchUpHearsABurstOfMinutes(t *testing.T) {
+	b := setup(t)
+	r := unusualBoth()
+	b.cfg.Rules = []rules.Rule{r}
+	h := time.Now().UTC().Truncate(time.Hour).Add(-4 * time.Hour)
+	b.addSteady(t, "/home", 60, h.Add(-9*24*time.Hour), h.Add(3*time.Hour+5*time.Minute))
+	c := &clock{t: h.Add(5 * time.Minute)}
+	s := b.sweeper(t, c)
+	b.sweep(t, s)
+	b.addHits(t, "/home", 60, h.Add(time.Hour+3*time.Minute))
+	c.set(h.Add(3 * time.Hour)) // no sweep for 3 hours
+	b.sweep(t, s)
+
+	var got []string
+	for _, x := range b.jobs(t) {
+		got = append(got, fmt.Sprintf("%s %s %s count %d burst %d in %s", x.Path, x.Event, x.CrossedAt.Sub(h), x.Count, x.Why.BurstCount, x.Why.Burst))
+	}
+	// Back at 2:03, when the burst's minute leaves the hour: its resolve,
+	// an hour later, is the next sweep's.
+	want := []string{"/home fire 1h3m59s count 120 burst 70 in 10m0s"}
+	if !slices.Equal(got, want) {
+		t.Errorf("jobs after the catch-up:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
 // The backtest of the shipped kind of rule reads the same from ClickHouse
 // and from a counts file: a week of a page's rhythm, then a surge and a
 // drop, each with its usual range.
