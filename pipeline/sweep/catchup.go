@@ -110,17 +110,11 @@ func (s *Sweeper) rollingCatchUp(ctx context.Context, set *ruleSet, last, now ti
 		// query sums them: judged on the hour alone, a burst of minutes
 		// while no sweeper ran was heard only if its hour was.
 		reach := r.Detector().Reach()
-		var upTo func(t time.Time) uint64 // hits in minutes at or before t
+		var sums minuteSums
 		if reach.Short > 0 || reach.Long > 0 {
-			prefix := make([]uint64, len(mins)+1)
-			for i, m := range mins {
-				prefix[i+1] = prefix[i] + sr.minutes[m]
-			}
-			upTo = func(t time.Time) uint64 {
-				i, _ := slices.BinarySearchFunc(mins, t.Add(time.Nanosecond), func(a, b time.Time) int { return a.Compare(b) })
-				return prefix[i]
-			}
+			sums = sr.sums(mins)
 		}
+		upTo := func(t time.Time) uint64 { return sums.before(t.Add(time.Minute)) } // minutes at or before t
 		// Slide the window (t-d, t] over the sorted minutes.
 		var n uint64
 		in, out := 0, 0
@@ -155,6 +149,28 @@ type series struct {
 	rule       int
 	site, path string
 	minutes    map[time.Time]uint64
+}
+
+// minuteSums is a series' hits before any time in two lookups: sums[i]
+// is the hits of mins[:i].
+type minuteSums struct {
+	mins []time.Time
+	sums []uint64
+}
+
+// sums is sr's minuteSums, mins its minutes in order.
+func (sr *series) sums(mins []time.Time) minuteSums {
+	s := minuteSums{mins: mins, sums: make([]uint64, len(mins)+1)}
+	for i, m := range mins {
+		s.sums[i+1] = s.sums[i] + sr.minutes[m]
+	}
+	return s
+}
+
+// before is the hits in minutes before t.
+func (s minuteSums) before(t time.Time) uint64 {
+	i, _ := slices.BinarySearchFunc(s.mins, t, func(a, b time.Time) int { return a.Compare(b) })
+	return s.sums[i]
 }
 
 // MinuteSource streams per-minute counts in site, path, minute order:

@@ -104,15 +104,7 @@ func replaySeries(k string, sr *series, r *rules.Rule, base uint64, since, allFr
 		return cmpBool(a.hour, b.hour)
 	})
 	moments = slices.CompactFunc(moments, func(a, b moment) bool { return a.t.Equal(b.t) })
-	// prefix[i] is the hits of mins[:i], so any window is two lookups.
-	prefix := make([]uint64, len(mins)+1)
-	for i, m := range mins {
-		prefix[i+1] = prefix[i] + sr.minutes[m]
-	}
-	upTo := func(t time.Time) uint64 { // hits in minutes before t
-		i, _ := slices.BinarySearchFunc(mins, t, func(a, b time.Time) int { return a.Compare(b) })
-		return prefix[i]
-	}
+	upTo := sr.sums(mins).before
 	// A baseline moves with the hour (and, for same_time, the half hour
 	// it rounds at), so it is computed once per half hour.
 	expected := map[time.Time]rules.Expected{}
