@@ -117,7 +117,7 @@ func (h pageHours) expectAt(r *rules.Rule, end time.Time) rules.Expected {
 	if h.start.IsZero() {
 		return rules.Expected{}
 	}
-	spans := r.BaselineSpans(end, h.start)
+	spans := r.WindowSpans(end, h.start)
 	counts := make([]uint64, len(spans))
 	for i, sp := range spans {
 		for t := sp.From; t.Before(sp.To); t = t.Add(time.Hour) {
