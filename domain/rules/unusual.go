@@ -27,9 +27,10 @@ import (
 //     or holiday in one of them;
 //   - with 1 or 2 weeks: a range from that weekly figure to the median of
 //     the same hour over the last 6 days, since neither alone is sure yet;
-//   - with 2 to 6 days: the median of the same hour over the days there
-//     are ("normal from 3 days of history");
-//   - less: not judged.
+//   - with 1 to 6 days: the median of the same hour over the days there
+//     are ("normal from 3 days of history"; from one day, that day's
+//     hour, its range widened by the one sample's uncertainty);
+//   - on its first day: not judged.
 //
 // The noise is a negative binomial: a count's variance is μ + φμ², with
 // φ estimated from the spread of the page's own samples (shrunk towards

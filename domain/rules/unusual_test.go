@@ -251,10 +251,37 @@ func TestUnusualShortHistory(t *testing.T) {
 	if e := r.Normal(spans, counts); !e.OK || e.Days != 3 || e.Weekly {
 		t.Errorf("normal of a page with 3 days of history: %+v, want OK, Days 3, not weekly", e)
 	}
-	// With a single day behind it, a page is not judged at all.
-	one := r.BaselineSpans(monday.Add(30*time.Hour), monday)
-	if e := r.Normal(one, make([]uint64, len(one))); e.OK {
-		t.Errorf("a page with 1 day of history was judged: %+v", e)
+	// On its first day, with no day behind it, a page is not judged.
+	none := r.BaselineSpans(monday.Add(13*time.Hour), monday)
+	if e := r.Normal(none, make([]uint64, len(none))); e.OK {
+		t.Errorf("a page on its first day was judged: %+v", e)
+	}
+}
+
+// A page on its second day is judged against its first: the hour of
+// the day before, with that one sample's uncertainty in the range, so a
+// surge of 5 x is heard (40 minutes in: one sample asks more of the
+// hour) and the why says "1 day".
+func TestUnusualSecondDay(t *testing.T) {
+	r := unusualRule(t, Unusual{})
+	surge := monday.Add(24*time.Hour + 13*time.Hour) // its 2nd day, 13:00
+	s := newSynth(monday, 2, 17, func(t time.Time) float64 {
+		v := daily(100)(t)
+		if !t.Before(surge) && t.Before(surge.Add(2*time.Hour)) {
+			v *= 5
+		}
+		return v
+	})
+	got := s.run(t, r, monday.Add(24*time.Hour))
+	want := []string{"fire up 03-03 Tue 13:40", "resolve up 03-03 Tue 17:00"}
+	wantMessages(t, got, want)
+	spans := r.BaselineSpans(surge.Add(time.Hour), monday)
+	counts := make([]uint64, len(spans))
+	for i, sp := range spans {
+		counts[i] = s.count(sp.From, sp.To)
+	}
+	if e := r.Normal(spans, counts); !e.OK || e.Days != 1 || e.Samples != 1 {
+		t.Errorf("normal of a page on its 2nd day: %+v, want OK from 1 sample, Days 1", e)
 	}
 }
 

@@ -110,7 +110,7 @@ func TestLoadsTheRealSeries(t *testing.T) {
 // the rules or the spike logic that moves it must update the page.
 func TestShippedDefaultScoresAsDocumented(t *testing.T) {
 	const (
-		wantCaught, wantFalse               = 29, 30 // NAB's code's probation: the headline
+		wantCaught, wantFalse               = 29, 29 // NAB's code's probation: the headline
 		wantCaughtLiteral, wantFalseLiteral = 21, 24 // the first 15%
 	)
 	ss, err := Load(realdata.Path(t, "nab-tweets"))

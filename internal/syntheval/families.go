@@ -92,9 +92,12 @@ var Families = []Family{
 			{At: 5*week + 4*day + 10*hour + 30*time.Minute, Len: 10 * time.Minute, Factor: 6},
 		}
 	}},
-	{Name: "short-history", About: "4 days of rows; 2 hours at 5 × on the 4th", Shape: func(p *Page) {
+	{Name: "short-history", About: "4 days of rows; 2 hours at 5 × on the 2nd and on the 4th", Shape: func(p *Page) {
 		p.Days = 4
-		p.Events = []Event{{At: 3*day + 12*hour, Len: 2 * hour, Factor: 5}}
+		p.Events = []Event{
+			{At: 1*day + 13*hour, Len: 2 * hour, Factor: 5},
+			{At: 3*day + 12*hour, Len: 2 * hour, Factor: 5},
+		}
 	}},
 	{Name: "daily-bursts", About: "a newsletter of 3 × the peak hour's views in 10 minutes every morning; 2 hours at 20 ×, then 6 hours at 4 ×", Shape: func(p *Page) {
 		p.Bursts = []Burst{{First: 8 * hour, Every: day, Len: 10 * time.Minute, Views: 3 * p.Peak}}
