@@ -70,20 +70,40 @@ func (l *limiter) delay(n int) time.Duration {
 	return min(time.Second<<(n-l.free), l.maxDelay)
 }
 
-// wait says how long key must wait before its next try (0: now).
-func (l *limiter) wait(k limitKey) time.Duration {
+// take is, for a try about to be checked, how long the key must wait
+// first (0: now); a key that need not wait is charged a failure before
+// the password is checked, so tries sent at the same moment each see
+// the ones before them (checking first and counting after, a burst of
+// 60 all saw a wait of 0 and all were checked). A try that succeeds is
+// refunded.
+func (l *limiter) take(k limitKey) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if f, ok := l.entries[k]; ok {
+		if d := f.last.Add(l.delay(f.n)).Sub(l.now()); d > 0 {
+			return d
+		}
+	}
+	l.failLocked(k)
+	return 0
+}
+
+// refund undoes a take whose try succeeded, or was not made.
+func (l *limiter) refund(k limitKey) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	f, ok := l.entries[k]
-	if !ok {
-		return 0
+	switch {
+	case !ok:
+	case f.n <= 1:
+		delete(l.entries, k)
+	default:
+		f.n--
+		l.entries[k] = f
 	}
-	return max(0, f.last.Add(l.delay(f.n)).Sub(l.now()))
 }
 
-func (l *limiter) fail(k limitKey) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+func (l *limiter) failLocked(k limitKey) {
 	now := l.now()
 	f, ok := l.entries[k]
 	if ok && now.Sub(f.last) > l.forget {

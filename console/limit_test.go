@@ -3,9 +3,11 @@ package console
 import (
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -81,6 +83,39 @@ func TestLoginLimitBehindAProxy(t *testing.T) {
 	}
 }
 
+// Tries sent at the same moment are limited as tries one after another
+// are: of 60 wrong passwords for one name from one address at once, the
+// first 5 are checked and the rest wait (checking, then counting, let
+// all 60 through).
+func TestLoginLimitHoldsForABurstAtOnce(t *testing.T) {
+	b := setup(t, nil)
+	codes := make(chan int, 60)
+	var wg sync.WaitGroup
+	for range 60 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			codes <- loginFrom(t, b, "203.0.113.1", "", "alice", "wrong").Code
+		}()
+	}
+	wg.Wait()
+	close(codes)
+	n := map[int]int{}
+	for c := range codes {
+		n[c]++
+	}
+	if n[http.StatusUnauthorized] != 5 || n[http.StatusTooManyRequests] != 55 {
+		t.Errorf("60 wrong passwords at once: %v, want 5 checked (401) and 55 limited (429)", n)
+	}
+	// A right password is refunded: it leaves the address's count as it was.
+	if rec := loginFrom(t, b, "203.0.113.9", "", "bob", "pw-bob"); rec.Code != http.StatusSeeOther {
+		t.Fatalf("bob: %d, want 303", rec.Code)
+	}
+	if _, ok := b.s.addrLimit.entries[keyOf("addr", limitAddr(netip.MustParseAddr("203.0.113.9")))]; ok {
+		t.Error("a login with the right password counted against its address")
+	}
+}
+
 // After the free failures each try waits a delay that doubles: a person
 // who mistyped waits seconds, a guesser ever longer.
 func TestLoginDelaysGrow(t *testing.T) {
@@ -123,7 +158,7 @@ func TestLimiterIsBounded(t *testing.T) {
 	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
 	l := newLimiter(5, func() time.Time { return now })
 	for i := 0; i < 3*limiterMaxKeys; i++ {
-		l.fail(keyOf("user", strconv.Itoa(i), "203.0.113.1"))
+		l.take(keyOf("user", strconv.Itoa(i), "203.0.113.1"))
 		if i%1000 == 0 {
 			now = now.Add(time.Second)
 		}
@@ -132,9 +167,6 @@ func TestLimiterIsBounded(t *testing.T) {
 		t.Errorf("the limiter holds %d keys after %d names", n, 3*limiterMaxKeys)
 	}
 	// The newest, still counting, are kept.
-	if l.wait(keyOf("user", strconv.Itoa(3*limiterMaxKeys-1), "203.0.113.1")) != 0 {
-		t.Error("a key with one failure waits")
-	}
 	if _, ok := l.entries[keyOf("user", strconv.Itoa(3*limiterMaxKeys-1), "203.0.113.1")]; !ok {
 		t.Error("the newest key was evicted")
 	}

@@ -76,7 +76,16 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	ip := clientAddr(r, s.proxies)
 	from := keyOf("addr", limitAddr(ip))
 	pair := keyOf("user", name, limitAddr(ip))
-	if d := max(s.addrLimit.wait(from), s.pairLimit.wait(pair)); d > 0 {
+	// Each try is charged as a failure before its password is checked
+	// (take), and refunded if it was right: a burst of tries sent at
+	// once is limited as tries one after another are.
+	d := s.addrLimit.take(from)
+	if d == 0 {
+		if d = s.pairLimit.take(pair); d > 0 {
+			s.addrLimit.refund(from)
+		}
+	}
+	if d > 0 {
 		s.metrics.logins.WithLabelValues("limited").Inc()
 		d = d.Truncate(time.Second) + time.Second
 		w.Header().Set("Retry-After", strconv.Itoa(int(d.Seconds())))
@@ -86,13 +95,12 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	}
 	u, ok := s.auth.check(name, password)
 	if !ok {
-		s.addrLimit.fail(from)
-		s.pairLimit.fail(pair)
 		s.metrics.logins.WithLabelValues("failed").Inc()
 		s.deps.Logger.Warn("console login failed", "user", shorten(name, 64), "addr", ip)
 		s.renderStatus(w, r, http.StatusUnauthorized, "login", "Log in", loginView{Error: "Wrong user name or password.", User: name})
 		return
 	}
+	s.addrLimit.refund(from)
 	s.pairLimit.reset(pair)
 	s.metrics.logins.WithLabelValues("ok").Inc()
 	s.deps.Logger.Info("console login", "user", u.Name, "role", u.Role, "addr", ip)
