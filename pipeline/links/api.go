@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/pagewatch/pagewatch/domain/crossing"
@@ -25,8 +26,9 @@ import (
 // A GET changes nothing, so mail scanners that fetch links do not
 // unsubscribe anyone; the POST needs no body beyond what RFC 8058's
 // one-click sends (List-Unsubscribe=One-Click). A forged token is refused
-// with 403, an expired one with 410. Each caller address gets linkBurst
-// requests, then one per linkEvery (429 beyond): the links are public.
+// with 403, an expired one with 410. Each link gets linkBurst requests,
+// then one per linkEvery (429 beyond), and so does each caller address
+// for links that are not valid: the links are public.
 type API struct {
 	Signer       *Signer
 	Unsubscribes *Unsubscribes
@@ -76,13 +78,21 @@ var linkPageTmpl = htmltemplate.Must(htmltemplate.New("link").Parse(`<!DOCTYPE h
 `))
 
 func (a *API) serve(w http.ResponseWriter, r *http.Request, action string, post bool) {
-	if !a.limits.allow(r, a.Now()) {
+	token := r.URL.Query().Get("t")
+	c, err := a.Signer.Verify(token, action, a.Now())
+	// A link's own uses are limited per link, so a caller sending junk
+	// does not use up the bucket of a real link behind the same proxy
+	// (a mail provider's one-click unsubscribe); junk per address.
+	key := "addr " + callerAddr(r)
+	if err == nil {
+		_, sig, _ := strings.Cut(token, ".")
+		key = "link " + sig
+	}
+	if !a.limits.allow(key, a.Now()) {
 		w.Header().Set("Retry-After", "10")
 		a.page(w, http.StatusTooManyRequests, linkPage{Title: "Try again", Text: "Too many requests just now; please try again in a minute."})
 		return
 	}
-	token := r.URL.Query().Get("t")
-	c, err := a.Signer.Verify(token, action, a.Now())
 	switch {
 	case errors.Is(err, ErrTokenExpired):
 		a.page(w, http.StatusGone, linkPage{Title: "Link expired", Text: "This link has expired. Links in pagewatch emails work for a limited time; the latest email has a fresh one."})

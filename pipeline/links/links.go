@@ -137,6 +137,8 @@ func (s *Signer) mac(payload string) []byte {
 	return m.Sum(nil)
 }
 
+var tokenEncoding = base64.RawURLEncoding.Strict()
+
 // Sign makes c's token.
 func (s *Signer) Sign(c Claims) string {
 	body, _ := json.Marshal(c)
@@ -150,11 +152,14 @@ func (s *Signer) Verify(token, action string, now time.Time) (Claims, error) {
 	if !ok || len(token) > 4096 {
 		return Claims{}, ErrTokenInvalid
 	}
-	got, err := base64.RawURLEncoding.DecodeString(sig)
+	// Strict: the last character's unused bits must be 0, so a token
+	// has one spelling; four spellings of one signature were four
+	// snoozes of one link (snoozeID reads the token as written).
+	got, err := tokenEncoding.DecodeString(sig)
 	if err != nil || !hmac.Equal(got, s.mac(payload)) {
 		return Claims{}, ErrTokenInvalid
 	}
-	body, err := base64.RawURLEncoding.DecodeString(payload)
+	body, err := tokenEncoding.DecodeString(payload)
 	if err != nil {
 		return Claims{}, ErrTokenInvalid
 	}

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/mail"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -279,6 +280,52 @@ func TestSnoozeLinkReplayedAddsOneSilenceOfItsRule(t *testing.T) {
 	}
 	if limited == 0 {
 		t.Fatal("40 more requests from one address at once: none slowed")
+	}
+}
+
+// Made-up links are slowed per caller address, a real link per link: 40
+// junk requests from one address (behind a proxy, every caller's) leave
+// a real one-click unsubscribe from that address working.
+func TestJunkLinksDoNotUseUpARealLinksLimit(t *testing.T) {
+	b, signer, unsubs, _ := linkSetup(t)
+	base := strings.TrimSuffix(b.cfg.Links.BaseURL, "/")
+	limited := 0
+	for i := range 40 {
+		if code, _ := post(t, base+"/links/unsubscribe?t=junk"+strconv.Itoa(i), "List-Unsubscribe=One-Click"); code == http.StatusTooManyRequests {
+			limited++
+		}
+	}
+	if limited == 0 {
+		t.Fatal("40 junk links from one address: none slowed")
+	}
+	x := job(0)
+	unsub := signer.For(x, []string{"ann@example.com"}, time.Now())["ann@example.com"].Unsubscribe
+	if code, body := post(t, unsub, "List-Unsubscribe=One-Click"); code != http.StatusOK {
+		t.Fatalf("a real link after the junk: %d %s", code, body)
+	}
+	if has, _ := unsubs.Has(t.Context(), x.Rule, "ann@example.com"); !has {
+		t.Fatal("ann not unsubscribed")
+	}
+}
+
+// A token has one spelling: the last character of its signature carries
+// 2 bits no byte uses, and the 3 other letters that differ only there
+// are refused (each was a snooze of its own, a silence the recipient
+// could add again after an operator expired theirs).
+func TestLinkSignatureHasOneSpelling(t *testing.T) {
+	_, signer, _, silences := linkSetup(t)
+	x := job(0)
+	snooze := signer.For(x, []string{"ann@example.com"}, time.Now())["ann@example.com"].Snooze
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	last := strings.IndexByte(alphabet, snooze[len(snooze)-1])
+	for v := last &^ 3; v < last&^3+4; v++ {
+		code, body := post(t, snooze[:len(snooze)-1]+alphabet[v:v+1], "")
+		if v == last && code != http.StatusOK || v != last && code != http.StatusForbidden {
+			t.Errorf("signature ending %q: %d %s", alphabet[v], code, body)
+		}
+	}
+	if ss, err := silences.List(t.Context()); err != nil || len(ss) != 1 {
+		t.Fatalf("%d silences, want 1: %v", len(ss), err)
 	}
 }
 
