@@ -1,7 +1,6 @@
 package rules
 
 import (
-	"bytes"
 	"fmt"
 	"text/template"
 	"time"
@@ -50,7 +49,8 @@ func (r *Rule) Sample() TemplateData {
 	}
 }
 
-// compileTemplate parses a template and runs it on the sample; "" is no
+// compileTemplate parses a template, checks it uses only parts of
+// bounded cost (template.go), and runs it on the sample; "" is no
 // template. missingkey=error makes a misspelt label an error.
 func compileTemplate(name, text string, sample TemplateData) (*template.Template, error) {
 	if text == "" {
@@ -63,7 +63,10 @@ func compileTemplate(name, text string, sample TemplateData) (*template.Template
 	if err != nil {
 		return nil, err
 	}
-	if err := t.Execute(&bytes.Buffer{}, sample); err != nil {
+	if err := checkTemplate(t); err != nil {
+		return nil, err
+	}
+	if _, err := runTemplate(t, sample); err != nil {
 		return nil, fmt.Errorf("fails on a sample crossing: %w", err)
 	}
 	return t, nil
@@ -77,11 +80,11 @@ func (r *Rule) Render(d TemplateData) (subject, body string, subjectOK, bodyOK b
 		if t == nil {
 			return "", false, nil
 		}
-		var b bytes.Buffer
-		if err := t.Execute(&b, d); err != nil {
+		out, err := runTemplate(t, d)
+		if err != nil {
 			return "", false, fmt.Errorf("rule %s: %w", r.Name, err)
 		}
-		return b.String(), true, nil
+		return out, true, nil
 	}
 	if subject, subjectOK, err = run(r.subject); err != nil {
 		return "", "", false, false, err
