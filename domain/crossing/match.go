@@ -48,40 +48,79 @@ func (m Match) Validate(key string) error {
 
 // globMatch matches a path against a glob: * is any run of characters
 // but /, ** any run including /, ? one character but /. Everything else
-// is literal.
+// is literal. It walks the path once, keeping the set of places in the
+// pattern it could be at (an NFA): time len(pattern) × len(path) at
+// worst, where trying each split of the path at each star took time
+// exponential in the stars (74 s for 8 ** on a path of 60 bytes), and
+// the paths are whatever web clients sent.
 func globMatch(pattern, s string) bool {
-	for len(pattern) > 0 {
-		switch {
-		case strings.HasPrefix(pattern, "**"):
-			rest := strings.TrimLeft(pattern, "*")
-			for i := 0; i <= len(s); i++ {
-				if globMatch(rest, s[i:]) {
-					return true
-				}
+	toks := globTokens(pattern)
+	cur, next := make([]bool, len(toks)+1), make([]bool, len(toks)+1)
+	cur[0] = true
+	closeStars(toks, cur)
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		clear(next)
+		alive := false
+		for j, t := range toks {
+			if !cur[j] {
+				continue
 			}
+			switch {
+			case t == tokDoubleStar || t == tokStar && c != '/':
+				next[j] = true // the star takes c and stays
+			case t == tokOne && c != '/' || t < 256 && byte(t) == c:
+				next[j+1] = true
+			default:
+				continue
+			}
+			alive = true
+		}
+		if !alive {
 			return false
-		case pattern[0] == '*':
-			rest := pattern[1:]
-			for i := 0; i <= len(s); i++ {
-				if globMatch(rest, s[i:]) {
-					return true
-				}
-				if i < len(s) && s[i] == '/' {
-					return false
-				}
+		}
+		closeStars(toks, next)
+		cur, next = next, cur
+	}
+	return cur[len(toks)]
+}
+
+// A glob's tokens: a byte (0–255) to match itself, or one of these.
+const (
+	tokOne        = 256 + iota // ?
+	tokStar                    // *
+	tokDoubleStar              // ** (or more stars)
+)
+
+func globTokens(pattern string) []int {
+	toks := make([]int, 0, len(pattern))
+	for i := 0; i < len(pattern); i++ {
+		switch pattern[i] {
+		case '?':
+			toks = append(toks, tokOne)
+		case '*':
+			n := 1
+			for i+1 < len(pattern) && pattern[i+1] == '*' {
+				i, n = i+1, n+1
 			}
-			return false
-		case pattern[0] == '?':
-			if len(s) == 0 || s[0] == '/' {
-				return false
+			if n == 1 {
+				toks = append(toks, tokStar)
+			} else {
+				toks = append(toks, tokDoubleStar)
 			}
-			pattern, s = pattern[1:], s[1:]
 		default:
-			if len(s) == 0 || s[0] != pattern[0] {
-				return false
-			}
-			pattern, s = pattern[1:], s[1:]
+			toks = append(toks, int(pattern[i]))
 		}
 	}
-	return len(s) == 0
+	return toks
+}
+
+// closeStars adds, for each place at a star, the place after it: a
+// star may match nothing. Places only move forward, so one pass does.
+func closeStars(toks []int, at []bool) {
+	for j, t := range toks {
+		if at[j] && (t == tokStar || t == tokDoubleStar) {
+			at[j+1] = true
+		}
+	}
 }
