@@ -50,7 +50,7 @@ func checkTemplate(t *template.Template) error {
 	if t.Tree == nil {
 		return nil
 	}
-	return checkNode(t.Tree.Root, false)
+	return checkNode(t.Root, false)
 }
 
 func checkNode(n parse.Node, inRange bool) error {
