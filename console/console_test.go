@@ -536,6 +536,13 @@ func TestHistoryCountsAndPaging(t *testing.T) {
 	if resp, _ := get(t, alice, b.srv.URL+"/history?offset=20000"); resp.StatusCode != http.StatusBadRequest {
 		t.Errorf("offset past the cap: %d, want 400", resp.StatusCode)
 	}
+	// Years at once would read every crossing kept: a stretch at a time.
+	if resp, body := get(t, alice, b.srv.URL+"/api/v1/history?from=2000-01-01T00:00"); resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, "at most 92 days") {
+		t.Errorf("26 years of history: %d %s, want 400", resp.StatusCode, body)
+	}
+	if resp, _ := get(t, alice, b.srv.URL+"/history?from=2026-01-01T00:00&to=2026-03-01T00:00"); resp.StatusCode != http.StatusOK {
+		t.Errorf("two months of history: %d, want 200", resp.StatusCode)
+	}
 }
 
 // TestOutcomesOldestFirst: a delivery that failed and was dead-lettered

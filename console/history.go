@@ -15,6 +15,9 @@ const (
 	// defaultHistorySpan is how far back the history looks unless told:
 	// a bound on what ClickHouse reads.
 	defaultHistorySpan = 30 * 24 * time.Hour
+	// maxHistorySpan bounds from and to asked for: a viewer's query of
+	// years would read every crossing and notification kept.
+	maxHistorySpan = 92 * 24 * time.Hour
 )
 
 // historyView is the history page's data and its API answer.
@@ -106,6 +109,10 @@ func (s *historyPages) historyPage(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		hq.To = t
+	}
+	if hq.To.Sub(hq.From) > maxHistorySpan {
+		s.fail(w, r, http.StatusBadRequest, "from, to: at most 92 days apart; look further back a stretch at a time")
+		return
 	}
 	if v := q.Get("offset"); v != "" {
 		n, err := strconv.Atoi(v)

@@ -329,6 +329,10 @@ type livePages struct {
 	live *hub
 }
 
+// streamKeepAlive is how often a stream sends a keep-alive and asks
+// whether its credentials still hold (a variable for tests).
+var streamKeepAlive = 15 * time.Second
+
 func (s *livePages) livePage(w http.ResponseWriter, r *http.Request) {
 	site := r.URL.Query().Get("site")
 	snap, err := s.live.current(r.Context())
@@ -390,13 +394,20 @@ func (s *livePages) liveStream(w http.ResponseWriter, r *http.Request) {
 	if snap := s.live.latest(); snap != nil && !send(snap) {
 		return
 	}
-	keepAlive := time.NewTicker(15 * time.Second)
+	keepAlive := time.NewTicker(streamKeepAlive)
 	defer keepAlive.Stop()
 	for {
 		select {
 		case <-r.Context().Done():
 			return
 		case <-keepAlive.C:
+			// A stream lasts as long as its browser stays: a session
+			// logged out (here or on another console) or expired since
+			// it began ends it within one keep-alive.
+			if !s.stillWho(r) {
+				write("event: ended\ndata: {}\n\n")
+				return
+			}
 			if !write(": keep-alive\n\n") {
 				return
 			}

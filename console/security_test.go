@@ -3,6 +3,7 @@ package console
 import (
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -165,5 +166,23 @@ func TestCSRFTokenIsBoundToTheSession(t *testing.T) {
 		strings.NewReader(url.Values{"seq": {"8"}, "csrf": {csrfOf(t, page)}}.Encode()))
 	if resp.StatusCode != http.StatusSeeOther || len(b.dead.letters) != 1 {
 		t.Errorf("alice's own token: %d, %d dead letters left", resp.StatusCode, len(b.dead.letters))
+	}
+}
+
+// Over TLS every answer carries HSTS, so a browser that reached the
+// console by HTTPS once does not send its cookie by plain HTTP later;
+// over plain HTTP (behind a proxy, which sets its own) none.
+func TestHSTSOverTLS(t *testing.T) {
+	b := setup(t, nil)
+	h := b.s.Handler()
+	for _, c := range []struct{ url, want string }{
+		{"https://console.example/login", "max-age=31536000"},
+		{"http://127.0.0.1/login", ""},
+	} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, c.url, nil))
+		if got := rec.Header().Get("Strict-Transport-Security"); got != c.want {
+			t.Errorf("%s: Strict-Transport-Security %q, want %q", c.url, got, c.want)
+		}
 	}
 }

@@ -186,10 +186,15 @@ func (s *Server) Run(ctx context.Context) error {
 
 // secure sets the headers every response carries: a strict CSP (no
 // inline script or style, so an injected tag does nothing), no framing,
-// no sniffing, no referrer leaking page paths elsewhere.
+// no sniffing, no referrer leaking page paths elsewhere; and, over TLS,
+// HSTS, so a browser that once reached the console by HTTPS does not
+// send its session cookie over plain HTTP to whoever answers there.
 func (s *Server) secure(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hd := w.Header()
+		if r.TLS != nil {
+			hd.Set("Strict-Transport-Security", "max-age=31536000")
+		}
 		hd.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
 		hd.Set("X-Frame-Options", "DENY")
 		hd.Set("X-Content-Type-Options", "nosniff")
@@ -294,6 +299,25 @@ const revocationTimeout = 3 * time.Second
 
 // revoked reports whether p's session logged out. An error is not taken
 // for "no": a copied cookie would then work whenever NATS is down.
+// stillWho reports whether a request's credentials still hold: a
+// stream (live.go) outlives the check its request began with, and a
+// session logged out, expired or of a user removed since, or a bearer
+// token taken out of the config, ends it.
+func (s *frame) stillWho(r *http.Request) bool {
+	if s.cfg.Load().Auth == AuthNone {
+		return true
+	}
+	if _, given, ok := s.auth.fromToken(r); given {
+		return ok
+	}
+	p, ok := s.auth.fromSession(r)
+	if !ok {
+		return false
+	}
+	revoked, err := s.revoked(r.Context(), p)
+	return err == nil && !revoked
+}
+
 func (s *frame) revoked(ctx context.Context, p Principal) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, revocationTimeout)
 	defer cancel()

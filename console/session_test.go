@@ -1,6 +1,7 @@
 package console
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"net/http"
@@ -68,6 +69,52 @@ func status(t *testing.T, u string, cookies ...*http.Cookie) (int, string) {
 	t.Helper()
 	resp, _ := send(t, http.MethodGet, u, "", cookies, nil)
 	return resp.StatusCode, resp.Header.Get("Location")
+}
+
+// A live stream ends once its session is logged out: it outlives the
+// check its request began with, so it asks again at each keep-alive.
+func TestLiveStreamEndsAtLogout(t *testing.T) {
+	defer func(d time.Duration) { streamKeepAlive = d }(streamKeepAlive)
+	streamKeepAlive = 200 * time.Millisecond
+	b := setup(t, nil)
+	cookies := cookiesOf(t, b)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, b.srv.URL+"/api/v1/live/stream", nil)
+	req.AddCookie(sessionOf(t, cookies))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("stream: %v, %v", resp, err)
+	}
+	defer resp.Body.Close()
+	lines := make(chan string, 100)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	// Keep-alives flow while the session holds.
+	for alive := 0; alive < 2; {
+		if l, ok := <-lines; !ok {
+			t.Fatal("the stream ended while its session held")
+		} else if l == ": keep-alive" {
+			alive++
+		}
+	}
+	resp2, page := send(t, http.MethodGet, b.srv.URL+"/history", "", cookies, nil)
+	cookies = append(cookies, resp2.Cookies()...)
+	if r, _ := send(t, http.MethodPost, b.srv.URL+"/logout", "", cookies, strings.NewReader(url.Values{"csrf": {csrfOf(t, page)}}.Encode())); r.StatusCode != http.StatusSeeOther {
+		t.Fatalf("logout: %d", r.StatusCode)
+	}
+	ended := false
+	for l := range lines {
+		ended = ended || l == "event: ended"
+	}
+	if !ended || ctx.Err() != nil {
+		t.Fatalf("after logout: ended event %t, stream closed by the server %t", ended, ctx.Err() == nil)
+	}
 }
 
 // A copied session cookie is dead once its session logged out, on every
