@@ -83,14 +83,17 @@ func TestLiveStreamEndsAtLogout(t *testing.T) {
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, b.srv.URL+"/api/v1/live/stream", nil)
 	req.AddCookie(sessionOf(t, cookies))
 	resp, err := http.DefaultClient.Do(req)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("stream: %v, %v", resp, err)
+	if err != nil {
+		t.Fatal(err)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("stream: %d", resp.StatusCode)
+	}
 	lines := make(chan string, 100)
+	sc := bufio.NewScanner(resp.Body)
 	go func() {
 		defer close(lines)
-		sc := bufio.NewScanner(resp.Body)
 		for sc.Scan() {
 			lines <- sc.Text()
 		}
