@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,11 +22,19 @@ import (
 //	timestamp,site,path,count
 //	2015-02-26T21:40:00Z,example.com,/pricing,104
 //
-// with an optional header line, times in RFC 3339 (UTC or with an
-// offset). A row's count is put in the minute its timestamp falls in, so
-// rows every 5 minutes are counts per 5 minutes. Rows of 0 count nothing
-// but say that the data covers that time: a site's data begins at its
-// first row, and baselines do not reach before it.
+// or, for one series alone, as most exports and benchmarks write it,
+//
+//	timestamp,value
+//	2015-02-26 21:40:00,104
+//
+// whose rows are the page / of a site named after the file (its base
+// name without extension). A header line is optional. Times are RFC 3339
+// (UTC or with an offset), or 2006-01-02 15:04:05 (with T or a space,
+// seconds optional) read as UTC. A row's count is put in the minute its
+// timestamp falls in, so rows every 5 minutes are counts per 5 minutes.
+// Rows of 0 count nothing but say that the data covers that time: a
+// site's data begins at its first row, and baselines do not reach
+// before it.
 type CountsFile struct {
 	rows        []countRow // by site, path, minute; one per minute
 	First, Last time.Time  // the first and last minute with a row
@@ -40,13 +49,16 @@ type countRow struct {
 // MaxCountsRows bounds a counts file, which is read into memory.
 const MaxCountsRows = 50_000_000
 
-// ReadCounts reads a counts file; name is for errors ("counts.csv:12: ...").
+// ReadCounts reads a counts file; name is for errors ("counts.csv:12: ...")
+// and names the site of a file of one series.
 func ReadCounts(r io.Reader, name string) (*CountsFile, error) {
 	cr := csv.NewReader(r)
-	cr.FieldsPerRecord = 4
+	cr.FieldsPerRecord = -1 // the first row says which form; checked below
 	cr.ReuseRecord = true
 	byKey := map[countRow]int{}
 	f := &CountsFile{}
+	fields := 0
+	series := strings.TrimSuffix(filepath.Base(name), filepath.Ext(name))
 	for line := 1; ; line++ {
 		rec, err := cr.Read()
 		if errors.Is(err, io.EOF) {
@@ -55,20 +67,32 @@ func ReadCounts(r io.Reader, name string) (*CountsFile, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
+		if fields == 0 {
+			fields = len(rec)
+			if fields != 2 && fields != 4 {
+				return nil, fmt.Errorf("%s:%d: want 4 fields (timestamp,site,path,count) or 2 (timestamp,count), got %d", name, line, fields)
+			}
+		}
+		if len(rec) != fields {
+			return nil, fmt.Errorf("%s:%d: want %d fields like the first line, got %d", name, line, fields, len(rec))
+		}
 		if line == 1 && strings.EqualFold(strings.TrimSpace(rec[0]), "timestamp") {
 			continue
 		}
-		at, err := time.Parse(time.RFC3339, strings.TrimSpace(rec[0]))
+		at, err := parseCountTime(strings.TrimSpace(rec[0]))
 		if err != nil {
-			return nil, fmt.Errorf("%s:%d: timestamp: want RFC 3339 like 2026-03-29T12:00:00Z, got %q", name, line, rec[0])
+			return nil, fmt.Errorf("%s:%d: timestamp: want RFC 3339 like 2026-03-29T12:00:00Z, or 2026-03-29 12:00:00 (UTC), got %q", name, line, rec[0])
 		}
-		site, path := rec[1], rec[2]
+		site, path, count := series, "/", rec[1]
+		if fields == 4 {
+			site, path, count = rec[1], rec[2], rec[3]
+		}
 		if path == "" || path[0] != '/' {
 			return nil, fmt.Errorf("%s:%d: path: must start with /, got %q", name, line, path)
 		}
-		n, err := strconv.ParseUint(strings.TrimSpace(rec[3]), 10, 64)
+		n, err := strconv.ParseUint(strings.TrimSpace(count), 10, 64)
 		if err != nil {
-			return nil, fmt.Errorf("%s:%d: count: want a whole number, got %q", name, line, rec[3])
+			return nil, fmt.Errorf("%s:%d: count: want a whole number, got %q", name, line, count)
 		}
 		row := countRow{site: site, path: path, minute: at.UTC().Truncate(time.Minute)}
 		if i, ok := byKey[row]; ok {
@@ -107,6 +131,21 @@ func (f *CountsFile) ScanMinutes(ctx context.Context, q traffic.MinuteScan, fn f
 		}
 	}
 	return ctx.Err()
+}
+
+// countTimeLayouts are the times a counts file may hold: RFC 3339, or
+// a date and time without a zone, read as UTC.
+var countTimeLayouts = []string{time.RFC3339, "2006-01-02 15:04:05", "2006-01-02T15:04:05", "2006-01-02 15:04", "2006-01-02T15:04"}
+
+func parseCountTime(s string) (time.Time, error) {
+	var err error
+	for _, layout := range countTimeLayouts {
+		var t time.Time
+		if t, err = time.Parse(layout, s); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, err
 }
 
 func maxTime(a, b time.Time) time.Time {

@@ -106,7 +106,9 @@ func TestSpikeRulesFireOnAnomaliesNotOnTheRhythm(t *testing.T) {
 func TestReadCountsNamesTheBadLine(t *testing.T) {
 	for _, tc := range []struct{ csv, want string }{
 		{"timestamp,site,path,count\n2026-03-02T00:00:00Z,s,/p,x\n", "c.csv:2: count: want a whole number"},
-		{"2026-03-02 00:00:00,s,/p,1\n", "c.csv:1: timestamp: want RFC 3339"},
+		{"2026/03/02 00:00:00,s,/p,1\n", "c.csv:1: timestamp: want RFC 3339"},
+		{"2026-03-02T00:00:00Z,s,/p\n", "c.csv:1: want 4 fields (timestamp,site,path,count) or 2 (timestamp,count), got 3"},
+		{"timestamp,value\n2026-03-02 00:00:00,1\n2026-03-02T00:05:00Z,s,/p,1\n", "c.csv:3: want 2 fields like the first line, got 4"},
 		{"2026-03-02T00:00:00Z,s,p,1\n", "c.csv:1: path: must start with /"},
 		{"timestamp,site,path,count\n", "c.csv: no counts"},
 	} {
@@ -120,5 +122,23 @@ func TestReadCountsNamesTheBadLine(t *testing.T) {
 	}
 	if len(cf.rows) != 2 || cf.rows[0].hits != 3 || !cf.First.Equal(cf.Last) {
 		t.Errorf("rows %+v first %v last %v", cf.rows, cf.First, cf.Last)
+	}
+}
+
+// A file of one series, as most exports and NAB's files are written
+// (timestamp,value; times without a zone, read as UTC), is the page / of
+// a site named after the file.
+func TestReadCountsOfOneSeries(t *testing.T) {
+	cf, err := ReadCounts(strings.NewReader("timestamp,value\n2015-02-26 21:42:53,104\n2015-02-26T21:47:53,0\n2015-02-26 21:52,7\n"), "data/Twitter_volume_AAPL.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []countRow{
+		{site: "Twitter_volume_AAPL", path: "/", minute: time.Date(2015, 2, 26, 21, 42, 0, 0, time.UTC), hits: 104},
+		{site: "Twitter_volume_AAPL", path: "/", minute: time.Date(2015, 2, 26, 21, 47, 0, 0, time.UTC), hits: 0},
+		{site: "Twitter_volume_AAPL", path: "/", minute: time.Date(2015, 2, 26, 21, 52, 0, 0, time.UTC), hits: 7},
+	}
+	if fmt.Sprint(cf.rows) != fmt.Sprint(want) {
+		t.Errorf("rows %v, want %v", cf.rows, want)
 	}
 }

@@ -28,7 +28,8 @@ type Query struct {
 	// Since is how far back: a duration ("7d", "36h") or an RFC 3339
 	// time; "" is 7 days, or with Counts the file's start.
 	Since string
-	// Counts is a counts CSV file (timestamp,site,path,count) to replay
+	// Counts is a counts CSV file (timestamp,site,path,count, or
+	// timestamp,value for one series: sweep.ReadCounts) to replay
 	// instead of the stored counts; "": the stored counts.
 	Counts string
 	// Format is text (a table and a summary) or json (one object per
