@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -90,8 +91,8 @@ func ReadCounts(r io.Reader, name string) (*CountsFile, error) {
 		if path == "" || path[0] != '/' {
 			return nil, fmt.Errorf("%s:%d: path: must start with /, got %q", name, line, path)
 		}
-		n, err := strconv.ParseUint(strings.TrimSpace(count), 10, 64)
-		if err != nil {
+		n, ok := parseCount(strings.TrimSpace(count))
+		if !ok {
 			return nil, fmt.Errorf("%s:%d: count: want a whole number, got %q", name, line, count)
 		}
 		row := countRow{site: site, path: path, minute: at.UTC().Truncate(time.Minute)}
@@ -131,6 +132,19 @@ func (f *CountsFile) ScanMinutes(ctx context.Context, q traffic.MinuteScan, fn f
 		}
 	}
 	return ctx.Err()
+}
+
+// parseCount reads a count: a whole number, written as one (104) or as
+// a float with nothing after its point (104.0, as pandas writes them).
+func parseCount(s string) (uint64, bool) {
+	if n, err := strconv.ParseUint(s, 10, 64); err == nil {
+		return n, true
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || f < 0 || f != math.Trunc(f) || f >= 1<<53 {
+		return 0, false
+	}
+	return uint64(f), true
 }
 
 // countTimeLayouts are the times a counts file may hold: RFC 3339, or

@@ -106,6 +106,9 @@ func TestSpikeRulesFireOnAnomaliesNotOnTheRhythm(t *testing.T) {
 func TestReadCountsNamesTheBadLine(t *testing.T) {
 	for _, tc := range []struct{ csv, want string }{
 		{"timestamp,site,path,count\n2026-03-02T00:00:00Z,s,/p,x\n", "c.csv:2: count: want a whole number"},
+		{"2026-03-02T00:00:00Z,1.5\n", "c.csv:1: count: want a whole number"},
+		{"2026-03-02T00:00:00Z,-1\n", "c.csv:1: count: want a whole number"},
+		{"2026-03-02T00:00:00Z,NaN\n", "c.csv:1: count: want a whole number"},
 		{"2026/03/02 00:00:00,s,/p,1\n", "c.csv:1: timestamp: want RFC 3339"},
 		{"2026-03-02T00:00:00Z,s,/p\n", "c.csv:1: want 4 fields (timestamp,site,path,count) or 2 (timestamp,count), got 3"},
 		{"timestamp,value\n2026-03-02 00:00:00,1\n2026-03-02T00:05:00Z,s,/p,1\n", "c.csv:3: want 2 fields like the first line, got 4"},
@@ -129,7 +132,7 @@ func TestReadCountsNamesTheBadLine(t *testing.T) {
 // (timestamp,value; times without a zone, read as UTC), is the page / of
 // a site named after the file.
 func TestReadCountsOfOneSeries(t *testing.T) {
-	cf, err := ReadCounts(strings.NewReader("timestamp,value\n2015-02-26 21:42:53,104\n2015-02-26T21:47:53,0\n2015-02-26 21:52,7\n"), "data/Twitter_volume_AAPL.csv")
+	cf, err := ReadCounts(strings.NewReader("timestamp,value\n2015-02-26 21:42:53,104.0\n2015-02-26T21:47:53,0\n2015-02-26 21:52,7\n"), "data/Twitter_volume_AAPL.csv")
 	if err != nil {
 		t.Fatal(err)
 	}
