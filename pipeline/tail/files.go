@@ -172,6 +172,8 @@ type fileMetrics struct {
 	refused  prometheus.Counter
 	standby  prometheus.Gauge
 	lost     prometheus.Counter
+	failing  prometheus.Gauge
+	failures prometheus.Counter
 }
 
 func newFileMetrics(reg prometheus.Registerer) *fileMetrics {
@@ -192,13 +194,21 @@ func newFileMetrics(reg prometheus.Registerer) *fileMetrics {
 			Name: "pagewatch_ingest_tail_leases_lost_total",
 			Help: "File leases lost while held (NATS unreachable for lease_ttl, or the lease taken): the file's follower stopped and stood by.",
 		}),
+		failing: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "pagewatch_ingest_tail_failing_files",
+			Help: "Files whose follower failed (unreadable, a directory where a log was, ...) and waits to try again; the other inputs go on.",
+		}),
+		failures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "pagewatch_ingest_tail_file_failures_total",
+			Help: "Times a file's follower failed and was started again after a pause.",
+		}),
 	}
-	reg.MustRegister(m.followed, m.refused, m.standby, m.lost)
+	reg.MustRegister(m.followed, m.refused, m.standby, m.lost, m.failing, m.failures)
 	return m
 }
 
 // fileRun is the file followers of one Run: the goroutines, and the
-// first errors that end the Run.
+// errors that end a backfill-only Run.
 type fileRun struct {
 	t      *Tailer
 	ctx    context.Context
@@ -363,19 +373,52 @@ func (r *fileRun) found(f discover.Found) {
 	}
 }
 
-// launch runs fw until it ends. A follower's error ends the Run.
+// Pauses before a failed file's follower starts again: doubling from
+// the first to the last.
+const (
+	fileRetryFirst = time.Second
+	fileRetryLast  = time.Minute
+)
+
+// launch runs fw until it ends. A follower's error is its file's alone:
+// logged, counted, and the follower started again after a pause, from
+// the file's position in the stream (open reads again whatever was read
+// and not published), so one unreadable file (a successor logrotate
+// created 0600, a directory where a log was) never stops the others,
+// and is followed again once it can be read.
 func (r *fileRun) launch(fw *follower) {
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
-		switch err := fw.run(r.ctx); {
-		case errors.Is(err, errGone):
-			r.ended(fw)
-		case err != nil && !errors.Is(err, context.Canceled):
-			r.set.mu.Lock()
-			r.errs = append(r.errs, fmt.Errorf("tail %s: %w", fw.in.Path, err))
-			r.set.mu.Unlock()
-			r.cancel()
+		fm := r.t.files.fm
+		for pause := fileRetryFirst; ; pause = min(2*pause, fileRetryLast) {
+			err := fw.run(r.ctx)
+			switch {
+			case errors.Is(err, errGone):
+				r.ended(fw)
+				return
+			case err == nil || r.ctx.Err() != nil:
+				return
+			case r.t.backfill != nil && r.t.backfill.Only:
+				// A backfill-only run reads what is there once and
+				// says what it could not: its error ends the Run.
+				r.set.mu.Lock()
+				r.errs = append(r.errs, fmt.Errorf("tail %s: %w", fw.in.Path, err))
+				r.set.mu.Unlock()
+				r.cancel()
+				return
+			}
+			fm.failures.Inc()
+			fw.logger.Error("file not followed; the other inputs go on, and it is tried again", "err", err, "again_in", pause)
+			fm.failing.Inc()
+			select {
+			case <-r.ctx.Done():
+			case <-time.After(pause):
+			}
+			fm.failing.Dec()
+			if r.ctx.Err() != nil {
+				return
+			}
 		}
 	}()
 }
