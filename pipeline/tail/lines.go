@@ -44,7 +44,15 @@ type hitBatch struct {
 	// key. A client's page views often come one after the other.
 	lastAddr, lastUA []byte
 	lastKey          uint64
+	// The malformed lines' warning: the first at once, then at most one
+	// a minute with how many came between (a file of junk is not a log
+	// flood), each naming the line by its byte offset.
+	warnedAt   time.Time
+	unreported int
 }
+
+// malformedEvery is how often malformed lines are logged at warning.
+const malformedEvery = time.Minute
 
 // lineRules is what every input's lines are judged by: which are page
 // views, and how their clients are keyed.
@@ -125,8 +133,13 @@ func (b *hitBatch) add(line []byte, offset int64) {
 		if errors.As(err, &pe) {
 			reason = pe.Reason
 		}
-		m.malformedLine(reason)
-		b.logger.Debug("malformed line", "offset", offset, "reason", reason)
+		b.malformed(line, offset, reason)
+		return
+	}
+	// ClickHouse keeps a second from 1970 to 2106 (DateTime): a line
+	// dated outside is junk, and stored it would wrap to another year.
+	if t := b.entry.Time.Unix(); t < 0 || t >= 1<<32 {
+		b.malformed(line, offset, logformat.ReasonTime)
 		return
 	}
 	site := b.site
@@ -172,6 +185,31 @@ func (b *hitBatch) tooLong() {
 }
 
 // reset starts the next batch.
+// malformed counts a line that is no access-log line, and says so: at
+// warning for the first and then once a minute, naming the line by its
+// byte offset (the logger names the file or input), with its start.
+func (b *hitBatch) malformed(line []byte, offset int64, reason string) {
+	b.metrics.malformedLine(reason)
+	now := time.Now()
+	if !b.warnedAt.IsZero() && now.Sub(b.warnedAt) < malformedEvery {
+		b.unreported++
+		b.logger.Debug("malformed line", "offset", offset, "reason", reason)
+		return
+	}
+	b.logger.Warn("malformed line skipped; the lines after it are read", "offset", offset, "reason", reason,
+		"line", shortLine(line), "malformed_not_logged_since_last", b.unreported)
+	b.warnedAt, b.unreported = now, 0
+}
+
+// shortLine is the start of a line for a log: at most 200 bytes (the
+// handlers quote a NUL or an escape sequence rather than send it on).
+func shortLine(line []byte) string {
+	if len(line) > 200 {
+		line = line[:200]
+	}
+	return string(line)
+}
+
 func (b *hitBatch) reset() {
 	b.enc.Reset()
 	b.lines = 0

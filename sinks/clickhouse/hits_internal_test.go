@@ -19,6 +19,35 @@ import (
 	"github.com/pagewatch/pagewatch/pipeline/logformat"
 )
 
+// A batch of junk dates, each hit on a page of its own (a log of random
+// dates and paths, or spoofed syslog lines), is sorted as any other, in
+// memory in proportion to its hits: bucketing by day and page asked for
+// days × pages buckets (38 GB at the default batch of 100,000).
+func TestSortedRowsOfJunkDates(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	b := hit.Batch{Seq: 1}
+	for i := range 20_000 {
+		b.Hits = append(b.Hits, hit.Hit{
+			Time:   time.Unix(rng.Int64N(1<<32), 0),
+			Site:   "a.example",
+			Path:   fmt.Sprintf("/%d", rng.IntN(1_000_000)),
+			Offset: uint64(i),
+		})
+	}
+	rows, pages, _ := sortedRows(nil, []hit.Batch{b})
+	if len(rows) != len(b.Hits) {
+		t.Fatalf("%d rows of %d hits", len(rows), len(b.Hits))
+	}
+	for i := 1; i < len(rows); i++ {
+		a, b := rows[i-1], rows[i]
+		pa, pb := pages[a.page], pages[b.page]
+		less := a.day < b.day || a.day == b.day && (pa.path < pb.path || pa.path == pb.path && a.unix <= b.unix)
+		if !less {
+			t.Fatalf("rows %d and %d out of order: day %d %s %d, then day %d %s %d", i-1, i, a.day, pa.path, a.unix, b.day, pb.path, b.unix)
+		}
+	}
+}
+
 // The insert relies on two properties of sortedRows and countMinutes:
 // rows leave in the hits table's key order (else ClickHouse sorts each
 // block itself, at half the speed), and the per-minute counts equal a

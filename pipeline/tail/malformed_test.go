@@ -1,0 +1,67 @@
+package tail_test
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pagewatch/pagewatch/pipeline/tail"
+)
+
+// A malformed line is counted by reason and logged at warning, naming
+// its file and byte offset; more within the minute are counted and
+// logged at debug only; the lines after them are read. A line dated
+// outside what ClickHouse keeps (1970 to 2106) is malformed "time": it
+// was stored wrapped to another year.
+func TestMalformedLinesAreNamedAndTheRestRead(t *testing.T) {
+	b := setup(t)
+	logs := b.captureLogs(t, slog.LevelInfo)
+	reg := prometheus.NewRegistry()
+	tl, err := tail.New(b.cfg, tail.Deps{Bus: b.bus, Logger: b.logger, Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tl.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- tl.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	good := string(b.lines[0])
+	junk := [][]byte{
+		[]byte("\x00\x00garbage\x1b[31m"),
+		[]byte("not a log line at all"),
+		[]byte(strings.Replace(good, "2015:", "2200:", 1)),
+		[]byte(strings.Replace(good, "2015:", "1969:", 1)),
+	}
+	appendLines(t, b.log, b.lines[:5])
+	appendLines(t, b.log, junk)
+	appendLines(t, b.log, b.lines[5:10])
+	b.waitHits(t, 10)
+	if n := counter(t, reg, "pagewatch_ingest_tail_malformed_lines_total", "reason", "time"); n != 2 {
+		t.Errorf("malformed for time: %v, want 2 (years 2200 and 1969)", n)
+	}
+	if n := counter(t, reg, "pagewatch_ingest_tail_lines_total", "result", "malformed"); n != 4 {
+		t.Errorf("malformed lines: %v, want 4", n)
+	}
+	out := logs.String()
+	if got := strings.Count(out, "malformed line skipped"); got != 1 {
+		t.Fatalf("%d warnings, want 1 (the rest within the minute at debug)\n%s", got, out)
+	}
+	// The first junk line starts after 5 lines of the file.
+	offset := 0
+	for _, l := range b.lines[:5] {
+		offset += len(l) + 1
+	}
+	for _, want := range []string{"level=WARN", "file=" + b.log, "offset=" + strconv.Itoa(offset), `line="\x00\x00garbage\x1b[31m"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the warning lacks %s:\n%s", want, out)
+		}
+	}
+}
