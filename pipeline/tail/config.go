@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pagewatch/pagewatch/pipeline/discover"
+	"github.com/pagewatch/pagewatch/pipeline/logformat"
 	"github.com/pagewatch/pagewatch/pipeline/pageview"
 	"github.com/pagewatch/pagewatch/pipeline/syslog"
 	"github.com/pagewatch/pagewatch/pipeline/visitor"
@@ -157,8 +158,11 @@ func (c Config) Validate() error {
 	if c.BatchBytes < 4<<10 || c.BatchBytes > 900<<10 {
 		add("ingest.tail.batch_bytes: must be 4096..921600, got %d", c.BatchBytes)
 	}
-	if c.MaxLineBytes < 1<<10 || c.MaxLineBytes > c.BatchBytes {
-		add("ingest.tail.max_line_bytes: must be 1024..batch_bytes, got %d", c.MaxLineBytes)
+	// The parser takes lines of up to logformat.MaxLineLen; a batch must
+	// hold a line of the longest and room to spare (consumePending sends
+	// it on once within max_line_bytes and 1 KiB of batch_bytes).
+	if hi := min(logformat.MaxLineLen, c.BatchBytes/2); c.MaxLineBytes < 1<<10 || c.MaxLineBytes > hi {
+		add("ingest.tail.max_line_bytes: must be 1024..%d (64 KiB, the parser's longest, and half of batch_bytes), got %d", hi, c.MaxLineBytes)
 	}
 	if c.PublishTimeout <= 0 {
 		add("ingest.tail.publish_timeout: must be positive, got %s", c.PublishTimeout)

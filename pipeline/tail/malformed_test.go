@@ -3,9 +3,11 @@ package tail_test
 import (
 	"context"
 	"log/slog"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -63,5 +65,61 @@ func TestMalformedLinesAreNamedAndTheRestRead(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("the warning lacks %s:\n%s", want, out)
 		}
+	}
+}
+
+// A line past max_line_bytes is skipped whether it was written in one
+// write or in two: it was counted when whole in one read, and skipped
+// when it straddled two.
+func TestLineTooLongWhateverItsWrites(t *testing.T) {
+	for _, split := range []bool{false, true} {
+		b := setup(t)
+		b.cfg.MaxLineBytes = 1024
+		reg := prometheus.NewRegistry()
+		tl, err := tail.New(b.cfg, tail.Deps{Bus: b.bus, Logger: b.logger, Registry: reg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tl.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- tl.Run(ctx) }()
+
+		// A real line, its referrer made 3 KB long: parseable, too long.
+		long := strings.Replace(string(b.lines[0]), `"http://`, `"http://`+strings.Repeat("r", 3000), 1)
+		if len(long) < 3000 {
+			t.Fatalf("the line has no referrer to lengthen: %s", b.lines[0])
+		}
+		appendLines(t, b.log, b.lines[:1])
+		if split {
+			appendRaw(t, b.log, long[:1500])
+			time.Sleep(300 * time.Millisecond)
+			appendRaw(t, b.log, long[1500:]+"\n")
+		} else {
+			appendRaw(t, b.log, long+"\n")
+		}
+		appendLines(t, b.log, b.lines[1:2])
+		b.waitHits(t, 2)
+		if n := counter(t, reg, "pagewatch_ingest_tail_malformed_lines_total", "reason", "too_long"); n != 1 {
+			t.Errorf("written in two: %t; too_long = %v, want 1", split, n)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+func appendRaw(t *testing.T, path, s string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(s); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -135,9 +135,13 @@ func (r *reader) consumePending(ctx context.Context) error {
 		if i < 0 {
 			break
 		}
-		if r.skipping {
+		switch {
+		case r.skipping:
 			r.skipping = false
-		} else {
+		case i > r.limits.maxLineBytes:
+			// Whole in one read or not, a line past the limit is skipped.
+			r.skipLong()
+		default:
 			r.linesRead++
 			r.batch.add(r.pending[start:start+i], r.offset)
 		}
@@ -157,9 +161,7 @@ func (r *reader) consumePending(ctx context.Context) error {
 		// never stalls the file or grows memory.
 		if !r.skipping {
 			r.skipping = true
-			r.batch.tooLong()
-			r.linesRead++
-			r.logger.Warn("line too long; skipped", "offset", r.offset, "max_line_bytes", r.limits.maxLineBytes)
+			r.skipLong()
 		}
 		r.offset += int64(len(r.pending))
 		r.pending = r.pending[:0]
@@ -167,12 +169,23 @@ func (r *reader) consumePending(ctx context.Context) error {
 	return nil
 }
 
+// skipLong counts and logs a line past max_line_bytes, at r.offset.
+func (r *reader) skipLong() {
+	r.batch.tooLong()
+	r.linesRead++
+	r.logger.Warn("line too long; skipped", "offset", r.offset, "max_line_bytes", r.limits.maxLineBytes)
+}
+
 // consumeLastLine takes the bytes after a complete file's last newline as
 // its last line. The rest of an over-long line is dropped instead, but its
 // bytes are still passed over, so the file's end offset is its size.
 func (r *reader) consumeLastLine() {
 	if len(r.pending) > 0 {
-		if !r.skipping {
+		switch {
+		case r.skipping:
+		case len(r.pending) > r.limits.maxLineBytes:
+			r.skipLong()
+		default:
 			r.linesRead++
 			r.batch.add(r.pending, r.offset)
 		}

@@ -163,6 +163,10 @@ func (s *Stdin) consume(chunk []byte) {
 		case s.skipping > 0:
 			s.st.skipLong(s.skipping + i + 1)
 			s.skipping = 0
+		case len(s.pending)+i > s.cfg.MaxLineBytes:
+			// Whole in one chunk or not, a line past the limit is skipped.
+			s.st.skipLong(len(s.pending) + i + 1)
+			s.pending = s.pending[:0]
 		case len(s.pending) > 0:
 			s.pending = append(s.pending, chunk[:i]...)
 			s.st.add(s.pending, len(s.pending)+1)
