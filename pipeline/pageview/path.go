@@ -122,6 +122,50 @@ func appendComponent(dst, src []byte, lowercase, query bool) []byte {
 	return dst
 }
 
+// mergeSlashes makes each run of slashes one, in place, as nginx
+// (merge_slashes, on by default) and Apache serve them: /a//b is /a/b.
+func mergeSlashes(p []byte) []byte {
+	if !bytes.Contains(p, []byte("//")) {
+		return p
+	}
+	out := p[:0]
+	for i, c := range p {
+		if c == '/' && i > 0 && p[i-1] == '/' {
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// dropSessionIDs removes ;jsessionid=... path parameters (a Java
+// servlet's session, in the URL when cookies are off), in place: the
+// same page for every visitor, where it was a page per session.
+func dropSessionIDs(p []byte) []byte {
+	const param = ";jsessionid="
+	for {
+		i := indexFold(p, param)
+		if i < 0 {
+			return p
+		}
+		end := i + len(param)
+		for end < len(p) && p[end] != '/' && p[end] != ';' {
+			end++
+		}
+		p = append(p[:i], p[end:]...)
+	}
+}
+
+// indexFold is the index of ASCII lower-case sub in p, p's case folded.
+func indexFold(p []byte, sub string) int {
+	for i := 0; i+len(sub) <= len(p); i++ {
+		if hasPrefixFold(p[i:], sub) {
+			return i
+		}
+	}
+	return -1
+}
+
 // removeDots removes "." and ".." segments in place (RFC 3986 5.2.4), as
 // servers do before mapping a path: /a/./b and /a/x/../b are /a/b.
 // p starts with '/'.
@@ -275,10 +319,11 @@ func (n *Normalizer) appendPage(dst, target []byte) (out []byte, pathEnd int, ok
 	return dst, pathEnd - start, true
 }
 
-// tidy removes dot segments and, with trailing_slash: strip, trailing
-// slashes. Both work in place and return a prefix of p.
+// tidy merges runs of slashes, drops a servlet's session id, removes
+// dot segments and, with trailing_slash: strip, trailing slashes. All
+// work in place and return a prefix of p.
 func (n *Normalizer) tidy(p []byte) []byte {
-	p = removeDots(p)
+	p = removeDots(dropSessionIDs(mergeSlashes(p)))
 	if n.strip {
 		for len(p) > 1 && p[len(p)-1] == '/' {
 			p = p[:len(p)-1]

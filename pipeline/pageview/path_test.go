@@ -96,8 +96,16 @@ func TestPathDefaults(t *testing.T) {
 		"/..":                "/",
 		"/...":               "/...",
 		"/a/..b/.c":          "/a/..b/.c",
-		"/a//../b":           "/a/b",
-		"//a":                "//a",
+		// Runs of slashes are one, as nginx (merge_slashes) and Apache
+		// serve them, before dot segments are resolved.
+		"/a//../b": "/b",
+		"//a":      "/a",
+		"/a///b//": "/a/b/",
+		// A servlet's session id in the path is no page of its own.
+		"/shop;jsessionid=0A1B2C/cart": "/shop/cart",
+		"/shop/cart;JSESSIONID=0A1B2C": "/shop/cart",
+		"/shop;jsessionid=x;v=2?q=1":   "/shop;v=2",
+		"/shop;other=1":                "/shop;other=1",
 
 		// Hostile bytes never come out raw.
 		"/%00":              "/%00",
