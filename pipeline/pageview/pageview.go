@@ -28,6 +28,7 @@ package pageview
 import (
 	"slices"
 	"strings"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/pagewatch/pagewatch/domain/hit"
@@ -203,12 +204,31 @@ func (n *Normalizer) Fill(h *hit.Hit, e *logformat.Entry, site string) (drop str
 		Path:    string(page),
 		Method:  method,
 		Status:  uint16(e.Status),
-		Referer: alias(e.Referer),
+		Referer: alias(capReferer(e.Referer)),
 	}
 	if e.Bytes > 0 {
 		h.Bytes = uint64(e.Bytes)
 	}
 	return ""
+}
+
+// maxRefererBytes caps a hit's referrer: a client writes it, and what
+// it is for (where a page's visitors come from: its host and path) fits
+// in the bytes a path is capped at; 64 KB a hit was the client's to
+// make ClickHouse store.
+const maxRefererBytes = 1024
+
+// capReferer is the referrer cut to maxRefererBytes, at a character's
+// start.
+func capReferer(b []byte) []byte {
+	if len(b) <= maxRefererBytes {
+		return b
+	}
+	n := maxRefererBytes
+	for n > 0 && !utf8.RuneStart(b[n]) {
+		n--
+	}
+	return b[:n]
 }
 
 func alias(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }

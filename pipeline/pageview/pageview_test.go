@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/pagewatch/pagewatch/domain/hit"
 	"github.com/pagewatch/pagewatch/pipeline/logformat"
@@ -236,5 +237,20 @@ func TestValidateNamesKeys(t *testing.T) {
 	}
 	if err := pageview.DefaultConfig().Validate(); err != nil {
 		t.Fatalf("defaults: %v", err)
+	}
+}
+
+// A referrer is the client's to write: a hit keeps its first 1,024
+// bytes, cut at a character's start.
+func TestRefererIsCapped(t *testing.T) {
+	n := normalizer(t, nil)
+	long := "https://example.org/" + strings.Repeat("é", 2000)
+	e := logformat.Entry{Method: []byte("GET"), Target: []byte("/a"), Status: 200, Referer: []byte(long)}
+	var h hit.Hit
+	if drop := n.Fill(&h, &e, "example.com"); drop != "" {
+		t.Fatal(drop)
+	}
+	if len(h.Referer) > 1024 || len(h.Referer) < 1020 || !utf8.ValidString(h.Referer) || !strings.HasPrefix(long, h.Referer) {
+		t.Errorf("referrer of %d bytes kept as %d bytes, valid UTF-8 %t", len(long), len(h.Referer), utf8.ValidString(h.Referer))
 	}
 }
