@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -117,7 +118,7 @@ func (h pageHours) expectAt(r *rules.Rule, end time.Time) rules.Expected {
 	if h.start.IsZero() {
 		return rules.Expected{}
 	}
-	spans := r.WindowSpans(end, h.start)
+	spans := slices.DeleteFunc(r.BaselineSpans(end, h.start), func(sp rules.Interval) bool { return !sp.OfWindow() })
 	counts := make([]uint64, len(spans))
 	for i, sp := range spans {
 		for t := sp.From; t.Before(sp.To); t = t.Add(time.Hour) {

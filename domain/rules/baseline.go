@@ -14,6 +14,13 @@ type Interval struct {
 	Tag int
 }
 
+// OfWindow reports whether the span is a sample of the rule's window
+// itself, not of a wider one read beside it (a drop's hours): what the
+// normal of the window alone, its value and usual range, is made from.
+// The console's band and live normal draw that, and need not sum three
+// times the hours.
+func (sp Interval) OfWindow() bool { return sp.Tag < longSpan }
+
 // Expected is a page's normal for one window, computed from the counts of
 // the windows BaselineSpans lists.
 type Expected struct {

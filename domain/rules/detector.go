@@ -1,9 +1,6 @@
 package rules
 
-import (
-	"slices"
-	"time"
-)
+import "time"
 
 // Detector is what a rule's kind decides, and the only place that does:
 // which past windows make a page's normal, what the normal and its usual
@@ -130,15 +127,6 @@ func (r *Rule) Kind() Kind { return r.Detector().Kind() }
 // the rule's window ending at end (Detector.Spans).
 func (r *Rule) BaselineSpans(end, dataStart time.Time) []Interval {
 	return r.Detector().Spans(end, dataStart)
-}
-
-// WindowSpans is BaselineSpans without the wider windows read beside
-// the rule's own (a drop's hours): what the normal of the window alone,
-// its value and usual range, is made from. The console's band and live
-// normal draw that, and need not sum three times the hours.
-func (r *Rule) WindowSpans(end, dataStart time.Time) []Interval {
-	spans := r.BaselineSpans(end, dataStart)
-	return slices.DeleteFunc(spans, func(sp Interval) bool { return sp.Tag >= longSpan })
 }
 
 // Normal makes the page's normal from the counts of BaselineSpans'
