@@ -26,7 +26,7 @@ type Counter interface {
 	DataStarts(ctx context.Context) (map[string]time.Time, error)
 	// For holding drops while a site's data is late (freshness.go): its
 	// newest minute, and how often its minutes have hits at each hour.
-	DataEnds(ctx context.Context, since time.Time) (map[string]time.Time, error)
+	DataEnds(ctx context.Context, since, until time.Time) (map[string]time.Time, error)
 	SiteHours(ctx context.Context, from, to time.Time) ([]traffic.SiteHour, error)
 }
 

@@ -30,6 +30,13 @@ import (
 // stays open until data comes again).
 const freshnessReach = 48 * time.Hour
 
+// futureSlack is how far ahead of the sweeper's clock a site's newest
+// minute may be and still count: a minute, its own, and clocks that
+// drift. Past it a line was dated ahead (a clock that jumped, a forged
+// syslog line), and taken as the site's newest it would keep the site
+// from looking late for as long, its drops told on missing data.
+const futureSlack = 5 * time.Minute
+
 // noDataPrefix starts the state keys of "no data" episodes. Rule names
 // start with [a-z0-9], so these keys are never taken for a page's state.
 const noDataPrefix = "_nodata."
@@ -90,7 +97,9 @@ func (f *freshness) check(ctx context.Context, set *ruleSet, obs map[string][]ob
 		return nil, 0, nil
 	}
 	f.beganOnce.Do(func() { f.began = now })
-	ends, err := f.counts.DataEnds(ctx, now.Add(-freshnessReach))
+	// Hits dated ahead of now by more than a clock's drift are not
+	// taken for fresh data.
+	ends, err := f.counts.DataEnds(ctx, now.Add(-freshnessReach), now.Add(futureSlack))
 	if err != nil {
 		return nil, 0, err
 	}

@@ -83,6 +83,26 @@ func TestTailerStoppedSendsNoDataNotDrops(t *testing.T) {
 	}
 }
 
+// A line dated hours ahead (a clock that jumped, a forged syslog line)
+// is no fresh data: the tailer stopped 3 hours ago is still late, with
+// one "no data" message and no drop, though the site has a minute with
+// hits 6 hours from now.
+func TestHitDatedAheadDoesNotHideLateData(t *testing.T) {
+	b := setup(t)
+	b.cfg.Rules = []rules.Rule{unusualBoth()}
+	now := time.Now().UTC().Truncate(time.Minute)
+	stop := now.Add(-3 * time.Hour)
+	b.addSteady(t, "/checkout", 120, now.Add(-8*24*time.Hour), stop)
+	b.addSteady(t, "/home", 60, now.Add(-8*24*time.Hour), stop)
+	b.addSteady(t, "/junk", 6, now.Add(6*time.Hour), now.Add(6*time.Hour+time.Minute))
+
+	c := &clock{t: now}
+	b.sweep(t, b.sweeper(t, c))
+	if got := describe(b.jobs(t)); fmt.Sprint(got) != "[fire no_data example.com]" {
+		t.Fatalf("with a hit dated 6 hours ahead: %v, want one no-data message", got)
+	}
+}
+
 func describe(xs []crossing.Crossing) []string {
 	var out []string
 	for _, x := range xs {

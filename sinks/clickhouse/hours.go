@@ -102,10 +102,10 @@ func (cs Counts) DataStarts(ctx context.Context) (map[string]time.Time, error) {
 	return cs.siteMinutes(ctx, "data starts", queryDataStarts)
 }
 
-// DataEnds returns each site's newest minute with hits at or after since
-// (sites with none since are missing).
-func (cs Counts) DataEnds(ctx context.Context, since time.Time) (map[string]time.Time, error) {
-	return cs.siteMinutes(ctx, "data ends", queryDataEnds, since.Unix())
+// DataEnds returns each site's newest minute with hits in [since, until]
+// (sites with none are missing).
+func (cs Counts) DataEnds(ctx context.Context, since, until time.Time) (map[string]time.Time, error) {
+	return cs.siteMinutes(ctx, "data ends", queryDataEnds, since.Unix(), until.Unix())
 }
 
 // SiteHours returns, per site and UTC hour in [from, to) with hits, how

@@ -68,7 +68,7 @@ var sampleRuns = map[string]string{
 		Spans:        []traffic.Span{{From: time.Unix(1699912800, 0), To: time.Unix(1699920000, 0)}, {From: time.Unix(1699995600, 0), To: time.Unix(1700002800, 0)}},
 		SealedBefore: time.Unix(1700010000, 0)}, true),
 	"queryDataStarts":  queryDataStarts,
-	"queryDataEnds":    bind(queryDataEnds, int64(1699990000)),
+	"queryDataEnds":    bind(queryDataEnds, int64(1699990000), int64(1800000000)),
 	"querySiteHours":   bind(querySiteHours, int64(1699990000), int64(1700010000)),
 	"queryScanMinutes": bind(queryScanMinutes, true, ch.GroupSet{Value: []any{""}}, int64(1699990000), int64(1700010000)),
 

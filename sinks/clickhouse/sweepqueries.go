@@ -140,10 +140,12 @@ GROUP BY site, path, hour`
 	// not reach before it, where views are unknown rather than zero.
 	queryDataStarts = `SELECT site, min(minute) FROM page_minutes GROUP BY site`
 
-	// queryDataEnds is each site's newest minute with hits since a time:
-	// a site whose data is late has its drops held (no page "went
-	// quiet" because its hits are not loaded yet).
-	queryDataEnds = `SELECT site, max(minute) FROM page_minutes WHERE minute >= toDateTime(?) GROUP BY site`
+	// queryDataEnds is each site's newest minute with hits in [since,
+	// until]: a site whose data is late has its drops held (no page "went
+	// quiet" because its hits are not loaded yet). A minute past until is
+	// a log line dated ahead (a clock that jumped, a forged line), which
+	// would keep its site from ever looking late.
+	queryDataEnds = `SELECT site, max(minute) FROM page_minutes WHERE minute >= toDateTime(?) AND minute <= toDateTime(?) GROUP BY site`
 
 	// querySiteHours is, per site and UTC hour in [from, to), how many
 	// of the hour's minutes had hits (hours are counted from the epoch,
