@@ -13,16 +13,19 @@ import (
 // A rule's subject and body templates are run by the worker on every
 // crossing, and by the console on whatever a viewer pastes into Try a
 // rule. text/template has no limit of its own: {{range 100000000000000}}
-// runs for days, {{printf "%0999999999d" 1}} asks for a gigabyte, a
-// template calling itself doubles its work at each call. So a template
-// may use the language's plain parts only, each of bounded cost, and
-// its output is capped:
+// runs for days, a template calling itself doubles its work at each
+// call, and values fed back into functions grow without end ({{$b :=
+// print $a $a}} ten times over, or js of js of js). So a template may
+// use the language's plain parts only, none of which makes a value
+// larger than the template's own text and the data's, and its output is
+// capped:
 //   - range over .Pages or .Labels (the data's own lists), not nested;
 //   - no define, block or template (no template calls another);
-//   - no assignment to a variable ({{$x = ...}}), which a loop could
-//     double;
-//   - the builtin functions but call, and printf's widths and
-//     precisions at most 3 digits, not from an argument (*).
+//   - a variable holds data, a length or a comparison, never print's,
+//     printf's or println's result, and is never assigned again;
+//   - the builtin functions but call, html, js and urlquery (the mailer
+//     escapes what a body says), and printf's widths and precisions at
+//     most 3 digits, not from an argument (*).
 const maxTemplateOutput = 64 << 10
 
 // errTemplateOutput: a template wrote more than maxTemplateOutput.
@@ -31,9 +34,13 @@ var errTemplateOutput = fmt.Errorf("writes more than %d KB", maxTemplateOutput>>
 // templateFuncs are the builtins a template may call.
 var templateFuncs = map[string]bool{
 	"and": true, "or": true, "not": true, "len": true, "index": true, "slice": true,
-	"print": true, "printf": true, "println": true, "html": true, "js": true, "urlquery": true,
+	"print": true, "printf": true, "println": true,
 	"eq": true, "ne": true, "lt": true, "le": true, "gt": true, "ge": true,
 }
+
+// joiners are the functions whose result is as long as their arguments
+// together: one kept in a variable and joined to itself again grows.
+var joiners = map[string]bool{"print": true, "printf": true, "println": true}
 
 // rangeable are the fields a template may range over.
 var rangeable = map[string]bool{"Pages": true, "Labels": true}
@@ -107,26 +114,64 @@ func checkPipe(p *parse.PipeNode) error {
 	if p.IsAssign {
 		return errors.New("assigning to a variable ({{$x = ...}}) is not allowed; declare one with :=")
 	}
+	if len(p.Decl) > 0 && joins(p) {
+		return errors.New("a variable may not hold print's, printf's or println's result: write it where it is used")
+	}
 	for _, c := range p.Cmds {
-		for i, a := range c.Args {
-			switch a := a.(type) {
-			case *parse.IdentifierNode:
-				if !templateFuncs[a.Ident] {
-					return fmt.Errorf("function %q is not allowed", a.Ident)
-				}
-				if a.Ident == "printf" && i == 0 {
-					if err := checkFormat(c.Args[1:]); err != nil {
-						return err
-					}
-				}
-			case *parse.PipeNode:
-				if err := checkPipe(a); err != nil {
+		if err := checkArgs(c.Args); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkArgs(args []parse.Node) error {
+	for i, a := range args {
+		switch a := a.(type) {
+		case *parse.IdentifierNode:
+			if !templateFuncs[a.Ident] {
+				return fmt.Errorf("function %q is not allowed", a.Ident)
+			}
+			if a.Ident == "printf" && i == 0 {
+				if err := checkFormat(args[1:]); err != nil {
 					return err
 				}
+			}
+		case *parse.PipeNode:
+			if err := checkPipe(a); err != nil {
+				return err
+			}
+		case *parse.ChainNode: // (pipeline).Field
+			if err := checkArgs([]parse.Node{a.Node}); err != nil {
+				return err
 			}
 		}
 	}
 	return nil
+}
+
+// joins reports whether a pipeline calls print, printf or println,
+// nested pipelines included.
+func joins(p *parse.PipeNode) bool {
+	var in func(n parse.Node) bool
+	in = func(n parse.Node) bool {
+		switch n := n.(type) {
+		case *parse.IdentifierNode:
+			return joiners[n.Ident]
+		case *parse.PipeNode:
+			for _, c := range n.Cmds {
+				for _, a := range c.Args {
+					if in(a) {
+						return true
+					}
+				}
+			}
+		case *parse.ChainNode:
+			return in(n.Node)
+		}
+		return false
+	}
+	return in(p)
 }
 
 // checkFormat: printf's format is quoted text, its widths small.
