@@ -75,31 +75,50 @@ func (l *limiter) delay(n int) time.Duration {
 // the password is checked, so tries sent at the same moment each see
 // the ones before them (checking first and counting after, a burst of
 // 60 all saw a wait of 0 and all were checked). A try that succeeds is
-// refunded.
-func (l *limiter) take(k limitKey) time.Duration {
+// refunded with the charge take returns.
+func (l *limiter) take(k limitKey) (time.Duration, charge) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if f, ok := l.entries[k]; ok {
-		if d := f.last.Add(l.delay(f.n)).Sub(l.now()); d > 0 {
-			return d
+	before, had := l.entries[k]
+	if had {
+		if d := before.last.Add(l.delay(before.n)).Sub(l.now()); d > 0 {
+			return d, charge{}
 		}
 	}
 	l.failLocked(k)
-	return 0
+	return 0, charge{key: k, before: before, had: had, at: l.entries[k].last, ok: true}
 }
 
-// refund undoes a take whose try succeeded, or was not made.
-func (l *limiter) refund(k limitKey) {
+// charge is a failure take counted, to refund.
+type charge struct {
+	key    limitKey
+	before failures // the key's failures before it
+	had    bool
+	at     time.Time // its time: the key's last failure, unless another came since
+	ok     bool
+}
+
+// refund undoes a take whose try succeeded, or was not made: the key is
+// as it was before, unless another failure was charged since, which
+// then stays the last (a success must neither restart the wait of
+// others behind the same address nor keep its count from being
+// forgotten).
+func (l *limiter) refund(c charge) {
+	if !c.ok {
+		return
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	f, ok := l.entries[k]
+	f, ok := l.entries[c.key]
 	switch {
 	case !ok:
+	case f.last.Equal(c.at) && f.n == c.before.n+1 && c.had:
+		l.entries[c.key] = c.before
 	case f.n <= 1:
-		delete(l.entries, k)
+		delete(l.entries, c.key)
 	default:
 		f.n--
-		l.entries[k] = f
+		l.entries[c.key] = f
 	}
 }
 

@@ -116,6 +116,29 @@ func TestLoginLimitHoldsForABurstAtOnce(t *testing.T) {
 	}
 }
 
+// A right password leaves its address's failures as they were: it does
+// not restart the wait of the others behind that address, nor keep the
+// address's count from being forgotten.
+func TestLoginSuccessLeavesTheAddressAsItWas(t *testing.T) {
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	b := setup(t, nil, func(d *Deps) { d.Now = func() time.Time { return now } })
+	for i := range 20 { // the address's free failures, under 20 names
+		loginFrom(t, b, "203.0.113.1", "", "user"+strconv.Itoa(i), "wrong")
+	}
+	now = now.Add(2 * time.Second) // past the 1 s the 20th asks
+	if rec := loginFrom(t, b, "203.0.113.1", "", "alice", "pw-alice"); rec.Code != http.StatusSeeOther {
+		t.Fatalf("alice: %d, want 303", rec.Code)
+	}
+	if rec := loginFrom(t, b, "203.0.113.1", "", "bob", "wrong"); rec.Code != http.StatusUnauthorized {
+		t.Errorf("bob right after alice's login: %d, want 401 (checked, not made to wait again)", rec.Code)
+	}
+	now = now.Add(61 * time.Minute)
+	loginFrom(t, b, "203.0.113.1", "", "alice", "pw-alice")
+	if f := b.s.addrLimit.entries[keyOf("addr", limitAddr(netip.MustParseAddr("203.0.113.1")))]; f.n > 1 {
+		t.Errorf("an hour after its last failure the address still counts %d", f.n)
+	}
+}
+
 // After the free failures each try waits a delay that doubles: a person
 // who mistyped waits seconds, a guesser ever longer.
 func TestLoginDelaysGrow(t *testing.T) {

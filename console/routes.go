@@ -79,10 +79,10 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	// Each try is charged as a failure before its password is checked
 	// (take), and refunded if it was right: a burst of tries sent at
 	// once is limited as tries one after another are.
-	d := s.addrLimit.take(from)
+	d, addrCharge := s.addrLimit.take(from)
 	if d == 0 {
-		if d = s.pairLimit.take(pair); d > 0 {
-			s.addrLimit.refund(from)
+		if d, _ = s.pairLimit.take(pair); d > 0 {
+			s.addrLimit.refund(addrCharge)
 		}
 	}
 	if d > 0 {
@@ -100,7 +100,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		s.renderStatus(w, r, http.StatusUnauthorized, "login", "Log in", loginView{Error: "Wrong user name or password.", User: name})
 		return
 	}
-	s.addrLimit.refund(from)
+	s.addrLimit.refund(addrCharge)
 	s.pairLimit.reset(pair)
 	s.metrics.logins.WithLabelValues("ok").Inc()
 	s.deps.Logger.Info("console login", "user", u.Name, "role", u.Role, "addr", ip)
