@@ -80,13 +80,13 @@ func compileMatch(m Match) (matcher, error) {
 	}
 	switch {
 	case m.Exact != "":
-		if !strings.HasPrefix(m.Exact, "/") {
-			return matcher{}, fmt.Errorf(".exact: must start with /, got %q", m.Exact)
+		if err := countedSpelling(m.Exact); err != nil {
+			return matcher{}, fmt.Errorf(".exact: %w", err)
 		}
 		return matcher{kind: matchExact, s: m.Exact}, nil
 	case m.Prefix != "":
-		if !strings.HasPrefix(m.Prefix, "/") {
-			return matcher{}, fmt.Errorf(".prefix: must start with /, got %q", m.Prefix)
+		if err := countedSpelling(m.Prefix); err != nil {
+			return matcher{}, fmt.Errorf(".prefix: %w", err)
 		}
 		return matcher{kind: matchPrefix, s: m.Prefix}, nil
 	case m.Glob != "":
@@ -105,6 +105,22 @@ func compileMatch(m Match) (matcher, error) {
 		return matcher{}, fmt.Errorf(".regex: %w", err)
 	}
 	return matcher{kind: matchRegex, regex: re}, nil
+}
+
+// countedSpelling checks that a path compared as written can be one a
+// page is counted under: pages start with /, have runs of slashes
+// merged and no servlet session id (pipeline/pageview), so a rule on
+// /a//b or /cart;jsessionid=x would never fire.
+func countedSpelling(p string) error {
+	switch {
+	case !strings.HasPrefix(p, "/"):
+		return fmt.Errorf("must start with /, got %q", p)
+	case strings.Contains(p, "//"):
+		return fmt.Errorf("pages are counted with runs of slashes made one, so %q matches none: write it with single slashes", p)
+	case strings.Contains(strings.ToLower(p), ";jsessionid="):
+		return fmt.Errorf("pages are counted without their ;jsessionid=, so %q matches none: leave it out", p)
+	}
+	return nil
 }
 
 func compileGlob(g string) ([]globSeg, error) {

@@ -148,6 +148,22 @@ func TestValidateErrorsNameKeys(t *testing.T) {
 			`sweeper.rules[4].match.prefix: must start with /, got "x"`,
 			`sweeper.rules[4].zone: only calendar windows (day, week, month), unusual rules and same_time baselines have a zone; window is 1h`,
 		}},
+		{"paths that no page is counted under", `
+  - name: p1
+    site: example.com
+    match: {exact: /a//b}
+    threshold: 1
+    window: 1h
+    notify: {recipients: [a@example.com]}
+  - name: p2
+    site: example.com
+    match: {prefix: "/cart;JSESSIONID=x"}
+    threshold: 1
+    window: 1h
+    notify: {recipients: [a@example.com]}`, []string{
+			`sweeper.rules[1].match.exact: pages are counted with runs of slashes made one, so "/a//b" matches none`,
+			`sweeper.rules[2].match.prefix: pages are counted without their ;jsessionid=, so "/cart;JSESSIONID=x" matches none`,
+		}},
 		{"milestones do not re-arm", `
   - name: ms
     site: example.com

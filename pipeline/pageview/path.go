@@ -319,11 +319,11 @@ func (n *Normalizer) appendPage(dst, target []byte) (out []byte, pathEnd int, ok
 	return dst, pathEnd - start, true
 }
 
-// tidy merges runs of slashes, drops a servlet's session id, removes
+// tidy drops a servlet's session id, merges runs of slashes, removes
 // dot segments and, with trailing_slash: strip, trailing slashes. All
 // work in place and return a prefix of p.
 func (n *Normalizer) tidy(p []byte) []byte {
-	p = removeDots(dropSessionIDs(mergeSlashes(p)))
+	p = removeDots(mergeSlashes(dropSessionIDs(p)))
 	if n.strip {
 		for len(p) > 1 && p[len(p)-1] == '/' {
 			p = p[:len(p)-1]

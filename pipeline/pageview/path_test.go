@@ -106,6 +106,8 @@ func TestPathDefaults(t *testing.T) {
 		"/shop/cart;JSESSIONID=0A1B2C": "/shop/cart",
 		"/shop;jsessionid=x;v=2?q=1":   "/shop;v=2",
 		"/shop;other=1":                "/shop;other=1",
+		"/a/;jsessionid=x/b":           "/a/b",
+		"/;jsessionid=x/b":             "/b",
 
 		// Hostile bytes never come out raw.
 		"/%00":              "/%00",
