@@ -110,7 +110,9 @@ func (s *historyPages) historyPage(w http.ResponseWriter, r *http.Request) {
 		}
 		hq.To = t
 	}
-	if hq.To.Sub(hq.From) > maxHistorySpan {
+	// An hour to spare: from 92 days ago to now (the default to, a
+	// minute ahead) is 92 days.
+	if hq.To.Sub(hq.From) > maxHistorySpan+time.Hour {
 		s.fail(w, r, http.StatusBadRequest, "from, to: at most 92 days apart; look further back a stretch at a time")
 		return
 	}

@@ -297,8 +297,6 @@ func (s *frame) who(w http.ResponseWriter, r *http.Request) (Principal, bool) {
 // revocationTimeout bounds asking or telling the revocations.
 const revocationTimeout = 3 * time.Second
 
-// revoked reports whether p's session logged out. An error is not taken
-// for "no": a copied cookie would then work whenever NATS is down.
 // stillWho reports whether a request's credentials still hold: a
 // stream (live.go) outlives the check its request began with, and a
 // session logged out, expired or of a user removed since, or a bearer
@@ -314,10 +312,15 @@ func (s *frame) stillWho(r *http.Request) bool {
 	if !ok {
 		return false
 	}
+	// A stream already let in is ended by a logout known, not by NATS
+	// being out of reach for a moment (the page is refused then, as
+	// who does, until it is back).
 	revoked, err := s.revoked(r.Context(), p)
-	return err == nil && !revoked
+	return err != nil || !revoked
 }
 
+// revoked reports whether p's session logged out. An error is not taken
+// for "no": a copied cookie would then work whenever NATS is down.
 func (s *frame) revoked(ctx context.Context, p Principal) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, revocationTimeout)
 	defer cancel()

@@ -142,4 +142,13 @@
       empty.hidden = snap.pages.length > 0;
     }
   });
+  // The session was logged out or expired: stop, and say so where the
+  // update time was, rather than reconnect to be refused.
+  es.addEventListener("ended", function () {
+    es.close();
+    var at = document.querySelector("[data-testid=live-updated]");
+    if (at) {
+      at.textContent = at.textContent + " (stopped: the session ended; log in again to go on)";
+    }
+  });
 })();

@@ -60,8 +60,8 @@ func (r *Report) Add(e *logformat.Entry) {
 	}
 }
 
-// maxLine is the longest line AddLog reads, as ingest.tail's
-// max_line_bytes allows at most.
+// maxLine is the longest line AddLog reads whole; the parser refuses
+// those over logformat.MaxLineLen (64 KiB) as too long, as ingest does.
 const maxLine = 1 << 20
 
 // AddLog parses each line of an access log with p and adds it; a line p

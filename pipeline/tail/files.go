@@ -392,7 +392,11 @@ func (r *fileRun) launch(fw *follower) {
 		defer r.wg.Done()
 		fm := r.t.files.fm
 		for pause := fileRetryFirst; ; pause = min(2*pause, fileRetryLast) {
+			began := time.Now()
 			err := fw.run(r.ctx)
+			if time.Since(began) > fileRetryLast {
+				pause = fileRetryFirst // it had been followed: a new failure
+			}
 			switch {
 			case errors.Is(err, errGone):
 				r.ended(fw)

@@ -184,7 +184,6 @@ func (b *hitBatch) tooLong() {
 	b.metrics.malformedLine(logformat.ReasonTooLong)
 }
 
-// reset starts the next batch.
 // malformed counts a line that is no access-log line, and says so: at
 // warning for the first and then once a minute, naming the line by its
 // byte offset (the logger names the file or input), with its start.
@@ -210,6 +209,7 @@ func shortLine(line []byte) string {
 	return string(line)
 }
 
+// reset starts the next batch.
 func (b *hitBatch) reset() {
 	b.enc.Reset()
 	b.lines = 0
