@@ -59,13 +59,7 @@ func run(data, sweeper, rulesPath string, verbose bool) error {
 	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("sweeper:\n  rules_path: %q\n", abs)), 0o600); err != nil {
 		return err
 	}
-	var out, stderr bytes.Buffer
-	cmd := exec.Command(sweeper, "--config", cfg, "backtest", "--counts", counts, "--format", "json")
-	cmd.Stdout, cmd.Stderr = &out, &stderr
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("%s backtest: %w\n%s", sweeper, err, stderr.String())
-	}
-	alarms, err := nabeval.ReadAlarms(&out)
+	alarms, err := backtest(sweeper, cfg, counts)
 	if err != nil {
 		return err
 	}
@@ -120,7 +114,33 @@ func run(data, sweeper, rulesPath string, verbose bool) error {
 		c, n, pw := nabeval.Total(sc)
 		fmt.Printf("direction %s: %d alarms, caught=%d/%d false_alarms_per_series_week=%.2f\n", dir, len(only), c, n, pw)
 	}
+	// As a new user would: each of NAB's files as it is, backtested on
+	// its own (a site of one page), not as pages of one site.
+	var alone []nabeval.Score
+	for _, s := range ss {
+		as, err := backtest(sweeper, cfg, filepath.Join(data, s.Name))
+		if err != nil {
+			return err
+		}
+		for i := range as {
+			as[i].Path = s.Path()
+		}
+		alone = append(alone, nabeval.ScoreSeries(s, as))
+	}
+	c, n, pw = nabeval.Total(alone)
+	fmt.Printf("each file backtested alone (sweeper backtest --counts %s): caught=%d/%d false_alarms_per_series_week=%.2f\n", ss[0].Name, c, n, pw)
 	caught, windows, perWeek := nabeval.Total(scores)
 	fmt.Printf("nab-tweets caught=%d/%d false_alarms_per_series_week=%.2f\n", caught, windows, perWeek)
 	return nil
+}
+
+// backtest runs `sweeper backtest --counts counts` and reads its alarms.
+func backtest(sweeper, cfg, counts string) ([]nabeval.Alarm, error) {
+	var out, stderr bytes.Buffer
+	cmd := exec.Command(sweeper, "--config", cfg, "backtest", "--counts", counts, "--format", "json")
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("%s backtest --counts %s: %w\n%s", sweeper, counts, err, stderr.String())
+	}
+	return nabeval.ReadAlarms(&out)
 }
