@@ -42,6 +42,8 @@ var notMovedHere = map[string]string{
 	"pagewatch_worker_claims_taken_over_total":       "a worker dying between its claim and its record: TestClaimOfAnotherWorkerIsTakenOverAfterClaimTimeout, the worker kill tests",
 	"pagewatch_visitor_salt_fetch_errors_total":      "NATS down when a line of a day without a salt in hand comes (here the day's salt is in hand before the outage): pipeline/visitor's NATS-down test",
 	"pagewatch_ingest_tail_hits_keyless_total":       "the same, seen by the tailer: pipeline/tail's TestLinesKeylessWhileNATSIsDown",
+	"pagewatch_ingest_tail_file_failures_total":      "a file that cannot be read (a directory where a log was; tests run as root, who reads any mode): pipeline/tail's TestOneUnreadableInputLeavesTheOthersFlowing",
+	"pagewatch_ingest_tail_failing_files":            "the same, while its follower waits to try again",
 }
 
 const productionRules = `    - {name: home-milestone, site: example.com, path: /, threshold: 150, window: all, notify: {recipients: [ops@example.com]}}

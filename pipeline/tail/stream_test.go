@@ -116,7 +116,10 @@ func sameLines(t testing.TB, what string, hits []hit.Hit, lines [][]byte) {
 			t.Fatalf("%s: hit at %d is no line start", what, h.Offset)
 		}
 		delete(starts, h.Offset)
-		if h.Site != "example.com" || !bytes.Contains(lines[i], []byte(" "+h.Path)) && !strings.Contains(h.Path, "%") {
+		// The line's path as counted: escapes normalised, runs of
+		// slashes made one (the real log asks for //favicon.ico once).
+		line := bytes.ReplaceAll(lines[i], []byte(" //"), []byte(" /"))
+		if h.Site != "example.com" || !bytes.Contains(line, []byte(" "+h.Path)) && !strings.Contains(h.Path, "%") {
 			t.Fatalf("%s: hit %+v is not line %d: %s", what, h, i, lines[i])
 		}
 	}
