@@ -1,7 +1,6 @@
 package tail_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -26,22 +25,7 @@ func TestOneUnreadableInputLeavesTheOthersFlowing(t *testing.T) {
 	b.cfg.Inputs = append(b.cfg.Inputs, tail.Input{Path: other, Site: "other.example"})
 	appendLines(t, other, b.lines[:10])
 	reg := prometheus.NewRegistry()
-	tl, err := tail.New(b.cfg, tail.Deps{Bus: b.bus, Logger: b.logger, Registry: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tl.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- tl.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("tailer: %v", err)
-		}
-	})
+	_, ended := b.startWith(t, reg)
 
 	appendLines(t, b.log, b.lines[:100])
 	b.waitHits(t, 110)
@@ -69,10 +53,8 @@ func TestOneUnreadableInputLeavesTheOthersFlowing(t *testing.T) {
 	})
 	appendLines(t, b.log, b.lines[100:200])
 	b.waitHits(t, 210)
-	select {
-	case err := <-done:
+	if over, err := ended(); over {
 		t.Fatalf("the tailer stopped over one input: %v", err)
-	default:
 	}
 	// The directory gives way to a log again: read from its start.
 	if err := os.Remove(other); err != nil {

@@ -1,7 +1,6 @@
 package tail_test
 
 import (
-	"context"
 	"log/slog"
 	"os"
 	"strconv"
@@ -10,8 +9,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/pagewatch/pagewatch/pipeline/tail"
 )
 
 // A malformed line is counted by reason and logged at warning, naming
@@ -23,17 +20,7 @@ func TestMalformedLinesAreNamedAndTheRestRead(t *testing.T) {
 	b := setup(t)
 	logs := b.captureLogs(t, slog.LevelInfo)
 	reg := prometheus.NewRegistry()
-	tl, err := tail.New(b.cfg, tail.Deps{Bus: b.bus, Logger: b.logger, Registry: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tl.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- tl.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	b.startWith(t, reg)
 
 	good := string(b.lines[0])
 	junk := [][]byte{
@@ -76,16 +63,7 @@ func TestLineTooLongWhateverItsWrites(t *testing.T) {
 		b := setup(t)
 		b.cfg.MaxLineBytes = 1024
 		reg := prometheus.NewRegistry()
-		tl, err := tail.New(b.cfg, tail.Deps{Bus: b.bus, Logger: b.logger, Registry: reg})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := tl.Start(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan error, 1)
-		go func() { done <- tl.Run(ctx) }()
+		stop, _ := b.startWith(t, reg)
 
 		// A real line, its referrer made 3 KB long: parseable, too long.
 		long := strings.Replace(string(b.lines[0]), `"http://`, `"http://`+strings.Repeat("r", 3000), 1)
@@ -105,10 +83,7 @@ func TestLineTooLongWhateverItsWrites(t *testing.T) {
 		if n := counter(t, reg, "pagewatch_ingest_tail_malformed_lines_total", "reason", "too_long"); n != 1 {
 			t.Errorf("written in two: %t; too_long = %v, want 1", split, n)
 		}
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
+		stop()
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -59,7 +60,16 @@ func setup(t testing.TB) *bundle {
 // start runs a tailer until the returned stop is called.
 func (b *bundle) start(t testing.TB) (stop func()) {
 	t.Helper()
-	tl, err := tail.New(b.cfg, tail.Deps{Bus: b.bus, Logger: b.logger, Registry: prometheus.NewRegistry()})
+	stop, _ = b.startWith(t, prometheus.NewRegistry())
+	return stop
+}
+
+// startWith runs a tailer with its metrics in reg until the returned
+// stop is called; ended reports whether Run returned before that, and
+// its error.
+func (b *bundle) startWith(t testing.TB, reg *prometheus.Registry) (stop func(), ended func() (bool, error)) {
+	t.Helper()
+	tl, err := tail.New(b.cfg, tail.Deps{Bus: b.bus, Logger: b.logger, Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,13 +78,35 @@ func (b *bundle) start(t testing.TB) (stop func()) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- tl.Run(ctx) }()
-	return func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("tailer: %v", err)
+	go func() { done <- tl.Run(ctx); close(done) }()
+	var (
+		once   sync.Once
+		runErr error
+		over   bool
+	)
+	ended = func() (bool, error) {
+		select {
+		case err, ok := <-done:
+			if ok {
+				over, runErr = true, err
+			}
+		default:
 		}
+		return over, runErr
 	}
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err, ok := <-done; ok {
+				runErr = err
+			}
+			if runErr != nil {
+				t.Errorf("tailer: %v", runErr)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop, ended
 }
 
 func appendLines(t testing.TB, path string, lines [][]byte) {
