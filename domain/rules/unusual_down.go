@@ -32,7 +32,7 @@ func (d *unusualDetector) weighDown(o Observation) judgement {
 	// A page this small never goes quiet in an hour (3 views falling to
 	// none is noise), but may over its hours together (weighLongDown).
 	if e.Bottom >= float64(u.MinCount) {
-		j.level = min(d.countAt(e, e.Bottom, -u.Sensitivity), e.Bottom/u.Factor)
+		j.level = min(d.countAt(e, e.Bottom, -d.downZ(e)), e.Bottom/u.Factor)
 		if j.level >= 0 {
 			// A drop is told once and resolved once: it does not
 			// escalate (a count of 0 would be "infinitely" below its
@@ -64,13 +64,31 @@ func (d *unusualDetector) weighLongDown(o Observation) (judgement, bool) {
 	if !l.OK || o.LongLate || l.Bottom < float64(u.MinCount) {
 		return judgement{}, false
 	}
-	level := min(d.countAt(l.expected(), l.Bottom, -u.Sensitivity), l.Bottom/u.Factor)
+	level := min(d.countAt(l.expected(), l.Bottom, -d.downZ(o.Expected)), l.Bottom/u.Factor)
 	if level < 0 || float64(o.Long) > level {
 		return judgement{}, false
 	}
 	return judgement{known: true, down: true, pending: true, long: true, level: level,
 		sustain:  u.DownFor,
 		severity: min(1, max(level, 1)/max(float64(o.Long), 1))}, true
+}
+
+// launchDays is how many days of a page's history its normal needs
+// before its launch can no longer be half of them.
+const launchDays = 3
+
+// downZ is how many noise units down a drop must be: sensitivity, or
+// twice it (launchDropZ) while the normal is the median of fewer than
+// launchDays days. A page's first days are most often its launch: a new
+// post read 20 × on its first day and 2 × on its second is settling, not
+// going quiet, and against a normal of that first day alone a fall to a
+// tenth is 5 noise units down. Twice the evidence still hears a new page
+// gone to nothing (a broken deploy), a fall to a tenth not.
+func (d *unusualDetector) downZ(e Expected) float64 {
+	if !e.Weekly && e.Samples < launchDays {
+		return launchDropZ * d.u.Sensitivity
+	}
+	return d.u.Sensitivity
 }
 
 // byItsHours reports whether an open drop is judged by its hours

@@ -2,7 +2,9 @@ package rules
 
 import (
 	"fmt"
+	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -182,4 +184,42 @@ func TestUnusualFlatSmallPageDropEndsWhenItsHoursAreBack(t *testing.T) {
 	got := s.run(t, r, monday.Add(7*24*time.Hour))
 	want := []string{"fire down 03-26 Thu 14:30", "resolve down 03-26 Thu 19:00"}
 	wantMessages(t, got, want)
+}
+
+// launch is a new page's views an hour: daily(peak), times the launch
+// that brought it readers on its first day (20 × at its start, a factor
+// e less every 6 hours).
+func launch(peak float64, at time.Time) func(time.Time) float64 {
+	return func(t time.Time) float64 {
+		return daily(peak)(t) * (1 + 20*math.Exp(-t.Sub(at).Hours()/6))
+	}
+}
+
+// A new post read 20 × on its first day settles over its next days: no
+// message, though its second day's afternoon is a tenth of its first's
+// (judged against that day alone, as a drop was before downZ, it fired
+// "fire down 03-03 Tue 13:00").
+func TestUnusualLaunchSettlingIsNoDrop(t *testing.T) {
+	r := unusualRule(t, Unusual{})
+	at := monday.Add(10 * time.Hour)
+	s := newSynth(at, 10, 41, launch(200, at))
+	wantMessages(t, s.run(t, r, at.Add(24*time.Hour)), nil)
+}
+
+// A new page gone to nothing on its second day (a broken deploy) is
+// still a drop: twice the evidence is a count near 0.
+func TestUnusualNewPageGoneToNothing(t *testing.T) {
+	r := unusualRule(t, Unusual{})
+	at := monday.Add(10 * time.Hour)
+	broken := at.Add(26 * time.Hour) // Tuesday 12:00
+	s := newSynth(at, 3, 43, func(t time.Time) float64 {
+		if !t.Before(broken) {
+			return 0
+		}
+		return launch(200, at)(t)
+	})
+	got := s.run(t, r, at.Add(24*time.Hour))
+	if len(got) == 0 || !strings.HasPrefix(got[0], "fire down 03-03 Tue 1") {
+		t.Fatalf("a new page gone to nothing on its 2nd day: got %v, want a drop that afternoon", got)
+	}
 }
