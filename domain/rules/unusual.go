@@ -39,8 +39,9 @@ import (
 // of the normal is at least sensitivity (and above the floors); down
 // when it, or the count of the window and down_for together against
 // their own normal (a small page's drop), is as far below the bottom
-// for down_for (twice as far against a page's first 2 days: its
-// launch's settling is no drop). Every surge is
+// for down_for (twice as far before the normal knows the week: a
+// page's launch settling, or its first quiet weekend, is no drop).
+// Every surge is
 // remembered in the page's state for 4 weeks, told or not, and a count
 // must pass the second highest of them by a noise unit to be news: a
 // page's bursts are its normal.
@@ -81,9 +82,9 @@ const (
 	// firstWeekBurstZ multiplies sensitivity for a burst judged before
 	// the normal knows the week.
 	firstWeekBurstZ = 2.0
-	// launchDropZ multiplies sensitivity for a drop judged against a
-	// page's first days (unusualDetector.downZ).
-	launchDropZ = 2.0
+	// firstWeekDropZ multiplies sensitivity for a drop judged before the
+	// normal knows the week (unusualDetector.downZ).
+	firstWeekDropZ = 2.0
 	// usualZ is how wide the usual range is: about 19 in 20 normal
 	// windows fall inside ±2 noise units.
 	usualZ = 2.0

@@ -73,20 +73,19 @@ func (d *unusualDetector) weighLongDown(o Observation) (judgement, bool) {
 		severity: min(1, max(level, 1)/max(float64(o.Long), 1))}, true
 }
 
-// launchDays is how many days of a page's history its normal needs
-// before its launch can no longer be half of them.
-const launchDays = 3
-
 // downZ is how many noise units down a drop must be: sensitivity, or
-// twice it (launchDropZ) while the normal is the median of fewer than
-// launchDays days. A page's first days are most often its launch: a new
-// post read 20 × on its first day and 2 × on its second is settling, not
-// going quiet, and against a normal of that first day alone a fall to a
-// tenth is 5 noise units down. Twice the evidence still hears a new page
-// gone to nothing (a broken deploy), a fall to a tenth not.
+// twice it (firstWeekDropZ) until the normal knows the week (7 days of
+// history). Before then the normal is the median of the days there are,
+// and two things it cannot tell from a drop are common: a page's launch
+// (a new post read 20 × on its first day and settling over the next,
+// whose second afternoon was 5 noise units under that first day alone),
+// and its first quiet weekend after 5 weekdays (every page of a B2B site
+// in the week after pagewatch is installed). Twice the evidence still
+// hears a page gone to nothing (a broken deploy); a fall to a third of
+// its first days' level waits for the week.
 func (d *unusualDetector) downZ(e Expected) float64 {
-	if !e.Weekly && e.Samples < launchDays {
-		return launchDropZ * d.u.Sensitivity
+	if !e.Weekly {
+		return firstWeekDropZ * d.u.Sensitivity
 	}
 	return d.u.Sensitivity
 }

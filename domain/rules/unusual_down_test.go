@@ -223,3 +223,22 @@ func TestUnusualNewPageGoneToNothing(t *testing.T) {
 		t.Fatalf("a new page gone to nothing on its 2nd day: got %v, want a drop that afternoon", got)
 	}
 }
+
+// A page whose weekends are quiet is not told gone quiet on its first
+// weekend, when its normal is 5 weekdays (as every page of a B2B site is
+// in the week after pagewatch is installed): until the normal knows the
+// week a drop needs twice the evidence. With a drop judged at 5 units
+// from the start it fired "fire down 03-07 Sat 10:00" (page of 1,200
+// views at its busiest, weekends at 30 %); a page gone to nothing in its
+// first week is still heard (TestUnusualNewPageGoneToNothing).
+func TestUnusualFirstQuietWeekendIsNoDrop(t *testing.T) {
+	r := unusualRule(t, Unusual{})
+	s := newSynth(monday, 14, 47, func(t time.Time) float64 {
+		v := daily(1200)(t)
+		if wd := t.Weekday(); wd == time.Saturday || wd == time.Sunday {
+			v *= 0.3
+		}
+		return v
+	})
+	wantMessages(t, s.run(t, r, monday.Add(24*time.Hour)), nil)
+}

@@ -20,6 +20,10 @@ type Result struct {
 	Page   Page
 	Score  nabeval.Score
 	Detail nabeval.Detail
+	// Probation are the false alarms inside the page's probation, not
+	// scored: what a site sees in the days after installing pagewatch,
+	// while each page's normal has no week behind it.
+	Probation []time.Time
 }
 
 // Probation is how much of a page's start is not scored: a week, or 15 %
@@ -93,6 +97,12 @@ func Score(ctx context.Context, pages []Page, rs []rules.Rule, logger *slog.Logg
 	for i, p := range pages {
 		sc, d := nabeval.ScoreDetailAfter(series[i], alarms, p.Probation())
 		out[i] = Result{Page: p, Score: sc, Detail: d}
+		_, whole := nabeval.ScoreDetailAfter(series[i], alarms, p.Start)
+		for _, t := range whole.FalseAlarms {
+			if t.Before(p.Probation()) {
+				out[i].Probation = append(out[i].Probation, t)
+			}
+		}
 	}
 	return out, nil
 }

@@ -66,6 +66,14 @@ func run(rulesPath string, verbose bool) error {
 		fmt.Fprintf(w, "%s\t%d\t%d/%d\t%d\t%.1f\t%.2f\t\n", f.Name, len(scores), c, n, fa, weeks, pw)
 	}
 	w.Flush()
+	early, pages := 0, 0
+	for _, r := range results {
+		early += len(r.Probation)
+		if len(r.Probation) > 0 {
+			pages++
+		}
+	}
+	fmt.Printf("in the pages' first week, not scored above: %d false alarms on %d of %d pages\n", early, pages, len(results))
 	if verbose {
 		for _, r := range results {
 			for _, m := range r.Detail.Missed {
@@ -73,6 +81,9 @@ func run(rulesPath string, verbose bool) error {
 			}
 			for _, t := range r.Detail.FalseAlarms {
 				fmt.Printf("  %s false alarm at %s (%s)\n", r.Page.Name, t.Format(time.DateTime), t.Weekday())
+			}
+			for _, t := range r.Probation {
+				fmt.Printf("  %s false alarm in its first week at %s (%s)\n", r.Page.Name, t.Format(time.DateTime), t.Weekday())
 			}
 		}
 	}
