@@ -101,7 +101,11 @@ func runTail(ctx context.Context, env *daemon.Env[ingestconf.Config], f tailFlag
 		// every 30s otherwise (systemd, redirected output).
 		opts = append(opts, tail.WithBackfill(tail.BackfillOptions{Progress: env.Stderr, Only: f.backfillOnly}))
 	}
-	t, err := tail.New(env.Config.Ingest.Tail, tail.Deps{Bus: b, Logger: env.Logger, Registry: env.Registry}, opts...)
+	now, err := env.Clock()
+	if err != nil {
+		return err
+	}
+	t, err := tail.New(env.Config.Ingest.Tail, tail.Deps{Bus: b, Logger: env.Logger, Registry: env.Registry, Now: now}, opts...)
 	if err != nil {
 		return err
 	}

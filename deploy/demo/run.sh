@@ -233,11 +233,12 @@ BF_SECS=$(secs_since "$T_BF")
 echo "backfill: read in ${BF_READ} s, loaded in ${BF_SECS} s; ClickHouse has $(ch_query 'SELECT+count()+FROM+pagewatch.hits') hits"
 
 # ---- 7. live: the demo clock starts now. The sweeper and the console run
-# on it, and demotraffic stamps its lines with it (PAGEWATCH_DEMO_CLOCK).
+# on it, demotraffic stamps its lines with it, and ingest tail dates them
+# against it (PAGEWATCH_DEMO_CLOCK): on the wall's, each would be ahead.
 CLOCK=$(date -u +%Y-%m-%dT%H:%M:%S.%NZ)@${SPEED}x
 say "going live on a demo clock ${SPEED} × the wall's ($CLOCK): an hour every $((3600 / SPEED)) s"
 T_LIVE=$(now_us)
-start daemon ingest-tail "$BIN/ingest" --config "$CONFIG" tail && ready ingest-tail 19101
+start daemon ingest-tail env PAGEWATCH_DEMO_CLOCK="$CLOCK" "$BIN/ingest" --config "$CONFIG" tail && ready ingest-tail 19101
 start daemon traffic env PAGEWATCH_DEMO_CLOCK="$CLOCK" "$BIN/demotraffic" live -log "$DEMO/access.log" -end "$END"
 start daemon sweeper env PAGEWATCH_DEMO_CLOCK="$CLOCK" "$BIN/sweeper" --config "$CONFIG" run
 start daemon console env PAGEWATCH_DEMO_CLOCK="$CLOCK" "$BIN/console" --config "$CONFIG" run

@@ -6,8 +6,8 @@ import (
 	"github.com/pagewatch/pagewatch/internal/democlock"
 )
 
-// Clock is what the commands that judge time (the sweeper, the console)
-// take as now: the wall clock, unless PAGEWATCH_DEMO_CLOCK sets the
+// Clock is what the commands that judge time (the sweeper, the console,
+// and ingest tail, which reports lines dated ahead of it) take as now: the wall clock, unless PAGEWATCH_DEMO_CLOCK sets the
 // faster one `make demo` runs on (internal/democlock). It is read here
 // once so that no part of pagewatch reads the variable on its own, and a
 // bad value stops the command rather than running on a clock nobody meant.

@@ -44,6 +44,7 @@ var notMovedHere = map[string]string{
 	"pagewatch_ingest_tail_hits_keyless_total":       "the same, seen by the tailer: pipeline/tail's TestLinesKeylessWhileNATSIsDown",
 	"pagewatch_ingest_tail_file_failures_total":      "a file that cannot be read (a directory where a log was; tests run as root, who reads any mode): pipeline/tail's TestOneUnreadableInputLeavesTheOthersFlowing",
 	"pagewatch_ingest_tail_failing_files":            "the same, while its follower waits to try again",
+	"pagewatch_ingest_tail_lines_dated_ahead_total":  "a line dated ahead of the clock (the real log here is of 2015): pipeline/tail's TestLinesDatedAheadAreCountedAndReported",
 }
 
 const productionRules = `    - {name: home-milestone, site: example.com, path: /, threshold: 150, window: all, notify: {recipients: [ops@example.com]}}

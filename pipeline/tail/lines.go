@@ -26,6 +26,7 @@ type hitBatch struct {
 	sites   map[string]string // vhost as logged → site, when site is ""
 	pages   *pageview.Normalizer
 	salts   *visitor.Salts // nil: visitors are off, hits carry no client key
+	now     func() time.Time
 	metrics *metrics
 	logger  *slog.Logger
 
@@ -49,7 +50,19 @@ type hitBatch struct {
 	// flood), each naming the line by its byte offset.
 	warnedAt   time.Time
 	unreported int
+	// aheadOf is the latest date a line may have without being dated
+	// ahead: the clock plus aheadSlack, read again only when a line is
+	// past it, so that a log in order costs no clock read a line. The
+	// dated-ahead lines' warning is limited as the malformed ones' is.
+	aheadOf         time.Time
+	aheadWarnedAt   time.Time
+	aheadUnreported int
 }
+
+// aheadSlack is how far ahead of the tailer's clock a line may be dated
+// and not be reported: clocks that drift, and a line's own second (the
+// sweeper allows as much for a site's newest minute).
+const aheadSlack = 5 * time.Minute
 
 // malformedEvery is how often malformed lines are logged at warning.
 const malformedEvery = time.Minute
@@ -59,12 +72,21 @@ const malformedEvery = time.Minute
 type lineRules struct {
 	pages *pageview.Normalizer
 	salts *visitor.Salts // nil: visitors are off
+	now   func() time.Time
+}
+
+// withClock is r with lines dated against now (nil: time.Now).
+func (r lineRules) withClock(now func() time.Time) lineRules {
+	if now != nil {
+		r.now = now
+	}
+	return r
 }
 
 // newLineRules makes the rules of cfg; the salts are read from NATS on
 // first use.
 func newLineRules(cfg Config, pages *pageview.Normalizer, b *bus.Bus, reg prometheus.Registerer) lineRules {
-	r := lineRules{pages: pages}
+	r := lineRules{pages: pages, now: time.Now}
 	if cfg.Visitors.Enabled {
 		r.salts = visitor.NewSalts(b, reg, nil)
 	}
@@ -72,7 +94,7 @@ func newLineRules(cfg Config, pages *pageview.Normalizer, b *bus.Bus, reg promet
 }
 
 func newHitBatch(p logformat.Parser, site string, r lineRules, m *metrics, logger *slog.Logger) hitBatch {
-	return hitBatch{parser: p, site: site, pages: r.pages, salts: r.salts, metrics: m, logger: logger}
+	return hitBatch{parser: p, site: site, pages: r.pages, salts: r.salts, now: r.now, metrics: m, logger: logger}
 }
 
 // saltWait bounds the wait for a new day's salt: NATS being down then
@@ -142,6 +164,9 @@ func (b *hitBatch) add(line []byte, offset int64) {
 		b.malformed(line, offset, logformat.ReasonTime)
 		return
 	}
+	if b.entry.Time.After(b.aheadOf) {
+		b.checkAhead(line, offset)
+	}
 	site := b.site
 	if site == "" {
 		if site = b.siteOf(b.entry.Vhost); site == "" {
@@ -198,6 +223,34 @@ func (b *hitBatch) malformed(line []byte, offset int64, reason string) {
 	b.logger.Warn("malformed line skipped; the lines after it are read", "offset", offset, "reason", reason,
 		"line", shortLine(line), "malformed_not_logged_since_last", b.unreported)
 	b.warnedAt, b.unreported = now, 0
+}
+
+// checkAhead reports a line dated ahead of the clock by more than
+// aheadSlack. It is counted all the same, at its own time: a line is a
+// view that happened, and its date is the only one it has. A server
+// whose clock runs ahead, or a log format without a zone read as UTC
+// on a server east of it, dates every line so: the warning says which
+// input and by how much, and the sweeper does not take such minutes
+// for a site's newest.
+func (b *hitBatch) checkAhead(line []byte, offset int64) {
+	now := time.Now
+	if b.now != nil {
+		now = b.now
+	}
+	clock := now()
+	b.aheadOf = clock.Add(aheadSlack)
+	if !b.entry.Time.After(b.aheadOf) {
+		return
+	}
+	b.metrics.datedAhead.Inc()
+	if !b.aheadWarnedAt.IsZero() && clock.Sub(b.aheadWarnedAt) < malformedEvery {
+		b.aheadUnreported++
+		return
+	}
+	b.logger.Warn("line dated ahead of this host's clock, counted at its own time: is the server's clock, or the log format's zone, wrong?",
+		"offset", offset, "ahead", b.entry.Time.Sub(clock).Round(time.Second), "line", shortLine(line),
+		"dated_ahead_not_logged_since_last", b.aheadUnreported)
+	b.aheadWarnedAt, b.aheadUnreported = clock, 0
 }
 
 // shortLine is the start of a line for a log: at most 200 bytes (the

@@ -98,3 +98,53 @@ func appendRaw(t *testing.T, path, s string) {
 		t.Fatal(err)
 	}
 }
+
+// A line dated ahead of the tailer's clock is a view all the same: it is
+// published and counted, at its own time, and reported (counted, and
+// logged at warning once a minute, naming its file, offset and how far
+// ahead); one a minute ahead is a clock's drift, not reported.
+func TestLinesDatedAheadAreCountedAndReported(t *testing.T) {
+	b := setup(t)
+	logs := b.captureLogs(t, slog.LevelInfo)
+	reg := prometheus.NewRegistry()
+	b.startWith(t, reg)
+
+	good := string(b.lines[0])
+	open, end := strings.Index(good, "["), strings.Index(good, "]")
+	if open < 0 || end < open {
+		t.Fatalf("no date in %q", good)
+	}
+	dated := func(at time.Time) []byte {
+		return []byte(good[:open+1] + at.Format("02/Jan/2006:15:04:05 -0700") + good[end:])
+	}
+	now := time.Now()
+	ahead := [][]byte{dated(now.Add(2 * time.Hour)), dated(now.Add(3 * time.Hour)), dated(time.Date(2099, 5, 17, 10, 0, 0, 0, time.UTC))}
+	appendLines(t, b.log, b.lines[:3])
+	appendLines(t, b.log, ahead)
+	appendLines(t, b.log, [][]byte{dated(now.Add(time.Minute))})
+	appendLines(t, b.log, b.lines[3:6])
+	b.waitHits(t, 10)
+	if n := counter(t, reg, "pagewatch_ingest_tail_lines_total", "result", "hit"); n != 10 {
+		t.Errorf("hits published: %v, want all 10 lines", n)
+	}
+	if n := counter(t, reg, "pagewatch_ingest_tail_lines_dated_ahead_total", "", ""); n != 3 {
+		t.Errorf("lines dated ahead: %v, want 3 (2 h, 3 h and 2099; not the one a minute ahead)", n)
+	}
+	out := logs.String()
+	if got := strings.Count(out, "line dated ahead"); got != 1 {
+		t.Fatalf("%d warnings, want 1 (the rest within the minute counted only)\n%s", got, out)
+	}
+	offset := 0
+	for _, l := range b.lines[:3] {
+		offset += len(l) + 1
+	}
+	for _, want := range []string{"level=WARN", "file=" + b.log, "offset=" + strconv.Itoa(offset)} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the warning lacks %s:\n%s", want, out)
+		}
+	}
+	// The line's date has whole seconds, the clock read after it more.
+	if !strings.Contains(out, "ahead=2h0m0s") && !strings.Contains(out, "ahead=1h59m59s") {
+		t.Errorf("the warning does not say the line is 2 hours ahead:\n%s", out)
+	}
+}

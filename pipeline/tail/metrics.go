@@ -13,15 +13,16 @@ import (
 const filterNoSite = "no_site"
 
 type metrics struct {
-	lines     *prometheus.CounterVec // by result: hit, malformed, skipped
-	malformed *prometheus.CounterVec // by reason
-	filtered  *prometheus.CounterVec // by filter: why a parsed line is no page view
-	classes   *prometheus.CounterVec // hits by client class
-	keyless   prometheus.Counter     // hits without a client key though visitors are on
-	bytes     prometheus.Counter
-	batches   prometheus.Counter
-	retries   prometheus.Counter
-	rotations *prometheus.CounterVec // by kind: rename, truncate, delete
+	lines      *prometheus.CounterVec // by result: hit, malformed, skipped
+	malformed  *prometheus.CounterVec // by reason
+	filtered   *prometheus.CounterVec // by filter: why a parsed line is no page view
+	classes    *prometheus.CounterVec // hits by client class
+	keyless    prometheus.Counter     // hits without a client key though visitors are on
+	datedAhead prometheus.Counter     // lines dated ahead of the clock (counted all the same)
+	bytes      prometheus.Counter
+	batches    prometheus.Counter
+	retries    prometheus.Counter
+	rotations  *prometheus.CounterVec // by kind: rename, truncate, delete
 
 	// The series every line adds to, looked up once: a label lookup per
 	// line costs more than the counting.
@@ -59,6 +60,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "pagewatch_ingest_tail_hits_keyless_total",
 			Help: "Hits published without a client key though ingest.tail.visitors is on: the day's salt could not be had from NATS in time. Visitors are undercounted by them.",
 		}),
+		datedAhead: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "pagewatch_ingest_tail_lines_dated_ahead_total",
+			Help: "Lines dated more than 5 minutes ahead of ingest tail's clock: counted all the same, at their own time. A server's clock running ahead, or a log format without a zone on a server east of UTC.",
+		}),
 		bytes: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "pagewatch_ingest_tail_read_bytes_total",
 			Help: "Bytes read from access logs.",
@@ -88,7 +93,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Bytes the backfill (ingest tail --from-start) has to read, by input: rotated files not yet published and the live file up to its size at start.",
 		}, []string{"file"}),
 	}
-	reg.MustRegister(m.lines, m.malformed, m.filtered, m.classes, m.keyless, m.bytes, m.batches, m.retries, m.rotations,
+	reg.MustRegister(m.lines, m.malformed, m.filtered, m.classes, m.keyless, m.datedAhead, m.bytes, m.batches, m.retries, m.rotations,
 		m.backfillBytes, m.backfillLines, m.backfillTotal)
 	m.hits = m.lines.WithLabelValues("hit")
 	m.malformedLines = m.lines.WithLabelValues("malformed")

@@ -106,7 +106,7 @@ func counter(t *testing.T, reg *prometheus.Registry, name, label, value string) 
 			continue
 		}
 		for _, m := range f.GetMetric() {
-			if hasLabel(m, label, value) {
+			if hasLabel(m, label, value) || label == "" && len(m.GetLabel()) == 0 {
 				return m.GetCounter().GetValue()
 			}
 		}

@@ -110,6 +110,9 @@ type Deps struct {
 	Bus      *bus.Bus
 	Logger   *slog.Logger
 	Registry prometheus.Registerer
+	// Now is the clock a line's date is checked against (lines dated
+	// ahead of it are counted and reported); nil: time.Now.
+	Now func() time.Time
 }
 
 // New returns a Tailer publishing to the hits stream of d.Bus. It does no
@@ -146,7 +149,7 @@ func New(cfg Config, d Deps, opts ...Option) (*Tailer, error) {
 		reg:     d.Registry,
 		metrics: newMetrics(d.Registry),
 		parsers: parsers,
-		rules:   newLineRules(cfg, pages, d.Bus, d.Registry),
+		rules:   newLineRules(cfg, pages, d.Bus, d.Registry).withClock(d.Now),
 	}
 	for _, o := range opts {
 		o(t)
