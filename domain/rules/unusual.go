@@ -83,7 +83,7 @@ const (
 	// the normal knows the week.
 	firstWeekBurstZ = 2.0
 	// firstWeekDropZ multiplies sensitivity for a drop judged before the
-	// normal knows the week (unusualDetector.downZ).
+	// normal knows the week (unusualDetector.dropLevel).
 	firstWeekDropZ = 2.0
 	// usualZ is how wide the usual range is: about 19 in 20 normal
 	// windows fall inside ±2 noise units.

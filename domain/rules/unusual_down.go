@@ -32,7 +32,7 @@ func (d *unusualDetector) weighDown(o Observation) judgement {
 	// A page this small never goes quiet in an hour (3 views falling to
 	// none is noise), but may over its hours together (weighLongDown).
 	if e.Bottom >= float64(u.MinCount) {
-		j.level = min(d.countAt(e, e.Bottom, -d.downZ(e)), e.Bottom/u.Factor)
+		j.level = d.dropLevel(e, e, e.Bottom)
 		if j.level >= 0 {
 			// A drop is told once and resolved once: it does not
 			// escalate (a count of 0 would be "infinitely" below its
@@ -64,7 +64,7 @@ func (d *unusualDetector) weighLongDown(o Observation) (judgement, bool) {
 	if !l.OK || o.LongLate || l.Bottom < float64(u.MinCount) {
 		return judgement{}, false
 	}
-	level := min(d.countAt(l.expected(), l.Bottom, -d.downZ(o.Expected)), l.Bottom/u.Factor)
+	level := d.dropLevel(o.Expected, l.expected(), l.Bottom)
 	if level < 0 || float64(o.Long) > level {
 		return judgement{}, false
 	}
@@ -73,21 +73,26 @@ func (d *unusualDetector) weighLongDown(o Observation) (judgement, bool) {
 		severity: min(1, max(level, 1)/max(float64(o.Long), 1))}, true
 }
 
-// downZ is how many noise units down a drop must be: sensitivity, or
-// twice it (firstWeekDropZ) until the normal knows the week (7 days of
-// history). Before then the normal is the median of the days there are,
-// and two things it cannot tell from a drop are common: a page's launch
-// (a new post read 20 × on its first day and settling over the next,
-// whose second afternoon was 5 noise units under that first day alone),
-// and its first quiet weekend after 5 weekdays (every page of a B2B site
-// in the week after pagewatch is installed). Twice the evidence still
-// hears a page gone to nothing (a broken deploy); a fall to a third of
-// its first days' level waits for the week.
-func (d *unusualDetector) downZ(e Expected) float64 {
-	if !e.Weekly {
-		return firstWeekDropZ * d.u.Sensitivity
+// dropLevel is the count at or under which a window whose normal's
+// bottom is bottom (its noise as in e) is down: sensitivity noise units
+// under it, and under bottom / factor; -1 when no count is that low.
+// Until the normal knows the week (hour, below: 7 days of history) a
+// drop needs twice the evidence, as a burst does. Before then the
+// normal is the median of the days there are, and two things it cannot
+// tell from a drop are common: a page's launch (a new post read 20 × on
+// its first day and settling over the next, whose second afternoon was
+// 5 noise units under that first day alone), and its first quiet
+// weekend after 5 weekdays (every page of a B2B site in the week after
+// pagewatch is installed). A page gone to nothing (a broken deploy) is
+// still heard, but for a page of tens of views an hour not on its second
+// day: twice the evidence from its one day lies under 0 views, and a day
+// of views then nothing is also what a page linked once looks like.
+func (d *unusualDetector) dropLevel(hour, e Expected, bottom float64) float64 {
+	z := d.u.Sensitivity
+	if !hour.Weekly {
+		z *= firstWeekDropZ
 	}
-	return d.u.Sensitivity
+	return min(d.countAt(e, bottom, -z), bottom/d.u.Factor)
 }
 
 // byItsHours reports whether an open drop is judged by its hours

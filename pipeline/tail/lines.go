@@ -51,8 +51,9 @@ type hitBatch struct {
 	warnedAt   time.Time
 	unreported int
 	// aheadOf is the latest date a line may have without being dated
-	// ahead: the clock plus aheadSlack, read again only when a line is
-	// past it, so that a log in order costs no clock read a line. The
+	// ahead: the clock plus aheadSlack, read again when a line is past
+	// it and at each batch, so that a log in order costs no clock read
+	// a line. The
 	// dated-ahead lines' warning is limited as the malformed ones' is.
 	aheadOf         time.Time
 	aheadWarnedAt   time.Time
@@ -266,6 +267,7 @@ func shortLine(line []byte) string {
 func (b *hitBatch) reset() {
 	b.enc.Reset()
 	b.lines = 0
+	b.aheadOf = time.Time{} // read the clock again: it may have been stepped back
 }
 
 // maxSites bounds the cache of vhost → site. Host headers are the

@@ -62,7 +62,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 		datedAhead: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "pagewatch_ingest_tail_lines_dated_ahead_total",
-			Help: "Lines dated more than 5 minutes ahead of ingest tail's clock: counted all the same, at their own time. A server's clock running ahead, or a log format without a zone on a server east of UTC.",
+			Help: "Lines dated more than 5 minutes ahead of ingest tail's clock, read as any other line: a page view among them is counted at its own time. A server's clock running ahead, or a log format without a zone on a server east of UTC.",
 		}),
 		bytes: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "pagewatch_ingest_tail_read_bytes_total",

@@ -73,7 +73,7 @@ func run(rulesPath string, verbose bool) error {
 			pages++
 		}
 	}
-	fmt.Printf("in the pages' first week, not scored above: %d false alarms on %d of %d pages\n", early, pages, len(results))
+	fmt.Printf("in the pages' probation (a first week, or 15 %% of a shorter page), not scored above: %d false alarms on %d of %d pages\n", early, pages, len(results))
 	if verbose {
 		for _, r := range results {
 			for _, m := range r.Detail.Missed {
