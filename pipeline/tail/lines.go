@@ -72,22 +72,20 @@ const malformedEvery = time.Minute
 // views, and how their clients are keyed.
 type lineRules struct {
 	pages *pageview.Normalizer
-	salts *visitor.Salts // nil: visitors are off
-	now   func() time.Time
+	salts *visitor.Salts   // nil: visitors are off
+	now   func() time.Time // nil: time.Now
 }
 
 // withClock is r with lines dated against now (nil: time.Now).
 func (r lineRules) withClock(now func() time.Time) lineRules {
-	if now != nil {
-		r.now = now
-	}
+	r.now = now
 	return r
 }
 
 // newLineRules makes the rules of cfg; the salts are read from NATS on
 // first use.
 func newLineRules(cfg Config, pages *pageview.Normalizer, b *bus.Bus, reg prometheus.Registerer) lineRules {
-	r := lineRules{pages: pages, now: time.Now}
+	r := lineRules{pages: pages}
 	if cfg.Visitors.Enabled {
 		r.salts = visitor.NewSalts(b, reg, nil)
 	}
@@ -95,7 +93,11 @@ func newLineRules(cfg Config, pages *pageview.Normalizer, b *bus.Bus, reg promet
 }
 
 func newHitBatch(p logformat.Parser, site string, r lineRules, m *metrics, logger *slog.Logger) hitBatch {
-	return hitBatch{parser: p, site: site, pages: r.pages, salts: r.salts, now: r.now, metrics: m, logger: logger}
+	now := r.now
+	if now == nil {
+		now = time.Now
+	}
+	return hitBatch{parser: p, site: site, pages: r.pages, salts: r.salts, now: now, metrics: m, logger: logger}
 }
 
 // saltWait bounds the wait for a new day's salt: NATS being down then
@@ -234,11 +236,7 @@ func (b *hitBatch) malformed(line []byte, offset int64, reason string) {
 // input and by how much, and the sweeper does not take such minutes
 // for a site's newest.
 func (b *hitBatch) checkAhead(line []byte, offset int64) {
-	now := time.Now
-	if b.now != nil {
-		now = b.now
-	}
-	clock := now()
+	clock := b.now()
 	b.aheadOf = clock.Add(aheadSlack)
 	if !b.entry.Time.After(b.aheadOf) {
 		return

@@ -45,11 +45,23 @@ func TestMalformedLinesAreNamedAndTheRestRead(t *testing.T) {
 		t.Fatalf("%d warnings, want 1 (the rest within the minute at debug)\n%s", got, out)
 	}
 	// The first junk line starts after 5 lines of the file.
+	wantWarning(t, out, "level=WARN", "file="+b.log, "offset="+offsetAfter(b.lines[:5]), `line="\x00\x00garbage\x1b[31m"`)
+}
+
+// offsetAfter is the byte offset of the line after lines, in a file that
+// holds them from its start.
+func offsetAfter(lines [][]byte) string {
 	offset := 0
-	for _, l := range b.lines[:5] {
+	for _, l := range lines {
 		offset += len(l) + 1
 	}
-	for _, want := range []string{"level=WARN", "file=" + b.log, "offset=" + strconv.Itoa(offset), `line="\x00\x00garbage\x1b[31m"`} {
+	return strconv.Itoa(offset)
+}
+
+// wantWarning fails t unless the log out holds each of wants.
+func wantWarning(t *testing.T, out string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
 		if !strings.Contains(out, want) {
 			t.Errorf("the warning lacks %s:\n%s", want, out)
 		}
@@ -135,15 +147,7 @@ func TestLinesDatedAheadAreCountedAndReported(t *testing.T) {
 	if got := strings.Count(out, "line dated ahead"); got != 1 {
 		t.Fatalf("%d warnings, want 1 (the rest within the minute counted only)\n%s", got, out)
 	}
-	offset := 0
-	for _, l := range b.lines[:3] {
-		offset += len(l) + 1
-	}
-	for _, want := range []string{"level=WARN", "file=" + b.log, "offset=" + strconv.Itoa(offset)} {
-		if !strings.Contains(out, want) {
-			t.Errorf("the warning lacks %s:\n%s", want, out)
-		}
-	}
+	wantWarning(t, out, "level=WARN", "file="+b.log, "offset="+offsetAfter(b.lines[:3]))
 	// The line's date has whole seconds, the clock read after it more.
 	if !regexp.MustCompile(`ahead=(2h0m0s|1h59m5\ds)`).MatchString(out) {
 		t.Errorf("the warning does not say the line is 2 hours ahead:\n%s", out)

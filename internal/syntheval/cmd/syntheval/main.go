@@ -83,7 +83,7 @@ func run(rulesPath string, verbose bool) error {
 				fmt.Printf("  %s false alarm at %s (%s)\n", r.Page.Name, t.Format(time.DateTime), t.Weekday())
 			}
 			for _, t := range r.Probation {
-				fmt.Printf("  %s false alarm in its first week at %s (%s)\n", r.Page.Name, t.Format(time.DateTime), t.Weekday())
+				fmt.Printf("  %s false alarm in its probation at %s (%s)\n", r.Page.Name, t.Format(time.DateTime), t.Weekday())
 			}
 		}
 	}
