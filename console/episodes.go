@@ -67,6 +67,8 @@ func markOf(x crossingView, why *crossing.Why) markView {
 	case why == nil || why.Kind == "threshold" || why.Kind == "":
 		// As the history has always named them.
 		m.Label = fmt.Sprintf("%s crossed at %s: %s", x.Rule, x.Shown, views)
+	case ev == "resolve" && why.NewNormal:
+		m.Label = fmt.Sprintf("%s resolved at %s: not back, %s is its normal now", x.Rule, x.Shown, views)
 	case ev == "resolve":
 		m.Label = fmt.Sprintf("%s resolved at %s: back to %s", x.Rule, x.Shown, views)
 		if why.Peak > 0 {
@@ -99,6 +101,9 @@ func judgedText(x crossingView, why *crossing.Why) string {
 	usual := strings.TrimPrefix(usualText(why), ", ")
 	switch eventOfKey(x.Key) {
 	case "resolve":
+		if why.NewNormal {
+			return "resolved, not back: its normal now"
+		}
 		if why.Peak > 0 {
 			return "resolved, peak " + traffic.FormatCount(why.Peak)
 		}

@@ -51,6 +51,10 @@ type Expected struct {
 	// same weekday in past weeks), false when it is the hour of day over
 	// the days there are.
 	Weekly bool
+	// WeeksBack is how many samples it read on the same weekday of past
+	// weeks (unusual): from 3 its only ones, under 3 read with the past
+	// days' (Samples of those).
+	WeeksBack int
 	// OK is false when there was not enough known history to say what is
 	// normal; such a page neither fires nor resolves.
 	OK bool

@@ -69,6 +69,8 @@ type Against struct {
 	// Lasted and BurstsLast are Firing's: a surge heard because it
 	// lasted longer than the page's bursts, under their count.
 	Lasted, BurstsLast time.Duration
+	// NewNormal is Firing's: a resolve whose page had not come back.
+	NewNormal bool
 }
 
 // direction is "down" for an episode of a page gone quiet, else "up".

@@ -27,6 +27,9 @@ type Observation struct {
 	// its state (StepEpisode fills them in).
 	Bursts []Burst
 	Above  time.Time
+	// SettledLow is when the page's last drop resolved at a new normal
+	// (State.SettledLow), from its state; zero: none remembered.
+	SettledLow time.Time
 	// Late is set when the site's data is behind: a low count may be
 	// hits not loaded yet, so the unusual detector judges no drop on it
 	// (spike rules looking down still do: docs/unusual-rules.md).
@@ -91,6 +94,9 @@ type judgement struct {
 	// small: the normal is too small to tell a drop from a page back
 	// (Episode.SmallSince).
 	small bool
+	// moved: an open drop's page is inside a usual range that followed
+	// it down, not back where it was (Firing.NewNormal).
+	moved bool
 	// lasted, when set, is how long the page's run of surges had lasted
 	// when it outlasted its bursts (whose runs last burstsLast) and was
 	// judged at its normal's level, under their count.
@@ -122,6 +128,10 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 	ep := next.Open
 	det := r.Detector()
 	o.Bursts = prev.Bursts
+	if o.At.Sub(prev.SettledLow) > settledMemory {
+		next.SettledLow = time.Time{}
+	}
+	o.SettledLow = next.SettledLow
 	if !prev.AboveTo.IsZero() && o.At.Sub(prev.AboveTo) < r.Window.Rolling {
 		o.Above = prev.AboveFrom
 	}
@@ -178,7 +188,10 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 		if o.At.Sub(ep.Back) >= r.Rearm.Settle {
 			next.Open = nil
 			next.Fired = nil
-			return next, r.firings(next, Firing{Event: EventResolve, Level: j.level, Severity: j.severity, Episode: *ep})
+			if j.moved {
+				next.SettledLow = o.At
+			}
+			return next, r.firings(next, Firing{Event: EventResolve, Level: j.level, Severity: j.severity, Episode: *ep, NewNormal: j.moved})
 		}
 		return next, nil
 	}

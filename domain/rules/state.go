@@ -44,6 +44,10 @@ type State struct {
 	// against how long the page's bursts last.
 	AboveFrom time.Time `json:"above_from,omitzero"`
 	AboveTo   time.Time `json:"above_to,omitzero"`
+	// SettledLow is when the page's last drop resolved at a new normal
+	// (unusual rules: it had not come back): a drop is not judged again
+	// against a normal read mostly from before it.
+	SettledLow time.Time `json:"settled_low,omitzero"`
 }
 
 // Burst is one surge of a page: when, its highest count, and how long
@@ -84,6 +88,9 @@ type Firing struct {
 	// when it fired under its bursts' count, by outlasting them: their
 	// runs last BurstsLast (unusual rules).
 	Lasted, BurstsLast time.Duration
+	// NewNormal is set on a resolve whose page had not come back: its
+	// normal followed it down (unusual rules, unusual_moved.go).
+	NewNormal bool
 }
 
 // Crossed is the one comparison every rule uses: "passed 1,000 views"

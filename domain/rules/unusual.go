@@ -263,6 +263,12 @@ func (d *unusualDetector) weigh(o Observation, ep *Episode) judgement {
 			}
 			dn.small = true // still small: SmallSince stays, the hold does not begin again
 		}
+		// A drop began down_for and a window before it fired. Back
+		// inside a range read mostly from days since then, and still
+		// under its middle, the page has not come back: its normal
+		// followed it down (unusual_moved.go).
+		began := ep.Since.Add(-d.r.Window.Rolling - u.DownFor)
+		dn.moved = float64(o.Count) < e.Value && normalFollowed(e, o.At, began)
 		return dn
 	case ep != nil:
 		return up
@@ -281,7 +287,7 @@ func (d *unusualDetector) weigh(o Observation, ep *Episode) judgement {
 func (d *unusualDetector) Against(o Observation, f Firing) Against {
 	e := o.Expected
 	a := Against{Baseline: e.Value, Low: e.Low, High: e.High, Days: e.Days, Weekly: e.Weekly,
-		Burst: f.Short, Direction: direction(f.Episode), Lasted: f.Lasted, BurstsLast: f.BurstsLast}
+		Burst: f.Short, Direction: direction(f.Episode), Lasted: f.Lasted, BurstsLast: f.BurstsLast, NewNormal: f.NewNormal}
 	if l := e.Long; f.Short > 0 && f.Short == d.long() && f.Episode.Down && l.OK {
 		// Heard on its hours: those, as a burst's minutes are said.
 		a.Short, a.ShortBaseline, a.ShortLow, a.ShortHigh = o.Long, l.Value, l.Low, l.High

@@ -28,6 +28,11 @@ func (d *unusualDetector) weighDown(o Observation) judgement {
 	if o.Late {
 		return judgement{}
 	}
+	if !o.SettledLow.IsZero() && normalBefore(e, o.At, o.SettledLow) {
+		// The page's last drop ended at a new normal, and this one is
+		// read mostly from before it (unusual_moved.go): no drop.
+		return judgement{known: true}
+	}
 	j := judgement{known: true, down: true, sustain: u.DownFor}
 	// A page this small never goes quiet in an hour (3 views falling to
 	// none is noise), but may over its hours together (weighLongDown).

@@ -101,8 +101,9 @@ func TestUnusualLateDataHoldsDrops(t *testing.T) {
 
 // A page whose traffic stops for good is told once; the drop resolves
 // once its normal has caught up (here at two weeks, when half its
-// weekly samples are of nothing), and the page is heard again when it
-// surges: no page is kept in a drop for ever.
+// weekly samples are of nothing), saying it has not come back, and the
+// page is heard again when it surges: no page is kept in a drop for
+// ever.
 func TestUnusualDropToANewSmallNormalEnds(t *testing.T) {
 	r := unusualRule(t, Unusual{})
 	fall := monday.Add(28*24*time.Hour + 10*time.Hour) // 5th week, Monday 10:00
@@ -117,7 +118,7 @@ func TestUnusualDropToANewSmallNormalEnds(t *testing.T) {
 		return daily(120)(t)
 	})
 	got := s.run(t, r, monday.Add(28*24*time.Hour))
-	want := []string{"fire down 03-30 Mon 12:50", "resolve down 04-13 Mon 11:10", "fire up 05-04 Mon 14:10", "resolve up 05-04 Mon 18:00"}
+	want := []string{"fire down 03-30 Mon 12:50", "resolve down 04-13 Mon 11:10 not back", "fire up 05-04 Mon 14:10", "resolve up 05-04 Mon 18:00"}
 	wantMessages(t, got, want)
 }
 
@@ -243,4 +244,50 @@ func TestUnusualFirstQuietWeekendIsNoDrop(t *testing.T) {
 		return v
 	})
 	wantMessages(t, s.run(t, r, monday.Add(24*time.Hour)), nil)
+}
+
+// A page gone for good in its second week (renamed, deleted) is told
+// once, and its resolve says it has not come back. Its normal follows
+// it down from its past days within 3 days; from its fourth week the
+// normal is read from past weeks, most of them before it stopped, and
+// without the memory of where its last drop settled it was told gone
+// quiet again then ("fire down 03-23 Mon 08:00", resolved at 03-29):
+// two drops and two "back to normal"s for one page gone.
+func TestUnusualPageGoneForGoodIsToldOnce(t *testing.T) {
+	for _, peak := range []float64{60, 2000} {
+		r := unusualRule(t, Unusual{})
+		gone := monday.Add(10*24*time.Hour + 12*time.Hour) // Thursday of its 2nd week
+		s := newSynth(monday, 42, 53, func(t time.Time) float64 {
+			if !t.Before(gone) {
+				return 0
+			}
+			return daily(peak)(t)
+		})
+		got := s.run(t, r, monday.Add(24*time.Hour))
+		if len(got) != 2 || !strings.HasPrefix(got[0], "fire down 03-12 Thu") || !strings.HasPrefix(got[1], "resolve down 03-15 Sun") || !strings.HasSuffix(got[1], " not back") {
+			t.Errorf("a page of %g views at its busiest gone for good on its 11th day: got %q, want one drop that afternoon and one resolve, not back", peak, got)
+		}
+	}
+}
+
+// A page that falls to a third for good is told once, and not back when
+// its normal has followed it; a holiday's page that comes back is back.
+func TestUnusualDropResolvesBackOrNot(t *testing.T) {
+	r := unusualRule(t, Unusual{})
+	fall := monday.Add(30*24*time.Hour + 12*time.Hour)
+	s := newSynth(monday, 56, 59, func(t time.Time) float64 {
+		if !t.Before(fall) {
+			return daily(2000)(t) / 3
+		}
+		return daily(2000)(t)
+	})
+	got := s.run(t, r, monday.Add(28*24*time.Hour))
+	want := []string{"fire down 04-01 Wed 15:00", "resolve down 04-15 Wed 13:10 not back"}
+	wantMessages(t, got, want)
+
+	h := newSynth(monday, 35, 61, holiday(2000, 0.25))
+	got = h.run(t, r, monday.Add(21*24*time.Hour))
+	if len(got) != 2 || got[1] != "resolve down 03-27 Fri 08:00" {
+		t.Errorf("a holiday's page back the next day: got %q, want a drop and its resolve, back", got)
+	}
 }

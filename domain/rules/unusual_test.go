@@ -90,7 +90,11 @@ func (s *synth) run(t *testing.T, r *Rule, judgeFrom time.Time) []string {
 			if f.Episode.Down {
 				dir = "down"
 			}
-			out = append(out, fmt.Sprintf("%s %s %s", f.Event, dir, at.Format("01-02 Mon 15:04")))
+			line := fmt.Sprintf("%s %s %s", f.Event, dir, at.Format("01-02 Mon 15:04"))
+			if f.NewNormal {
+				line += " not back" // its normal followed it (unusual_moved.go)
+			}
+			out = append(out, line)
 			s.against = append(s.against, r.Detector().Against(o, f))
 		}
 	}

@@ -216,3 +216,40 @@ func TestBacktestPagesKnowsItsSiteFlows(t *testing.T) {
 		}
 	})
 }
+
+// A page gone for good in its second week (renamed, deleted: its rows
+// stop while its site's go on) is told gone quiet once, and its resolve
+// says it has not come back (new_normal), read from a file as a user
+// tries it. Before, it was told twice and "back to normal" twice: its
+// normal followed it down within days, and in its fourth week, read from
+// past weeks most of them before it stopped, heard it gone quiet again.
+func TestBacktestPageGoneForGoodIsToldOnce(t *testing.T) {
+	start := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
+	gone := start.Add(10*24*time.Hour + 12*time.Hour)
+	rng := rand.New(rand.NewPCG(13, 17))
+	var b strings.Builder
+	b.WriteString("timestamp,site,path,count\n")
+	for at := start; at.Before(start.Add(35 * 24 * time.Hour)); at = at.Add(10 * time.Minute) {
+		fmt.Fprintf(&b, "%s,example.com,/,%d\n", at.Format(time.RFC3339), poisson(rng, 100))
+		if at.Before(gone) {
+			day := 0.2 + 0.8*math.Max(0, math.Sin(math.Pi*float64(at.Hour()-6)/14))
+			fmt.Fprintf(&b, "%s,example.com,/old,%d\n", at.Format(time.RFC3339), poisson(rng, 300*day))
+		}
+	}
+	xs := backtestCSV(t, b.String(), start.Add(24*time.Hour), unusualBoth())
+	var old []crossing.Crossing
+	for _, x := range xs {
+		if x.Path == "/old" {
+			old = append(old, x)
+		}
+	}
+	if got := eventsOf(old); got != "fire down, resolve down" {
+		t.Fatalf("/old gone for good: %s, want one drop and one resolve", got)
+	}
+	if at := old[0].CrossedAt; at.Before(gone) || at.After(gone.Add(4*time.Hour)) {
+		t.Errorf("the drop was heard at %s, want within hours of %s", at, gone)
+	}
+	if !old[1].Why.NewNormal || old[0].Why.NewNormal {
+		t.Errorf("new_normal: fire %v, resolve %v; want the resolve's alone", old[0].Why.NewNormal, old[1].Why.NewNormal)
+	}
+}

@@ -135,6 +135,9 @@ type line struct {
 	// count because it outlasted them, how long it had been past its
 	// normal and how long those bursts last, in minutes.
 	Lasted *lastedLine `json:"lasted,omitempty"`
+	// NewNormal marks a resolve whose page had not come back: its normal
+	// followed it down.
+	NewNormal bool `json:"new_normal,omitempty"`
 	// Since is, for a "no data" message (path ""), the site's newest
 	// minute with data.
 	Since *time.Time `json:"since,omitempty"`
@@ -167,7 +170,7 @@ func printJSON(out io.Writer, xs []crossing.Crossing) error {
 			l.Since = &since
 		case x.Why != nil && x.Why.Kind != string(rules.KindThreshold):
 			b := x.Why.Baseline
-			l.Baseline, l.Expected, l.Direction = &b, &b, x.Why.Direction
+			l.Baseline, l.Expected, l.Direction, l.NewNormal = &b, &b, x.Why.Direction, x.Why.NewNormal
 			if x.Why.High > 0 {
 				lo, hi := x.Why.Low, x.Why.High
 				l.Low, l.High = &lo, &hi

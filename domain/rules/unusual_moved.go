@@ -1,0 +1,62 @@
+package rules
+
+import "time"
+
+// A drop that does not end. A page renamed, deleted or dropped by a
+// search engine falls and stays down, and its normal, read from its own
+// past, follows it there: once most of the days the normal is read from
+// lie inside the drop, the page sits inside its usual range again and
+// the drop resolves. That resolve is not "back to normal": it says the
+// page has not come back, and that its normal is now its silence
+// (Firing.NewNormal). And until the normal is read mostly from days
+// after that, a drop is not judged again: a page's normal reads past
+// days while it has under 3 weeks of history and the same weekday of
+// past weeks from then, and a page gone for good in its second week was
+// otherwise told gone quiet a second time in its fourth, its weeks
+// before the drop outvoting the days after it.
+
+// settledMemory is how long a state keeps when a drop resolved at a new
+// normal: past it every normal is read from later days.
+const settledMemory = 7 * 24 * time.Hour * (MaxUnusualWeeks + 1)
+
+// normalParts counts the samples the normal e was made from (Expect)
+// whose days lie after t, at a sweep at at: those on the same weekday of
+// past weeks and those on past days, with how many each part read (a
+// part it did not read has none).
+func normalParts(e Expected, at, t time.Time) (weeksAfter, weeks, daysAfter, days int) {
+	after := func(daysBack int) bool {
+		return at.Add(-time.Duration(daysBack) * 24 * time.Hour).After(t)
+	}
+	weeks = e.WeeksBack
+	for k := 1; k <= weeks; k++ {
+		if after(7 * k) {
+			weeksAfter++
+		}
+	}
+	if weeks >= 3 {
+		return weeksAfter, weeks, 0, 0 // the weeks alone (expectHour)
+	}
+	days = e.Samples // the past days', read with the weeks' while under 3
+	for k := 1; k <= days; k++ {
+		if after(k) {
+			daysAfter++
+		}
+	}
+	return weeksAfter, weeks, daysAfter, days
+}
+
+// normalFollowed reports whether the normal e has followed a page that
+// changed at t: half or more of a part it is made from lies after t (a
+// page read against past days and past weeks together is back inside
+// its range once either part has followed it).
+func normalFollowed(e Expected, at, t time.Time) bool {
+	wa, w, da, d := normalParts(e, at, t)
+	return (w > 0 && 2*wa >= w) || (d > 0 && 2*da >= d)
+}
+
+// normalBefore reports whether the normal e is still mostly read from
+// days before t: no part of it has more than half its samples after t.
+func normalBefore(e Expected, at, t time.Time) bool {
+	wa, w, da, d := normalParts(e, at, t)
+	return w+d > 0 && 2*wa <= w && 2*da <= d
+}
