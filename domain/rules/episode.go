@@ -94,8 +94,8 @@ type judgement struct {
 	// small: the normal is too small to tell a drop from a page back
 	// (Episode.SmallSince).
 	small bool
-	// moved: an open drop's page is inside a usual range that followed
-	// it down, not back where it was (Firing.NewNormal).
+	// moved: an open episode's page is inside a usual range that
+	// followed it, not back where it was (Firing.NewNormal).
 	moved bool
 	// lasted, when set, is how long the page's run of surges had lasted
 	// when it outlasted its bursts (whose runs last burstsLast) and was

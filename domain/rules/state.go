@@ -89,7 +89,7 @@ type Firing struct {
 	// runs last BurstsLast (unusual rules).
 	Lasted, BurstsLast time.Duration
 	// NewNormal is set on a resolve whose page had not come back: its
-	// normal followed it down (unusual rules, unusual_moved.go).
+	// normal followed it, down or up (unusual rules, unusual_moved.go).
 	NewNormal bool
 }
 

@@ -271,6 +271,10 @@ func (d *unusualDetector) weigh(o Observation, ep *Episode) judgement {
 		dn.moved = float64(o.Count) < e.Value && normalFollowed(e, o.At, began)
 		return dn
 	case ep != nil:
+		// Back inside a range read mostly from days since it took off,
+		// and still over its middle: it stayed up, and its normal
+		// followed it (unusual_moved.go).
+		up.moved = float64(o.Count) > e.Value && normalFollowed(e, o.At, ep.Since.Add(-d.r.Window.Rolling))
 		return up
 	case u.Direction == Up:
 		return up
@@ -385,7 +389,8 @@ func (d *unusualDetector) weighUpOver(o Observation, floor float64) judgement {
 // back: inside the usual range again; up, also within factor of the
 // normal's top (the bar a fire must pass): at a page's night the range
 // is wide, and 3 × its normal sits in it (as a surge of 2 × sits under
-// min_count, where nothing can fire but nothing says it is over).
+// min_count, where nothing can fire but nothing says it is over); and a
+// surge of hours, its hours together back in their range too.
 func (d *unusualDetector) back(_ judgement, o Observation, ep *Episode) bool {
 	if ep.Down {
 		// Back in its hour's range; heard on its hours, back in theirs
@@ -396,6 +401,14 @@ func (d *unusualDetector) back(_ judgement, o Observation, ep *Episode) bool {
 		return float64(o.Count) >= o.Expected.Low
 	}
 	e := o.Expected
+	if l := e.Long; l.OK && !o.LongLate && o.At.Sub(ep.Since) >= d.long() && float64(o.Long) > l.High {
+		// A surge that has lasted longer than its hours together is
+		// back when they are too: a page twice its size for good sits
+		// inside its night's wide range, and was told back each night
+		// and taking off again each morning. A burst of minutes is over
+		// before its hours would say so, and is judged on its hour.
+		return false
+	}
 	return float64(o.Count) <= min(e.High, d.u.Factor*e.Top)
 }
 

@@ -67,7 +67,7 @@ func TestUnusualASurgeLongerThanThePageBurstsIsHeard(t *testing.T) {
 	want := []string{
 		"fire up 03-05 Thu 01:10", "resolve up 03-05 Thu 04:00",
 		"fire up 03-08 Sun 02:10", "resolve up 03-08 Sun 05:00",
-		"fire up 04-05 Sun 17:50", "resolve up 04-06 Mon 05:10",
+		"fire up 04-05 Sun 17:50", "resolve up 04-06 Mon 07:00",
 	}
 	wantMessages(t, got, want)
 	// Its why says so: lasted 2 h 40 min (from 15:10), its bursts 1 h 40 min.
@@ -138,9 +138,9 @@ func TestUnusualTwoLongSurgesAreBothHeard(t *testing.T) {
 	want := []string{
 		"fire up 03-05 Thu 01:10", "resolve up 03-05 Thu 04:00",
 		"fire up 03-08 Sun 02:10", "resolve up 03-08 Sun 05:00",
-		"fire up 03-22 Sun 17:50", "resolve up 03-23 Mon 13:00", // the first long surge
+		"fire up 03-22 Sun 17:50", "resolve up 03-23 Mon 14:50", // the first long surge
 		"fire up 03-27 Fri 14:00", "resolve up 03-27 Fri 16:00", // a burst past the second highest
-		"fire up 04-05 Sun 18:10", "resolve up 04-06 Mon 05:10", // the second
+		"fire up 04-05 Sun 18:10", "resolve up 04-06 Mon 08:10", // the second
 	}
 	wantMessages(t, got, want)
 }
@@ -164,7 +164,7 @@ func TestUnusualALongSurgeIsNotReachedTwiceByItself(t *testing.T) {
 		return 10
 	})
 	got := s.run(t, r, monday.Add(7*24*time.Hour))
-	want := []string{"fire up 03-30 Mon 08:10", "resolve up 03-31 Tue 00:00", "fire up 04-04 Sat 14:10", "resolve up 04-04 Sat 19:00"}
+	want := []string{"fire up 03-30 Mon 08:10", "resolve up 03-31 Tue 02:00", "fire up 04-04 Sat 14:10", "resolve up 04-04 Sat 21:00"}
 	wantMessages(t, got, want)
 }
 
@@ -199,7 +199,7 @@ func TestUnusualOutlastingDoesNotEscalate(t *testing.T) {
 		"fire up 03-12 Thu 09:10", "resolve up 03-12 Thu 12:00",
 		"fire up 03-18 Wed 10:00", "resolve up 03-18 Wed 12:00",
 		"fire up 03-24 Tue 10:00", "resolve up 03-24 Tue 12:00",
-		"fire up 04-01 Wed 14:50", "resolve up 04-01 Wed 21:00",
+		"fire up 04-01 Wed 14:50", "resolve up 04-01 Wed 23:00",
 	}
 	wantMessages(t, got, want)
 	for i, a := range s.against {

@@ -118,7 +118,7 @@ func TestUnusualDropToANewSmallNormalEnds(t *testing.T) {
 		return daily(120)(t)
 	})
 	got := s.run(t, r, monday.Add(28*24*time.Hour))
-	want := []string{"fire down 03-30 Mon 12:50", "resolve down 04-13 Mon 11:10 not back", "fire up 05-04 Mon 14:10", "resolve up 05-04 Mon 18:00"}
+	want := []string{"fire down 03-30 Mon 12:50", "resolve down 04-13 Mon 11:10 not back", "fire up 05-04 Mon 14:10", "resolve up 05-04 Mon 20:00"}
 	wantMessages(t, got, want)
 }
 

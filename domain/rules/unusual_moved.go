@@ -2,13 +2,14 @@ package rules
 
 import "time"
 
-// A drop that does not end. A page renamed, deleted or dropped by a
-// search engine falls and stays down, and its normal, read from its own
-// past, follows it there: once most of the days the normal is read from
-// lie inside the drop, the page sits inside its usual range again and
-// the drop resolves. That resolve is not "back to normal": it says the
-// page has not come back, and that its normal is now its silence
-// (Firing.NewNormal). And until the normal is read mostly from days
+// An episode that does not end. A page renamed, deleted or dropped by
+// a search engine falls and stays down, and its normal, read from its
+// own past, follows it there: once most of the days the normal is read
+// from lie inside the drop, the page sits inside its usual range again
+// and the drop resolves. That resolve is not "back to normal": it says
+// the page has not come back, and that its normal is now its silence
+// (Firing.NewNormal). So for a page that rose for good (linked from a
+// home page): it stayed up. And, down, until the normal is read mostly from days
 // after that, a drop is not judged again: a page's normal reads past
 // days while it has under 3 weeks of history and the same weekday of
 // past weeks from then, and a page gone for good in its second week was

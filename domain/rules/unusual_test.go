@@ -277,7 +277,7 @@ func TestUnusualSecondDay(t *testing.T) {
 		return v
 	})
 	got := s.run(t, r, monday.Add(24*time.Hour))
-	want := []string{"fire up 03-03 Tue 13:40", "resolve up 03-03 Tue 17:00"}
+	want := []string{"fire up 03-03 Tue 13:40", "resolve up 03-03 Tue 18:40"}
 	wantMessages(t, got, want)
 	spans := r.BaselineSpans(surge.Add(time.Hour), monday)
 	counts := make([]uint64, len(spans))
@@ -391,9 +391,9 @@ func TestUnusualSurgeOfDaysIsOneEpisodeToItsEnd(t *testing.T) {
 		want        []string
 	}{
 		// Resolved on its second night before.
-		{1000, 3, []string{"fire up 04-06 Mon 10:10", "resolve up 04-10 Fri 12:00"}},
+		{1000, 3, []string{"fire up 04-06 Mon 10:10", "resolve up 04-10 Fri 13:10"}},
 		// Two episodes before, resolved at 3:30 on its first night.
-		{60, 2.5, []string{"fire up 04-06 Mon 12:00", "resolve up 04-10 Fri 11:50"}},
+		{60, 2.5, []string{"fire up 04-06 Mon 12:00", "resolve up 04-10 Fri 13:10"}},
 	} {
 		s := newSynth(monday, 42, 13, func(t time.Time) float64 {
 			v := daily(c.peak)(t)
@@ -404,5 +404,33 @@ func TestUnusualSurgeOfDaysIsOneEpisodeToItsEnd(t *testing.T) {
 		})
 		got := s.run(t, r, monday.Add(35*24*time.Hour))
 		wantMessages(t, got, c.want)
+	}
+}
+
+// A page that rises for good (linked from a home page, a search ranking
+// gained) is told once, and its resolve, once its normal has followed it
+// up, says it stayed up. A surge that has lasted longer than its hours
+// together (Reach.Long) is back when they are back too: a page twice
+// its size sits inside its night's wide range, and was told back each
+// night and taking off again the next morning ("resolve up 03-13 Fri
+// 02:10", "fire up 03-13 Fri 09:00" here, then again the next night).
+func TestUnusualPageUpForGoodIsToldOnce(t *testing.T) {
+	for _, c := range []struct {
+		day   int
+		times float64
+		want  []string
+	}{
+		{10, 2, []string{"fire up 03-12 Thu 12:10", "resolve up 03-15 Sun 14:10 not back"}},
+		{30, 3, []string{"fire up 04-01 Wed 12:10", "resolve up 04-15 Wed 14:10 not back"}},
+	} {
+		r := unusualRule(t, Unusual{Direction: Both})
+		rise := monday.Add(time.Duration(c.day)*24*time.Hour + 12*time.Hour)
+		s := newSynth(monday, c.day+25, 43, func(t time.Time) float64 {
+			if !t.Before(rise) {
+				return c.times * daily(2000)(t)
+			}
+			return daily(2000)(t)
+		})
+		wantMessages(t, s.run(t, r, monday.Add(24*time.Hour)), c.want)
 	}
 }

@@ -48,9 +48,14 @@ func (n Notification) Predicate(clean func(string) string) string {
 	switch n.Event {
 	case string(rules.EventResolve):
 		if w != nil && w.NewNormal {
-			// Its normal followed it down: no "back to normal" for a
-			// page renamed, deleted or gone from search.
-			return "has not come back: " + views(n.Count) + " is its normal now (quiet since " + w.Since.UTC().Format("15:04 UTC, 2 Jan") + ")"
+			// Its normal followed it: no "back to normal" for a page
+			// renamed, deleted or gone from search, nor for one that
+			// rose for good.
+			since := w.Since.UTC().Format("15:04 UTC, 2 Jan")
+			if down {
+				return "has not come back: " + views(n.Count) + " is its normal now (quiet since " + since + ")"
+			}
+			return "has stayed up: " + views(n.Count) + " is its normal now (up since " + since + ")"
 		}
 		s := "is back to normal"
 		if !spiky {

@@ -58,7 +58,7 @@ func TestShippedSpikeDefaultOnSeasonalTraffic(t *testing.T) {
 			"/pricing fire up 03-17 02:05|/pricing resolve up 03-17 04:50|" +
 			"/pricing fire down 03-20 06:00|/pricing resolve down 03-21 01:00|" +
 			"/small fire up 03-24 20:20|/small resolve up 03-24 22:55|" +
-			"/pricing fire up 03-25 09:50|/pricing resolve up 03-26 01:30|" +
+			"/pricing fire up 03-25 09:50|/pricing resolve up 03-26 03:00|" +
 			"/pricing fire down 03-26 15:40|/pricing resolve down 03-26 18:40|" +
 			"/pricing fire up 04-01 03:05|/pricing resolve up 04-01 05:55"},
 	} {
