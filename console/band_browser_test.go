@@ -19,19 +19,9 @@ import (
 	"github.com/pagewatch/pagewatch/domain/rules"
 	"github.com/pagewatch/pagewatch/internal/testserver/browsertest"
 	"github.com/pagewatch/pagewatch/internal/testserver/clickhousetest"
+	"github.com/pagewatch/pagewatch/pipeline/sweep/pagestate"
 	"github.com/pagewatch/pagewatch/sinks/clickhouse"
 )
-
-// openStates says the unusual rule's episode on /pricing is open since
-// openSince, as the sweeper keeps it.
-type openStates struct{ since time.Time }
-
-func (o openStates) State(_ context.Context, rule, _, path string, _ bool) (console.RuleState, bool, error) {
-	if rule == "unusual" && path == "/pricing" {
-		return console.RuleState{Open: true, OpenSince: o.since, LastFired: o.since}, true, nil
-	}
-	return console.RuleState{}, false, nil
-}
 
 // rhythm is /pricing's usual views in an hour: quiet nights, a busy
 // afternoon, weekends at 40%.
@@ -119,7 +109,12 @@ VALUES ('%s', 'unusual', 'example.com', '/pricing', '1h', 0, %d, %d)`, x.key, x.
 	if err := unusual.Validate("rules"); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := console.New(ccfg, console.Deps{Store: ch.Console(), RuleStates: openStates{since: start.Add(5 * time.Minute).Truncate(time.Second)},
+	// The sweeper's state: the unusual rule's episode on /pricing open
+	// since the surge now began.
+	since := start.Add(5 * time.Minute).Truncate(time.Second)
+	states := sweeperStates(t, map[[2]string]pagestate.State{{"unusual", "/pricing"}: {State: rules.State{
+		Episode: 4, LastFired: since, Open: &rules.Episode{Since: since, Peak: 700, PeakAt: since, Site: "example.com", Path: "/pricing"}}}})
+	srv, err := console.New(ccfg, console.Deps{Store: ch.Console(), RuleStates: states,
 		Rules: func() []rules.Rule { return []rules.Rule{unusual} }, Logger: logger, Registry: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)

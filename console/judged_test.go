@@ -22,11 +22,20 @@ func TestJudgedText(t *testing.T) {
 			"above usual 0–39 for 2 h 40 min, longer than its usual bursts (1 h 40 min)"},
 		{"escalate", crossingView{Key: "u.abc.3.x4"}, &crossing.Why{Kind: "unusual", Low: 70, High: 125, Step: 4}, "escalated ×4, usual 70–125"},
 		{"resolve", crossingView{Key: "u.abc.3.resolved"}, &crossing.Why{Kind: "unusual", Peak: 2300}, "resolved, peak 2,300"},
+		{"resolve, not back", crossingView{Key: "u.abc.4.resolved"}, &crossing.Why{Kind: "unusual", Direction: "down", Peak: 0, NewNormal: true}, "resolved, not back: its normal now"},
 		{"spike", crossingView{Key: "s.abc.2"}, &crossing.Why{Kind: "spike", Baseline: 100, Ratio: 4.2, Direction: "up"}, "above normal 100 (4.2×)"},
 		{"an episode's crossing, its why not kept", crossingView{Key: "u.abc.3.resolved"}, nil, "resolve"},
 	} {
 		if got := judgedText(c.x, c.why); got != c.want {
 			t.Errorf("%s: %q, want %q", c.name, got, c.want)
 		}
+	}
+}
+
+func TestMarkOfAResolveNotBack(t *testing.T) {
+	x := crossingView{Key: "u.abc.4.resolved", Rule: "unusual", Shown: "2026-03-15 13:10", Count: 0, Window: "1h"}
+	m := markOf(x, &crossing.Why{Kind: "unusual", Direction: "down", NewNormal: true})
+	if want := "unusual resolved at 2026-03-15 13:10: not back, 0 views in 1h is its normal now"; m.Label != want || m.Event != "resolve" {
+		t.Errorf("mark %+v, want label %q", m, want)
 	}
 }

@@ -13,12 +13,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pagewatch/pagewatch/console"
+	"github.com/pagewatch/pagewatch/domain/crossing"
 	"github.com/pagewatch/pagewatch/domain/hit"
 	"github.com/pagewatch/pagewatch/domain/rules"
 	"github.com/pagewatch/pagewatch/domain/traffic"
 	"github.com/pagewatch/pagewatch/internal/testcheck"
 	"github.com/pagewatch/pagewatch/internal/testserver/browsertest"
 	"github.com/pagewatch/pagewatch/internal/testserver/clickhousetest"
+	"github.com/pagewatch/pagewatch/pipeline/sweep/pagestate"
 	"github.com/pagewatch/pagewatch/sinks/clickhouse"
 )
 
@@ -55,17 +57,6 @@ func classHits(seq uint64, path string, start time.Time, span time.Duration, see
 		}
 	}
 	return b, views, visitors
-}
-
-// heldStates holds the surge of rule spike on /pricing, as the sweeper's
-// client guard records it.
-type heldStates struct{}
-
-func (heldStates) State(_ context.Context, rule, _, path string, _ bool) (console.RuleState, bool, error) {
-	if rule == "spike" && path == "/pricing" {
-		return console.RuleState{Held: "mostly one client: 97% of 1,204 views"}, true, nil
-	}
-	return console.RuleState{}, false, nil
 }
 
 // The console over a real ClickHouse, in Chromium: hits from several
@@ -113,7 +104,12 @@ func TestConsoleInBrowserVisitors(t *testing.T) {
 	if err := spike.Validate("rules"); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := console.New(ccfg, console.Deps{Store: ch.Console(), RuleStates: heldStates{}, Rules: func() []rules.Rule { return []rules.Rule{spike} },
+	// The sweeper's state: its client guard holds rule spike's surge
+	// on /pricing.
+	held := time.Now().UTC().Truncate(time.Second)
+	states := sweeperStates(t, map[[2]string]pagestate.State{{"spike", "/pricing"}: {
+		Held: &pagestate.Held{Since: held, At: held, Checked: held, Mostly: crossing.MostlyOneClient, Reason: "mostly one client: 97% of 1,204 views"}}})
+	srv, err := console.New(ccfg, console.Deps{Store: ch.Console(), RuleStates: states, Rules: func() []rules.Rule { return []rules.Rule{spike} },
 		Logger: logger, Registry: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
