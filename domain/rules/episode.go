@@ -43,6 +43,10 @@ type Episode struct {
 	// Peak is the highest count seen in it, at PeakAt.
 	Peak   uint64    `json:"peak"`
 	PeakAt time.Time `json:"peak_at"`
+	// Ratio is the highest count seen in it over its normal (up; 0:
+	// none known): how big a surge it is, which an hour whose range is
+	// wider cannot tell from back (unusual rules).
+	Ratio float64 `json:"ratio,omitempty"`
 	// Steps is how many escalate steps were reached (and claimed).
 	Steps int `json:"steps,omitempty"`
 	// Down is set for an episode of a page that went quiet.
@@ -177,6 +181,9 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 	}
 	if (!ep.Down && o.Count > ep.Peak) || (ep.Down && o.Count < ep.Peak) {
 		ep.Peak, ep.PeakAt = o.Count, o.At
+	}
+	if e := o.Expected; !ep.Down && e.OK && e.Value > 0 && !j.small {
+		ep.Ratio = max(ep.Ratio, float64(o.Count)/e.Value)
 	}
 	// Every sweep of a run, not only its peaks: how long it lasted is
 	// remembered too.

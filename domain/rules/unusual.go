@@ -271,6 +271,15 @@ func (d *unusualDetector) weigh(o Observation, ep *Episode) judgement {
 		dn.moved = float64(o.Count) < e.Value && normalFollowed(e, o.At, began)
 		return dn
 	case ep != nil:
+		if cannotTellUp(o, ep, d.long()) {
+			// At an hour whose range would hold the surge at its size
+			// (a page's night), hold: neither back nor still up, for a
+			// while, as a drop is held.
+			if ep.SmallSince.IsZero() || o.At.Sub(ep.SmallSince) < maxDropHold {
+				return judgement{small: true}
+			}
+			up.small = true
+		}
 		// Back inside a range read mostly from days since it took off,
 		// and still over its middle: it stayed up, and its normal
 		// followed it (unusual_moved.go).

@@ -61,3 +61,17 @@ func normalBefore(e Expected, at, t time.Time) bool {
 	wa, w, da, d := normalParts(e, at, t)
 	return w+d > 0 && 2*wa <= w && 2*da <= d
 }
+
+// cannotTellUp reports whether a surge that has lasted longer than its
+// hours together (long) sits at an hour whose usual range would hold it
+// at its size (Episode.Ratio), its count's own noise taken: a page twice
+// its size for good is inside its night's range, and back there says
+// nothing. A burst of minutes is over before its hours are, and is
+// judged on its hour.
+func cannotTellUp(o Observation, ep *Episode, long time.Duration) bool {
+	e := o.Expected
+	if long <= 0 || o.At.Sub(ep.Since) < long || ep.Ratio <= 0 {
+		return false
+	}
+	return lowerCountAt(e, ep.Ratio*e.Top, -usualZ) <= e.High
+}

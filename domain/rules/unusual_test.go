@@ -410,18 +410,21 @@ func TestUnusualSurgeOfDaysIsOneEpisodeToItsEnd(t *testing.T) {
 // A page that rises for good (linked from a home page, a search ranking
 // gained) is told once, and its resolve, once its normal has followed it
 // up, says it stayed up. A surge that has lasted longer than its hours
-// together (Reach.Long) is back when they are back too: a page twice
-// its size sits inside its night's wide range, and was told back each
-// night and taking off again the next morning ("resolve up 03-13 Fri
-// 02:10", "fire up 03-13 Fri 09:00" here, then again the next night).
+// together (Reach.Long) is back when they are back too, and is held at
+// hours whose range would hold it at its size: a page twice its size
+// sits inside its night's wide range, and was told back each night and
+// taking off again the next morning ("resolve up 03-13 Fri 02:10",
+// "fire up 03-13 Fri 09:00" here, then again the next night); after
+// weeks of history, told back at 5:10 a week later, at 2 ×.
 func TestUnusualPageUpForGoodIsToldOnce(t *testing.T) {
 	for _, c := range []struct {
 		day   int
 		times float64
 		want  []string
 	}{
-		{10, 2, []string{"fire up 03-12 Thu 12:10", "resolve up 03-15 Sun 14:10 not back"}},
-		{30, 3, []string{"fire up 04-01 Wed 12:10", "resolve up 04-15 Wed 14:10 not back"}},
+		{10, 2, []string{"fire up 03-12 Thu 12:10", "resolve up 03-16 Mon 14:00 not back"}},
+		{30, 2, []string{"fire up 04-01 Wed 12:10", "resolve up 04-18 Sat 13:10 not back"}},
+		{30, 3, []string{"fire up 04-01 Wed 12:10", "resolve up 04-22 Wed 14:00 not back"}},
 	} {
 		r := unusualRule(t, Unusual{Direction: Both})
 		rise := monday.Add(time.Duration(c.day)*24*time.Hour + 12*time.Hour)
