@@ -2,19 +2,21 @@ package rules
 
 import "time"
 
-// An episode that does not end. A page renamed, deleted or dropped by
-// a search engine falls and stays down, and its normal, read from its
-// own past, follows it there: once most of the days the normal is read
-// from lie inside the drop, the page sits inside its usual range again
-// and the drop resolves. That resolve is not "back to normal": it says
-// the page has not come back, and that its normal is now its silence
-// (Firing.NewNormal). So for a page that rose for good (linked from a
-// home page): it stayed up. And, down, until the normal is read mostly from days
-// after that, a drop is not judged again: a page's normal reads past
-// days while it has under 3 weeks of history and the same weekday of
-// past weeks from then, and a page gone for good in its second week was
-// otherwise told gone quiet a second time in its fourth, its weeks
-// before the drop outvoting the days after it.
+// Episodes that do not end. A page renamed, deleted or dropped by a
+// search engine falls and stays down, and its normal, read from its own
+// past, follows it there: once most of the days the normal is read from
+// lie inside the drop, the page sits inside its usual range again and
+// the drop resolves. That resolve is not "back to normal": it says the
+// page has not come back, and that its normal is now its silence
+// (Firing.NewNormal); so for a page that rose for good (linked from a
+// home page), it stayed up. Down, until the normal is read mostly from
+// days after that, a drop is not judged again: a page's normal reads
+// past days while it has under 3 weeks of history and the same weekday
+// of past weeks from then, and a page gone for good in its second week
+// was otherwise told gone quiet a second time in its fourth, its weeks
+// before the drop outvoting the days after it. Up, a surge of hours is
+// held where its hour cannot tell it from back (cannotTellUp), as a
+// drop is held at a normal too small to tell.
 
 // settledMemory is how long a state keeps when a drop resolved at a new
 // normal: past it every normal is read from later days.
