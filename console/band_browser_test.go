@@ -203,5 +203,10 @@ VALUES ('%s', 'unusual', 'example.com', '/pricing', '1h', 0, %d, %d)`, x.key, x.
 	if got := p.Text(row + "[data-testid=rule-page-state]"); !strings.HasPrefix(got, "episode open since ") {
 		t.Errorf("/rules: /pricing's state %q", got)
 	}
+	// Far above its range with no episode (no sweeper ran here): not
+	// "normal".
+	if got := p.Text(launchRow + "[data-testid=rule-page-state]"); got != "above its usual range, no episode" {
+		t.Errorf("/rules: /launch's state %q, want above its usual range, no episode", got)
+	}
 	p.Screenshot("rules-usual")
 }

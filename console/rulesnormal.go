@@ -100,6 +100,16 @@ func (s *rulePages) normalPage(ctx context.Context, rule *rules.Rule, site, path
 		low, high := usualRange(e)
 		p.Low, p.High, p.Usual = low, high, "usual "+rangeText(low, high)
 		p.Percent = 100 * float64(count) / max(high, 1)
+		// Outside its range with no episode open is not "normal": the
+		// sweeper has not told it (its own usual bursts, a first week's
+		// twice the evidence, a drop not yet down_for long, a floor), or
+		// has not swept it yet.
+		switch c := float64(count); {
+		case c > high:
+			p.State, p.Detail = "outside", "above its usual range, no episode"
+		case c < low:
+			p.State, p.Detail = "outside", "below its usual range, no episode"
+		}
 	} else {
 		p.Usual = "no usual range yet: too little history"
 	}
@@ -126,13 +136,15 @@ func (s *rulePages) normalPage(ctx context.Context, rule *rules.Rule, site, path
 }
 
 // stateRank orders the rules page's pages: open episodes, then held
-// surges, then the rest.
+// surges, then pages outside their range, then the rest.
 func stateRank(state string) int {
 	switch state {
 	case "episode":
 		return 0
 	case "held":
 		return 1
+	case "outside":
+		return 2
 	}
-	return 2
+	return 3
 }
