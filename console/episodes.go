@@ -68,7 +68,7 @@ func markOf(x crossingView, why *crossing.Why) markView {
 		// As the history has always named them.
 		m.Label = fmt.Sprintf("%s crossed at %s: %s", x.Rule, x.Shown, views)
 	case ev == "resolve" && why.NewNormal:
-		m.Label = fmt.Sprintf("%s resolved at %s: not back, %s is its normal now", x.Rule, x.Shown, views)
+		m.Label = fmt.Sprintf("%s resolved at %s: not back, %s, its normal followed it", x.Rule, x.Shown, views)
 	case ev == "resolve":
 		m.Label = fmt.Sprintf("%s resolved at %s: back to %s", x.Rule, x.Shown, views)
 		if why.Peak > 0 {
@@ -102,7 +102,7 @@ func judgedText(x crossingView, why *crossing.Why) string {
 	switch eventOfKey(x.Key) {
 	case "resolve":
 		if why.NewNormal {
-			return "resolved, not back: its normal now"
+			return "resolved, not back: its normal followed it"
 		}
 		if why.Peak > 0 {
 			return "resolved, peak " + traffic.FormatCount(why.Peak)

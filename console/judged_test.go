@@ -22,7 +22,7 @@ func TestJudgedText(t *testing.T) {
 			"above usual 0–39 for 2 h 40 min, longer than its usual bursts (1 h 40 min)"},
 		{"escalate", crossingView{Key: "u.abc.3.x4"}, &crossing.Why{Kind: "unusual", Low: 70, High: 125, Step: 4}, "escalated ×4, usual 70–125"},
 		{"resolve", crossingView{Key: "u.abc.3.resolved"}, &crossing.Why{Kind: "unusual", Peak: 2300}, "resolved, peak 2,300"},
-		{"resolve, not back", crossingView{Key: "u.abc.4.resolved"}, &crossing.Why{Kind: "unusual", Direction: "down", Peak: 0, NewNormal: true}, "resolved, not back: its normal now"},
+		{"resolve, not back", crossingView{Key: "u.abc.4.resolved"}, &crossing.Why{Kind: "unusual", Direction: "down", Peak: 0, NewNormal: true}, "resolved, not back: its normal followed it"},
 		{"spike", crossingView{Key: "s.abc.2"}, &crossing.Why{Kind: "spike", Baseline: 100, Ratio: 4.2, Direction: "up"}, "above normal 100 (4.2×)"},
 		{"an episode's crossing, its why not kept", crossingView{Key: "u.abc.3.resolved"}, nil, "resolve"},
 	} {
@@ -35,7 +35,7 @@ func TestJudgedText(t *testing.T) {
 func TestMarkOfAResolveNotBack(t *testing.T) {
 	x := crossingView{Key: "u.abc.4.resolved", Rule: "unusual", Shown: "2026-03-15 13:10", Count: 0, Window: "1h"}
 	m := markOf(x, &crossing.Why{Kind: "unusual", Direction: "down", NewNormal: true})
-	if want := "unusual resolved at 2026-03-15 13:10: not back, 0 views in 1h is its normal now"; m.Label != want || m.Event != "resolve" {
+	if want := "unusual resolved at 2026-03-15 13:10: not back, 0 views in 1h, its normal followed it"; m.Label != want || m.Event != "resolve" {
 		t.Errorf("mark %+v, want label %q", m, want)
 	}
 }

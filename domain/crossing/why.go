@@ -57,9 +57,8 @@ type Why struct {
 	// Step is the escalate step reached (an escalate message).
 	Step float64 `json:"step,omitempty"`
 	// NewNormal marks a resolve whose page had not come back: its normal
-	// followed it down ("has not come back: 0 views in 1h is its normal
-	// now": a page renamed, deleted or gone from search) or up ("has
-	// stayed up").
+	// followed it down ("has not come back": a page renamed, deleted or
+	// gone from search) or up ("has stayed up").
 	NewNormal bool `json:"new_normal,omitempty"`
 	// Since, Peak and PeakAt describe the episode; Total is its views
 	// from the start of the window it fired in to its end (resolve).

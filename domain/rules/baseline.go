@@ -52,9 +52,9 @@ type Expected struct {
 	// the days there are.
 	Weekly bool
 	// WeeksBack is how many samples it read on the same weekday of past
-	// weeks (unusual): from 3 its only ones, under 3 read with the past
-	// days' (Samples of those).
-	WeeksBack int
+	// weeks, DaysBack on past days (unusual): from 3 weeks those alone,
+	// under 3 read with the past days'.
+	WeeksBack, DaysBack int
 	// OK is false when there was not enough known history to say what is
 	// normal; such a page neither fires nor resolves.
 	OK bool

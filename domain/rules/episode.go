@@ -27,8 +27,8 @@ type Observation struct {
 	// its state (StepEpisode fills them in).
 	Bursts []Burst
 	Above  time.Time
-	// SettledLow is when the page's last drop resolved at a new normal
-	// (State.SettledLow), from its state; zero: none remembered.
+	// SettledLow is when the page's last drop that resolved at a new
+	// normal began (State.SettledLow), from its state; zero: none.
 	SettledLow time.Time
 	// Late is set when the site's data is behind: a low count may be
 	// hits not loaded yet, so the unusual detector judges no drop on it
@@ -43,9 +43,10 @@ type Episode struct {
 	// Peak is the highest count seen in it, at PeakAt.
 	Peak   uint64    `json:"peak"`
 	PeakAt time.Time `json:"peak_at"`
-	// Ratio is the highest count seen in it over its normal (up; 0:
-	// none known): how big a surge it is, which an hour whose range is
-	// wider cannot tell from back (unusual rules).
+	// Ratio is the highest count seen in it over the top of its normal,
+	// at hours of min_count or more (up; 0: none known): how big a surge
+	// it is, which an hour whose range is wider cannot tell from back
+	// (unusual rules).
 	Ratio float64 `json:"ratio,omitempty"`
 	// Steps is how many escalate steps were reached (and claimed).
 	Steps int `json:"steps,omitempty"`
@@ -99,8 +100,13 @@ type judgement struct {
 	// (Episode.SmallSince).
 	small bool
 	// moved: an open episode's page is inside a usual range that
-	// followed it, not back where it was (Firing.NewNormal).
+	// followed it, not back where it was (Firing.NewNormal); began:
+	// when its drop began (State.SettledLow).
 	moved bool
+	began time.Time
+	// ratio: an open surge's count over the top of its normal, at an
+	// hour big enough to say (Episode.Ratio); 0: none.
+	ratio float64
 	// lasted, when set, is how long the page's run of surges had lasted
 	// when it outlasted its bursts (whose runs last burstsLast) and was
 	// judged at its normal's level, under their count.
@@ -182,9 +188,7 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 	if (!ep.Down && o.Count > ep.Peak) || (ep.Down && o.Count < ep.Peak) {
 		ep.Peak, ep.PeakAt = o.Count, o.At
 	}
-	if e := o.Expected; !ep.Down && e.OK && e.Value > 0 && !j.small {
-		ep.Ratio = max(ep.Ratio, float64(o.Count)/e.Value)
-	}
+	ep.Ratio = max(ep.Ratio, j.ratio)
 	// Every sweep of a run, not only its peaks: how long it lasted is
 	// remembered too.
 	next.stepRun(o, j, false)
@@ -195,8 +199,8 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 		if o.At.Sub(ep.Back) >= r.Rearm.Settle {
 			next.Open = nil
 			next.Fired = nil
-			if j.moved {
-				next.SettledLow = o.At
+			if j.moved && ep.Down {
+				next.SettledLow = j.began
 			}
 			return next, r.firings(next, Firing{Event: EventResolve, Level: j.level, Severity: j.severity, Episode: *ep, NewNormal: j.moved})
 		}

@@ -44,9 +44,9 @@ type State struct {
 	// against how long the page's bursts last.
 	AboveFrom time.Time `json:"above_from,omitzero"`
 	AboveTo   time.Time `json:"above_to,omitzero"`
-	// SettledLow is when the page's last drop resolved at a new normal
-	// (unusual rules: it had not come back): a drop is not judged again
-	// against a normal read mostly from before it.
+	// SettledLow is when the page's last drop that resolved at a new
+	// normal (unusual rules: it had not come back) began: a drop is not
+	// judged again against a normal read mostly from before then.
 	SettledLow time.Time `json:"settled_low,omitzero"`
 }
 

@@ -267,11 +267,16 @@ func (d *unusualDetector) weigh(o Observation, ep *Episode) judgement {
 		// inside a range read mostly from days since then, and still
 		// under its middle, the page has not come back: its normal
 		// followed it down (unusual_moved.go).
-		began := ep.Since.Add(-d.r.Window.Rolling - u.DownFor)
-		dn.moved = float64(o.Count) < e.Value && normalFollowed(e, o.At, began)
+		dn.began = ep.Since.Add(-d.r.Window.Rolling - u.DownFor)
+		dn.moved = float64(o.Count) <= e.Value && normalFollowed(e, d.r.Window.Rolling, o.At, dn.began)
 		return dn
 	case ep != nil:
-		if cannotTellUp(o, ep, d.long()) {
+		if e.Top >= float64(u.MinCount) {
+			// How big the surge is, at hours big enough to say: at a
+			// quiet one a few views are many times its normal.
+			up.ratio = float64(o.Count) / e.Top
+		}
+		if cannotTellUp(o, ep, d.long()) && d.back(up, o, ep) {
 			// At an hour whose range would hold the surge at its size
 			// (a page's night), hold: neither back nor still up, for a
 			// while, as a drop is held.
@@ -283,7 +288,7 @@ func (d *unusualDetector) weigh(o Observation, ep *Episode) judgement {
 		// Back inside a range read mostly from days since it took off,
 		// and still over its middle: it stayed up, and its normal
 		// followed it (unusual_moved.go).
-		up.moved = float64(o.Count) > e.Value && normalFollowed(e, o.At, ep.Since.Add(-d.r.Window.Rolling))
+		up.moved = float64(o.Count) >= e.Value && normalFollowed(e, d.r.Window.Rolling, o.At, ep.Since.Add(-d.r.Window.Rolling))
 		return up
 	case u.Direction == Up:
 		return up
@@ -410,12 +415,13 @@ func (d *unusualDetector) back(_ judgement, o Observation, ep *Episode) bool {
 		return float64(o.Count) >= o.Expected.Low
 	}
 	e := o.Expected
-	if l := e.Long; l.OK && !o.LongLate && o.At.Sub(ep.Since) >= d.long() && float64(o.Long) > l.High {
+	if l := e.Long; l.OK && o.At.Sub(ep.Since) >= d.long() && (o.LongLate || float64(o.Long) > l.High) {
 		// A surge that has lasted longer than its hours together is
-		// back when they are too: a page twice its size for good sits
-		// inside its night's wide range, and was told back each night
-		// and taking off again each morning. A burst of minutes is over
-		// before its hours would say so, and is judged on its hour.
+		// back when they are too (hours with late data say nothing):
+		// a page twice its size for good sits inside its night's wide
+		// range, and was told back each night and taking off again
+		// each morning. A burst of minutes is over before its hours
+		// would say so, and is judged on its hour.
 		return false
 	}
 	return float64(o.Count) <= min(e.High, d.u.Factor*e.Top)

@@ -28,7 +28,7 @@ func (d *unusualDetector) weighDown(o Observation) judgement {
 	if o.Late {
 		return judgement{}
 	}
-	if !o.SettledLow.IsZero() && normalBefore(e, o.At, o.SettledLow) {
+	if !o.SettledLow.IsZero() && normalBefore(e, d.r.Window.Rolling, o.At, o.SettledLow) {
 		// The page's last drop ended at a new normal, and this one is
 		// read mostly from before it (unusual_moved.go): no drop.
 		return judgement{known: true}

@@ -23,12 +23,15 @@ import "time"
 const settledMemory = 7 * 24 * time.Hour * (MaxUnusualWeeks + 1)
 
 // normalParts counts the samples the normal e was made from (Expect)
-// whose days lie after t, at a sweep at at: those on the same weekday of
-// past weeks and those on past days, with how many each part read (a
-// part it did not read has none).
-func normalParts(e Expected, at, t time.Time) (weeksAfter, weeks, daysAfter, days int) {
+// that lie after t (their middle), at a sweep at at for a window of window:
+// those on the same weekday of past weeks and those on past days, with
+// how many each part read (a part it did not read has none). A sample k
+// days back ends at the whole hour before at, k days back (a day across
+// a change of clocks is taken as 24 hours: an hour's error at most).
+func normalParts(e Expected, window time.Duration, at, t time.Time) (weeksAfter, weeks, daysAfter, days int) {
 	after := func(daysBack int) bool {
-		return at.Add(-time.Duration(daysBack) * 24 * time.Hour).After(t)
+		mid := at.Truncate(time.Hour).Add(-time.Duration(daysBack)*24*time.Hour - window/2)
+		return mid.After(t)
 	}
 	weeks = e.WeeksBack
 	for k := 1; k <= weeks; k++ {
@@ -39,7 +42,7 @@ func normalParts(e Expected, at, t time.Time) (weeksAfter, weeks, daysAfter, day
 	if weeks >= 3 {
 		return weeksAfter, weeks, 0, 0 // the weeks alone (expectHour)
 	}
-	days = e.Samples // the past days', read with the weeks' while under 3
+	days = e.DaysBack // read with the weeks' while under 3
 	for k := 1; k <= days; k++ {
 		if after(k) {
 			daysAfter++
@@ -52,15 +55,15 @@ func normalParts(e Expected, at, t time.Time) (weeksAfter, weeks, daysAfter, day
 // changed at t: half or more of a part it is made from lies after t (a
 // page read against past days and past weeks together is back inside
 // its range once either part has followed it).
-func normalFollowed(e Expected, at, t time.Time) bool {
-	wa, w, da, d := normalParts(e, at, t)
+func normalFollowed(e Expected, window time.Duration, at, t time.Time) bool {
+	wa, w, da, d := normalParts(e, window, at, t)
 	return (w > 0 && 2*wa >= w) || (d > 0 && 2*da >= d)
 }
 
 // normalBefore reports whether the normal e is still mostly read from
 // days before t: no part of it has more than half its samples after t.
-func normalBefore(e Expected, at, t time.Time) bool {
-	wa, w, da, d := normalParts(e, at, t)
+func normalBefore(e Expected, window time.Duration, at, t time.Time) bool {
+	wa, w, da, d := normalParts(e, window, at, t)
 	return w+d > 0 && 2*wa <= w && 2*da <= d
 }
 

@@ -49,7 +49,7 @@ func (d *unusualDetector) expectWindow(before, after *hourSamples) Expected {
 	e.Low, e.High = min(e.Low, f.Low), max(e.High, f.High)
 	e.Dispersion = max(e.Dispersion, f.Dispersion)
 	e.Samples = min(e.Samples, f.Samples)
-	e.WeeksBack = min(e.WeeksBack, f.WeeksBack)
+	e.WeeksBack, e.DaysBack = min(e.WeeksBack, f.WeeksBack), min(e.DaysBack, f.DaysBack)
 	return e
 }
 
@@ -80,7 +80,7 @@ func (h *hourSamples) add(daysBack int, count uint64) {
 // expectHour is the normal from one hour's samples (reordered).
 func (d *unusualDetector) expectHour(h *hourSamples) Expected {
 	daily, weekly := h.daily[:h.nd], h.weekly[:h.nw]
-	e := Expected{Samples: h.nd + h.nw, Days: h.days, WeeksBack: h.nw}
+	e := Expected{Samples: h.nd + h.nw, Days: h.days, WeeksBack: h.nw, DaysBack: h.nd}
 	var samples []float64
 	switch {
 	case len(weekly) >= 3:

@@ -423,7 +423,7 @@ func TestUnusualPageUpForGoodIsToldOnce(t *testing.T) {
 		want  []string
 	}{
 		{10, 2, []string{"fire up 03-12 Thu 12:10", "resolve up 03-16 Mon 14:00 not back"}},
-		{30, 2, []string{"fire up 04-01 Wed 12:10", "resolve up 04-18 Sat 13:10 not back"}},
+		{30, 2, []string{"fire up 04-01 Wed 12:10", "resolve up 04-22 Wed 14:00 not back"}},
 		{30, 3, []string{"fire up 04-01 Wed 12:10", "resolve up 04-22 Wed 14:00 not back"}},
 	} {
 		r := unusualRule(t, Unusual{Direction: Both})

@@ -51,11 +51,13 @@ func (n Notification) Predicate(clean func(string) string) string {
 			// Its normal followed it: no "back to normal" for a page
 			// renamed, deleted or gone from search, nor for one that
 			// rose for good.
-			since := w.Since.UTC().Format("15:04 UTC, 2 Jan")
+			// Since is when it was told, after down_for or a window: not
+			// when it began.
+			told := w.Since.UTC().Format("15:04 UTC, 2 Jan")
 			if down {
-				return "has not come back: " + views(n.Count) + " is its normal now (quiet since " + since + ")"
+				return "has not come back: " + views(n.Count) + ", and its normal has followed it (told gone quiet at " + told + ")"
 			}
-			return "has stayed up: " + views(n.Count) + " is its normal now (up since " + since + ")"
+			return "has stayed up: " + views(n.Count) + ", and its normal has followed it (told taking off at " + told + ")"
 		}
 		s := "is back to normal"
 		if !spiky {

@@ -244,6 +244,9 @@ func TestBacktestPageGoneForGoodIsToldOnce(t *testing.T) {
 		}
 	}
 	if got := eventsOf(old); got != "fire down, resolve down" {
+		for _, x := range old {
+			t.Log(x.Event, x.CrossedAt, x.Why.NewNormal)
+		}
 		t.Fatalf("/old gone for good: %s, want one drop and one resolve", got)
 	}
 	if at := old[0].CrossedAt; at.Before(gone) || at.After(gone.Add(4*time.Hour)) {

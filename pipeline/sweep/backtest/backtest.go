@@ -136,7 +136,7 @@ type line struct {
 	// normal and how long those bursts last, in minutes.
 	Lasted *lastedLine `json:"lasted,omitempty"`
 	// NewNormal marks a resolve whose page had not come back: its normal
-	// followed it down.
+	// followed it, down or up.
 	NewNormal bool `json:"new_normal,omitempty"`
 	// Since is, for a "no data" message (path ""), the site's newest
 	// minute with data.
