@@ -1,0 +1,80 @@
+package rules
+
+import "time"
+
+// A page's memory of its own surges (State.Bursts): which are its
+// normal, and how long they last.
+
+// secondHighest is the second highest count of bursts at or after since
+// (0 with fewer than two).
+func secondHighest(bursts []Burst, since time.Time) uint64 {
+	var a, b uint64
+	for _, x := range bursts {
+		if x.At.Before(since) {
+			continue
+		}
+		switch {
+		case x.Count >= a:
+			a, b = x.Count, a
+		case x.Count > b:
+			b = x.Count
+		}
+	}
+	return b
+}
+
+// secondLongest is the second longest run of bursts at or after since,
+// but for the burst that holds the run begun at run (it is being
+// measured), a burst remembered without its length taken as burstGroup
+// (0 with fewer than two).
+func secondLongest(bursts []Burst, since, run time.Time) time.Duration {
+	var a, b time.Duration
+	for _, x := range bursts {
+		if x.At.Before(since) || run.Sub(x.At) < burstGroup {
+			continue
+		}
+		l := x.Lasted
+		if l == 0 {
+			l = burstGroup
+		}
+		switch {
+		case l >= a:
+			a, b = l, a
+		case l > b:
+			b = l
+		}
+	}
+	return b
+}
+
+// burstGroup is how close surges are to be remembered as one burst.
+const burstGroup = 6 * time.Hour
+
+// maxBursts is how many bursts a state remembers.
+const maxBursts = 16
+
+// rememberBurst notes a page's burst at at, in a run begun at run: one
+// per burstGroup of runs begun in it (the highest count, and the longest
+// run), those older than pastSpan forgotten. A run of days is one burst,
+// not one a burstGroup: it is not reached twice by itself.
+// A run seen at one sweep counts as a minute, so that a length of 0
+// stays "not known".
+func rememberBurst(bursts []Burst, at, run time.Time, count uint64) []Burst {
+	lasted := max(at.Sub(run), time.Minute)
+	out := make([]Burst, 0, len(bursts)+1)
+	for _, b := range bursts {
+		if !b.At.Before(at.Add(-pastSpan)) {
+			out = append(out, b)
+		}
+	}
+	if n := len(out); n > 0 && run.Sub(out[n-1].At) < burstGroup {
+		out[n-1].Count = max(out[n-1].Count, count)
+		out[n-1].Lasted = max(out[n-1].Lasted, lasted)
+		return out
+	}
+	out = append(out, Burst{At: at, Count: count, Lasted: lasted})
+	if len(out) > maxBursts {
+		out = out[len(out)-maxBursts:]
+	}
+	return out
+}
