@@ -258,7 +258,7 @@ func (d *unusualDetector) weigh(o Observation, ep *Episode) judgement {
 			// quiet from one back (its night), hold: neither back nor
 			// still down. Not for ever: a page whose normal stays that
 			// small for days has a new normal, judged as before.
-			if ep.SmallSince.IsZero() || o.At.Sub(ep.SmallSince) < maxDropHold {
+			if heldStill(ep, o.At) {
 				return judgement{small: true}
 			}
 			dn.small = true // still small: SmallSince stays, the hold does not begin again
@@ -280,7 +280,7 @@ func (d *unusualDetector) weigh(o Observation, ep *Episode) judgement {
 			// At an hour whose range would hold the surge at its size
 			// (a page's night), hold: neither back nor still up, for a
 			// while, as a drop is held.
-			if ep.SmallSince.IsZero() || o.At.Sub(ep.SmallSince) < maxDropHold {
+			if heldStill(ep, o.At) {
 				return judgement{small: true}
 			}
 			up.small = true

@@ -29,8 +29,9 @@ func (d *unusualDetector) weighDown(o Observation) judgement {
 		return judgement{}
 	}
 	if !o.SettledLow.IsZero() && normalBefore(e, d.r.Window.Rolling, o.At, o.SettledLow) {
-		// The page's last drop ended at a new normal, and this one is
-		// read mostly from before it (unusual_moved.go): no drop.
+		// The page's last drop ended at a new normal, and this normal
+		// is read mostly from before that drop began (unusual_moved.go):
+		// no drop.
 		return judgement{known: true}
 	}
 	j := judgement{known: true, down: true, sustain: u.DownFor}
@@ -119,5 +120,14 @@ func (d *unusualDetector) tooSmallToTell(o Observation, ep *Episode) bool {
 }
 
 // maxDropHold is how long a drop is held at hours whose normal is too
-// small to tell (a weekend's nights and days).
+// small to tell (a weekend's nights and days), and a surge of hours at
+// hours whose range would hold it.
 const maxDropHold = 72 * time.Hour
+
+// heldStill reports whether an open episode at an hour that cannot
+// tell it from back is still held at at: its hold (Episode.SmallSince)
+// begins now or began less than maxDropHold ago. Past that the page's
+// normal is taken as it is, so no episode is kept open for ever.
+func heldStill(ep *Episode, at time.Time) bool {
+	return ep.SmallSince.IsZero() || at.Sub(ep.SmallSince) < maxDropHold
+}

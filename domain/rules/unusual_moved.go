@@ -7,24 +7,24 @@ import "time"
 // past, follows it there: once most of the days the normal is read from
 // lie inside the drop, the page sits inside its usual range again and
 // the drop resolves. That resolve is not "back to normal": it says the
-// page has not come back, and that its normal is now its silence
+// page has not come back, and that its normal has followed it
 // (Firing.NewNormal); so for a page that rose for good (linked from a
 // home page), it stayed up. Down, until the normal is read mostly from
-// days after that, a drop is not judged again: a page's normal reads
-// past days while it has under 3 weeks of history and the same weekday
-// of past weeks from then, and a page gone for good in its second week
-// was otherwise told gone quiet a second time in its fourth, its weeks
-// before the drop outvoting the days after it. Up, a surge of hours is
-// held where its hour cannot tell it from back (cannotTellUp), as a
-// drop is held at a normal too small to tell.
+// days after the drop began, a drop is not judged again: a page's
+// normal reads past days while it has under 3 weeks of history and the
+// same weekday of past weeks from then, and a page gone for good in its
+// second week was otherwise told gone quiet a second time in its
+// fourth, its weeks before the drop outvoting the days after it. Up, a
+// surge of hours is held where its hour cannot tell it from back
+// (cannotTellUp), as a drop is held at a normal too small to tell.
 
-// settledMemory is how long a state keeps when a drop resolved at a new
-// normal: past it every normal is read from later days.
+// settledMemory is how long a state keeps when a drop that resolved at
+// a new normal began: past it every normal is read from later days.
 const settledMemory = 7 * 24 * time.Hour * (MaxUnusualWeeks + 1)
 
 // normalParts counts the samples the normal e was made from (Expect)
-// that lie after t (their middle), at a sweep at at for a window of window:
-// those on the same weekday of past weeks and those on past days, with
+// that lie after t (their middle), at a sweep at at for a window of
+// window: those on the same weekday of past weeks and those on past days, with
 // how many each part read (a part it did not read has none). A sample k
 // days back ends at the whole hour before at, k days back (a day across
 // a change of clocks is taken as 24 hours: an hour's error at most).

@@ -50,9 +50,8 @@ func (n Notification) Predicate(clean func(string) string) string {
 		if w != nil && w.NewNormal {
 			// Its normal followed it: no "back to normal" for a page
 			// renamed, deleted or gone from search, nor for one that
-			// rose for good.
-			// Since is when it was told, after down_for or a window: not
-			// when it began.
+			// rose for good. Since is when it was told (down_for or a
+			// window after it began), so the message says "told".
 			told := w.Since.UTC().Format("15:04 UTC, 2 Jan")
 			if down {
 				return "has not come back: " + views(n.Count) + ", and its normal has followed it (told gone quiet at " + told + ")"
