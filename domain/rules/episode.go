@@ -27,6 +27,12 @@ type Observation struct {
 	// its state (StepEpisode fills them in).
 	Bursts []Burst
 	Above  time.Time
+	// Launches are the launches of the page's site but its own (the
+	// sweeper's, from Launches.For): a page in its launch is judged
+	// against them in place of its own bursts (unusual rules). Launching
+	// is set when it is (StepEpisode).
+	Launches  []Burst
+	Launching bool
 	// SettledLow is when the page's last drop that resolved at a new
 	// normal began (State.SettledLow), from its state; zero: none.
 	SettledLow time.Time
@@ -138,6 +144,10 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 	ep := next.Open
 	det := r.Detector()
 	o.Bursts = prev.Bursts
+	launch, first := launching(prev, o)
+	if launch {
+		o.Bursts, o.Launching = o.Launches, true
+	}
 	if o.At.Sub(prev.SettledLow) > settledMemory {
 		next.SettledLow = time.Time{}
 	}
@@ -148,6 +158,9 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 	if ep == nil {
 		j := det.weigh(o, nil)
 		next.stepRun(o, j, o.Count < det.QuietBelow())
+		if n := len(next.Bursts); launch && first && n > 0 && next.Bursts[n-1].At.Equal(o.At) {
+			next.Bursts[n-1].Launch = true // its first burst: the page's launch
+		}
 		if !j.known {
 			return next, nil // the normal is unknown: hold what was building
 		}

@@ -48,6 +48,10 @@ type State struct {
 	// normal (unusual rules: it had not come back) began: a drop is not
 	// judged again against a normal read mostly from before then.
 	SettledLow time.Time `json:"settled_low,omitzero"`
+	// Site is the page's site, set by the sweeper on a state that
+	// remembers a launch (Burst.Launch): a site's launches are read from
+	// its pages' states, whose keys do not name the site.
+	Site string `json:"site,omitempty"`
 }
 
 // Burst is one surge of a page: when, its highest count, and how long
@@ -57,6 +61,10 @@ type Burst struct {
 	At     time.Time     `json:"at"`
 	Count  uint64        `json:"count"`
 	Lasted time.Duration `json:"lasted,omitempty"`
+	// Launch: the page's first burst, from a normal with no views (a new
+	// page's launch), which its site's later new pages are judged
+	// against (Launches).
+	Launch bool `json:"launch,omitempty"`
 }
 
 // Armed reports whether threshold t may fire.

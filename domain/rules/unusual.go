@@ -434,6 +434,10 @@ func (d *unusualDetector) outlasts(o Observation) (lasted, usual time.Duration, 
 	if o.Above.IsZero() {
 		return 0, 0, false
 	}
-	lasted, usual = o.At.Sub(o.Above), secondLongest(o.Bursts, o.At.Add(-pastSpan), o.Above)
+	run := o.Above
+	if o.Launching {
+		run = time.Time{} // the bursts are other pages' launches
+	}
+	lasted, usual = o.At.Sub(o.Above), secondLongest(o.Bursts, o.At.Add(-pastSpan), run)
 	return lasted, usual, lasted >= usual+d.r.Window.Rolling
 }

@@ -25,18 +25,16 @@ func secondHighest(bursts []Burst, since time.Time) uint64 {
 
 // secondLongest is the second longest run of bursts at or after since,
 // but for the burst that holds the run begun at run (it is being
-// measured), a burst remembered without its length taken as burstGroup
-// (0 with fewer than two).
+// measured; zero: none is, the bursts are other pages' launches), a
+// burst remembered without its length taken as burstGroup (0 with fewer
+// than two).
 func secondLongest(bursts []Burst, since, run time.Time) time.Duration {
 	var a, b time.Duration
 	for _, x := range bursts {
-		if x.At.Before(since) || run.Sub(x.At) < burstGroup {
+		if x.At.Before(since) || (!run.IsZero() && run.Sub(x.At) < burstGroup) {
 			continue
 		}
-		l := x.Lasted
-		if l == 0 {
-			l = burstGroup
-		}
+		l := x.lasted()
 		switch {
 		case l >= a:
 			a, b = l, a

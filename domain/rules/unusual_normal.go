@@ -12,7 +12,9 @@ func (d *unusualDetector) Expect(spans []Interval, counts []uint64) Expected {
 	// A sweep makes one of these per page it reads, a million at a
 	// million pages: the samples stay in arrays on the stack.
 	var before, after, longBefore, longAfter hourSamples
+	views := false
 	for i, sp := range spans {
+		views = views || counts[i] > 0
 		t := sp.Tag
 		b, a := &before, &after
 		if t >= longSpan {
@@ -30,6 +32,7 @@ func (d *unusualDetector) Expect(spans []Interval, counts []uint64) Expected {
 		l := d.expectWindow(&longBefore, &longAfter)
 		e.Long = LongNormal{Value: l.Value, Bottom: l.Bottom, Low: l.Low, High: l.High, Dispersion: l.Dispersion, Samples: l.Samples, OK: l.OK}
 	}
+	e.Empty = e.OK && !views
 	return e
 }
 

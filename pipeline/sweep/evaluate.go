@@ -195,6 +195,9 @@ type observation struct {
 	long       uint64            // the count over its drop's hours (Reach.Long)
 	late       bool              // the site's data is behind: no drop is judged
 	longLate   bool              // ... or was, at some time in the drop's hours
+	// launches are the launches of the page's site under the rule but
+	// its own (rules.Rule.ReadsLaunches), for a page in its launch.
+	launches []rules.Burst
 	// alike are the rules (indexes) that settle this page as this one's
 	// rule does (Detector.SettleKey), its normal not yet known when
 	// counted: they are judged only if it is not settled (weighStateless,
@@ -204,7 +207,7 @@ type observation struct {
 
 // ruleObservation is what the rule's detector is shown of o.
 func (o observation) ruleObservation() rules.Observation {
-	return rules.Observation{At: o.pt.at, Count: o.count, Expected: o.exp, Short: o.short, Long: o.long, Late: o.late, LongLate: o.late || o.longLate}
+	return rules.Observation{At: o.pt.at, Count: o.count, Expected: o.exp, Short: o.short, Long: o.long, Late: o.late, LongLate: o.late || o.longLate, Launches: o.launches}
 }
 
 // count runs the queries for a set of points and turns the rows into

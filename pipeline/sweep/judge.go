@@ -118,6 +118,7 @@ func (s *Sweeper) judge(ctx context.Context, set *ruleSet, obs map[string][]obse
 	} else {
 		s.metrics.sitesLate.Set(0)
 	}
+	launches := s.siteLaunches(set, s.now())
 	for key, list := range obs {
 		r := set.rules[list[0].pt.rule]
 		if len(list) == 1 && s.state.none(key) && r.Detector().Settled(list[0].ruleObservation()) {
@@ -132,10 +133,12 @@ func (s *Sweeper) judge(ctx context.Context, set *ruleSet, obs map[string][]obse
 		for _, o := range list {
 			before, nfired := v.next, len(v.fired)
 			var fire []rules.Firing
+			o.launches = launchesFor(launches, list[0].pt.rule, o)
 			v.next, fire = r.Judge(v.next, o.ruleObservation())
 			if v.next.Open != nil && v.next.Open.Path == "" {
 				v.next.Open.Site, v.next.Open.Path = o.site, o.path
 			}
+			markLaunch(&v.next, o.site)
 			for _, f := range fire {
 				v.fired = append(v.fired, crossingOf(s.logger, r, o, f))
 			}

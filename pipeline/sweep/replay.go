@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/pagewatch/pagewatch/domain/crossing"
@@ -55,7 +56,17 @@ func replay(ctx context.Context, src MinuteSource, keep func(site, path string, 
 		return nil, err
 	}
 	rows.settle(now, lateAfter)
-	var out []crossing.Crossing
+	allFrom := since // the base holds what came before
+	if base == nil {
+		allFrom = time.Time{}
+	}
+	// Each state key is replayed on its own, but the pages of one site
+	// under a rule that judges new pages against the site's launches:
+	// those are stepped together, minute by minute, as a sweep every
+	// minute would judge them (replayLaunches).
+	byKey := map[string][]crossing.Crossing{}
+	groups := map[launchGroup][]*seriesRun{}
+	var groupOrder []launchGroup
 	for _, k := range slices.Sorted(maps.Keys(all)) {
 		sr := all[k]
 		r := set.rules[sr.rule]
@@ -64,24 +75,115 @@ func replay(ctx context.Context, src MinuteSource, keep func(site, path string, 
 		if dataStart.Before(scanFrom) {
 			dataStart = scanFrom
 		}
-		allFrom := since // the base holds what came before
-		if base == nil {
-			allFrom = time.Time{}
+		run := newSeriesRun(k, sr, r, base[k], since, allFrom, now, dataStart, site, logger)
+		if !r.ReadsLaunches() {
+			run.replay()
+			byKey[k] = run.out
+			continue
 		}
-		out = append(out, replaySeries(k, sr, r, base[k], since, allFrom, now, dataStart, site, logger)...)
+		g := launchGroup{sr.rule, sr.site}
+		if _, ok := groups[g]; !ok {
+			groupOrder = append(groupOrder, g)
+		}
+		groups[g] = append(groups[g], run)
+	}
+	for _, g := range groupOrder {
+		replayLaunches(groups[g])
+		for _, run := range groups[g] {
+			byKey[run.key] = run.out
+		}
+	}
+	var out []crossing.Crossing
+	for _, k := range slices.Sorted(maps.Keys(byKey)) {
+		out = append(out, byKey[k]...)
 	}
 	out = append(out, noDataEpisodes(set, rows, since, now)...)
 	slices.SortStableFunc(out, func(a, b crossing.Crossing) int { return a.CrossedAt.Compare(b.CrossedAt) })
 	return out, nil
 }
 
-// replaySeries steps one state key through its moments.
-func replaySeries(k string, sr *series, r *rules.Rule, base uint64, since, allFrom, now, dataStart time.Time, site *siteData, logger *slog.Logger) []crossing.Crossing {
-	mins := slices.SortedFunc(maps.Keys(sr.minutes), func(a, b time.Time) int { return a.Compare(b) })
-	type moment struct {
-		t    time.Time
-		hour bool // only a whole hour: judged if an episode is open or the rule looks down
+// launchGroup is the pages of one site under one rule.
+type launchGroup struct {
+	rule int
+	site string
+}
+
+// replayLaunches steps the pages of one site under one rule together,
+// in time order, each judged with the site's launches as they stood
+// before the minute: a sweep reads them from its pages' states before it
+// judges any.
+func replayLaunches(runs []*seriesRun) {
+	type event struct {
+		at  time.Time
+		run int
+		m   int
 	}
+	var events []event
+	for i, run := range runs {
+		for j, m := range run.moments {
+			events = append(events, event{m.t, i, j})
+		}
+	}
+	// runs are in key order: ties go as a sweep's map would, in some
+	// order, which the launches read before the minute make irrelevant.
+	slices.SortStableFunc(events, func(a, b event) int { return a.at.Compare(b.at) })
+	launched := map[string]rules.Burst{}
+	var (
+		launches rules.Launches
+		dirty    bool
+	)
+	for i, e := range events {
+		if i == 0 || !e.at.Equal(events[i-1].at) {
+			at := e.at.Add(time.Minute - time.Second)
+			if exp := launches.Expires(); dirty || (!exp.IsZero() && !at.Before(exp)) {
+				all := make([]rules.Launch, 0, len(launched))
+				for k, b := range launched {
+					all = append(all, rules.Launch{Page: k, Burst: b})
+				}
+				slices.SortFunc(all, func(a, b rules.Launch) int { return strings.Compare(a.Page, b.Page) })
+				launches, dirty = rules.NewLaunches(all, at), false
+			}
+		}
+		run := runs[e.run]
+		run.launches = launches.For(run.key)
+		run.step(run.moments[e.m])
+		markLaunch(&run.st, run.sr.site)
+		if b, ok := rules.LaunchOf(run.st); ok && b != launched[run.key] {
+			launched[run.key], dirty = b, true
+		}
+	}
+}
+
+// seriesRun is one state key's replay: its moments, and its state as it
+// steps through them.
+type seriesRun struct {
+	key       string
+	sr        *series
+	r         *rules.Rule
+	base      uint64
+	allFrom   time.Time
+	now       time.Time
+	dataStart time.Time
+	site      *siteData
+	logger    *slog.Logger
+	moments   []moment
+	upTo      func(time.Time) uint64
+	expected  map[time.Time]rules.Expected
+	reach     rules.Reach
+	lookDown  bool
+	st        rules.State
+	launches  []rules.Burst // the site's launches but the page's own (ReadsLaunches)
+	out       []crossing.Crossing
+}
+
+// moment is a time a replayed state key is judged at.
+type moment struct {
+	t    time.Time
+	hour bool // only a whole hour: judged if an episode is open or the rule looks down
+}
+
+func newSeriesRun(k string, sr *series, r *rules.Rule, base uint64, since, allFrom, now, dataStart time.Time, site *siteData, logger *slog.Logger) *seriesRun {
+	mins := slices.SortedFunc(maps.Keys(sr.minutes), func(a, b time.Time) int { return a.Compare(b) })
 	var moments []moment
 	for _, m := range mins {
 		if !m.Before(since) {
@@ -91,8 +193,7 @@ func replaySeries(k string, sr *series, r *rules.Rule, base uint64, since, allFr
 			moments = append(moments, moment{t: m.Add(r.Window.Rolling)})
 		}
 	}
-	episodic := r.HasNormal()
-	if episodic && len(mins) > 0 {
+	if r.HasNormal() && len(mins) > 0 {
 		for h := since.Truncate(time.Hour).Add(time.Hour); !h.After(now); h = h.Add(time.Hour) {
 			moments = append(moments, moment{t: h, hour: true})
 		}
@@ -104,68 +205,76 @@ func replaySeries(k string, sr *series, r *rules.Rule, base uint64, since, allFr
 		return cmpBool(a.hour, b.hour)
 	})
 	moments = slices.CompactFunc(moments, func(a, b moment) bool { return a.t.Equal(b.t) })
-	upTo := sr.sums(mins).before
-	// A baseline moves with the hour (and, for same_time, the half hour
-	// it rounds at), so it is computed once per half hour.
-	expected := map[time.Time]rules.Expected{}
-	expect := func(to time.Time) rules.Expected {
-		key := to.Truncate(30 * time.Minute)
-		if e, ok := expected[key]; ok {
-			return e
-		}
-		spans := r.BaselineSpans(to, dataStart)
-		counts := make([]uint64, len(spans))
-		for i, sp := range spans {
-			counts[i] = upTo(sp.To) - upTo(sp.From)
-		}
-		e := r.Normal(spans, counts)
-		expected[key] = e
-		return e
-	}
-	lookDown := r.Detector().LooksDown()
-	reach := r.Detector().Reach()
-	if site.step > reach.Short {
+	run := &seriesRun{key: k, sr: sr, r: r, base: base, allFrom: allFrom, now: now, dataStart: dataStart, site: site, logger: logger,
+		moments: moments, upTo: sr.sums(mins).before, expected: map[time.Time]rules.Expected{},
+		reach: r.Detector().Reach(), lookDown: r.Detector().LooksDown()}
+	if site.step > run.reach.Short {
 		// Rows further apart than the burst window (counts per 30
 		// minutes, say) cannot show a burst of it: each row would land
 		// in one minute as a burst of its own.
-		reach.Short = 0
+		run.reach.Short = 0
 	}
-	var (
-		st  rules.State
-		out []crossing.Crossing
-	)
-	for _, m := range moments {
-		at := m.t.Add(time.Minute - time.Second)
-		if at.After(now) {
-			break
+	return run
+}
+
+// replay steps the state key through all its moments.
+func (run *seriesRun) replay() {
+	for _, m := range run.moments {
+		run.step(m)
+	}
+}
+
+// expect is the normal for a window ending at to: a baseline moves with
+// the hour (and, for same_time, the half hour it rounds at), so it is
+// computed once per half hour.
+func (run *seriesRun) expect(to time.Time) rules.Expected {
+	key := to.Truncate(30 * time.Minute)
+	if e, ok := run.expected[key]; ok {
+		return e
+	}
+	spans := run.r.BaselineSpans(to, run.dataStart)
+	counts := make([]uint64, len(spans))
+	for i, sp := range spans {
+		counts[i] = run.upTo(sp.To) - run.upTo(sp.From)
+	}
+	e := run.r.Normal(spans, counts)
+	run.expected[key] = e
+	return e
+}
+
+// step judges the state key at one moment.
+func (run *seriesRun) step(m moment) {
+	r, now := run.r, run.now
+	at := m.t.Add(time.Minute - time.Second)
+	if at.After(now) {
+		return
+	}
+	if m.hour && run.st.Open == nil && !run.lookDown {
+		return
+	}
+	pt := pointAt(run.sr.rule, r, at, now)
+	lo := pt.from
+	if r.Window.Kind == rules.AllTime {
+		lo = run.allFrom
+	}
+	upTo := run.upTo
+	o := observation{key: run.key, pt: pt, site: run.sr.site, path: run.sr.path, count: run.base + upTo(pt.to) - upTo(lo), launches: run.launches}
+	if r.HasNormal() {
+		o.exp = run.expect(pt.to)
+		if run.reach.Short > 0 {
+			o.short = upTo(pt.to) - upTo(pt.to.Add(-run.reach.Short))
 		}
-		if m.hour && st.Open == nil && !lookDown {
-			continue
-		}
-		pt := pointAt(sr.rule, r, at, now)
-		lo := pt.from
-		if r.Window.Kind == rules.AllTime {
-			lo = allFrom
-		}
-		o := observation{key: k, pt: pt, site: sr.site, path: sr.path, count: base + upTo(pt.to) - upTo(lo)}
-		if episodic {
-			o.exp = expect(pt.to)
-			if reach.Short > 0 {
-				o.short = upTo(pt.to) - upTo(pt.to.Add(-reach.Short))
-			}
-			o.late = site.late(pt.to)
-			if reach.Long > 0 {
-				o.long = upTo(pt.to) - upTo(pt.to.Add(-reach.Long))
-				o.longLate = site.lateWithin(pt.to.Add(-reach.Long), pt.to)
-			}
-		}
-		var fire []rules.Firing
-		st, fire = r.Judge(st, o.ruleObservation())
-		for _, f := range fire {
-			out = append(out, crossingOf(logger, r, o, f))
+		o.late = run.site.late(pt.to)
+		if run.reach.Long > 0 {
+			o.long = upTo(pt.to) - upTo(pt.to.Add(-run.reach.Long))
+			o.longLate = run.site.lateWithin(pt.to.Add(-run.reach.Long), pt.to)
 		}
 	}
-	return out
+	var fire []rules.Firing
+	run.st, fire = r.Judge(run.st, o.ruleObservation())
+	for _, f := range fire {
+		run.out = append(run.out, crossingOf(run.logger, r, o, f))
+	}
 }
 
 // noDataEpisodes are the "no data" messages a sweep every minute would

@@ -1,0 +1,161 @@
+package rules
+
+import (
+	"slices"
+	"time"
+)
+
+// A site's launches: a new page's normal.
+//
+// A page new on a site whose data is older has a normal of nothing (its
+// past windows had no views), and any launch would be news: "took off
+// from nothing". But launching is what a site's new pages do; a blog's
+// posts each open with a first hour of a hundred views or so. So a page
+// in its launch is judged against its site's launches of the last 4
+// weeks, as a page at 0 between bursts is against its bursts: it is told
+// when it outgrows all but one of them (by a noise unit), or outlasts
+// all but one by a window.
+
+// launchDay is how long a page's launch lasts at least: its first day,
+// and past it the run of surges begun in it.
+const launchDay = 24 * time.Hour
+
+// Launch is one page's launch, among its site's.
+type Launch struct {
+	// Page names the page as the caller does (the sweeper: its state
+	// key), so that a page is not judged against its own launch.
+	Page string
+	Burst
+}
+
+// LaunchOf is the launch a page's state remembers, if any.
+func LaunchOf(s State) (Burst, bool) {
+	for _, b := range s.Bursts {
+		if b.Launch {
+			return b, true
+		}
+	}
+	return Burst{}, false
+}
+
+// Launches are a site's launches under one rule, kept to those a page's
+// judgment can read: the highest and the longest few.
+type Launches struct {
+	top []Launch
+}
+
+// keptLaunches is how many of the highest, and of the longest, a site's
+// launches keep: the second of each is read, and a page in its launch
+// may be one of them.
+const keptLaunches = 3
+
+// NewLaunches keeps the launches of all that a judgment at at can read:
+// those of the 4 weeks before it.
+func NewLaunches(all []Launch, at time.Time) Launches {
+	since := at.Add(-pastSpan)
+	var in []Launch
+	for _, l := range all {
+		if !l.At.Before(since) {
+			in = append(in, l)
+		}
+	}
+	if len(in) <= 2*keptLaunches {
+		return Launches{top: in}
+	}
+	byCount := slices.Clone(in)
+	slices.SortStableFunc(byCount, func(a, b Launch) int { return cmpDesc(a.Count, b.Count) })
+	byLength := in
+	slices.SortStableFunc(byLength, func(a, b Launch) int { return cmpDesc(a.lasted(), b.lasted()) })
+	top := slices.Clone(byCount[:keptLaunches])
+	for _, l := range byLength[:keptLaunches] {
+		if !slices.ContainsFunc(top, func(t Launch) bool { return t.Page == l.Page }) {
+			top = append(top, l)
+		}
+	}
+	return Launches{top: top}
+}
+
+// For is what a page (named as Launch.Page) in its launch is judged
+// against: the site's launches but its own.
+func (l Launches) For(page string) []Burst {
+	out := make([]Burst, 0, len(l.top))
+	for _, x := range l.top {
+		if x.Page != page {
+			out = append(out, x.Burst)
+		}
+	}
+	return out
+}
+
+// Len is how many launches are kept.
+func (l Launches) Len() int { return len(l.top) }
+
+// Expires is when the first of those kept is forgotten: from then a
+// judgment reads others (NewLaunches again). Zero: none is kept.
+func (l Launches) Expires() time.Time {
+	var first time.Time
+	for _, x := range l.top {
+		if first.IsZero() || x.At.Before(first) {
+			first = x.At
+		}
+	}
+	if first.IsZero() {
+		return first
+	}
+	return first.Add(pastSpan)
+}
+
+// ReadsLaunches reports whether a rule judges a page in its launch
+// against its site's launches: an unusual rule that looks up.
+func (r *Rule) ReadsLaunches() bool {
+	return r.Unusual != nil && r.Unusual.Direction != Down && r.Aggregate != Sum
+}
+
+func (b Burst) lasted() time.Duration {
+	if b.Lasted == 0 {
+		return burstGroup
+	}
+	return b.Lasted
+}
+
+func cmpDesc[T int64 | uint64 | time.Duration](a, b T) int {
+	switch {
+	case a > b:
+		return -1
+	case a < b:
+		return 1
+	}
+	return 0
+}
+
+// launching reports whether a page is in its launch, judged against its
+// site's (Observation.Launches): it remembers no burst of its own and
+// its normal had no views (a new page, or one new again after weeks
+// without any), or the first it remembers is its launch, those after it
+// came on its first day, and this is its first day or a run of surges
+// begun then. first: the former, whose burst, if this is one, is the
+// launch.
+func launching(s State, o Observation) (in, first bool) {
+	if !o.Expected.OK {
+		return false, false
+	}
+	var own []Burst
+	for _, b := range s.Bursts {
+		if !b.At.Before(o.At.Add(-pastSpan)) {
+			own = append(own, b)
+		}
+	}
+	if len(own) == 0 {
+		return o.Expected.Empty && s.Open == nil, true
+	}
+	l := own[0]
+	if !l.Launch {
+		return false, false
+	}
+	for _, b := range own[1:] {
+		if b.At.Sub(l.At) >= launchDay {
+			return false, false
+		}
+	}
+	return o.At.Sub(l.At) < launchDay || (!o.Above.IsZero() && o.Above.Sub(l.At) < launchDay), false
+}

@@ -1,0 +1,87 @@
+package sweep
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pagewatch/pagewatch/domain/crossing"
+)
+
+// blogCSV is a blog of 5 weeks in rows per 5 minutes: a home page with a
+// daily rhythm, and a new post every day between 9:00 and 13:00 whose
+// first hour is lognormal about 150 views (half of them 110 to 210),
+// halving every 4 hours to a trickle of search visits. big, unless
+// zero, is a post day that launches ten times larger.
+func blogCSV(seed uint64, big int) (csv string, start time.Time, launches []time.Time) {
+	start = time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
+	rng := rand.New(rand.NewPCG(seed, 29))
+	type post struct {
+		path string
+		at   time.Time
+		size float64
+	}
+	var posts []post
+	for d := range 35 {
+		at := start.Add(time.Duration(d)*24*time.Hour + 9*time.Hour + time.Duration(rng.IntN(48))*5*time.Minute)
+		size := 150 * math.Exp(0.45*rng.NormFloat64())
+		if big != 0 && d == big {
+			size *= 10
+		}
+		posts = append(posts, post{fmt.Sprintf("/posts/%02d", d+1), at, size})
+		launches = append(launches, at)
+	}
+	var b strings.Builder
+	b.WriteString("timestamp,site,path,count\n")
+	for at := start; at.Before(start.Add(35 * 24 * time.Hour)); at = at.Add(5 * time.Minute) {
+		day := 0.15 + 0.85*math.Max(0, math.Sin(math.Pi*float64(at.Hour()-6)/16))
+		fmt.Fprintf(&b, "%s,example.com,/,%d\n", at.Format(time.RFC3339), poisson(rng, 30*day))
+		for _, p := range posts {
+			if at.Before(p.at) {
+				break
+			}
+			age := at.Sub(p.at).Hours()
+			rate := p.size*math.Exp2(-age/4) + 0.6*day // views an hour
+			if n := poisson(rng, rate/12); n > 0 {
+				fmt.Fprintf(&b, "%s,example.com,%s,%d\n", at.Format(time.RFC3339), p.path, n)
+			}
+		}
+	}
+	return b.String(), start, launches
+}
+
+// A blog's new posts do what its posts do: each launches from nothing,
+// and that is its normal. Judged against the site's launches of the
+// last 4 weeks, a post is told when it outgrows all but one of them: a
+// record, or nearly, of which 34 lognormal launches hold about 7 (each
+// of 34 was told before). A launch ten times the others is told, once,
+// and resolves.
+func TestBacktestNewPagesAreJudgedAgainstTheSitesLaunches(t *testing.T) {
+	csv, start, launches := blogCSV(31, 20)
+	xs := backtestCSV(t, csv, start.Add(24*time.Hour), unusualBoth())
+	byEvent := map[string]int{}
+	var told []string
+	var big []string
+	for _, x := range xs {
+		byEvent[x.Event]++
+		if x.Event == "fire" {
+			told = append(told, fmt.Sprintf("%s %s %d", x.CrossedAt.Format("01-02 15:04"), x.Path, x.Count))
+		}
+		if x.Path == "/posts/21" {
+			big = append(big, x.Event)
+		}
+	}
+	t.Logf("events %v; told %s", byEvent, strings.Join(told, "; "))
+	if byEvent["fire"] > 8 || byEvent["escalate"] > 8 {
+		t.Errorf("%d of 34 launches told, %d escalated; want those that outgrow all but one of the site's", byEvent["fire"], byEvent["escalate"])
+	}
+	if got := strings.Join(big, ", "); got != "fire, resolve" {
+		t.Errorf("the launch ten times the others: %s, want fire, resolve", got)
+	} else if at := xs[slices.IndexFunc(xs, func(x crossing.Crossing) bool { return x.Path == "/posts/21" })].CrossedAt; at.Sub(launches[20]) > 20*time.Minute {
+		t.Errorf("the big launch at %s was told at %s, want within minutes", launches[20], at)
+	}
+}

@@ -1,0 +1,107 @@
+package sweep
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/pagewatch/pagewatch/domain/crossing"
+	"github.com/pagewatch/pagewatch/domain/hit"
+	"github.com/pagewatch/pagewatch/domain/rules"
+)
+
+// addLaunch loads a new page's views from at: a first hour of first
+// views, halving every hour after, spread every 10 minutes, for 6 hours.
+func (b *bundle) addLaunch(t *testing.T, path string, first int, at time.Time) {
+	t.Helper()
+	b.seq++
+	batch := hit.Batch{Seq: b.seq}
+	for m := 0; m < 6*60; m += 10 {
+		n := int(math.Round(float64(first) / 6 * math.Exp2(-float64(m/60))))
+		for range n {
+			batch.Hits = append(batch.Hits, hit.Hit{Time: at.Add(time.Duration(m) * time.Minute), Site: "example.com", Path: path, Offset: uint64(len(batch.Hits))})
+		}
+	}
+	if err := b.ch.Hits().InsertHits(context.Background(), []hit.Batch{batch}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A site's new pages are judged, in their launch, against its launches:
+// after four posts of about 150 views in their first hour, a fifth like
+// them is not news, and a sixth of ten times that is told once, with
+// sweepers racing. The launches are read from the pages' states, which
+// say their site.
+func TestSweepJudgesANewPageAgainstItsSitesLaunches(t *testing.T) {
+	b := setup(t)
+	b.cfg.Rules = []rules.Rule{unusualBoth()}
+	now := time.Now().UTC().Truncate(time.Hour).Add(-10 * time.Hour)
+	b.addSteady(t, "/", 60, now.Add(-10*24*time.Hour), now.Add(10*time.Hour))
+	c := &clock{t: now}
+	s := b.sweeper(t, c)
+	sweepOver := func(from time.Time) {
+		for at := from.Add(10 * time.Minute); !at.After(from.Add(9 * time.Hour)); at = at.Add(10 * time.Minute) {
+			if at.Sub(from) > 3*time.Hour && at.Minute() != 0 {
+				continue // hourly once the launch has peaked
+			}
+			c.set(at)
+			b.sweep(t, s)
+		}
+	}
+	for i, first := range []int{150, 180, 170, 140} {
+		at := now.Add(-time.Duration(4-i) * 24 * time.Hour)
+		b.addLaunch(t, fmt.Sprintf("/posts/%d", i+1), first, at)
+		sweepOver(at)
+	}
+	early := b.jobs(t)
+	launched := 0
+	s.state.each(func(key string, st pageState) {
+		if _, ok := rules.LaunchOf(st.State); ok && st.Site == "example.com" {
+			launched++
+		}
+	})
+	if launched != 4 {
+		t.Fatalf("%d states remember a launch on example.com, want the 4 posts'", launched)
+	}
+
+	b.addLaunch(t, "/posts/5", 162, now)
+	sweepOver(now)
+	if n := len(early); n != 6 {
+		t.Errorf("the first four posts: %s; want the first two and the third (then the second largest) told and resolved", describe(early))
+	}
+	if got := b.jobs(t)[len(early):]; len(got) != 0 {
+		t.Fatalf("a launch like the site's others: %s, want nothing", describe(got))
+	}
+
+	at := now.Add(9*time.Hour + 30*time.Minute)
+	b.addLaunch(t, "/posts/6", 1620, at.Add(-20*time.Minute))
+	c.set(at)
+	b.raceSweeps(t, c, 4)
+	var fires []crossing.Crossing
+	for _, x := range b.jobs(t)[len(early):] {
+		if x.Event == "fire" {
+			fires = append(fires, x)
+		}
+	}
+	if len(fires) != 1 || fires[0].Path != "/posts/6" {
+		t.Fatalf("a launch ten times the site's: %s, want one fire of /posts/6", describe(fires))
+	}
+
+	// A backtest over the same hours, which steps a site's pages
+	// together as a sweep every minute would, tells the same launches.
+	xs, err := b.sweeper(t, &clock{t: at}).Backtest(context.Background(), now.Add(-4*24*time.Hour-time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var told []string
+	for _, x := range xs {
+		if x.Event == "fire" {
+			told = append(told, x.Path)
+		}
+	}
+	if got := fmt.Sprint(told); got != "[/posts/1 /posts/2 /posts/3 /posts/6]" {
+		t.Errorf("the backtest told %s, want the launches the sweeps told", got)
+	}
+}
