@@ -142,6 +142,10 @@ func withJudged(xs []crossingView, whys map[string]crossing.Why) {
 // usualText is what the crossing was judged against: ", usual 80–140",
 // or the spike rule's normal and ratio.
 func usualText(w *crossing.Why) string {
+	if w.Launch && w.LaunchPassed > 0 {
+		// A new page, judged against its site's launches: say that.
+		return "; a new page, past all but one of its site's launches (2nd largest " + traffic.FormatCount(w.LaunchPassed) + ")"
+	}
 	switch {
 	case w.High > 0 && w.BurstHigh > 0 && w.Burst > 0:
 		// Fired on a burst the hour may not show: say the burst's too.

@@ -60,6 +60,12 @@ type Why struct {
 	// followed it down ("has not come back": a page renamed, deleted or
 	// gone from search) or up ("has stayed up").
 	NewNormal bool `json:"new_normal,omitempty"`
+	// Launch marks the fire of a new page in its launch, judged against
+	// its site's launches of 4 weeks, not its own history of nothing:
+	// LaunchPassed is the second largest of those, which it passed (0:
+	// the site had fewer than two).
+	Launch       bool   `json:"launch,omitempty"`
+	LaunchPassed uint64 `json:"launch_passed,omitempty"`
 	// Since, Peak and PeakAt describe the episode; Total is its views
 	// from the start of the window it fired in to its end (resolve).
 	Since  time.Time `json:"since,omitzero"`
@@ -316,7 +322,24 @@ func (w *Why) ExpectedText() string {
 	if h := w.LastedText(); h != "" {
 		s += "; above it " + h
 	}
+	if l := w.LaunchText(); l != "" {
+		s += "; " + l
+	}
 	return s
+}
+
+// LaunchText says a new page was told in its launch, against its site's
+// launches: "a new page, larger than all but one of its site's launches
+// in 4 weeks (the second largest: 286 views)"; "" for any other message.
+func (w *Why) LaunchText() string {
+	switch {
+	case w == nil || !w.Launch:
+		return ""
+	case w.LaunchPassed == 0:
+		return "a new page, among its site's first launches in 4 weeks"
+	}
+	return "a new page, larger than all but one of its site's launches in 4 weeks (the second largest: " +
+		strconv.FormatUint(w.LaunchPassed, 10) + " views)"
 }
 
 // LastedText says a page was heard by outlasting its usual bursts: "for
@@ -325,6 +348,9 @@ func (w *Why) ExpectedText() string {
 func (w *Why) LastedText() string {
 	if w == nil || w.Lasted <= 0 {
 		return ""
+	}
+	if w.Launch {
+		return "for " + SpanText(w.Lasted) + ", longer than its site's launches (" + SpanText(w.BurstsLast) + ")"
 	}
 	return "for " + SpanText(w.Lasted) + ", longer than its usual bursts (" + SpanText(w.BurstsLast) + ")"
 }

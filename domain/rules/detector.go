@@ -71,6 +71,10 @@ type Against struct {
 	Lasted, BurstsLast time.Duration
 	// NewNormal is Firing's: a resolve whose page had not come back.
 	NewNormal bool
+	// Launch and LaunchPassed are Firing's: a new page's launch, past
+	// all but one of its site's.
+	Launch       bool
+	LaunchPassed uint64
 }
 
 // direction is "down" for an episode of a page gone quiet, else "up".

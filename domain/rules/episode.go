@@ -184,7 +184,11 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 		if r.Kind() == KindThreshold {
 			next.Fired = []uint64{r.Thresholds[0]}
 		}
-		return next, r.firings(next, Firing{Event: EventFire, Level: j.level, Severity: j.severity, Short: shortOf(det, j), Lasted: j.lasted, BurstsLast: j.burstsLast})
+		f := Firing{Event: EventFire, Level: j.level, Severity: j.severity, Short: shortOf(det, j), Lasted: j.lasted, BurstsLast: j.burstsLast}
+		if o.Launching {
+			f.Launch, f.LaunchPassed = true, secondHighest(o.Bursts, o.At.Add(-pastSpan))
+		}
+		return next, r.firings(next, f)
 	}
 	j := det.weigh(o, ep)
 	switch {

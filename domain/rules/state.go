@@ -99,6 +99,11 @@ type Firing struct {
 	// NewNormal is set on a resolve whose page had not come back: its
 	// normal followed it, down or up (unusual rules, unusual_moved.go).
 	NewNormal bool
+	// Launch is set on a fire of a page in its launch (unusual rules),
+	// judged against its site's launches: LaunchPassed is the second
+	// largest of them, which it passed (0: the site had fewer than two).
+	Launch       bool
+	LaunchPassed uint64
 }
 
 // Crossed is the one comparison every rule uses: "passed 1,000 views"

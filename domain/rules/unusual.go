@@ -305,7 +305,8 @@ func (d *unusualDetector) weigh(o Observation, ep *Episode) judgement {
 func (d *unusualDetector) Against(o Observation, f Firing) Against {
 	e := o.Expected
 	a := Against{Baseline: e.Value, Low: e.Low, High: e.High, Days: e.Days, Weekly: e.Weekly,
-		Burst: f.Short, Direction: direction(f.Episode), Lasted: f.Lasted, BurstsLast: f.BurstsLast, NewNormal: f.NewNormal}
+		Burst: f.Short, Direction: direction(f.Episode), Lasted: f.Lasted, BurstsLast: f.BurstsLast, NewNormal: f.NewNormal,
+		Launch: f.Launch, LaunchPassed: f.LaunchPassed}
 	if l := e.Long; f.Short > 0 && f.Short == d.long() && f.Episode.Down && l.OK {
 		// Heard on its hours: those, as a burst's minutes are said.
 		a.Short, a.ShortBaseline, a.ShortLow, a.ShortHigh = o.Long, l.Value, l.Low, l.High

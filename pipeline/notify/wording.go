@@ -113,12 +113,17 @@ func (n Notification) Predicate(clean func(string) string) string {
 	case normal && w.BurstText() != "":
 		// Fired on its minutes, which the hour may not show: say those.
 		s := "took off from nothing: "
+		if w.Launch {
+			s = "took off as a new page: "
+		}
 		if r := w.BurstRatio(); r > 0 {
 			s = "is at " + strconv.FormatFloat(r, 'f', 1, 64) + "× its normal: "
 		}
 		return s + w.BurstText() + " (" + views(n.Count) + ")" + n.mostlyFrom(clean) + mostlyClients(w)
 	case normal && w.Ratio > 0:
 		return "is at " + strconv.FormatFloat(w.Ratio, 'f', 1, 64) + "× its normal: " + views(n.Count) + rangeOf(w) + n.mostlyFrom(clean) + mostlyClients(w)
+	case normal && w.Launch:
+		return "took off as a new page: " + views(n.Count) + n.mostlyFrom(clean) + mostlyClients(w)
 	case normal:
 		return "took off from nothing: " + views(n.Count) + n.mostlyFrom(clean) + mostlyClients(w)
 	case kind == "new_page":

@@ -73,6 +73,9 @@ func TestBacktestNewPagesAreJudgedAgainstTheSitesLaunches(t *testing.T) {
 		}
 		if x.Path == "/posts/21" {
 			big = append(big, x.Event)
+			if x.Event == "fire" && (!x.Why.Launch || x.Why.LaunchPassed == 0) {
+				t.Errorf("the big launch's why: launch %v, passed %d; want a launch past the site's second largest", x.Why.Launch, x.Why.LaunchPassed)
+			}
 		}
 	}
 	t.Logf("events %v; told %s", byEvent, strings.Join(told, "; "))

@@ -211,6 +211,7 @@ func whyOf(r *rules.Rule, o observation, f rules.Firing) *crossing.Why {
 		Baseline: a.Baseline, Low: a.Low, High: a.High, Factor: a.Factor, Days: a.Days, Weekly: a.Weekly,
 		Burst: a.Burst, BurstCount: a.Short, BurstBaseline: a.ShortBaseline, BurstLow: a.ShortLow, BurstHigh: a.ShortHigh,
 		Direction: a.Direction, Lasted: a.Lasted, BurstsLast: a.BurstsLast, NewNormal: a.NewNormal,
+		Launch: a.Launch, LaunchPassed: a.LaunchPassed,
 		Since: f.Episode.Since, Peak: f.Episode.Peak, PeakAt: f.Episode.PeakAt}
 	if !f.Episode.PeakAt.IsZero() {
 		w.PeakAt = f.Episode.PeakAt.UTC()

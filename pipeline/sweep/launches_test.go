@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -75,6 +76,13 @@ func TestSweepJudgesANewPageAgainstItsSitesLaunches(t *testing.T) {
 		t.Fatalf("a launch like the site's others: %s, want nothing", describe(got))
 	}
 
+	var peaks []uint64
+	s.state.each(func(_ string, st pageState) {
+		if l, ok := rules.LaunchOf(st.State); ok {
+			peaks = append(peaks, l.Count)
+		}
+	})
+	slices.Sort(peaks)
 	at := now.Add(9*time.Hour + 30*time.Minute)
 	b.addLaunch(t, "/posts/6", 1620, at.Add(-20*time.Minute))
 	c.set(at)
@@ -87,6 +95,9 @@ func TestSweepJudgesANewPageAgainstItsSitesLaunches(t *testing.T) {
 	}
 	if len(fires) != 1 || fires[0].Path != "/posts/6" {
 		t.Fatalf("a launch ten times the site's: %s, want one fire of /posts/6", describe(fires))
+	}
+	if w := fires[0].Why; !w.Launch || w.LaunchPassed != peaks[len(peaks)-2] {
+		t.Errorf("its why: launch %v, passed %d; want a launch past the second largest of the others' peaks %v", w.Launch, w.LaunchPassed, peaks)
 	}
 
 	// A backtest over the same hours, which steps a site's pages

@@ -138,6 +138,12 @@ type line struct {
 	// NewNormal marks a resolve whose page had not come back: its normal
 	// followed it, down or up.
 	NewNormal bool `json:"new_normal,omitempty"`
+	// Launch marks a new page told in its launch, against its site's
+	// launches of 4 weeks; LaunchPassed is the second largest of those
+	// (views in the window), which it passed (0: the site had fewer
+	// than two).
+	Launch       bool   `json:"launch,omitempty"`
+	LaunchPassed uint64 `json:"launch_passed,omitempty"`
 	// Since is, for a "no data" message (path ""), the site's newest
 	// minute with data.
 	Since *time.Time `json:"since,omitempty"`
@@ -171,6 +177,7 @@ func printJSON(out io.Writer, xs []crossing.Crossing) error {
 		case x.Why != nil && x.Why.Kind != string(rules.KindThreshold):
 			b := x.Why.Baseline
 			l.Baseline, l.Expected, l.Direction, l.NewNormal = &b, &b, x.Why.Direction, x.Why.NewNormal
+			l.Launch, l.LaunchPassed = x.Why.Launch, x.Why.LaunchPassed
 			if x.Why.High > 0 {
 				lo, hi := x.Why.Low, x.Why.High
 				l.Low, l.High = &lo, &hi
