@@ -144,16 +144,14 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 	ep := next.Open
 	det := r.Detector()
 	o.Bursts = prev.Bursts
-	launch, first := launching(prev, o)
-	if launch {
-		o.Bursts, o.Launching = o.Launches, true
-	}
 	if o.At.Sub(prev.SettledLow) > settledMemory {
 		next.SettledLow = time.Time{}
 	}
 	o.SettledLow = next.SettledLow
-	if !prev.AboveTo.IsZero() && o.At.Sub(prev.AboveTo) < r.Window.Rolling {
-		o.Above = prev.AboveFrom
+	o.Above = r.aboveFrom(prev, o.At)
+	launch, first := launching(prev, o)
+	if launch {
+		o.Bursts, o.Launching = o.Launches, true
 	}
 	if ep == nil {
 		j := det.weigh(o, nil)

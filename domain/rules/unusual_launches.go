@@ -128,6 +128,28 @@ func cmpDesc[T int64 | uint64 | time.Duration](a, b T) int {
 	return 0
 }
 
+// InLaunch reports whether a page whose state is prev is, at o, in its
+// launch, where it reads its site's launches (Observation.Launches):
+// one that never is neither reads them nor adds to them.
+func (r *Rule) InLaunch(prev State, o Observation) bool {
+	if !r.ReadsLaunches() {
+		return false
+	}
+	o.Above = r.aboveFrom(prev, o.At)
+	in, _ := launching(prev, o)
+	return in
+}
+
+// aboveFrom is when the run of surges an observation at at would
+// continue began (Observation.Above): a run lasts while its sweeps are
+// less than a window apart. Zero: none.
+func (r *Rule) aboveFrom(prev State, at time.Time) time.Time {
+	if !prev.AboveTo.IsZero() && at.Sub(prev.AboveTo) < r.Window.Rolling {
+		return prev.AboveFrom
+	}
+	return time.Time{}
+}
+
 // launching reports whether a page is in its launch, judged against its
 // site's (Observation.Launches): it remembers no burst of its own and
 // its normal had no views (a new page, or one new again after weeks

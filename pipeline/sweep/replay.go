@@ -1,6 +1,7 @@
 package sweep
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"maps"
@@ -60,10 +61,13 @@ func replay(ctx context.Context, src MinuteSource, keep func(site, path string, 
 	if base == nil {
 		allFrom = time.Time{}
 	}
-	// Each state key is replayed on its own, but the pages of one site
-	// under a rule that judges new pages against the site's launches:
-	// those are stepped together, minute by minute, as a sweep every
-	// minute would judge them (replayLaunches).
+	// Each state key is replayed on its own, but the pages of a site
+	// that are ever in their launch under a rule that judges them
+	// against its site's launches: those are stepped again together,
+	// minute by minute, as a sweep every minute would judge them
+	// (replayLaunches). A page never in its launch neither reads the
+	// launches nor adds to them, and its replay alone is the same; it
+	// keeps what it knows in cache, which stepping pages in turn loses.
 	byKey := map[string][]crossing.Crossing{}
 	groups := map[launchGroup][]*seriesRun{}
 	var groupOrder []launchGroup
@@ -76,11 +80,12 @@ func replay(ctx context.Context, src MinuteSource, keep func(site, path string, 
 			dataStart = scanFrom
 		}
 		run := newSeriesRun(k, sr, r, base[k], since, allFrom, now, dataStart, site, logger)
-		if !r.ReadsLaunches() {
-			run.replay()
+		run.replay()
+		if !run.launched {
 			byKey[k] = run.out
 			continue
 		}
+		run.reset()
 		g := launchGroup{sr.rule, sr.site}
 		if _, ok := groups[g]; !ok {
 			groupOrder = append(groupOrder, g)
@@ -114,27 +119,36 @@ type launchGroup struct {
 // judges any.
 func replayLaunches(runs []*seriesRun) {
 	type event struct {
-		at  time.Time
-		run int
-		m   int
+		at     int64 // unix seconds: sorting 10⁶ of these is most of the cost
+		run, m int32
 	}
-	var events []event
+	n := 0
+	for _, run := range runs {
+		n += len(run.moments)
+	}
+	events := make([]event, 0, n)
 	for i, run := range runs {
 		for j, m := range run.moments {
-			events = append(events, event{m.t, i, j})
+			events = append(events, event{m.t.Unix(), int32(i), int32(j)})
 		}
 	}
-	// runs are in key order: ties go as a sweep's map would, in some
-	// order, which the launches read before the minute make irrelevant.
-	slices.SortStableFunc(events, func(a, b event) int { return a.at.Compare(b.at) })
+	// Within a minute, in key order (runs are): a sweep's order there
+	// does not matter, since every page of it reads the launches as they
+	// stood before it.
+	slices.SortFunc(events, func(a, b event) int {
+		if a.at != b.at {
+			return cmp.Compare(a.at, b.at)
+		}
+		return cmp.Compare(a.run, b.run)
+	})
 	launched := map[string]rules.Burst{}
 	var (
 		launches rules.Launches
 		dirty    bool
 	)
 	for i, e := range events {
-		if i == 0 || !e.at.Equal(events[i-1].at) {
-			at := e.at.Add(time.Minute - time.Second)
+		if i == 0 || e.at != events[i-1].at {
+			at := time.Unix(e.at, 0).Add(time.Minute - time.Second)
 			if exp := launches.Expires(); dirty || (!exp.IsZero() && !at.Before(exp)) {
 				all := make([]rules.Launch, 0, len(launched))
 				for k, b := range launched {
@@ -145,7 +159,10 @@ func replayLaunches(runs []*seriesRun) {
 			}
 		}
 		run := runs[e.run]
-		run.launches = launches.For(run.key)
+		run.launches = nil
+		if launches.Len() > 0 {
+			run.launches = launches.For(run.key)
+		}
 		run.step(run.moments[e.m])
 		markLaunch(&run.st, run.sr.site)
 		if b, ok := rules.LaunchOf(run.st); ok && b != launched[run.key] {
@@ -173,6 +190,7 @@ type seriesRun struct {
 	lookDown  bool
 	st        rules.State
 	launches  []rules.Burst // the site's launches but the page's own (ReadsLaunches)
+	launched  bool          // it was in its launch at some moment (rules.Rule.InLaunch)
 	out       []crossing.Crossing
 }
 
@@ -215,6 +233,12 @@ func newSeriesRun(k string, sr *series, r *rules.Rule, base uint64, since, allFr
 		run.reach.Short = 0
 	}
 	return run
+}
+
+// reset forgets what the moments did, to step them again; the normals
+// stay, which the state does not change.
+func (run *seriesRun) reset() {
+	run.st, run.out, run.launches = rules.State{}, nil, nil
 }
 
 // replay steps the state key through all its moments.
@@ -271,7 +295,11 @@ func (run *seriesRun) step(m moment) {
 		}
 	}
 	var fire []rules.Firing
-	run.st, fire = r.Judge(run.st, o.ruleObservation())
+	ro := o.ruleObservation()
+	if !run.launched && r.InLaunch(run.st, ro) {
+		run.launched = true
+	}
+	run.st, fire = r.Judge(run.st, ro)
 	for _, f := range fire {
 		run.out = append(run.out, crossingOf(run.logger, r, o, f))
 	}
