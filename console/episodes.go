@@ -142,10 +142,16 @@ func withJudged(xs []crossingView, whys map[string]crossing.Why) {
 // usualText is what the crossing was judged against: ", usual 80–140",
 // or the spike rule's normal and ratio.
 func usualText(w *crossing.Why) string {
+	s := normalText(w)
 	if w.Launch && w.LaunchPassed > 0 {
-		// A new page, judged against its site's launches: say that.
-		return "; a new page, past all but one of its site's launches (2nd largest " + traffic.FormatCount(w.LaunchPassed) + ")"
+		// Judged against its site's launches, not its own nothing.
+		s += ", a new page past all but one of its site's launches (2nd largest " + traffic.FormatCount(w.LaunchPassed) + ")"
 	}
+	return s
+}
+
+// normalText is usualText's part of the page's own normal.
+func normalText(w *crossing.Why) string {
 	switch {
 	case w.High > 0 && w.BurstHigh > 0 && w.Burst > 0:
 		// Fired on a burst the hour may not show: say the burst's too.
