@@ -28,7 +28,7 @@ func (s *Sweeper) siteLaunches(set *ruleSet, now time.Time) map[launchGroup]rule
 		return nil
 	}
 	all := map[launchGroup][]rules.Launch{}
-	s.state.each(func(key string, st pageState) {
+	s.state.eachLaunched(func(key string, st pageState) {
 		if st.Site == "" {
 			return
 		}
@@ -73,13 +73,39 @@ func markLaunch(st *rules.State, site string) {
 	}
 }
 
-// each calls fn with every mirrored state, under the store's lock.
-func (s *stateStore) each(fn func(key string, st pagestate.State)) {
+// eachLaunched calls fn with every mirrored state that remembers a
+// launch, under the store's lock.
+func (s *stateStore) eachLaunched(fn func(key string, st pagestate.State)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for k, e := range s.cache {
-		if k != progressKey {
+	for k := range s.launched {
+		if e, ok := s.cache[k]; ok {
 			fn(k, e.st)
 		}
 	}
+}
+
+// noteLaunch keeps the index of launched states current for key, as
+// the mirror now holds it. Call with s.mu held.
+func (s *stateStore) noteLaunch(key string) {
+	e, ok := s.cache[key]
+	if ok && e.st.Site != "" {
+		if s.launched == nil {
+			s.launched = map[string]struct{}{}
+		}
+		s.launched[key] = struct{}{}
+		return
+	}
+	delete(s.launched, key)
+}
+
+// launchedOf indexes a mirror's launched states (stateStore.launched).
+func launchedOf(cache map[string]entry) map[string]struct{} {
+	out := map[string]struct{}{}
+	for k, e := range cache {
+		if e.st.Site != "" {
+			out[k] = struct{}{}
+		}
+	}
+	return out
 }

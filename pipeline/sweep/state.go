@@ -48,6 +48,10 @@ type stateStore struct {
 
 	mu    sync.Mutex
 	cache map[string]entry
+	// launched indexes the keys of cache whose state names its site (it
+	// remembers a launch): a sweep reads those (siteLaunches), not a
+	// walk over a million states.
+	launched map[string]struct{}
 	ready bool
 	// watchCtx is what sync was given: the watchers' lifetime. gen
 	// numbers them (a reload starts another, and what an old one still
@@ -147,6 +151,7 @@ func (s *stateStore) watch(ctx context.Context) error {
 	s.gen++
 	gen := s.gen
 	s.cache, s.ready, s.stop = cache, true, stop
+	s.launched = launchedOf(cache)
 	s.newest, s.newestKey, s.behind = newest, newestKey, false
 	s.mu.Unlock()
 	if old != nil {
@@ -170,6 +175,7 @@ func (s *stateStore) apply(e jetstream.KeyValueEntry, gen int) {
 	}
 	s.seen(e.Key(), e.Revision())
 	applyTo(s.cache, e)
+	s.noteLaunch(e.Key())
 }
 
 // applyTo puts a watched entry in cache, unless cache has it already.
@@ -358,6 +364,7 @@ func (s *stateStore) store(key string, st pageState, rev uint64) {
 		return
 	}
 	s.cache[key] = entry{st: st, rev: rev}
+	s.noteLaunch(key)
 }
 
 // progress is how far the sweeps got: the time the last complete sweep
