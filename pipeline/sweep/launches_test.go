@@ -101,9 +101,21 @@ func TestSweepJudgesANewPageAgainstItsSitesLaunches(t *testing.T) {
 		t.Errorf("its why: launch %v, passed %d; want a launch past the second largest of the others' peaks %v", w.Launch, w.LaunchPassed, peaks)
 	}
 
+	// Sweepers started since read the launches from the states they
+	// load: a launch like the others, judged by four racing, is nothing.
+	at7 := at.Add(2 * time.Hour)
+	b.addLaunch(t, "/posts/7", 160, at7.Add(-30*time.Minute))
+	c.set(at7)
+	b.raceSweeps(t, c, 4)
+	for _, x := range b.jobs(t) {
+		if x.Path == "/posts/7" {
+			t.Fatalf("a launch like the others, judged by sweepers started since: %s, want nothing", describe([]crossing.Crossing{x}))
+		}
+	}
+
 	// A backtest over the same hours, which steps a site's pages
 	// together as a sweep every minute would, tells the same launches.
-	xs, err := b.sweeper(t, &clock{t: at}).Backtest(context.Background(), now.Add(-4*24*time.Hour-time.Hour))
+	xs, err := b.sweeper(t, &clock{t: at7}).Backtest(context.Background(), now.Add(-4*24*time.Hour-time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
