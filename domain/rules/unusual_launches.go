@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"cmp"
 	"slices"
 	"time"
 )
@@ -63,9 +64,9 @@ func NewLaunches(all []Launch, at time.Time) Launches {
 		return Launches{top: in}
 	}
 	byCount := slices.Clone(in)
-	slices.SortStableFunc(byCount, func(a, b Launch) int { return cmpDesc(a.Count, b.Count) })
+	slices.SortStableFunc(byCount, func(a, b Launch) int { return cmp.Compare(b.Count, a.Count) })
 	byLength := in
-	slices.SortStableFunc(byLength, func(a, b Launch) int { return cmpDesc(a.lasted(), b.lasted()) })
+	slices.SortStableFunc(byLength, func(a, b Launch) int { return cmp.Compare(b.lasted(), a.lasted()) })
 	top := slices.Clone(byCount[:keptLaunches])
 	for _, l := range byLength[:keptLaunches] {
 		if !slices.ContainsFunc(top, func(t Launch) bool { return t.Page == l.Page }) {
@@ -116,16 +117,6 @@ func (b Burst) lasted() time.Duration {
 		return burstGroup
 	}
 	return b.Lasted
-}
-
-func cmpDesc[T int64 | uint64 | time.Duration](a, b T) int {
-	switch {
-	case a > b:
-		return -1
-	case a < b:
-		return 1
-	}
-	return 0
 }
 
 // InLaunch reports whether a page whose state is prev is, at o, in its

@@ -1,0 +1,84 @@
+package rules
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// A site's launches keep the few a judgment reads, and a page reads the
+// same of them as of all its site's others: their second highest count
+// and second longest run, whichever page it is and however many there
+// are; those older than 4 weeks are forgotten.
+func TestLaunchesKeepWhatAJudgmentReads(t *testing.T) {
+	at := time.Date(2026, 3, 30, 12, 0, 0, 0, time.UTC)
+	rng := rand.New(rand.NewPCG(7, 11))
+	for _, n := range []int{0, 1, 2, 3, 7, 40} {
+		var all []Launch
+		for i := range n {
+			all = append(all, Launch{Page: fmt.Sprint(i), Burst: Burst{
+				At:     at.Add(-time.Duration(rng.IntN(40*24)) * time.Hour),
+				Count:  uint64(50 + rng.IntN(200)),
+				Lasted: time.Duration(1+rng.IntN(12)) * time.Hour, Launch: true}})
+		}
+		kept := NewLaunches(all, at)
+		since := at.Add(-pastSpan)
+		for _, page := range append([]string{"new"}, pagesOf(all)...) {
+			var others []Burst
+			for _, l := range all {
+				if l.Page != page && !l.At.Before(since) {
+					others = append(others, l.Burst)
+				}
+			}
+			got := kept.For(page)
+			if a, b := secondHighest(got, since), secondHighest(others, since); a != b {
+				t.Errorf("%d launches, page %s: second highest %d, of all its others %d", n, page, a, b)
+			}
+			if a, b := secondLongest(got, since, time.Time{}), secondLongest(others, since, time.Time{}); a != b {
+				t.Errorf("%d launches, page %s: second longest %s, of all its others %s", n, page, a, b)
+			}
+		}
+	}
+}
+
+func pagesOf(all []Launch) []string {
+	var out []string
+	for _, l := range all {
+		out = append(out, l.Page)
+	}
+	return out
+}
+
+// A page is in its launch when it remembers no burst and its normal read
+// no views, and then through its first day and the runs begun in it;
+// not a page with views in its normal, nor one whose first burst was no
+// launch, nor once a burst of its own came after its first day.
+func TestLaunchingIsAPagesFirstDay(t *testing.T) {
+	at := time.Date(2026, 3, 30, 12, 0, 0, 0, time.UTC)
+	empty := Expected{OK: true, Empty: true}
+	seen := Expected{OK: true, Value: 3, Top: 3}
+	launch := Burst{At: at.Add(-3 * time.Hour), Count: 150, Launch: true}
+	for _, c := range []struct {
+		name      string
+		s         State
+		o         Observation
+		in, first bool
+	}{
+		{"new", State{}, Observation{At: at, Expected: empty}, true, true},
+		{"views in its normal", State{}, Observation{At: at, Expected: seen}, false, true},
+		{"normal unknown", State{}, Observation{At: at}, false, false},
+		{"its first day", State{Bursts: []Burst{launch}}, Observation{At: at, Expected: seen}, true, false},
+		{"a day on", State{Bursts: []Burst{launch}}, Observation{At: at.Add(24 * time.Hour), Expected: seen}, false, false},
+		{"a day on, in the run begun in it", State{Bursts: []Burst{launch}}, Observation{At: at.Add(24 * time.Hour), Above: at.Add(20 * time.Hour), Expected: seen}, true, false},
+		{"a second burst that day", State{Bursts: []Burst{launch, {At: at, Count: 40}}}, Observation{At: at.Add(time.Hour), Expected: seen}, true, false},
+		{"a burst after its first day", State{Bursts: []Burst{launch, {At: at.Add(22 * time.Hour), Count: 40}}}, Observation{At: at.Add(22 * time.Hour), Expected: seen}, false, false},
+		{"its first burst no launch", State{Bursts: []Burst{{At: at.Add(-3 * time.Hour), Count: 150}}}, Observation{At: at, Expected: empty}, false, false},
+		{"its launch forgotten", State{Bursts: []Burst{launch}}, Observation{At: at.Add(pastSpan), Expected: empty}, true, true},
+	} {
+		in, first := launching(c.s, c.o)
+		if in != c.in || first != c.first {
+			t.Errorf("%s: in %v first %v, want %v %v", c.name, in, first, c.in, c.first)
+		}
+	}
+}
