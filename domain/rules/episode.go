@@ -148,7 +148,7 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 		next.SettledLow = time.Time{}
 	}
 	o.SettledLow = next.SettledLow
-	o.Above = r.aboveFrom(prev, o.At)
+	o.Above = aboveFrom(r, prev, o.At)
 	launch, first := launching(prev, o)
 	if launch {
 		o.Bursts, o.Launching = o.Launches, true

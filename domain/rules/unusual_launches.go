@@ -108,7 +108,7 @@ func (l Launches) Expires() time.Time {
 
 // ReadsLaunches reports whether a rule judges a page in its launch
 // against its site's launches: an unusual rule that looks up.
-func (r *Rule) ReadsLaunches() bool {
+func ReadsLaunches(r *Rule) bool {
 	return r.Unusual != nil && r.Unusual.Direction != Down && r.Aggregate != Sum
 }
 
@@ -122,11 +122,11 @@ func (b Burst) lasted() time.Duration {
 // InLaunch reports whether a page whose state is prev is, at o, in its
 // launch, where it reads its site's launches (Observation.Launches):
 // one that never is neither reads them nor adds to them.
-func (r *Rule) InLaunch(prev State, o Observation) bool {
-	if !r.ReadsLaunches() {
+func InLaunch(r *Rule, prev State, o Observation) bool {
+	if !ReadsLaunches(r) {
 		return false
 	}
-	o.Above = r.aboveFrom(prev, o.At)
+	o.Above = aboveFrom(r, prev, o.At)
 	in, _ := launching(prev, o)
 	return in
 }
@@ -134,7 +134,7 @@ func (r *Rule) InLaunch(prev State, o Observation) bool {
 // aboveFrom is when the run of surges an observation at at would
 // continue began (Observation.Above): a run lasts while its sweeps are
 // less than a window apart. Zero: none.
-func (r *Rule) aboveFrom(prev State, at time.Time) time.Time {
+func aboveFrom(r *Rule, prev State, at time.Time) time.Time {
 	if !prev.AboveTo.IsZero() && at.Sub(prev.AboveTo) < r.Window.Rolling {
 		return prev.AboveFrom
 	}

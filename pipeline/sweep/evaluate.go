@@ -196,7 +196,7 @@ type observation struct {
 	late       bool              // the site's data is behind: no drop is judged
 	longLate   bool              // ... or was, at some time in the drop's hours
 	// launches are the launches of the page's site under the rule but
-	// its own (rules.Rule.ReadsLaunches), for a page in its launch.
+	// its own (rules.ReadsLaunches), for a page in its launch.
 	launches []rules.Burst
 	// alike are the rules (indexes) that settle this page as this one's
 	// rule does (Detector.SettleKey), its normal not yet known when

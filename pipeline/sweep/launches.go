@@ -20,7 +20,7 @@ import (
 func (s *Sweeper) siteLaunches(set *ruleSet, now time.Time) map[launchGroup]rules.Launches {
 	byName := map[string]int{}
 	for i, r := range set.rules {
-		if r.ReadsLaunches() {
+		if rules.ReadsLaunches(r) {
 			byName[r.Name] = i
 		}
 	}

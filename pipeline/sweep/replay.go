@@ -189,8 +189,8 @@ type seriesRun struct {
 	reach     rules.Reach
 	lookDown  bool
 	st        rules.State
-	launches  []rules.Burst // the site's launches but the page's own (ReadsLaunches)
-	launched  bool          // it was in its launch at some moment (rules.Rule.InLaunch)
+	launches  []rules.Burst // the site's launches but the page's own (rules.ReadsLaunches)
+	launched  bool          // it was in its launch at some moment (rules.InLaunch)
 	out       []crossing.Crossing
 }
 
@@ -296,7 +296,7 @@ func (run *seriesRun) step(m moment) {
 	}
 	var fire []rules.Firing
 	ro := o.ruleObservation()
-	if !run.launched && r.InLaunch(run.st, ro) {
+	if !run.launched && rules.InLaunch(r, run.st, ro) {
 		run.launched = true
 	}
 	run.st, fire = r.Judge(run.st, ro)

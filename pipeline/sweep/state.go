@@ -52,7 +52,7 @@ type stateStore struct {
 	// remembers a launch): a sweep reads those (siteLaunches), not a
 	// walk over a million states.
 	launched map[string]struct{}
-	ready bool
+	ready    bool
 	// watchCtx is what sync was given: the watchers' lifetime. gen
 	// numbers them (a reload starts another, and what an old one still
 	// delivers is dropped); stop ends the current one.
