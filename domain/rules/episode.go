@@ -149,7 +149,10 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 	}
 	o.SettledLow = next.SettledLow
 	o.Above = aboveFrom(r, prev, o.At)
-	launch, first := launching(prev, o)
+	var launch, first bool
+	if ReadsLaunches(r) {
+		launch, first = launching(prev, o)
+	}
 	if launch {
 		o.Bursts, o.Launching = o.Launches, true
 	}
