@@ -143,9 +143,12 @@ func withJudged(xs []crossingView, whys map[string]crossing.Why) {
 // or the spike rule's normal and ratio.
 func usualText(w *crossing.Why) string {
 	s := normalText(w)
-	if w.Launch && w.LaunchPassed > 0 {
+	switch {
+	case w.Launch && w.LaunchPassed > 0:
 		// Judged against its site's launches, not its own nothing.
 		s += ", a new page past all but one of its site's launches (2nd largest " + traffic.FormatCount(w.LaunchPassed) + ")"
+	case w.Launch:
+		s += ", a new page among its site's first launches"
 	}
 	return s
 }

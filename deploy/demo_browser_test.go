@@ -34,11 +34,10 @@ notify_on: [fire, escalate, resolve]
 notify: {recipients: [you@example.com]}
 `
 
-// markRE is a mark's legend line: "unusual fired at TIME: N views in 1h,
-// usual A–B".
-// markRE reads a fire's legend: the hour's views and usual range, and,
-// for a fire on a burst of minutes, the burst's.
-var markRE = regexp.MustCompile(`^unusual fired at [0-9: -]+: ([0-9,]+) views in 1h, usual ([0-9,]+)–([0-9,]+)(?:; a burst of ([0-9,]+) in [0-9]+ min, usual [0-9,]+–([0-9,]+))?$`)
+// markRE reads a fire's legend line, "unusual fired at TIME: N views in
+// 1h, usual A–B": the hour's views and usual range, and, for a fire on a
+// burst of minutes, the burst's; a new page's says so after them.
+var markRE = regexp.MustCompile(`^unusual fired at [0-9: -]+: ([0-9,]+) views in 1h, usual ([0-9,]+)–([0-9,]+)(?:; a burst of ([0-9,]+) in [0-9]+ min, usual [0-9,]+–([0-9,]+))?(?:, a new page [a-z0-9 ,'()]+)?$`)
 
 func num(s string) int {
 	n, _ := strconv.Atoi(strings.ReplaceAll(s, ",", ""))
