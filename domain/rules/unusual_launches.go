@@ -39,6 +39,10 @@ func LaunchOf(s State) (Burst, bool) {
 	return Burst{}, false
 }
 
+// Forgotten reports whether a launch is too old for a judgment at at
+// to read (4 weeks).
+func (l Launch) Forgotten(at time.Time) bool { return l.At.Before(at.Add(-pastSpan)) }
+
 // Launches are a site's launches under one rule, kept to those a page's
 // judgment can read: the highest and the longest few.
 type Launches struct {

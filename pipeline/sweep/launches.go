@@ -28,19 +28,22 @@ func (s *Sweeper) siteLaunches(set *ruleSet, now time.Time) map[launchGroup]rule
 		return nil
 	}
 	all := map[launchGroup][]rules.Launch{}
-	s.state.eachLaunched(func(key string, st pageState) {
-		if st.Site == "" {
-			return
-		}
+	s.state.eachLaunched(func(key string, st pageState) bool {
 		b, ok := rules.LaunchOf(st.State)
-		if !ok {
-			return
+		l := rules.Launch{Page: key, Burst: b}
+		if !ok || l.Forgotten(now) {
+			// Not read again unless its state is written again (a
+			// page new once more): states are kept for good, and a
+			// site that launches a page a day would add a state a day
+			// to every sweep's reading.
+			return false
 		}
 		name, _, _ := strings.Cut(key, ".")
 		if i, ok := byName[name]; ok {
 			g := launchGroup{i, st.Site}
-			all[g] = append(all[g], rules.Launch{Page: key, Burst: b})
+			all[g] = append(all[g], l)
 		}
+		return true
 	})
 	out := make(map[launchGroup]rules.Launches, len(all))
 	for g, list := range all {
@@ -74,13 +77,14 @@ func markLaunch(st *rules.State, site string) {
 }
 
 // eachLaunched calls fn with every mirrored state that remembers a
-// launch, under the store's lock.
-func (s *stateStore) eachLaunched(fn func(key string, st pagestate.State)) {
+// launch, under the store's lock; one fn returns false for is left out
+// of the index until it is written again.
+func (s *stateStore) eachLaunched(fn func(key string, st pagestate.State) bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for k := range s.launched {
-		if e, ok := s.cache[k]; ok {
-			fn(k, e.st)
+		if e, ok := s.cache[k]; !ok || !fn(k, e.st) {
+			delete(s.launched, k)
 		}
 	}
 }

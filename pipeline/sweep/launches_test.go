@@ -59,10 +59,11 @@ func TestSweepJudgesANewPageAgainstItsSitesLaunches(t *testing.T) {
 	}
 	early := b.jobs(t)
 	launched := 0
-	s.state.eachLaunched(func(key string, st pageState) {
+	s.state.eachLaunched(func(key string, st pageState) bool {
 		if _, ok := rules.LaunchOf(st.State); ok && st.Site == "example.com" {
 			launched++
 		}
+		return true
 	})
 	if launched != 4 {
 		t.Fatalf("%d states remember a launch on example.com, want the 4 posts'", launched)
@@ -78,10 +79,11 @@ func TestSweepJudgesANewPageAgainstItsSitesLaunches(t *testing.T) {
 	}
 
 	var peaks []uint64
-	s.state.eachLaunched(func(_ string, st pageState) {
+	s.state.eachLaunched(func(_ string, st pageState) bool {
 		if l, ok := rules.LaunchOf(st.State); ok {
 			peaks = append(peaks, l.Count)
 		}
+		return true
 	})
 	slices.Sort(peaks)
 	at := now.Add(9*time.Hour + 30*time.Minute)
@@ -159,4 +161,34 @@ func BenchmarkSiteLaunches(b *testing.B) {
 		}
 	}
 	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/sweep")
+}
+
+// A launch older than 4 weeks leaves the index a sweep reads (states are
+// kept for good), and comes back when its page launches again.
+func TestSiteLaunchesForgetOldOnes(t *testing.T) {
+	rs := []rules.Rule{unusualBoth()}
+	if err := rules.ValidateAll("rules", rs); err != nil {
+		t.Fatal(err)
+	}
+	set := newRuleSet(rs)
+	now := time.Date(2026, 3, 30, 12, 0, 0, 0, time.UTC)
+	st := newStateStore(nil, nil)
+	launch := func(key string, at time.Time) {
+		st.store(key, pageState{State: rules.State{Site: "example.com",
+			Bursts: []rules.Burst{{At: at, Count: 100, Launch: true}}}}, uint64(at.Unix()))
+	}
+	old, fresh := stateKey(&rs[0], "example.com", "/old"), stateKey(&rs[0], "example.com", "/fresh")
+	launch(old, now.Add(-29*24*time.Hour))
+	launch(fresh, now.Add(-time.Hour))
+	sw := &Sweeper{state: st}
+	if got := sw.siteLaunches(set, now)[launchGroup{0, "example.com"}]; got.Len() != 1 {
+		t.Fatalf("%d launches read, want the fresh one", got.Len())
+	}
+	if _, ok := st.launched[old]; ok {
+		t.Errorf("a launch 29 days old is still indexed")
+	}
+	launch(old, now)
+	if got := sw.siteLaunches(set, now)[launchGroup{0, "example.com"}]; got.Len() != 2 {
+		t.Errorf("%d launches read after /old launched again, want 2", got.Len())
+	}
 }
