@@ -15,7 +15,8 @@ import (
 // blogCSV is a blog of 5 weeks in rows per 5 minutes: a home page with a
 // daily rhythm, and a new post every day between 9:00 and 13:00 whose
 // first hour is lognormal about 150 views (half of them 110 to 210),
-// halving every 4 hours to a trickle of search visits. big, unless
+// halving every 4 hours to a trickle of search visits, and a view of
+// its author's preview the day before. big, unless
 // zero, is a post day that launches ten times larger.
 func blogCSV(seed uint64, big int) (csv string, start time.Time, launches []time.Time) {
 	start = time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
@@ -40,6 +41,12 @@ func blogCSV(seed uint64, big int) (csv string, start time.Time, launches []time
 	for at := start; at.Before(start.Add(35 * 24 * time.Hour)); at = at.Add(5 * time.Minute) {
 		day := 0.15 + 0.85*math.Max(0, math.Sin(math.Pi*float64(at.Hour()-6)/16))
 		fmt.Fprintf(&b, "%s,example.com,/,%d\n", at.Format(time.RFC3339), poisson(rng, 30*day))
+		for _, p := range posts {
+			if at.Equal(p.at.Add(-23 * time.Hour)) {
+				// Its author's preview the day before: a stray view.
+				fmt.Fprintf(&b, "%s,example.com,%s,1\n", at.Format(time.RFC3339), p.path)
+			}
+		}
 		for _, p := range posts {
 			if at.Before(p.at) {
 				break
