@@ -144,6 +144,8 @@ func withJudged(xs []crossingView, whys map[string]crossing.Why) {
 func usualText(w *crossing.Why) string {
 	s := normalText(w)
 	switch {
+	case w.Launch && w.Lasted > 0:
+		s += ", a new page" // outlasting its site's launches, as normalText says
 	case w.Launch && w.LaunchPassed > 0:
 		// Judged against its site's launches, not its own nothing.
 		s += ", a new page past all but one of its site's launches (2nd largest " + traffic.FormatCount(w.LaunchPassed) + ")"

@@ -335,6 +335,8 @@ func (w *Why) LaunchText() string {
 	switch {
 	case w == nil || !w.Launch:
 		return ""
+	case w.Lasted > 0:
+		return "a new page" // LastedText says what it outlasted
 	case w.LaunchPassed == 0:
 		return "a new page, among its site's first launches in 4 weeks"
 	}

@@ -58,11 +58,6 @@ type Expected struct {
 	// OK is false when there was not enough known history to say what is
 	// normal; such a page neither fires nor resolves.
 	OK bool
-	// Empty: the windows the normal read had no views, or a stray one or
-	// two (unusual): the page is new, or new again after weeks without
-	// one, and its launch is judged against its site's
-	// (Observation.Launches).
-	Empty bool
 	// Long is the normal of a drop's hours (unusual rules looking down:
 	// the window and down_for together, Reach.Long).
 	Long LongNormal

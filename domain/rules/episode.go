@@ -33,6 +33,13 @@ type Observation struct {
 	// is set when it is (StepEpisode).
 	Launches  []Burst
 	Launching bool
+	// Before is the page's views over the weeks before the window (from
+	// the UTC midnight before its normal's first window: every day the
+	// normal reads, and the hours between), when BeforeOK: the sweeper
+	// reads it for rules that judge launches (ReadsLaunches). A page
+	// with none, or a stray view or two, is new.
+	Before   uint64
+	BeforeOK bool
 	// SettledLow is when the page's last drop that resolved at a new
 	// normal began (State.SettledLow), from its state; zero: none.
 	SettledLow time.Time
@@ -187,7 +194,10 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 		}
 		f := Firing{Event: EventFire, Level: j.level, Severity: j.severity, Short: shortOf(det, j), Lasted: j.lasted, BurstsLast: j.burstsLast}
 		if o.Launching {
-			f.Launch, f.LaunchPassed = true, secondHighest(o.Bursts, o.At.Add(-pastSpan))
+			f.Launch = true
+			if j.lasted == 0 { // else heard by outlasting them, under their count
+				f.LaunchPassed = secondHighest(o.Bursts, o.At.Add(-pastSpan))
+			}
 		}
 		return next, r.firings(next, f)
 	}

@@ -17,6 +17,11 @@ import (
 // when it outgrows all but one of them (by a noise unit), or outlasts
 // all but one by a window.
 
+// strayViews is how many views a page may have had in the weeks before
+// its launch and still be new: an author's previews of a draft, a link
+// tried before it was published, are no history.
+const strayViews = 2
+
 // launchDay is how long a page's launch lasts at least: its first day,
 // and past it the run of surges begun in it.
 const launchDay = 24 * time.Hour
@@ -111,9 +116,13 @@ func (l Launches) Expires() time.Time {
 }
 
 // ReadsLaunches reports whether a rule judges a page in its launch
-// against its site's launches: an unusual rule that looks up.
+// against its site's launches: an unusual rule that looks both ways,
+// whose sweeps read each page's weeks before its window anyway (for a
+// page gone quiet), and so know a page that had no views in them
+// (Observation.Before). One that looks only up judges a new page
+// against its own normal of nothing, as before.
 func ReadsLaunches(r *Rule) bool {
-	return r.Unusual != nil && r.Unusual.Direction != Down && r.Aggregate != Sum
+	return r.Unusual != nil && r.Unusual.Direction == Both && r.Aggregate != Sum
 }
 
 func (b Burst) lasted() time.Duration {
@@ -147,11 +156,13 @@ func aboveFrom(r *Rule, prev State, at time.Time) time.Time {
 
 // launching reports whether a page is in its launch, judged against its
 // site's (Observation.Launches): it remembers no burst of its own and
-// its normal had no views (a new page, or one new again after weeks
-// without any), or the first it remembers is its launch, those after it
-// came on its first day, and this is its first day or a run of surges
-// begun then. first: the former, whose burst, if this is one, is the
-// launch.
+// had no views in the weeks before the window but a stray one or two (a
+// new page, or one new again after weeks without any), or the first
+// burst it remembers is its launch, those after it came on its first
+// day, and this is its first day or a run of surges begun then. first:
+// the former, whose burst, if this is one, is the launch. Its normal
+// alone cannot say a page is new: one whose views are all by day has
+// none at night.
 func launching(s State, o Observation) (in, first bool) {
 	if !o.Expected.OK {
 		return false, false
@@ -163,7 +174,7 @@ func launching(s State, o Observation) (in, first bool) {
 		}
 	}
 	if len(own) == 0 {
-		return o.Expected.Empty && s.Open == nil, true
+		return o.BeforeOK && o.Before <= strayViews && s.Open == nil, true
 	}
 	l := own[0]
 	if !l.Launch {

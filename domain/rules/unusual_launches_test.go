@@ -50,13 +50,12 @@ func pagesOf(all []Launch) []string {
 	return out
 }
 
-// A page is in its launch when it remembers no burst and its normal read
-// no views, and then through its first day and the runs begun in it;
-// not a page with views in its normal, nor one whose first burst was no
+// A page is in its launch when it remembers no burst and had no views in
+// the weeks before, but a stray one or two, and then through its first day and the runs begun in it;
+// not a page with views in the weeks before, nor one whose first burst was no
 // launch, nor once a burst of its own came after its first day.
 func TestLaunchingIsAPagesFirstDay(t *testing.T) {
 	at := time.Date(2026, 3, 30, 12, 0, 0, 0, time.UTC)
-	empty := Expected{OK: true, Empty: true}
 	seen := Expected{OK: true, Value: 3, Top: 3}
 	launch := Burst{At: at.Add(-3 * time.Hour), Count: 150, Launch: true}
 	for _, c := range []struct {
@@ -65,16 +64,18 @@ func TestLaunchingIsAPagesFirstDay(t *testing.T) {
 		o         Observation
 		in, first bool
 	}{
-		{"new", State{}, Observation{At: at, Expected: empty}, true, true},
-		{"views in its normal", State{}, Observation{At: at, Expected: seen}, false, true},
-		{"normal unknown", State{}, Observation{At: at}, false, false},
+		{"new", State{}, Observation{At: at, Expected: seen, BeforeOK: true}, true, true},
+		{"new, but for two previews", State{}, Observation{At: at, Expected: seen, Before: 2, BeforeOK: true}, true, true},
+		{"views in the weeks before", State{}, Observation{At: at, Expected: seen, Before: 3, BeforeOK: true}, false, true},
+		{"the weeks before unread", State{}, Observation{At: at, Expected: seen}, false, true},
+		{"normal unknown", State{}, Observation{At: at, BeforeOK: true}, false, false},
 		{"its first day", State{Bursts: []Burst{launch}}, Observation{At: at, Expected: seen}, true, false},
 		{"a day on", State{Bursts: []Burst{launch}}, Observation{At: at.Add(24 * time.Hour), Expected: seen}, false, false},
 		{"a day on, in the run begun in it", State{Bursts: []Burst{launch}}, Observation{At: at.Add(24 * time.Hour), Above: at.Add(20 * time.Hour), Expected: seen}, true, false},
 		{"a second burst that day", State{Bursts: []Burst{launch, {At: at, Count: 40}}}, Observation{At: at.Add(time.Hour), Expected: seen}, true, false},
 		{"a burst after its first day", State{Bursts: []Burst{launch, {At: at.Add(22 * time.Hour), Count: 40}}}, Observation{At: at.Add(22 * time.Hour), Expected: seen}, false, false},
-		{"its first burst no launch", State{Bursts: []Burst{{At: at.Add(-3 * time.Hour), Count: 150}}}, Observation{At: at, Expected: empty}, false, false},
-		{"its launch forgotten", State{Bursts: []Burst{launch}}, Observation{At: at.Add(pastSpan), Expected: empty}, true, true},
+		{"its first burst no launch", State{Bursts: []Burst{{At: at.Add(-3 * time.Hour), Count: 150}}}, Observation{At: at, Expected: seen, BeforeOK: true}, false, false},
+		{"its launch forgotten", State{Bursts: []Burst{launch}}, Observation{At: at.Add(pastSpan), Expected: seen, BeforeOK: true}, true, true},
 	} {
 		in, first := launching(c.s, c.o)
 		if in != c.in || first != c.first {

@@ -12,11 +12,7 @@ func (d *unusualDetector) Expect(spans []Interval, counts []uint64) Expected {
 	// A sweep makes one of these per page it reads, a million at a
 	// million pages: the samples stay in arrays on the stack.
 	var before, after, longBefore, longAfter hourSamples
-	var views uint64 // in the hour's windows (the drop's hours overlap them)
 	for i, sp := range spans {
-		if sp.Tag < longSpan {
-			views += counts[i]
-		}
 		t := sp.Tag
 		b, a := &before, &after
 		if t >= longSpan {
@@ -34,14 +30,8 @@ func (d *unusualDetector) Expect(spans []Interval, counts []uint64) Expected {
 		l := d.expectWindow(&longBefore, &longAfter)
 		e.Long = LongNormal{Value: l.Value, Bottom: l.Bottom, Low: l.Low, High: l.High, Dispersion: l.Dispersion, Samples: l.Samples, OK: l.OK}
 	}
-	e.Empty = e.OK && views <= strayViews
 	return e
 }
-
-// strayViews is how many views a page's normal may read and still be
-// empty: an author's previews of a draft, a link tried before it was
-// published, are no history.
-const strayViews = 2
 
 // expectWindow is the normal of one window from its samples ending at
 // the hour before its end and the one after.

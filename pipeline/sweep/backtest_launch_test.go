@@ -95,3 +95,41 @@ func TestBacktestNewPagesAreJudgedAgainstTheSitesLaunches(t *testing.T) {
 		t.Errorf("the big launch at %s was told at %s, want within minutes", launches[20], at)
 	}
 }
+
+// A page of months whose views all come by day has none at night, in
+// every window its night's normal reads; it is no new page for that. Its
+// night surge is told against its own normal, though its site has had
+// launches larger, and its message does not call it new.
+func TestBacktestADayPageAtNightIsNoLaunch(t *testing.T) {
+	start := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
+	surge := start.Add(33*24*time.Hour + 3*time.Hour + 20*time.Minute)
+	var b strings.Builder
+	b.WriteString("timestamp,site,path,count\n")
+	for at := start; at.Before(start.Add(35 * 24 * time.Hour)); at = at.Add(5 * time.Minute) {
+		if h := at.Hour(); h >= 8 && h < 20 {
+			fmt.Fprintf(&b, "%s,example.com,/docs,%d\n", at.Format(time.RFC3339), 3) // 36 an hour
+		}
+		if !at.Before(surge) && at.Before(surge.Add(30*time.Minute)) {
+			fmt.Fprintf(&b, "%s,example.com,/docs,%d\n", at.Format(time.RFC3339), 40)
+		}
+		for d, size := range map[int]int{20: 60, 24: 50, 28: 45} { // three posts launched larger
+			launch := start.Add(time.Duration(d)*24*time.Hour + 10*time.Hour)
+			if !at.Before(launch) && at.Before(launch.Add(time.Hour)) {
+				fmt.Fprintf(&b, "%s,example.com,/posts/%d,%d\n", at.Format(time.RFC3339), d, size)
+			}
+		}
+	}
+	xs := backtestCSV(t, b.String(), start.Add(14*24*time.Hour), unusualBoth())
+	var docs []crossing.Crossing
+	for _, x := range xs {
+		if x.Path == "/docs" {
+			docs = append(docs, x)
+		}
+	}
+	if len(docs) == 0 || docs[0].Event != "fire" || docs[0].CrossedAt.Sub(surge) > 15*time.Minute {
+		t.Fatalf("/docs at night: %s, want its surge told within minutes of %s", describe(docs), surge)
+	}
+	if docs[0].Why.Launch {
+		t.Errorf("/docs's night surge was called a new page's launch")
+	}
+}

@@ -110,8 +110,16 @@ func (s *Sweeper) rollingCatchUp(ctx context.Context, set *ruleSet, last, now ti
 		// query sums them: judged on the hour alone, a burst of minutes
 		// while no sweeper ran was heard only if its hour was.
 		reach := r.Detector().Reach()
+		// The weeks before each moment's window, for a rule judging
+		// launches (observation.before): the current point's, less the
+		// minutes between the moment's window and its. Both reach back to
+		// the same UTC midnight but for a catch-up across one, whose
+		// first day, 5 weeks back, is then not taken off: a page is new
+		// alike (it had no views then), and one that was not could only
+		// differ by that day's views.
+		cur := slices.IndexFunc(obs[k], func(o observation) bool { return o.beforeOK })
 		var sums minuteSums
-		if reach.Short > 0 || reach.Long > 0 {
+		if reach.Short > 0 || reach.Long > 0 || cur >= 0 {
 			sums = sr.sums(mins)
 		}
 		upTo := func(t time.Time) uint64 { return sums.before(t.Add(time.Minute)) } // minutes at or before t
@@ -135,6 +143,11 @@ func (s *Sweeper) rollingCatchUp(ctx context.Context, set *ruleSet, last, now ti
 			}
 			if reach.Long > 0 {
 				o.long = upTo(t) - upTo(t.Add(-reach.Long))
+			}
+			if cur >= 0 {
+				c := obs[k][cur]
+				between := sums.before(c.pt.from) - sums.before(o.pt.from)
+				o.before, o.beforeOK = c.before-min(between, c.before), true
 			}
 			obs[k] = append(obs[k], o)
 		}

@@ -196,8 +196,12 @@ type observation struct {
 	late       bool              // the site's data is behind: no drop is judged
 	longLate   bool              // ... or was, at some time in the drop's hours
 	// launches are the launches of the page's site under the rule but
-	// its own (rules.ReadsLaunches), for a page in its launch.
+	// its own (rules.ReadsLaunches), for a page in its launch; before,
+	// when beforeOK, the page's views over the weeks before its window
+	// (quietReach), which say whether it is new.
 	launches []rules.Burst
+	before   uint64
+	beforeOK bool
 	// alike are the rules (indexes) that settle this page as this one's
 	// rule does (Detector.SettleKey), its normal not yet known when
 	// counted: they are judged only if it is not settled (weighStateless,
@@ -207,7 +211,8 @@ type observation struct {
 
 // ruleObservation is what the rule's detector is shown of o.
 func (o observation) ruleObservation() rules.Observation {
-	return rules.Observation{At: o.pt.at, Count: o.count, Expected: o.exp, Short: o.short, Long: o.long, Late: o.late, LongLate: o.late || o.longLate, Launches: o.launches}
+	return rules.Observation{At: o.pt.at, Count: o.count, Expected: o.exp, Short: o.short, Long: o.long, Late: o.late, LongLate: o.late || o.longLate,
+		Launches: o.launches, Before: o.before, BeforeOK: o.beforeOK}
 }
 
 // count runs the queries for a set of points and turns the rows into
@@ -266,9 +271,14 @@ func (s *Sweeper) count(ctx context.Context, set *ruleSet, pts []point, every bo
 			idx[i] = startIdx(p.from)
 			sites[siteOf(set.rules[p.rule])] = true
 		}
-		for _, p := range group {
+		// The weeks before each point, for a rule looking down: only to
+		// widen the pages returned, and for a rule judging launches, the
+		// views a page had in them (observation.before).
+		reachIdx := make([]int, len(group))
+		for i, p := range group {
+			reachIdx[i] = -1
 			if from, ok := quietReach(set.rules[p.rule], p); ok {
-				startIdx(from) // no point reads it: it only widens the pages returned
+				reachIdx[i] = startIdx(from)
 			}
 		}
 		// Each point's burst window and drop's hours, by index into
@@ -336,6 +346,9 @@ func (s *Sweeper) count(ctx context.Context, set *ruleSet, pts []point, every bo
 					if j := longIdx[gi]; j >= 0 {
 						o.long = pc.Counts[j]
 					}
+					if j := reachIdx[gi]; j >= 0 && rules.ReadsLaunches(r) {
+						o.before, o.beforeOK = pc.Counts[j]-min(n, pc.Counts[j]), true
+					}
 					// The state key is made only for what is kept: most
 					// pages of a rule looking down are settled.
 					if stateless && s.weighStateless(set, r, o, pm, &memo, obs) {
@@ -386,14 +399,20 @@ func quietReach(r *rules.Rule, p point) (time.Time, bool) {
 	if !r.Detector().LooksDown() {
 		return time.Time{}, false
 	}
-	var from time.Time
-	for _, sp := range r.BaselineSpans(p.to, time.Time{}) {
-		if from.IsZero() || sp.From.Before(from) {
-			from = sp.From
+	return reachOf(r.BaselineSpans(p.to, time.Time{}), p.from)
+}
+
+// reachOf is quietReach's start from the rule's spans (all of them, none
+// left out for a site's data start) for a window starting at from.
+func reachOf(spans []rules.Interval, from time.Time) (time.Time, bool) {
+	var first time.Time
+	for _, sp := range spans {
+		if first.IsZero() || sp.From.Before(first) {
+			first = sp.From
 		}
 	}
-	from = from.UTC().Truncate(24 * time.Hour)
-	return from, !from.IsZero() && from.Before(p.from)
+	first = first.UTC().Truncate(24 * time.Hour)
+	return first, !first.IsZero() && first.Before(from)
 }
 
 // shortStart is the start of the burst window a rule's detector reads

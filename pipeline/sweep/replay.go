@@ -36,6 +36,9 @@ func replay(ctx context.Context, src MinuteSource, keep func(site, path string, 
 			for _, sp := range r.BaselineSpans(since, time.Time{}) {
 				scanFrom = minTime(scanFrom, sp.From)
 			}
+			if from, ok := quietReach(r, pointAt(0, r, since, now)); ok {
+				scanFrom = minTime(scanFrom, from) // a page's weeks before its window, as a sweep reads them
+			}
 		case rules.Calendar:
 			from, _ := r.Window.Bounds(since)
 			scanFrom = minTime(scanFrom, from)
@@ -165,8 +168,14 @@ func replayLaunches(runs []*seriesRun) {
 		}
 		run.step(run.moments[e.m])
 		markLaunch(&run.st, run.sr.site)
-		if b, ok := rules.LaunchOf(run.st); ok && b != launched[run.key] {
+		b, ok := rules.LaunchOf(run.st)
+		if old, had := launched[run.key]; ok && (!had || b != old) {
 			launched[run.key], dirty = b, true
+		} else if !ok && had {
+			// Out of its 16 remembered bursts: the sweep's states no
+			// longer show it either.
+			delete(launched, run.key)
+			dirty = true
 		}
 	}
 }
@@ -185,7 +194,7 @@ type seriesRun struct {
 	logger    *slog.Logger
 	moments   []moment
 	upTo      func(time.Time) uint64
-	expected  map[time.Time]rules.Expected
+	expected  map[time.Time]normalAt
 	reach     rules.Reach
 	lookDown  bool
 	st        rules.State
@@ -224,7 +233,7 @@ func newSeriesRun(k string, sr *series, r *rules.Rule, base uint64, since, allFr
 	})
 	moments = slices.CompactFunc(moments, func(a, b moment) bool { return a.t.Equal(b.t) })
 	run := &seriesRun{key: k, sr: sr, r: r, base: base, allFrom: allFrom, now: now, dataStart: dataStart, site: site, logger: logger,
-		moments: moments, upTo: sr.sums(mins).before, expected: map[time.Time]rules.Expected{},
+		moments: moments, upTo: sr.sums(mins).before, expected: map[time.Time]normalAt{},
 		reach: r.Detector().Reach(), lookDown: r.Detector().LooksDown()}
 	if site.step > run.reach.Short {
 		// Rows further apart than the burst window (counts per 30
@@ -248,22 +257,36 @@ func (run *seriesRun) replay() {
 	}
 }
 
-// expect is the normal for a window ending at to: a baseline moves with
-// the hour (and, for same_time, the half hour it rounds at), so it is
-// computed once per half hour.
-func (run *seriesRun) expect(to time.Time) rules.Expected {
-	key := to.Truncate(30 * time.Minute)
+// normalAt is a window end's normal, and where the weeks before it
+// begin (quietReach) for a rule looking down.
+type normalAt struct {
+	exp     rules.Expected
+	reach   time.Time
+	reachOK bool
+}
+
+// expect is the normal for the window of pt: a baseline moves with the
+// hour (and, for same_time, the half hour it rounds at), so it is
+// computed once per half hour, with quietReach's start from the same
+// spans (before a site's data start too, as a sweep reads them).
+func (run *seriesRun) expect(pt point) normalAt {
+	key := pt.to.Truncate(30 * time.Minute)
 	if e, ok := run.expected[key]; ok {
 		return e
 	}
-	spans := run.r.BaselineSpans(to, run.dataStart)
+	all := run.r.BaselineSpans(pt.to, time.Time{})
+	var n normalAt
+	if run.lookDown {
+		n.reach, n.reachOK = reachOf(all, pt.from)
+	}
+	spans := slices.DeleteFunc(all, func(sp rules.Interval) bool { return sp.From.Before(run.dataStart) })
 	counts := make([]uint64, len(spans))
 	for i, sp := range spans {
 		counts[i] = run.upTo(sp.To) - run.upTo(sp.From)
 	}
-	e := run.r.Normal(spans, counts)
-	run.expected[key] = e
-	return e
+	n.exp = run.r.Normal(spans, counts)
+	run.expected[key] = n
+	return n
 }
 
 // step judges the state key at one moment.
@@ -284,7 +307,11 @@ func (run *seriesRun) step(m moment) {
 	upTo := run.upTo
 	o := observation{key: run.key, pt: pt, site: run.sr.site, path: run.sr.path, count: run.base + upTo(pt.to) - upTo(lo), launches: run.launches}
 	if r.HasNormal() {
-		o.exp = run.expect(pt.to)
+		n := run.expect(pt)
+		o.exp = n.exp
+		if n.reachOK && rules.ReadsLaunches(r) {
+			o.before, o.beforeOK = upTo(pt.from)-upTo(n.reach), true
+		}
 		if run.reach.Short > 0 {
 			o.short = upTo(pt.to) - upTo(pt.to.Add(-run.reach.Short))
 		}
