@@ -146,6 +146,8 @@ func usualText(w *crossing.Why) string {
 	switch {
 	case w.Launch && w.Lasted > 0:
 		s += ", a new page" // outlasting its site's launches, as normalText says
+	case w.Launch && w.LaunchPassed > 0 && w.LaunchRank > 2:
+		s += ", a new page past 19 in 20 of its site's launches (" + crossing.Ordinal(w.LaunchRank) + " largest " + traffic.FormatCount(w.LaunchPassed) + ")"
 	case w.Launch && w.LaunchPassed > 0:
 		// Judged against its site's launches, not its own nothing.
 		s += ", a new page past all but one of its site's launches (2nd largest " + traffic.FormatCount(w.LaunchPassed) + ")"

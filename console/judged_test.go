@@ -22,6 +22,8 @@ func TestJudgedText(t *testing.T) {
 			"above usual 0–39 for 2 h 40 min, longer than its usual bursts (1 h 40 min)"},
 		{"a new page's launch", crossingView{Key: "u.abc.1"}, &crossing.Why{Kind: "unusual", Low: 0, High: 2.6, Direction: "up", Launch: true, LaunchPassed: 168},
 			"above usual 0–3, a new page past all but one of its site's launches (2nd largest 168)"},
+		{"a busy site's launch", crossingView{Key: "u.abc.1"}, &crossing.Why{Kind: "unusual", Low: 0, High: 2.6, Direction: "up", Launch: true, LaunchPassed: 231, LaunchRank: 6},
+			"above usual 0–3, a new page past 19 in 20 of its site's launches (6th largest 231)"},
 		{"a site's first launches", crossingView{Key: "u.abc.1"}, &crossing.Why{Kind: "unusual", Low: 0, High: 2.6, Direction: "up", Launch: true},
 			"above usual 0–3, a new page among its site's first launches"},
 		{"escalate", crossingView{Key: "u.abc.3.x4"}, &crossing.Why{Kind: "unusual", Low: 70, High: 125, Step: 4}, "escalated ×4, usual 70–125"},

@@ -23,6 +23,9 @@ func ExampleWhy_ExpectedText() {
 	// A new page, judged in its launch against its site's launches:
 	w = &crossing.Why{Kind: "unusual", Count: 1610, Low: 0, High: 2.6, Days: 28, Weekly: true, Launch: true, LaunchPassed: 168}
 	fmt.Println(w.ExpectedText())
+	// ... on a site that launched 112 pages in 4 weeks:
+	w.LaunchPassed, w.LaunchRank = 231, 6
+	fmt.Println(w.ExpectedText())
 	// Output:
 	// expected 120–180 views, from 4 weeks of history (same weekday)
 	// expected 8–22 views, from 3 days of history; fired on a burst of 10 minutes
@@ -30,4 +33,5 @@ func ExampleWhy_ExpectedText() {
 	// 20 views in 10 minutes, expected 0–6 (now 12.0×)
 	// expected 0–39 views, from 4 weeks of history (same weekday); above it for 2 h 27 min, longer than its usual bursts (1 h 25 min)
 	// expected 0–3 views, from 4 weeks of history (same weekday); a new page, larger than all but one of its site's launches in 4 weeks (the second largest: 168 views)
+	// expected 0–3 views, from 4 weeks of history (same weekday); a new page, larger than 19 in 20 of its site's launches in 4 weeks (the 6th largest: 231 views)
 }

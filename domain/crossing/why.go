@@ -66,6 +66,10 @@ type Why struct {
 	// the site had fewer than two).
 	Launch       bool   `json:"launch,omitempty"`
 	LaunchPassed uint64 `json:"launch_passed,omitempty"`
+	// LaunchRank is which of the site's launches LaunchPassed is: the
+	// 2nd largest (0 reads as 2), or on a site that launches more than
+	// 40 pages in 4 weeks, the one at 1 in 20.
+	LaunchRank int `json:"launch_rank,omitempty"`
 	// Since, Peak and PeakAt describe the episode; Total is its views
 	// from the start of the window it fired in to its end (resolve).
 	Since  time.Time `json:"since,omitzero"`
@@ -340,8 +344,27 @@ func (w *Why) LaunchText() string {
 	case w.LaunchPassed == 0:
 		return "a new page, among its site's first launches in 4 weeks"
 	}
+	if w.LaunchRank > 2 {
+		return "a new page, larger than 19 in 20 of its site's launches in 4 weeks (the " + Ordinal(w.LaunchRank) + " largest: " +
+			strconv.FormatUint(w.LaunchPassed, 10) + " views)"
+	}
 	return "a new page, larger than all but one of its site's launches in 4 weeks (the second largest: " +
 		strconv.FormatUint(w.LaunchPassed, 10) + " views)"
+}
+
+// Ordinal is n in English: "2nd", "11th", "23rd".
+func Ordinal(n int) string {
+	suffix := "th"
+	switch {
+	case n%100 >= 11 && n%100 <= 13:
+	case n%10 == 1:
+		suffix = "st"
+	case n%10 == 2:
+		suffix = "nd"
+	case n%10 == 3:
+		suffix = "rd"
+	}
+	return strconv.Itoa(n) + suffix
 }
 
 // LastedText says a page was heard by outlasting its usual bursts: "for

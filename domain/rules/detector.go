@@ -75,6 +75,7 @@ type Against struct {
 	// all but one of its site's.
 	Launch       bool
 	LaunchPassed uint64
+	LaunchRank   int
 }
 
 // direction is "down" for an episode of a page gone quiet, else "up".

@@ -33,6 +33,10 @@ type Observation struct {
 	// is set when it is (StepEpisode).
 	Launches  []Burst
 	Launching bool
+	// LaunchRank is which of Launches a launch must pass: the second
+	// (all but one), or on a site that launches more than 40 pages in 4
+	// weeks, the one at 1 in 20 (Launches.For). 0 reads as 2.
+	LaunchRank int
 	// Before is the page's views over the weeks before the window (from
 	// the UTC midnight before its normal's first window: every day the
 	// normal reads, and the hours between), when BeforeOK: the sweeper
@@ -196,7 +200,8 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 		if o.Launching {
 			f.Launch = true
 			if j.lasted == 0 { // else heard by outlasting them, under their count
-				f.LaunchPassed = secondHighest(o.Bursts, o.At.Add(-pastSpan))
+				f.LaunchRank = burstRank(o)
+				f.LaunchPassed = nthHighest(o.Bursts, o.At.Add(-pastSpan), f.LaunchRank)
 			}
 		}
 		return next, r.firings(next, f)

@@ -100,10 +100,13 @@ type Firing struct {
 	// normal followed it, down or up (unusual rules, unusual_moved.go).
 	NewNormal bool
 	// Launch is set on a fire of a page in its launch (unusual rules),
-	// judged against its site's launches: LaunchPassed is the second
-	// largest of them, which it passed (0: the site had fewer than two).
+	// judged against its site's launches: LaunchPassed is the one at
+	// LaunchRank (the second largest, or 1 in 20 of a site that launches
+	// many), which it passed (0: the site had too few, or it was heard
+	// by outlasting them).
 	Launch       bool
 	LaunchPassed uint64
+	LaunchRank   int
 }
 
 // Crossed is the one comparison every rule uses: "passed 1,000 views"

@@ -306,7 +306,7 @@ func (d *unusualDetector) Against(o Observation, f Firing) Against {
 	e := o.Expected
 	a := Against{Baseline: e.Value, Low: e.Low, High: e.High, Days: e.Days, Weekly: e.Weekly,
 		Burst: f.Short, Direction: direction(f.Episode), Lasted: f.Lasted, BurstsLast: f.BurstsLast, NewNormal: f.NewNormal,
-		Launch: f.Launch, LaunchPassed: f.LaunchPassed}
+		Launch: f.Launch, LaunchPassed: f.LaunchPassed, LaunchRank: f.LaunchRank}
 	if l := e.Long; f.Short > 0 && f.Short == d.long() && f.Episode.Down && l.OK {
 		// Heard on its hours: those, as a burst's minutes are said.
 		a.Short, a.ShortBaseline, a.ShortLow, a.ShortHigh = o.Long, l.Value, l.Low, l.High
@@ -351,7 +351,7 @@ func (d *unusualDetector) weighUp(o Observation, open bool) judgement {
 	// A page's bursts are its normal: a count it reached twice in the
 	// last 4 weeks is no news, nor one within a noise unit of it.
 	floor := 0.0
-	if b := secondHighest(o.Bursts, o.At.Add(-pastSpan)); b > 0 {
+	if b := nthHighest(o.Bursts, o.At.Add(-pastSpan), burstRank(o)); b > 0 {
 		r := math.Sqrt(float64(b)+0.375) + burstMargin/2
 		floor = r*r - 0.375
 	}
@@ -435,10 +435,11 @@ func (d *unusualDetector) outlasts(o Observation) (lasted, usual time.Duration, 
 	if o.Above.IsZero() {
 		return 0, 0, false
 	}
-	run := o.Above
+	lasted = o.At.Sub(o.Above)
 	if o.Launching {
-		run = time.Time{} // the bursts are other pages' launches
+		usual = nthLongest(o.Bursts, o.At.Add(-pastSpan), burstRank(o)) // other pages' launches
+	} else {
+		usual = secondLongest(o.Bursts, o.At.Add(-pastSpan), o.Above)
 	}
-	lasted, usual = o.At.Sub(o.Above), secondLongest(o.Bursts, o.At.Add(-pastSpan), run)
 	return lasted, usual, lasted >= usual+d.r.Window.Rolling
 }

@@ -1,6 +1,10 @@
 package rules
 
-import "time"
+import (
+	"cmp"
+	"slices"
+	"time"
+)
 
 // A page's memory of its own surges (State.Bursts): which are its
 // normal, and how long they last.
@@ -21,6 +25,45 @@ func secondHighest(bursts []Burst, since time.Time) uint64 {
 		}
 	}
 	return b
+}
+
+// nthHighest is the n-th highest count of bursts at or after since (0
+// with fewer than n); secondHighest without sorting for n = 2, the
+// judgment of every page.
+func nthHighest(bursts []Burst, since time.Time, n int) uint64 {
+	if n <= 2 {
+		return secondHighest(bursts, since)
+	}
+	var c []uint64
+	for _, x := range bursts {
+		if !x.At.Before(since) {
+			c = append(c, x.Count)
+		}
+	}
+	if len(c) < n {
+		return 0
+	}
+	slices.SortFunc(c, func(a, b uint64) int { return cmp.Compare(b, a) })
+	return c[n-1]
+}
+
+// nthLongest is secondLongest's n-th, for bursts of other pages (no run
+// of its own left out).
+func nthLongest(bursts []Burst, since time.Time, n int) time.Duration {
+	if n <= 2 {
+		return secondLongest(bursts, since, time.Time{})
+	}
+	var l []time.Duration
+	for _, x := range bursts {
+		if !x.At.Before(since) {
+			l = append(l, x.lasted())
+		}
+	}
+	if len(l) < n {
+		return 0
+	}
+	slices.SortFunc(l, func(a, b time.Duration) int { return cmp.Compare(b, a) })
+	return l[n-1]
 }
 
 // secondLongest is the second longest run of bursts at or after since,

@@ -49,52 +49,85 @@ func LaunchOf(s State) (Burst, bool) {
 func (l Launch) Forgotten(at time.Time) bool { return l.At.Before(at.Add(-pastSpan)) }
 
 // Launches are a site's launches under one rule, kept to those a page's
-// judgment can read: the highest and the longest few.
+// judgment can read: the highest and the longest few, and which pages
+// launched.
 type Launches struct {
-	top []Launch
+	top   []Launch
+	pages map[string]bool
 }
 
 // keptLaunches is how many of the highest, and of the longest, a site's
-// launches keep: the second of each is read, and a page in its launch
-// may be one of them.
+// launches keep at least: the second of each is read, and a page in its
+// launch may be one of them.
 const keptLaunches = 3
+
+// launchShare is the share of a site's launches a launch must outgrow
+// all but, on a site that launches many: 1 in 20. A news site's tenth
+// article of the day is its normal; its largest of the month alone is
+// too rare to be all it hears of.
+const launchShare = 20
+
+// launchRank is which of m launches a launch must pass: the second
+// highest, or the one at 1 in 20 of them.
+func launchRank(m int) int {
+	return max(2, (m+launchShare-1)/launchShare)
+}
 
 // NewLaunches keeps the launches of all that a judgment at at can read:
 // those of the 4 weeks before it.
 func NewLaunches(all []Launch, at time.Time) Launches {
 	since := at.Add(-pastSpan)
+	l := Launches{pages: map[string]bool{}}
 	var in []Launch
-	for _, l := range all {
-		if !l.At.Before(since) {
-			in = append(in, l)
+	for _, x := range all {
+		if !x.At.Before(since) {
+			in = append(in, x)
+			l.pages[x.Page] = true
 		}
 	}
-	if len(in) <= 2*keptLaunches {
-		return Launches{top: in}
+	// A page may be one of those read: one more than the rank.
+	keep := max(keptLaunches, launchRank(len(in))+1)
+	if len(in) <= 2*keep {
+		l.top = in
+		return l
 	}
 	byCount := slices.Clone(in)
 	slices.SortStableFunc(byCount, func(a, b Launch) int { return cmp.Compare(b.Count, a.Count) })
 	byLength := in
 	slices.SortStableFunc(byLength, func(a, b Launch) int { return cmp.Compare(b.lasted(), a.lasted()) })
-	top := slices.Clone(byCount[:keptLaunches])
-	for _, l := range byLength[:keptLaunches] {
-		if !slices.ContainsFunc(top, func(t Launch) bool { return t.Page == l.Page }) {
-			top = append(top, l)
+	l.top = slices.Clone(byCount[:keep])
+	for _, x := range byLength[:keep] {
+		if !slices.ContainsFunc(l.top, func(t Launch) bool { return t.Page == x.Page }) {
+			l.top = append(l.top, x)
 		}
 	}
-	return Launches{top: top}
+	return l
 }
 
 // For is what a page (named as Launch.Page) in its launch is judged
-// against: the site's launches but its own.
-func (l Launches) For(page string) []Burst {
+// against: the site's launches but its own, and which of them it must
+// pass (Observation.LaunchRank).
+func (l Launches) For(page string) ([]Burst, int) {
 	out := make([]Burst, 0, len(l.top))
 	for _, x := range l.top {
 		if x.Page != page {
 			out = append(out, x.Burst)
 		}
 	}
-	return out
+	m := len(l.pages)
+	if l.pages[page] {
+		m--
+	}
+	return out, launchRank(m)
+}
+
+// burstRank is which of a page's bursts (or, in its launch, its site's
+// launches) a count must pass to be news.
+func burstRank(o Observation) int {
+	if o.Launching {
+		return max(2, o.LaunchRank)
+	}
+	return 2
 }
 
 // Len is how many launches are kept.

@@ -8,13 +8,14 @@ import (
 )
 
 // A site's launches keep the few a judgment reads, and a page reads the
-// same of them as of all its site's others: their second highest count
-// and second longest run, whichever page it is and however many there
-// are; those older than 4 weeks are forgotten.
+// same of them as of all its site's others: the count and the run at
+// its rank (the second highest and longest, or 1 in 20 of a site that
+// launches many), whichever page it is and however many there are;
+// those older than 4 weeks are forgotten.
 func TestLaunchesKeepWhatAJudgmentReads(t *testing.T) {
 	at := time.Date(2026, 3, 30, 12, 0, 0, 0, time.UTC)
 	rng := rand.New(rand.NewPCG(7, 11))
-	for _, n := range []int{0, 1, 2, 3, 7, 40} {
+	for _, n := range []int{0, 1, 2, 3, 7, 40, 41, 100, 300} {
 		var all []Launch
 		for i := range n {
 			all = append(all, Launch{Page: fmt.Sprint(i), Burst: Burst{
@@ -31,12 +32,15 @@ func TestLaunchesKeepWhatAJudgmentReads(t *testing.T) {
 					others = append(others, l.Burst)
 				}
 			}
-			got := kept.For(page)
-			if a, b := secondHighest(got, since), secondHighest(others, since); a != b {
-				t.Errorf("%d launches, page %s: second highest %d, of all its others %d", n, page, a, b)
+			got, rank := kept.For(page)
+			if want := max(2, (len(others)+19)/20); rank != want {
+				t.Fatalf("%d launches, page %s: rank %d, want %d of its %d others", n, page, rank, want, len(others))
 			}
-			if a, b := secondLongest(got, since, time.Time{}), secondLongest(others, since, time.Time{}); a != b {
-				t.Errorf("%d launches, page %s: second longest %s, of all its others %s", n, page, a, b)
+			if a, b := nthHighest(got, since, rank), nthHighest(others, since, rank); a != b {
+				t.Errorf("%d launches, page %s: count at rank %d %d, of all its others %d", n, page, rank, a, b)
+			}
+			if a, b := nthLongest(got, since, rank), nthLongest(others, since, rank); a != b {
+				t.Errorf("%d launches, page %s: run at rank %d %s, of all its others %s", n, page, rank, a, b)
 			}
 		}
 	}

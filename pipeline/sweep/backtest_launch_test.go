@@ -13,12 +13,12 @@ import (
 )
 
 // blogCSV is a blog of 5 weeks in rows per 5 minutes: a home page with a
-// daily rhythm, and a new post every day between 9:00 and 13:00 whose
+// daily rhythm, and perDay new posts every day between 9:00 and 13:00 whose
 // first hour is lognormal about 150 views (half of them 110 to 210),
 // halving every 4 hours to a trickle of search visits, and a view of
 // its author's preview the day before. big, unless
 // zero, is a post day that launches ten times larger.
-func blogCSV(seed uint64, big int) (csv string, start time.Time, launches []time.Time) {
+func blogCSV(seed uint64, big, perDay int) (csv string, start time.Time, launches []time.Time) {
 	start = time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
 	rng := rand.New(rand.NewPCG(seed, 29))
 	type post struct {
@@ -28,14 +28,21 @@ func blogCSV(seed uint64, big int) (csv string, start time.Time, launches []time
 	}
 	var posts []post
 	for d := range 35 {
-		at := start.Add(time.Duration(d)*24*time.Hour + 9*time.Hour + time.Duration(rng.IntN(48))*5*time.Minute)
-		size := 150 * math.Exp(0.45*rng.NormFloat64())
-		if big != 0 && d == big {
-			size *= 10
+		for k := range perDay {
+			at := start.Add(time.Duration(d)*24*time.Hour + 9*time.Hour + time.Duration(rng.IntN(48))*5*time.Minute)
+			size := 150 * math.Exp(0.45*rng.NormFloat64())
+			if big != 0 && d == big && k == 0 {
+				size *= 10
+			}
+			path := fmt.Sprintf("/posts/%02d", d+1)
+			if perDay > 1 {
+				path = fmt.Sprintf("/posts/%02d-%d", d+1, k+1)
+			}
+			posts = append(posts, post{path, at, size})
+			launches = append(launches, at)
 		}
-		posts = append(posts, post{fmt.Sprintf("/posts/%02d", d+1), at, size})
-		launches = append(launches, at)
 	}
+	slices.SortStableFunc(posts, func(a, b post) int { return a.at.Compare(b.at) })
 	var b strings.Builder
 	b.WriteString("timestamp,site,path,count\n")
 	for at := start; at.Before(start.Add(35 * 24 * time.Hour)); at = at.Add(5 * time.Minute) {
@@ -68,7 +75,7 @@ func blogCSV(seed uint64, big int) (csv string, start time.Time, launches []time
 // of 34 was told before). A launch ten times the others is told, once,
 // and resolves.
 func TestBacktestNewPagesAreJudgedAgainstTheSitesLaunches(t *testing.T) {
-	csv, start, launches := blogCSV(31, 20)
+	csv, start, launches := blogCSV(31, 20, 1)
 	xs := backtestCSV(t, csv, start.Add(24*time.Hour), unusualBoth())
 	byEvent := map[string]int{}
 	var told []string
@@ -131,5 +138,25 @@ func TestBacktestADayPageAtNightIsNoLaunch(t *testing.T) {
 	}
 	if docs[0].Why.Launch {
 		t.Errorf("/docs's night surge was called a new page's launch")
+	}
+}
+
+// A site that launches many pages a day hears of those past 1 in 20 of
+// its launches of 4 weeks, not only of the largest of the month: a news
+// site's tenth article of the day is its normal, the one at the top of
+// its month's is not all it wants to hear of.
+func TestBacktestABusySiteHearsOneLaunchInTwenty(t *testing.T) {
+	csv, start, _ := blogCSV(37, 0, 4)
+	xs := backtestCSV(t, csv, start.Add(24*time.Hour), unusualBoth())
+	late := start.Add(15 * 24 * time.Hour) // 4 a day: 56 launches, the rank at 3 and growing
+	judged, told := 4*20, 0
+	for _, x := range xs {
+		if x.Event == "fire" && !x.CrossedAt.Before(late) {
+			told++
+		}
+	}
+	t.Logf("%d of the %d launches of the last 20 days told", told, judged)
+	if told < 2 || told > 12 {
+		t.Errorf("%d of %d launches told, want about 1 in 20 of them", told, judged)
 	}
 }

@@ -199,9 +199,10 @@ type observation struct {
 	// its own (rules.ReadsLaunches), for a page in its launch; before,
 	// when beforeOK, the page's views over the weeks before its window
 	// (quietReach), which say whether it is new.
-	launches []rules.Burst
-	before   uint64
-	beforeOK bool
+	launches   []rules.Burst
+	launchRank int
+	before     uint64
+	beforeOK   bool
 	// alike are the rules (indexes) that settle this page as this one's
 	// rule does (Detector.SettleKey), its normal not yet known when
 	// counted: they are judged only if it is not settled (weighStateless,
@@ -212,7 +213,7 @@ type observation struct {
 // ruleObservation is what the rule's detector is shown of o.
 func (o observation) ruleObservation() rules.Observation {
 	return rules.Observation{At: o.pt.at, Count: o.count, Expected: o.exp, Short: o.short, Long: o.long, Late: o.late, LongLate: o.late || o.longLate,
-		Launches: o.launches, Before: o.before, BeforeOK: o.beforeOK}
+		Launches: o.launches, LaunchRank: o.launchRank, Before: o.before, BeforeOK: o.beforeOK}
 }
 
 // count runs the queries for a set of points and turns the rows into

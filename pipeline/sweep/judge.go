@@ -133,7 +133,7 @@ func (s *Sweeper) judge(ctx context.Context, set *ruleSet, obs map[string][]obse
 		for _, o := range list {
 			before, nfired := v.next, len(v.fired)
 			var fire []rules.Firing
-			o.launches = launchesFor(launches, list[0].pt.rule, o)
+			o.launches, o.launchRank = launchesFor(launches, list[0].pt.rule, o)
 			v.next, fire = r.Judge(v.next, o.ruleObservation())
 			if v.next.Open != nil && v.next.Open.Path == "" {
 				v.next.Open.Site, v.next.Open.Path = o.site, o.path
@@ -211,7 +211,7 @@ func whyOf(r *rules.Rule, o observation, f rules.Firing) *crossing.Why {
 		Baseline: a.Baseline, Low: a.Low, High: a.High, Factor: a.Factor, Days: a.Days, Weekly: a.Weekly,
 		Burst: a.Burst, BurstCount: a.Short, BurstBaseline: a.ShortBaseline, BurstLow: a.ShortLow, BurstHigh: a.ShortHigh,
 		Direction: a.Direction, Lasted: a.Lasted, BurstsLast: a.BurstsLast, NewNormal: a.NewNormal,
-		Launch: a.Launch, LaunchPassed: a.LaunchPassed,
+		Launch: a.Launch, LaunchPassed: a.LaunchPassed, LaunchRank: a.LaunchRank,
 		Since: f.Episode.Since, Peak: f.Episode.Peak, PeakAt: f.Episode.PeakAt}
 	if !f.Episode.PeakAt.IsZero() {
 		w.PeakAt = f.Episode.PeakAt.UTC()

@@ -56,11 +56,11 @@ func (s *Sweeper) siteLaunches(set *ruleSet, now time.Time) map[launchGroup]rule
 }
 
 // launchesFor is what observation o of rule ri is judged against in its
-// launch: its site's launches but its own.
-func launchesFor(launches map[launchGroup]rules.Launches, ri int, o observation) []rules.Burst {
+// launch: its site's launches but its own, and which it must pass.
+func launchesFor(launches map[launchGroup]rules.Launches, ri int, o observation) ([]rules.Burst, int) {
 	l, ok := launches[launchGroup{ri, o.site}]
 	if !ok || l.Len() == 0 {
-		return nil
+		return nil, 0
 	}
 	return l.For(o.key)
 }

@@ -139,11 +139,13 @@ type line struct {
 	// followed it, down or up.
 	NewNormal bool `json:"new_normal,omitempty"`
 	// Launch marks a new page told in its launch, against its site's
-	// launches of 4 weeks; LaunchPassed is the second largest of those
+	// launches of 4 weeks; LaunchPassed is the one at LaunchRank of those
+	// (the 2nd largest, or 1 in 20 of a site that launches many)
 	// (views in the window), which it passed (0: the site had fewer
 	// than two).
 	Launch       bool   `json:"launch,omitempty"`
 	LaunchPassed uint64 `json:"launch_passed,omitempty"`
+	LaunchRank   int    `json:"launch_rank,omitempty"`
 	// Since is, for a "no data" message (path ""), the site's newest
 	// minute with data.
 	Since *time.Time `json:"since,omitempty"`
@@ -177,7 +179,7 @@ func printJSON(out io.Writer, xs []crossing.Crossing) error {
 		case x.Why != nil && x.Why.Kind != string(rules.KindThreshold):
 			b := x.Why.Baseline
 			l.Baseline, l.Expected, l.Direction, l.NewNormal = &b, &b, x.Why.Direction, x.Why.NewNormal
-			l.Launch, l.LaunchPassed = x.Why.Launch, x.Why.LaunchPassed
+			l.Launch, l.LaunchPassed, l.LaunchRank = x.Why.Launch, x.Why.LaunchPassed, x.Why.LaunchRank
 			if x.Why.High > 0 {
 				lo, hi := x.Why.Low, x.Why.High
 				l.Low, l.High = &lo, &hi
