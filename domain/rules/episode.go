@@ -27,15 +27,14 @@ type Observation struct {
 	// its state (StepEpisode fills them in).
 	Bursts []Burst
 	Above  time.Time
-	// Launches are the launches of the page's site but its own (the
-	// sweeper's, from Launches.For): a page in its launch is judged
-	// against them in place of its own bursts (unusual rules). Launching
-	// is set when it is (StepEpisode).
-	Launches  []Burst
-	Launching bool
-	// LaunchRank is which of Launches a launch must pass: the second
-	// (all but one), or on a site that launches more than 40 pages in 4
-	// weeks, the one at 1 in 20 (Launches.For). 0 reads as 2.
+	// Launches are the launches of the page's site under the rule, and
+	// Page the page's name among them (Launch.Page): a page in its
+	// launch is judged against the others' in place of its own bursts
+	// (unusual rules). Launching, and which of them a launch must pass
+	// (LaunchRank), are set when it is (StepEpisode).
+	Launches   Launches
+	Page       string
+	Launching  bool
 	LaunchRank int
 	// Before is the page's views over the weeks before the window (from
 	// the UTC midnight before its normal's first window: every day the
@@ -165,7 +164,8 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 		launch, first = launching(prev, o)
 	}
 	if launch {
-		o.Bursts, o.Launching = o.Launches, true
+		o.Bursts, o.LaunchRank = o.Launches.For(o.Page)
+		o.Launching = true
 	}
 	if ep == nil {
 		j := det.weigh(o, nil)

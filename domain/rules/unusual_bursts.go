@@ -34,17 +34,7 @@ func nthHighest(bursts []Burst, since time.Time, n int) uint64 {
 	if n <= 2 {
 		return secondHighest(bursts, since)
 	}
-	var c []uint64
-	for _, x := range bursts {
-		if !x.At.Before(since) {
-			c = append(c, x.Count)
-		}
-	}
-	if len(c) < n {
-		return 0
-	}
-	slices.SortFunc(c, func(a, b uint64) int { return cmp.Compare(b, a) })
-	return c[n-1]
+	return nthLargest(bursts, since, n, func(b Burst) uint64 { return b.Count })
 }
 
 // nthLongest is secondLongest's n-th, for bursts of other pages (no run
@@ -53,17 +43,24 @@ func nthLongest(bursts []Burst, since time.Time, n int) time.Duration {
 	if n <= 2 {
 		return secondLongest(bursts, since, time.Time{})
 	}
-	var l []time.Duration
+	return nthLargest(bursts, since, n, Burst.lasted)
+}
+
+// nthLargest is the n-th largest of(b) of bursts at or after since (0
+// with fewer than n).
+func nthLargest[T cmp.Ordered](bursts []Burst, since time.Time, n int, of func(Burst) T) T {
+	var v []T
 	for _, x := range bursts {
 		if !x.At.Before(since) {
-			l = append(l, x.lasted())
+			v = append(v, of(x))
 		}
 	}
-	if len(l) < n {
-		return 0
+	if len(v) < n {
+		var zero T
+		return zero
 	}
-	slices.SortFunc(l, func(a, b time.Duration) int { return cmp.Compare(b, a) })
-	return l[n-1]
+	slices.SortFunc(v, func(a, b T) int { return cmp.Compare(b, a) })
+	return v[n-1]
 }
 
 // secondLongest is the second longest run of bursts at or after since,

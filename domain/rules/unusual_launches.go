@@ -200,23 +200,16 @@ func launching(s State, o Observation) (in, first bool) {
 	if !o.Expected.OK {
 		return false, false
 	}
-	var own []Burst
-	for _, b := range s.Bursts {
-		if !b.At.Before(o.At.Add(-pastSpan)) {
-			own = append(own, b)
-		}
-	}
-	if len(own) == 0 {
+	// Bursts are kept in time order: its own, of the last 4 weeks, begin
+	// at the first not forgotten.
+	since := o.At.Add(-pastSpan)
+	i := slices.IndexFunc(s.Bursts, func(b Burst) bool { return !b.At.Before(since) })
+	if i < 0 {
 		return o.BeforeOK && o.Before <= strayViews && s.Open == nil, true
 	}
-	l := own[0]
-	if !l.Launch {
-		return false, false
-	}
-	for _, b := range own[1:] {
-		if b.At.Sub(l.At) >= launchDay {
-			return false, false
-		}
+	l := s.Bursts[i]
+	if !l.Launch || s.Bursts[len(s.Bursts)-1].At.Sub(l.At) >= launchDay {
+		return false, false // no launch, or a burst of its own since its first day
 	}
 	return o.At.Sub(l.At) < launchDay || (!o.Above.IsZero() && o.Above.Sub(l.At) < launchDay), false
 }

@@ -195,14 +195,13 @@ type observation struct {
 	long       uint64            // the count over its drop's hours (Reach.Long)
 	late       bool              // the site's data is behind: no drop is judged
 	longLate   bool              // ... or was, at some time in the drop's hours
-	// launches are the launches of the page's site under the rule but
-	// its own (rules.ReadsLaunches), for a page in its launch; before,
-	// when beforeOK, the page's views over the weeks before its window
+	// launches are the launches of the page's site under the rule
+	// (rules.ReadsLaunches), for a page in its launch; before, when
+	// beforeOK, the page's views over the weeks before its window
 	// (quietReach), which say whether it is new.
-	launches   []rules.Burst
-	launchRank int
-	before     uint64
-	beforeOK   bool
+	launches rules.Launches
+	before   uint64
+	beforeOK bool
 	// alike are the rules (indexes) that settle this page as this one's
 	// rule does (Detector.SettleKey), its normal not yet known when
 	// counted: they are judged only if it is not settled (weighStateless,
@@ -213,7 +212,7 @@ type observation struct {
 // ruleObservation is what the rule's detector is shown of o.
 func (o observation) ruleObservation() rules.Observation {
 	return rules.Observation{At: o.pt.at, Count: o.count, Expected: o.exp, Short: o.short, Long: o.long, Late: o.late, LongLate: o.late || o.longLate,
-		Launches: o.launches, LaunchRank: o.launchRank, Before: o.before, BeforeOK: o.beforeOK}
+		Launches: o.launches, Page: o.key, Before: o.before, BeforeOK: o.beforeOK}
 }
 
 // count runs the queries for a set of points and turns the rows into

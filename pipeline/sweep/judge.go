@@ -133,7 +133,7 @@ func (s *Sweeper) judge(ctx context.Context, set *ruleSet, obs map[string][]obse
 		for _, o := range list {
 			before, nfired := v.next, len(v.fired)
 			var fire []rules.Firing
-			o.launches, o.launchRank = launchesFor(launches, list[0].pt.rule, o)
+			o.launches = launches[launchGroup{list[0].pt.rule, o.site}]
 			v.next, fire = r.Judge(v.next, o.ruleObservation())
 			if v.next.Open != nil && v.next.Open.Path == "" {
 				v.next.Open.Site, v.next.Open.Path = o.site, o.path

@@ -55,16 +55,6 @@ func (s *Sweeper) siteLaunches(set *ruleSet, now time.Time) map[launchGroup]rule
 	return out
 }
 
-// launchesFor is what observation o of rule ri is judged against in its
-// launch: its site's launches but its own, and which it must pass.
-func launchesFor(launches map[launchGroup]rules.Launches, ri int, o observation) ([]rules.Burst, int) {
-	l, ok := launches[launchGroup{ri, o.site}]
-	if !ok || l.Len() == 0 {
-		return nil, 0
-	}
-	return l.For(o.key)
-}
-
 // markLaunch names the site on a state that remembers a launch, for
 // siteLaunches to find.
 func markLaunch(st *rules.State, site string) {

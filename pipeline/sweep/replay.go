@@ -162,10 +162,7 @@ func replayLaunches(runs []*seriesRun) {
 			}
 		}
 		run := runs[e.run]
-		run.launches, run.launchRank = nil, 0
-		if launches.Len() > 0 {
-			run.launches, run.launchRank = launches.For(run.key)
-		}
+		run.launches = launches
 		run.step(run.moments[e.m])
 		markLaunch(&run.st, run.sr.site)
 		b, ok := rules.LaunchOf(run.st)
@@ -183,25 +180,24 @@ func replayLaunches(runs []*seriesRun) {
 // seriesRun is one state key's replay: its moments, and its state as it
 // steps through them.
 type seriesRun struct {
-	key        string
-	sr         *series
-	r          *rules.Rule
-	base       uint64
-	allFrom    time.Time
-	now        time.Time
-	dataStart  time.Time
-	site       *siteData
-	logger     *slog.Logger
-	moments    []moment
-	upTo       func(time.Time) uint64
-	expected   map[time.Time]normalAt
-	reach      rules.Reach
-	lookDown   bool
-	st         rules.State
-	launches   []rules.Burst // the site's launches but the page's own (rules.ReadsLaunches)
-	launchRank int           // which of them a launch must pass
-	launched   bool          // it was in its launch at some moment (rules.InLaunch)
-	out        []crossing.Crossing
+	key       string
+	sr        *series
+	r         *rules.Rule
+	base      uint64
+	allFrom   time.Time
+	now       time.Time
+	dataStart time.Time
+	site      *siteData
+	logger    *slog.Logger
+	moments   []moment
+	upTo      func(time.Time) uint64
+	expected  map[time.Time]normalAt
+	reach     rules.Reach
+	lookDown  bool
+	st        rules.State
+	launches  rules.Launches // its site's (rules.ReadsLaunches)
+	launched  bool           // it was in its launch at some moment (rules.InLaunch)
+	out       []crossing.Crossing
 }
 
 // moment is a time a replayed state key is judged at.
@@ -248,7 +244,7 @@ func newSeriesRun(k string, sr *series, r *rules.Rule, base uint64, since, allFr
 // reset forgets what the moments did, to step them again; the normals
 // stay, which the state does not change.
 func (run *seriesRun) reset() {
-	run.st, run.out, run.launches, run.launchRank = rules.State{}, nil, nil, 0
+	run.st, run.out, run.launches = rules.State{}, nil, rules.Launches{}
 }
 
 // replay steps the state key through all its moments.
@@ -306,7 +302,7 @@ func (run *seriesRun) step(m moment) {
 		lo = run.allFrom
 	}
 	upTo := run.upTo
-	o := observation{key: run.key, pt: pt, site: run.sr.site, path: run.sr.path, count: run.base + upTo(pt.to) - upTo(lo), launches: run.launches, launchRank: run.launchRank}
+	o := observation{key: run.key, pt: pt, site: run.sr.site, path: run.sr.path, count: run.base + upTo(pt.to) - upTo(lo), launches: run.launches}
 	if r.HasNormal() {
 		n := run.expect(pt)
 		o.exp = n.exp
