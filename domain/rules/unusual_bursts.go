@@ -116,3 +116,19 @@ func rememberBurst(bursts []Burst, at, run time.Time, count uint64) []Burst {
 	}
 	return out
 }
+
+// Remembers is how far back what a rule's states carry from one sweep to
+// the next reaches: an unusual rule's bursts and its site's launches, 4
+// weeks, and a page's new level (State.SettledLow) for as long as its
+// normal's weeks read from before it. A replay begun that much before
+// the time it reports from judges that time as a sweeper running all
+// along did; begun there, a page at 0 between bursts took its first
+// bursts in the replay for news, and a site's first new pages in it
+// were its first launches. 0 for the other rules, whose states hold
+// their current episode only.
+func Remembers(r *Rule) time.Duration {
+	if r.Unusual == nil {
+		return 0
+	}
+	return max(pastSpan, time.Duration(max(r.Unusual.Weeks, DefaultWeeks))*7*24*time.Hour)
+}

@@ -20,8 +20,11 @@ import (
 // when such a minute leaves the window); an open episode and a rule that
 // looks down are also judged at every whole hour, when the baseline
 // moves. All-time windows start from base, or with a nil base (a counts
-// file) from the first minute of src. Spike and new_page rules read the minutes before since that
-// their baselines reach back to; a site's data begins at its first row,
+// file) from the first minute of src. A rule whose states remember (an
+// unusual rule's bursts and launches) is judged from as long before
+// since (warmFrom), its messages before since left out. Rules with a
+// normal read the minutes before that their baselines reach back to;
+// a site's data begins at its first row,
 // and windows before that are unknown, as in a sweep. A site whose rows
 // stop for a while is late, as a sweep would have found it (siteRows):
 // its drops are held. keep, unless nil, says which rows are judged; the
@@ -30,13 +33,16 @@ import (
 func replay(ctx context.Context, src MinuteSource, keep func(site, path string, minute time.Time, hits uint64) bool, set *ruleSet, base map[string]uint64, since, now time.Time, lateAfter time.Duration, logger *slog.Logger) ([]crossing.Crossing, error) {
 	scanFrom := since
 	for _, r := range set.rules {
+		// Judged from what its states remember before since, its
+		// messages there left out: a sweeper running all along knew it.
+		from := warmFrom(r, since)
 		switch r.Window.Kind {
 		case rules.Rolling:
-			scanFrom = minTime(scanFrom, since.Add(-r.Window.Rolling))
-			for _, sp := range r.BaselineSpans(since, time.Time{}) {
+			scanFrom = minTime(scanFrom, from.Add(-r.Window.Rolling))
+			for _, sp := range r.BaselineSpans(from, time.Time{}) {
 				scanFrom = minTime(scanFrom, sp.From)
 			}
-			if from, ok := quietReach(r, pointAt(0, r, since, now)); ok {
+			if from, ok := quietReach(r, pointAt(0, r, from, now)); ok {
 				scanFrom = minTime(scanFrom, from) // a page's weeks before its window, as a sweep reads them
 			}
 		case rules.Calendar:
@@ -82,7 +88,7 @@ func replay(ctx context.Context, src MinuteSource, keep func(site, path string, 
 		if dataStart.Before(scanFrom) {
 			dataStart = scanFrom
 		}
-		run := newSeriesRun(k, sr, r, base[k], since, allFrom, now, dataStart, site, logger)
+		run := newSeriesRun(k, sr, r, base[k], warmFrom(r, since), allFrom, now, dataStart, site, logger)
 		run.replay()
 		if !run.launched {
 			byKey[k] = run.out
@@ -103,11 +109,23 @@ func replay(ctx context.Context, src MinuteSource, keep func(site, path string, 
 	}
 	var out []crossing.Crossing
 	for _, k := range slices.Sorted(maps.Keys(byKey)) {
-		out = append(out, byKey[k]...)
+		for _, x := range byKey[k] {
+			if !x.CrossedAt.Before(since) { // not the warm-up's
+				out = append(out, x)
+			}
+		}
 	}
 	out = append(out, noDataEpisodes(set, rows, since, now)...)
 	slices.SortStableFunc(out, func(a, b crossing.Crossing) int { return a.CrossedAt.Compare(b.CrossedAt) })
 	return out, nil
+}
+
+// warmFrom is when a replay reporting from since begins judging r: as
+// far before since as its states remember (rules.Remembers), so that
+// since is judged as by a sweeper that ran all along. A site's data that
+// begins later begins the judging later too, as it did for the sweeper.
+func warmFrom(r *rules.Rule, since time.Time) time.Time {
+	return since.Add(-rules.Remembers(r))
 }
 
 // launchGroup is the pages of one site under one rule.
@@ -206,19 +224,20 @@ type moment struct {
 	hour bool // only a whole hour: judged if an episode is open or the rule looks down
 }
 
-func newSeriesRun(k string, sr *series, r *rules.Rule, base uint64, since, allFrom, now, dataStart time.Time, site *siteData, logger *slog.Logger) *seriesRun {
+// newSeriesRun is the replay of state key k judged from from on.
+func newSeriesRun(k string, sr *series, r *rules.Rule, base uint64, from, allFrom, now, dataStart time.Time, site *siteData, logger *slog.Logger) *seriesRun {
 	mins := slices.SortedFunc(maps.Keys(sr.minutes), func(a, b time.Time) int { return a.Compare(b) })
 	var moments []moment
 	for _, m := range mins {
-		if !m.Before(since) {
+		if !m.Before(from) {
 			moments = append(moments, moment{t: m})
 		}
-		if r.Window.Kind == rules.Rolling && !m.Add(r.Window.Rolling).Before(since) {
+		if r.Window.Kind == rules.Rolling && !m.Add(r.Window.Rolling).Before(from) {
 			moments = append(moments, moment{t: m.Add(r.Window.Rolling)})
 		}
 	}
 	if r.HasNormal() && len(mins) > 0 {
-		for h := since.Truncate(time.Hour).Add(time.Hour); !h.After(now); h = h.Add(time.Hour) {
+		for h := from.Truncate(time.Hour).Add(time.Hour); !h.After(now); h = h.Add(time.Hour) {
 			moments = append(moments, moment{t: h, hour: true})
 		}
 	}
