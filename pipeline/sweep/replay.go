@@ -237,7 +237,9 @@ func newSeriesRun(k string, sr *series, r *rules.Rule, base uint64, from, allFro
 		}
 	}
 	if r.HasNormal() && len(mins) > 0 {
-		for h := from.Truncate(time.Hour).Add(time.Hour); !h.After(now); h = h.Add(time.Hour) {
+		// Not before its site's data: a warm-up reaching back past it
+		// would step weeks of hours that know nothing.
+		for h := maxTime(from, dataStart).Truncate(time.Hour).Add(time.Hour); !h.After(now); h = h.Add(time.Hour) {
 			moments = append(moments, moment{t: h, hour: true})
 		}
 	}
