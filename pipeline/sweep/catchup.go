@@ -165,16 +165,19 @@ type series struct {
 }
 
 // minuteSums is a series' hits before any time in two lookups: sums[i]
-// is the hits of mins[:i].
+// is the hits of the minutes before at[i]. Times are kept as Unix
+// nanoseconds: a backtest looks them up several times for every minute
+// it judges, and comparing time.Times was a quarter of its cost.
 type minuteSums struct {
-	mins []time.Time
+	at   []int64
 	sums []uint64
 }
 
 // sums is sr's minuteSums, mins its minutes in order.
 func (sr *series) sums(mins []time.Time) minuteSums {
-	s := minuteSums{mins: mins, sums: make([]uint64, len(mins)+1)}
+	s := minuteSums{at: make([]int64, len(mins)), sums: make([]uint64, len(mins)+1)}
 	for i, m := range mins {
+		s.at[i] = m.UnixNano()
 		s.sums[i+1] = s.sums[i] + sr.minutes[m]
 	}
 	return s
@@ -182,7 +185,7 @@ func (sr *series) sums(mins []time.Time) minuteSums {
 
 // before is the hits in minutes before t.
 func (s minuteSums) before(t time.Time) uint64 {
-	i, _ := slices.BinarySearchFunc(s.mins, t, func(a, b time.Time) int { return a.Compare(b) })
+	i, _ := slices.BinarySearch(s.at, t.UnixNano())
 	return s.sums[i]
 }
 
