@@ -153,6 +153,8 @@ func usualText(w *crossing.Why) string {
 		s += ", a new page past all but one of its site's launches (2nd largest " + traffic.FormatCount(w.LaunchPassed) + ")"
 	case w.Launch:
 		s += ", a new page among its site's first launches"
+	case w.Bursts > 0:
+		s += ", past what its " + strconv.Itoa(w.Bursts) + " bursts reach (" + traffic.FormatCount(w.BurstsPassed) + ")"
 	}
 	return s
 }

@@ -26,6 +26,8 @@ func TestJudgedText(t *testing.T) {
 			"above usual 0–3, a new page past 19 in 20 of its site's launches (6th largest 231)"},
 		{"a site's first launches", crossingView{Key: "u.abc.1"}, &crossing.Why{Kind: "unusual", Low: 0, High: 2.6, Direction: "up", Launch: true},
 			"above usual 0–3, a new page among its site's first launches"},
+		{"a page at nothing between its bursts", crossingView{Key: "u.abc.3"}, &crossing.Why{Kind: "unusual", Low: 0, High: 2.8, Direction: "up", Bursts: 11, BurstsPassed: 990},
+			"above usual 0–3, past what its 11 bursts reach (990)"},
 		{"escalate", crossingView{Key: "u.abc.3.x4"}, &crossing.Why{Kind: "unusual", Low: 70, High: 125, Step: 4}, "escalated ×4, usual 70–125"},
 		{"resolve", crossingView{Key: "u.abc.3.resolved"}, &crossing.Why{Kind: "unusual", Peak: 2300}, "resolved, peak 2,300"},
 		{"resolve, not back", crossingView{Key: "u.abc.4.resolved"}, &crossing.Why{Kind: "unusual", Direction: "down", Peak: 0, NewNormal: true}, "resolved, not back: its normal followed it"},

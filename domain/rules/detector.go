@@ -76,6 +76,10 @@ type Against struct {
 	Launch       bool
 	LaunchPassed uint64
 	LaunchRank   int
+	// Bursts and BurstsPassed are Firing's: a page at nothing between
+	// its bursts, past what they reach.
+	Bursts       int
+	BurstsPassed uint64
 }
 
 // direction is "down" for an episode of a page gone quiet, else "up".

@@ -127,6 +127,9 @@ type judgement struct {
 	// when it outlasted its bursts (whose runs last burstsLast) and was
 	// judged at its normal's level, under their count.
 	lasted, burstsLast time.Duration
+	// bursts, when set, is how many remembered bursts of a page at
+	// nothing between them level was read from (burstBound).
+	bursts int
 }
 
 // StepEpisode is the state machine of episodic rules (spike, new_page,
@@ -197,6 +200,9 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 			next.Fired = []uint64{r.Thresholds[0]}
 		}
 		f := Firing{Event: EventFire, Level: j.level, Severity: j.severity, Short: shortOf(det, j), Lasted: j.lasted, BurstsLast: j.burstsLast}
+		if j.bursts > 0 {
+			f.Bursts, f.BurstsPassed = j.bursts, uint64(math.Ceil(j.level))
+		}
 		if o.Launching {
 			f.Launch = true
 			if j.lasted == 0 { // else heard by outlasting them, under their count

@@ -107,6 +107,11 @@ type Firing struct {
 	Launch       bool
 	LaunchPassed uint64
 	LaunchRank   int
+	// Bursts, when set, is how many remembered bursts of a page at
+	// nothing between them it fired past: BurstsPassed, what they reach
+	// but 1 in 50 (unusual rules).
+	Bursts       int
+	BurstsPassed uint64
 }
 
 // Crossed is the one comparison every rule uses: "passed 1,000 views"

@@ -306,7 +306,7 @@ func (d *unusualDetector) Against(o Observation, f Firing) Against {
 	e := o.Expected
 	a := Against{Baseline: e.Value, Low: e.Low, High: e.High, Days: e.Days, Weekly: e.Weekly,
 		Burst: f.Short, Direction: direction(f.Episode), Lasted: f.Lasted, BurstsLast: f.BurstsLast, NewNormal: f.NewNormal,
-		Launch: f.Launch, LaunchPassed: f.LaunchPassed, LaunchRank: f.LaunchRank}
+		Launch: f.Launch, LaunchPassed: f.LaunchPassed, LaunchRank: f.LaunchRank, Bursts: f.Bursts, BurstsPassed: f.BurstsPassed}
 	if l := e.Long; f.Short > 0 && f.Short == d.long() && f.Episode.Down && l.OK {
 		// Heard on its hours: those, as a burst's minutes are said.
 		a.Short, a.ShortBaseline, a.ShortLow, a.ShortHigh = o.Long, l.Value, l.Low, l.High
@@ -350,12 +350,25 @@ func (d *unusualDetector) Settled(o Observation) bool {
 func (d *unusualDetector) weighUp(o Observation, open bool) judgement {
 	// A page's bursts are its normal: a count it reached twice in the
 	// last 4 weeks is no news, nor one within a noise unit of it.
-	floor := 0.0
+	floor, bursts := 0.0, 0
 	if b := nthHighest(o.Bursts, o.At.Add(-pastSpan), burstRank(o)); b > 0 {
 		r := math.Sqrt(float64(b)+0.375) + burstMargin/2
 		floor = r*r - 0.375
+		if e := o.Expected; !o.Launching && max(d.countAt(e, e.Top, d.u.Sensitivity), d.u.Factor*e.Top) < float64(d.u.MinCount) {
+			// A page whose own normal could never fire (a newsletter,
+			// a cron job, at nothing between): its bursts are all the
+			// normal it has, and their sizes vary more than counting's
+			// noise. Passing the second highest, a page's like bursts
+			// were news 2 times in n + 1.
+			if bb, n := burstBound(o.Bursts, o.At.Add(-pastSpan), d.u.Sensitivity/DefaultSensitivity); bb > floor {
+				floor, bursts = bb, n
+			}
+		}
 	}
 	j := d.weighUpOver(o, floor)
+	if j.fires && bursts > 0 && j.level == floor {
+		j.bursts = bursts
+	}
 	if j.fires || open || floor == 0 {
 		return j
 	}

@@ -2,6 +2,7 @@ package rules
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"time"
 )
@@ -132,3 +133,31 @@ func Remembers(r *Rule) time.Duration {
 	}
 	return max(pastSpan, time.Duration(max(r.Unusual.Weeks, DefaultWeeks))*7*24*time.Hour)
 }
+
+// burstBound is, for a page at nothing between its bursts, the count a
+// burst must pass to be news among its remembered bursts at or after
+// since: the upper 98 % prediction bound of a lognormal fitted to their
+// counts (their median and spread in logs, the spread at least
+// Poisson's), Student's t for the few there are, and how many it read.
+// scale (sensitivity over its default) moves the bound as sensitivity
+// moves every other bar. 0 with fewer than three.
+func burstBound(bursts []Burst, since time.Time, scale float64) (float64, int) {
+	var logs [maxBursts]float64
+	n := 0
+	for _, b := range bursts {
+		if !b.At.Before(since) && n < len(logs) {
+			logs[n] = math.Log(float64(max(b.Count, 1)))
+			n++
+		}
+	}
+	if n < 3 {
+		return 0, 0
+	}
+	m := median(logs[:n])
+	s := max(1.4826*mad(logs[:n], m), 1/math.Sqrt(math.Exp(m)))
+	return math.Exp(m + scale*t98[min(n-1, len(t98)-1)]*s*math.Sqrt(1+1/float64(n))), n
+}
+
+// t98 is Student's t at 98 % (one-sided) by degrees of freedom (index),
+// up to maxBursts - 1.
+var t98 = [...]float64{0, 15.89, 4.849, 3.482, 2.999, 2.757, 2.612, 2.517, 2.449, 2.398, 2.359, 2.328, 2.303, 2.282, 2.264, 2.249}

@@ -254,3 +254,38 @@ func TestUnusualQuietSweepsEndARun(t *testing.T) {
 	want := []string{"fire 03-12 09:02 lasted 0s", "resolve 03-12 12:00 lasted 0s", "fire 03-18 09:01 lasted 0s", "resolve 03-18 12:29 lasted 0s"}
 	wantMessages(t, got, want)
 }
+
+// A page at nothing between bursts is judged against what its bursts
+// reach but 1 in 50: about 1.28 × a run of like bursts of 100 (their
+// spread counting's own, 10 %), 4 × the median where they vary by half,
+// further with fewer known, nothing with under three; sensitivity moves
+// it as it moves every other bar.
+func TestBurstBound(t *testing.T) {
+	at := monday.Add(30 * 24 * time.Hour)
+	bursts := func(counts ...uint64) []Burst {
+		var out []Burst
+		for i, c := range counts {
+			out = append(out, Burst{At: at.Add(-time.Duration(len(counts)-i) * 48 * time.Hour), Count: c})
+		}
+		return out
+	}
+	like := bursts(100, 104, 96, 100, 101, 99, 100, 97, 103, 100)
+	for _, c := range []struct {
+		name   string
+		bursts []Burst
+		scale  float64
+		lo, hi float64
+		n      int
+	}{
+		{"ten like bursts", like, 1, 120, 130, 10},
+		{"ten at sensitivity 4", like, 0.8, 118, 125, 10},
+		{"three like bursts", like[:3], 1, 170, 180, 3},
+		{"two", like[:2], 1, 0, 0, 0},
+		{"varying by half", bursts(300, 150, 600, 300, 200, 450, 300, 250, 400, 300), 1, 600, 1100, 10},
+	} {
+		got, n := burstBound(c.bursts, at.Add(-pastSpan), c.scale)
+		if n != c.n || got < c.lo || got > c.hi {
+			t.Errorf("%s: bound %.1f of %d bursts, want %g–%g of %d", c.name, got, n, c.lo, c.hi, c.n)
+		}
+	}
+}

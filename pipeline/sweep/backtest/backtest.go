@@ -146,6 +146,11 @@ type line struct {
 	Launch       bool   `json:"launch,omitempty"`
 	LaunchPassed uint64 `json:"launch_passed,omitempty"`
 	LaunchRank   int    `json:"launch_rank,omitempty"`
+	// Bursts marks a page at nothing between its bursts told against
+	// them: BurstsPassed is what those bursts of 4 weeks reach (views in
+	// the window), which it passed.
+	Bursts       int    `json:"bursts,omitempty"`
+	BurstsPassed uint64 `json:"bursts_passed,omitempty"`
 	// Since is, for a "no data" message (path ""), the site's newest
 	// minute with data.
 	Since *time.Time `json:"since,omitempty"`
@@ -180,6 +185,7 @@ func printJSON(out io.Writer, xs []crossing.Crossing) error {
 			b := x.Why.Baseline
 			l.Baseline, l.Expected, l.Direction, l.NewNormal = &b, &b, x.Why.Direction, x.Why.NewNormal
 			l.Launch, l.LaunchPassed, l.LaunchRank = x.Why.Launch, x.Why.LaunchPassed, x.Why.LaunchRank
+			l.Bursts, l.BurstsPassed = x.Why.Bursts, x.Why.BurstsPassed
 			if x.Why.High > 0 {
 				lo, hi := x.Why.Low, x.Why.High
 				l.Low, l.High = &lo, &hi

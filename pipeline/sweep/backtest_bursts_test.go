@@ -1,0 +1,86 @@
+package sweep
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+)
+
+// burstyCSV is pages at 0 between 20-minute bursts every 1.5 to 3.5
+// days for 8 weeks, in rows per 5 minutes: each burst's size lognormal
+// about 300 views with spread sigma (in logs), but one in its 7th week
+// of 10 × that. It returns the big bursts' times by path.
+func burstyCSV(seed uint64, pages int, sigma float64) (string, time.Time, map[string]time.Time) {
+	start := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
+	rng := rand.New(rand.NewPCG(seed, 11))
+	big := map[string]time.Time{}
+	var b strings.Builder
+	b.WriteString("timestamp,site,path,count\n")
+	for p := range pages {
+		path := fmt.Sprintf("/feed-%d", p+1)
+		bigAt := start.Add(6*7*24*time.Hour + time.Duration(rng.IntN(7*24))*time.Hour)
+		for at := start.Add(time.Duration(rng.IntN(48)) * time.Hour); at.Before(start.Add(8 * 7 * 24 * time.Hour)); at = at.Add(time.Duration(36+rng.IntN(48)) * time.Hour) {
+			size := 300 * math.Exp(sigma*rng.NormFloat64())
+			if _, told := big[path]; !told && !at.Before(bigAt) {
+				size, big[path] = 3000, at
+			}
+			for m := 0; m < 20; m += 5 {
+				fmt.Fprintf(&b, "%s,bursts.example,%s,%d\n", at.Add(time.Duration(m)*time.Minute).Format(time.RFC3339), path, poisson(rng, size/4))
+			}
+		}
+	}
+	return b.String(), start, big
+}
+
+// A page at nothing between its bursts (a newsletter, a cron job, a
+// feed polled in bursts) has its bursts as its normal, and their sizes
+// vary: told whenever it passed the second highest of its 4 weeks, 8 such
+// pages were told 25, 36 and 31 times in 7 weeks each of like bursts
+// (sizes lognormal with a spread of 10 %, 50 % and 100 %). Judged
+// against what its bursts reach but 1 in 50 (burstBound): 6, 3 and 3
+// times, 1 of each in their 2nd week, with few bursts known. A burst of
+// 10 × theirs is told where that is news: on 8 and 7 of the 8 pages whose
+// sizes vary by 10 % and 50 %, on 1 where they vary by 100 % (there 10 ×
+// the median is 1 in 100 of its own bursts).
+func TestBacktestAPageAtNothingBetweenBurstsIsToldOfItsLargest(t *testing.T) {
+	for _, c := range []struct {
+		sigma         float64
+		early, others int // fires in its 2nd week, and after, not of the big burst
+		told          int // big bursts told, of 8
+	}{
+		{0.1, 1, 5, 8},
+		{0.5, 1, 2, 7},
+		{1, 1, 2, 1},
+	} {
+		csv, start, big := burstyCSV(uint64(c.sigma*10)+1, 8, c.sigma)
+		r := unusualBoth()
+		r.Site = ""
+		early, others, told, said := 0, 0, 0, 0
+		for _, x := range backtestCSV(t, csv, start, r) {
+			if x.Event != "fire" || x.CrossedAt.Before(start.Add(7*24*time.Hour)) {
+				continue
+			}
+			switch b := big[x.Path]; {
+			case x.CrossedAt.Sub(b) >= 0 && x.CrossedAt.Sub(b) < time.Hour:
+				told++
+				if strings.Contains(x.Why.ExpectedText(), "; at nothing between its bursts, past what its ") {
+					said++
+				}
+			case x.CrossedAt.Before(start.Add(14 * 24 * time.Hour)):
+				early++
+			default:
+				others++
+			}
+		}
+		if early != c.early || others != c.others || told != c.told {
+			t.Errorf("sigma %.1f: %d fires in the 2nd week, %d after, %d of 8 big bursts told; want %d, %d, %d",
+				c.sigma, early, others, told, c.early, c.others, c.told)
+		}
+		if told > 0 && said == 0 {
+			t.Errorf("sigma %.1f: no big burst told said it passed what its bursts reach", c.sigma)
+		}
+	}
+}
