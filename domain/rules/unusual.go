@@ -354,13 +354,16 @@ func (d *unusualDetector) weighUp(o Observation, open bool) judgement {
 	if b := nthHighest(o.Bursts, o.At.Add(-pastSpan), burstRank(o)); b > 0 {
 		r := math.Sqrt(float64(b)+0.375) + burstMargin/2
 		floor = r*r - 0.375
-		if e := o.Expected; !o.Launching && max(d.countAt(e, e.Top, d.u.Sensitivity), d.u.Factor*e.Top) < float64(d.u.MinCount) {
+		if !o.Launching {
 			// A page whose own normal could never fire (a newsletter,
 			// a cron job, at nothing between): its bursts are all the
 			// normal it has, and their sizes vary more than counting's
 			// noise. Passing the second highest, a page's like bursts
 			// were news 2 times in n + 1.
-			if bb, n := burstBound(o.Bursts, o.At.Add(-pastSpan), d.u.Sensitivity/DefaultSensitivity); bb > floor {
+			e := o.Expected
+			own := max(d.countAt(e, e.Top, d.u.Sensitivity), d.u.Factor*e.Top)
+			bb, n, typical := burstBound(o.Bursts, o.At.Add(-pastSpan), d.u.Sensitivity/DefaultSensitivity)
+			if bb > floor && (own < float64(d.u.MinCount) || typical >= burstsApart*own) {
 				floor, bursts = bb, n
 			}
 		}

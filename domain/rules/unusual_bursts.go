@@ -141,9 +141,8 @@ func Remembers(r *Rule) time.Duration {
 // Poisson's), Student's t for the few there are, and how many it read.
 // scale (sensitivity over its default) moves the bound as sensitivity
 // moves every other bar. 0 with fewer than three.
-func burstBound(bursts []Burst, since time.Time, scale float64) (float64, int) {
+func burstBound(bursts []Burst, since time.Time, scale float64) (bound float64, n int, typical float64) {
 	var logs [maxBursts]float64
-	n := 0
 	for _, b := range bursts {
 		if !b.At.Before(since) && n < len(logs) {
 			logs[n] = math.Log(float64(max(b.Count, 1)))
@@ -151,12 +150,17 @@ func burstBound(bursts []Burst, since time.Time, scale float64) (float64, int) {
 		}
 	}
 	if n < 3 {
-		return 0, 0
+		return 0, 0, 0
 	}
 	m := median(logs[:n])
 	s := max(1.4826*mad(logs[:n], m), 1/math.Sqrt(math.Exp(m)))
-	return math.Exp(m + scale*t98[min(n-1, len(t98)-1)]*s*math.Sqrt(1+1/float64(n))), n
+	return math.Exp(m + scale*t98[min(n-1, len(t98)-1)]*s*math.Sqrt(1+1/float64(n))), n, math.Exp(m)
 }
+
+// burstsApart is how far above what a page's own normal could fire at
+// its bursts' typical size must be for them to be something else than
+// its traffic surging (a newsletter's sends beside its 3 views an hour).
+var burstsApart = 10.0
 
 // t98 is Student's t at 98 % (one-sided) by degrees of freedom (index),
 // up to maxBursts - 1.

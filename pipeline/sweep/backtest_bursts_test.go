@@ -2,8 +2,10 @@ package sweep
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,8 +14,9 @@ import (
 // burstyCSV is pages at 0 between 20-minute bursts every 1.5 to 3.5
 // days for 8 weeks, in rows per 5 minutes: each burst's size lognormal
 // about 300 views with spread sigma (in logs), but one in its 7th week
-// of 10 × that. It returns the big bursts' times by path.
-func burstyCSV(seed uint64, pages int, sigma float64) (string, time.Time, map[string]time.Time) {
+// of 10 × that; between them, steady views an hour. It returns the big
+// bursts' times by path.
+func burstyCSV(seed uint64, pages int, sigma, steady float64) (string, time.Time, map[string]time.Time) {
 	start := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
 	rng := rand.New(rand.NewPCG(seed, 11))
 	big := map[string]time.Time{}
@@ -21,6 +24,7 @@ func burstyCSV(seed uint64, pages int, sigma float64) (string, time.Time, map[st
 	b.WriteString("timestamp,site,path,count\n")
 	for p := range pages {
 		path := fmt.Sprintf("/feed-%d", p+1)
+		rows := map[time.Time]int{}
 		bigAt := start.Add(6*7*24*time.Hour + time.Duration(rng.IntN(7*24))*time.Hour)
 		for at := start.Add(time.Duration(rng.IntN(48)) * time.Hour); at.Before(start.Add(8 * 7 * 24 * time.Hour)); at = at.Add(time.Duration(36+rng.IntN(48)) * time.Hour) {
 			size := 300 * math.Exp(sigma*rng.NormFloat64())
@@ -28,7 +32,15 @@ func burstyCSV(seed uint64, pages int, sigma float64) (string, time.Time, map[st
 				size, big[path] = 3000, at
 			}
 			for m := 0; m < 20; m += 5 {
-				fmt.Fprintf(&b, "%s,bursts.example,%s,%d\n", at.Add(time.Duration(m)*time.Minute).Format(time.RFC3339), path, poisson(rng, size/4))
+				rows[at.Add(time.Duration(m)*time.Minute)] += poisson(rng, size/4)
+			}
+		}
+		for at := start; steady > 0 && at.Before(start.Add(8*7*24*time.Hour)); at = at.Add(5 * time.Minute) {
+			rows[at] += poisson(rng, steady/12)
+		}
+		for _, at := range slices.SortedFunc(maps.Keys(rows), time.Time.Compare) {
+			if rows[at] > 0 {
+				fmt.Fprintf(&b, "%s,bursts.example,%s,%d\n", at.Format(time.RFC3339), path, rows[at])
 			}
 		}
 	}
@@ -44,18 +56,22 @@ func burstyCSV(seed uint64, pages int, sigma float64) (string, time.Time, map[st
 // times, 1 of each in their 2nd week, with few bursts known. A burst of
 // 10 × theirs is told where that is news: on 8 and 7 of the 8 pages whose
 // sizes vary by 10 % and 50 %, on 1 where they vary by 100 % (there 10 ×
-// the median is 1 in 100 of its own bursts).
+// the median is 1 in 100 of its own bursts). A page of 3 views an hour
+// between sends of 300 is judged so at the hours whose normal is 10 ×
+// under its sends (burstsApart): 20 fires, 36 before, 10 of them in its
+// 2nd week.
 func TestBacktestAPageAtNothingBetweenBurstsIsToldOfItsLargest(t *testing.T) {
 	for _, c := range []struct {
-		sigma         float64
+		sigma, steady float64
 		early, others int // fires in its 2nd week, and after, not of the big burst
 		told          int // big bursts told, of 8
 	}{
-		{0.1, 1, 5, 8},
-		{0.5, 1, 2, 7},
-		{1, 1, 2, 1},
+		{0.1, 0, 1, 5, 8},
+		{0.5, 0, 1, 2, 7},
+		{1, 0, 1, 2, 1},
+		{0.5, 3, 10, 10, 7},
 	} {
-		csv, start, big := burstyCSV(uint64(c.sigma*10)+1, 8, c.sigma)
+		csv, start, big := burstyCSV(uint64(c.sigma*10)+1, 8, c.sigma, c.steady)
 		r := unusualBoth()
 		r.Site = ""
 		early, others, told, said := 0, 0, 0, 0
@@ -76,8 +92,8 @@ func TestBacktestAPageAtNothingBetweenBurstsIsToldOfItsLargest(t *testing.T) {
 			}
 		}
 		if early != c.early || others != c.others || told != c.told {
-			t.Errorf("sigma %.1f: %d fires in the 2nd week, %d after, %d of 8 big bursts told; want %d, %d, %d",
-				c.sigma, early, others, told, c.early, c.others, c.told)
+			t.Errorf("sigma %.1f steady %g: %d fires in the 2nd week, %d after, %d of 8 big bursts told; want %d, %d, %d",
+				c.sigma, c.steady, early, others, told, c.early, c.others, c.told)
 		}
 		if told > 0 && said == 0 {
 			t.Errorf("sigma %.1f: no big burst told said it passed what its bursts reach", c.sigma)
