@@ -160,7 +160,7 @@ func burstBound(bursts []Burst, since time.Time, scale float64) (bound float64, 
 // burstsApart is how far above what a page's own normal could fire at
 // its bursts' typical size must be for them to be something else than
 // its traffic surging (a newsletter's sends beside its 3 views an hour).
-var burstsApart = 10.0
+const burstsApart = 10.0
 
 // t98 is Student's t at 98 % (one-sided) by degrees of freedom (index),
 // up to maxBursts - 1.
