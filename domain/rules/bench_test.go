@@ -83,3 +83,17 @@ func BenchmarkUnusualNormal(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkBurstBound is the bound of a page at nothing between its
+// bursts, judged at every sweep of such a page: 16 bursts remembered.
+func BenchmarkBurstBound(b *testing.B) {
+	at := time.Date(2026, 3, 30, 0, 0, 0, 0, time.UTC)
+	var bursts []Burst
+	for i := range maxBursts {
+		bursts = append(bursts, Burst{At: at.Add(-time.Duration(maxBursts-i) * 40 * time.Hour), Count: uint64(300 + 37*i%150)})
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		burstBound(bursts, at.Add(-pastSpan), 1)
+	}
+}

@@ -153,7 +153,10 @@ func burstBound(bursts []Burst, since time.Time, scale float64) (bound float64, 
 		return 0, 0, 0
 	}
 	m := median(logs[:n])
-	s := max(1.4826*mad(logs[:n], m), 1/math.Sqrt(math.Exp(m)))
+	for i := range n { // their deviations, in place: judged every sweep
+		logs[i] = math.Abs(logs[i] - m)
+	}
+	s := max(1.4826*median(logs[:n]), 1/math.Sqrt(math.Exp(m)))
 	return math.Exp(m + scale*t98[min(n-1, len(t98)-1)]*s*math.Sqrt(1+1/float64(n))), n, math.Exp(m)
 }
 
