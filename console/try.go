@@ -71,6 +71,9 @@ type tryView struct {
 	Weeks    []tryWeek    `json:"weeks,omitempty"`
 	Messages []tryMessage `json:"messages,omitempty"`
 	Charts   []tryChart   `json:"-"`
+	// Learnt is how far before From the tried rules' pages learnt what
+	// their states remember ("4 weeks"; "": none of them remembers).
+	Learnt string `json:"learnt,omitempty"`
 }
 
 // tryError is one problem with the pasted rule, named by its key.
@@ -199,6 +202,13 @@ func (s *tryPages) backtest(ctx context.Context, rs []rules.Rule, v *tryView) er
 	}
 	v.Ran, v.From, v.To = true, s.timeIn(since), s.timeIn(now)
 	v.Pages, v.PagesOut, v.Total = src.admitted, src.left(), len(xs)
+	var learnt time.Duration
+	for i := range rs {
+		learnt = max(learnt, rules.Remembers(&rs[i]))
+	}
+	if learnt > 0 {
+		v.Learnt = strconv.Itoa(int(learnt/(7*24*time.Hour))) + " weeks"
+	}
 	if v.PagesOut > 0 {
 		v.Notes = append(v.Notes, "Only "+strconv.Itoa(tryMaxPages)+" of the "+strconv.Itoa(src.admitted+src.left())+
 			" pages the rule matches were tried: the most viewed (on sealed days), then the first seen. "+

@@ -186,6 +186,7 @@ type tryResult struct {
 	Total    int
 	Pages    int
 	PagesOut int `json:"pages_left_out"`
+	Learnt   string
 	Notes    []string
 	Errors   []struct {
 		Key, Message string
@@ -275,8 +276,8 @@ func TestTryRuleBacktests(t *testing.T) {
 	if !strings.HasPrefix(got.Messages[0].Subject, "[pagewatch] /post ") {
 		t.Errorf("subject %q", got.Messages[0].Subject)
 	}
-	if got.Pages != 1 || got.PagesOut != 0 || len(got.Notes) != 0 {
-		t.Errorf("pages %d, left out %d, notes %q", got.Pages, got.PagesOut, got.Notes)
+	if got.Pages != 1 || got.PagesOut != 0 || len(got.Notes) != 0 || got.Learnt != "" {
+		t.Errorf("pages %d, left out %d, notes %q, learnt %q (a spike rule remembers nothing)", got.Pages, got.PagesOut, got.Notes, got.Learnt)
 	}
 
 	// The page: the table, and the chart of /post with a marker each.
@@ -415,5 +416,8 @@ func TestTryRuleOfAQuietPageKnowsItsSiteFlows(t *testing.T) {
 	}
 	if got.Pages != 1 {
 		t.Errorf("%d pages tried, want /docs alone", got.Pages)
+	}
+	if got.Learnt != "4 weeks" {
+		t.Errorf("learnt %q before the days tried; want what an unusual rule remembers, 4 weeks", got.Learnt)
 	}
 }
