@@ -26,7 +26,7 @@ func ExampleWhy_ExpectedText() {
 	// ... on a site that launched 112 pages in 4 weeks:
 	w.LaunchPassed, w.LaunchRank = 231, 6
 	fmt.Println(w.ExpectedText())
-	// A page at nothing between its bursts (a newsletter), past them:
+	// A page whose bursts are its normal (a newsletter), past them:
 	w = &crossing.Why{Kind: "unusual", Count: 2248, Low: 0, High: 2.8, Days: 28, Weekly: true, Bursts: 11, BurstsPassed: 990}
 	fmt.Println(w.ExpectedText())
 	// Output:
@@ -37,5 +37,5 @@ func ExampleWhy_ExpectedText() {
 	// expected 0–39 views, from 4 weeks of history (same weekday); above it for 2 h 27 min, longer than its usual bursts (1 h 25 min)
 	// expected 0–3 views, from 4 weeks of history (same weekday); a new page, larger than all but one of its site's launches in 4 weeks (the second largest: 168 views)
 	// expected 0–3 views, from 4 weeks of history (same weekday); a new page, larger than 19 in 20 of its site's launches in 4 weeks (the 6th largest: 231 views)
-	// expected 0–3 views, from 4 weeks of history (same weekday); at nothing between its bursts, past what its 11 bursts in 4 weeks reach (990 views)
+	// expected 0–3 views, from 4 weeks of history (same weekday); its bursts are its normal: past what its 11 bursts in 4 weeks reach (990 views)
 }

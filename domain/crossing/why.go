@@ -70,10 +70,10 @@ type Why struct {
 	// 2nd largest (0 reads as 2), or on a site that launches more than
 	// 40 pages in 4 weeks, the one at 1 in 20.
 	LaunchRank int `json:"launch_rank,omitempty"`
-	// Bursts, when set, marks the fire of a page at nothing between its
-	// bursts, judged against them: BurstsPassed is what its Bursts
-	// remembered bursts of 4 weeks reach but 1 in 50 (in views in the
-	// window), which it passed.
+	// Bursts, when set, marks the fire of a page whose bursts are its
+	// normal (at nothing, or little, between them), judged against
+	// them: BurstsPassed is what its Bursts remembered bursts of 4
+	// weeks reach but 1 in 50 (in views in the window), which it passed.
 	Bursts       int    `json:"bursts,omitempty"`
 	BurstsPassed uint64 `json:"bursts_passed,omitempty"`
 	// Since, Peak and PeakAt describe the episode; Total is its views
@@ -341,14 +341,14 @@ func (w *Why) ExpectedText() string {
 	return s
 }
 
-// BurstsText says a page at nothing between its bursts was told against
-// them: "at nothing between its bursts, past what its 12 bursts in 4
+// BurstsText says a page whose bursts are its normal was told against
+// them: "its bursts are its normal: past what its 12 bursts in 4
 // weeks reach (412 views)"; "" for any other message.
 func (w *Why) BurstsText() string {
 	if w == nil || w.Bursts <= 0 {
 		return ""
 	}
-	return "at nothing between its bursts, past what its " + strconv.Itoa(w.Bursts) + " bursts in 4 weeks reach (" +
+	return "its bursts are its normal: past what its " + strconv.Itoa(w.Bursts) + " bursts in 4 weeks reach (" +
 		traffic.FormatViews(w.BurstsPassed) + ")"
 }
 

@@ -362,7 +362,7 @@ func (d *unusualDetector) weighUp(o Observation, open bool) judgement {
 			// were news 2 times in n + 1.
 			e := o.Expected
 			own := max(d.countAt(e, e.Top, d.u.Sensitivity), d.u.Factor*e.Top)
-			bb, n, typical := burstBound(o.Bursts, o.At.Add(-pastSpan), d.u.Sensitivity/DefaultSensitivity)
+			bb, n, typical := burstBound(o.Bursts, o.At.Add(-pastSpan), o.Above, d.u.Sensitivity/DefaultSensitivity)
 			if bb > floor && (own < float64(d.u.MinCount) || typical >= burstsApart*own) {
 				floor, bursts = bb, n
 			}

@@ -120,18 +120,18 @@ func rememberBurst(bursts []Burst, at, run time.Time, count uint64) []Burst {
 
 // Remembers is how far back what a rule's states carry from one sweep to
 // the next reaches: an unusual rule's bursts and its site's launches, 4
-// weeks, and a page's new level (State.SettledLow) for as long as its
-// normal's weeks read from before it. A replay begun that much before
-// the time it reports from judges that time as a sweeper running all
-// along did; begun there, a page at 0 between bursts took its first
-// bursts in the replay for news, and a site's first new pages in it
-// were its first launches. 0 for the other rules, whose states hold
-// their current episode only.
+// weeks. A replay begun that much before the time it reports from
+// judges that time as a sweeper running all along did; begun there, a
+// page at 0 between bursts took its first bursts in the replay for news,
+// and a site's first new pages in it were its first launches. 0 for the
+// other rules, whose states hold their current episode only. (A page's
+// new level after a drop, State.SettledLow, is read for as long as a
+// rule's weeks: past 4, a replay does not know one older than that.)
 func Remembers(r *Rule) time.Duration {
 	if r.Unusual == nil {
 		return 0
 	}
-	return max(pastSpan, time.Duration(max(r.Unusual.Weeks, DefaultWeeks))*7*24*time.Hour)
+	return pastSpan
 }
 
 // burstBound is, for a page at nothing between its bursts, the count a
@@ -141,15 +141,15 @@ func Remembers(r *Rule) time.Duration {
 // Poisson's), Student's t for the few there are, and how many it read.
 // scale (sensitivity over its default) moves the bound as sensitivity
 // moves every other bar. 0 with fewer than three.
-func burstBound(bursts []Burst, since time.Time, scale float64) (bound float64, n int, typical float64) {
+func burstBound(bursts []Burst, since, run time.Time, scale float64) (bound float64, n int, typical float64) {
 	var logs [maxBursts]float64
 	for _, b := range bursts {
-		if !b.At.Before(since) && n < len(logs) {
+		if mine := !run.IsZero() && run.Sub(b.At) < burstGroup; !mine && !b.At.Before(since) && n < len(logs) {
 			logs[n] = math.Log(float64(max(b.Count, 1)))
 			n++
 		}
 	}
-	if n < 3 {
+	if n < 2 {
 		return 0, 0, 0
 	}
 	m := median(logs[:n])

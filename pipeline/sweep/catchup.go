@@ -185,6 +185,9 @@ func (sr *series) sums(mins []time.Time) minuteSums {
 
 // before is the hits in minutes before t.
 func (s minuteSums) before(t time.Time) uint64 {
+	if t.IsZero() { // all time: UnixNano is undefined that far back
+		return 0
+	}
 	i, _ := slices.BinarySearch(s.at, t.UnixNano())
 	return s.sums[i]
 }

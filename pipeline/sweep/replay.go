@@ -31,29 +31,9 @@ import (
 // others still say when their site's data flowed. base holds each
 // all-time state key's count before since.
 func replay(ctx context.Context, src MinuteSource, keep func(site, path string, minute time.Time, hits uint64) bool, set *ruleSet, base map[string]uint64, since, now time.Time, lateAfter time.Duration, logger *slog.Logger) ([]crossing.Crossing, error) {
-	scanFrom := since
-	for _, r := range set.rules {
-		// Judged from what its states remember before since, its
-		// messages there left out: a sweeper running all along knew it.
-		from := warmFrom(r, since)
-		switch r.Window.Kind {
-		case rules.Rolling:
-			scanFrom = minTime(scanFrom, from.Add(-r.Window.Rolling))
-			for _, sp := range r.BaselineSpans(from, time.Time{}) {
-				scanFrom = minTime(scanFrom, sp.From)
-			}
-			if from, ok := quietReach(r, pointAt(0, r, from, now)); ok {
-				scanFrom = minTime(scanFrom, from) // a page's weeks before its window, as a sweep reads them
-			}
-		case rules.Calendar:
-			from, _ := r.Window.Bounds(since)
-			scanFrom = minTime(scanFrom, from)
-		case rules.AllTime:
-			if base == nil {
-				scanFrom = time.Time{}
-			}
-		}
-	}
+	// Each rule is judged from what its states remember before since,
+	// its messages there left out: a sweeper running all along knew it.
+	scanFrom := scanStart(set, func(r *rules.Rule) time.Time { return warmFrom(r, since) }, since, now, base)
 	rows := newSiteRows(src, keep)
 	for _, r := range set.rules {
 		if r.Count == rules.CountVisitors {
@@ -65,7 +45,11 @@ func replay(ctx context.Context, src MinuteSource, keep func(site, path string, 
 	if err != nil {
 		return nil, err
 	}
-	rows.settle(now, lateAfter)
+	// When a site's data was late is learnt from the rows the days asked
+	// for read without a warm-up: the weeks before it would change it
+	// for every rule of the site, as they are not what a sweep learns it
+	// from either (the week before: sitehours.go).
+	rows.settle(now, lateAfter, scanStart(set, func(*rules.Rule) time.Time { return since }, since, now, base))
 	allFrom := since // the base holds what came before
 	if base == nil {
 		allFrom = time.Time{}
@@ -118,6 +102,34 @@ func replay(ctx context.Context, src MinuteSource, keep func(site, path string, 
 	out = append(out, noDataEpisodes(set, rows, since, now)...)
 	slices.SortStableFunc(out, func(a, b crossing.Crossing) int { return a.CrossedAt.Compare(b.CrossedAt) })
 	return out, nil
+}
+
+// scanStart is the first minute a replay reads: each rule's window and
+// the baselines of its windows from from(r) on, a calendar window's
+// start at since, and for all-time windows without a base everything.
+func scanStart(set *ruleSet, from func(*rules.Rule) time.Time, since, now time.Time, base map[string]uint64) time.Time {
+	start := since
+	for _, r := range set.rules {
+		switch r.Window.Kind {
+		case rules.Rolling:
+			f := from(r)
+			start = minTime(start, f.Add(-r.Window.Rolling))
+			for _, sp := range r.BaselineSpans(f, time.Time{}) {
+				start = minTime(start, sp.From)
+			}
+			if q, ok := quietReach(r, pointAt(0, r, f, now)); ok {
+				start = minTime(start, q) // a page's weeks before its window, as a sweep reads them
+			}
+		case rules.Calendar:
+			f, _ := r.Window.Bounds(since)
+			start = minTime(start, f)
+		case rules.AllTime:
+			if base == nil {
+				start = time.Time{}
+			}
+		}
+	}
+	return start
 }
 
 // warmFrom is when a replay reporting from since begins judging r: as

@@ -72,21 +72,26 @@ func (f *siteRows) site(name string) *siteData {
 }
 
 // settle lists each site's minutes and works out when each gap between
-// them made the site late, up to now.
-func (f *siteRows) settle(now time.Time, lateAfter time.Duration) {
+// them made the site late, up to now, by the site's rows from fitFrom
+// on (its step and its hours: all of them if it has fewer than two).
+func (f *siteRows) settle(now time.Time, lateAfter time.Duration, fitFrom time.Time) {
 	for _, d := range f.sites {
 		d.minutes = d.seen.sorted()
 		d.seen = nil
+		fit := d.minutes
+		if i, _ := slices.BinarySearchFunc(d.minutes, fitFrom, time.Time.Compare); len(d.minutes)-i >= 2 {
+			fit = d.minutes[i:]
+		}
 		d.step = time.Minute
-		if len(d.minutes) >= 2 {
-			gaps := make([]time.Duration, len(d.minutes)-1)
-			for i := 1; i < len(d.minutes); i++ {
-				gaps[i-1] = d.minutes[i].Sub(d.minutes[i-1])
+		if len(fit) >= 2 {
+			gaps := make([]time.Duration, len(fit)-1)
+			for i := 1; i < len(fit); i++ {
+				gaps[i-1] = fit[i].Sub(fit[i-1])
 			}
 			slices.Sort(gaps)
 			d.step = gaps[len(gaps)/10]
 		}
-		d.lateAt = d.gapsLate(now, lateAfter)
+		d.lateAt = d.gapsLate(now, lateAfter, fit)
 		d.lateIdx = d.lateIdx[:0]
 		for i, at := range d.lateAt {
 			if !at.IsZero() {
@@ -103,15 +108,16 @@ func (f *siteRows) settle(now time.Time, lateAfter time.Duration) {
 // (data_late_after) nor two of its steps. A site with a row every minute
 // is late after lateAfter; a blog with a view every 20 minutes by day
 // and an hour by night is not late between them; a file of counts per
-// 30 minutes is late after an hour without one. The rates come from the
-// whole replay (a sweep's come from the week before: sitehours.go).
-func (d *siteData) gapsLate(now time.Time, lateAfter time.Duration) []time.Time {
+// 30 minutes is late after an hour without one. The rates come from
+// fit, the replay's rows but for its warm-up (a sweep's come from the
+// week before: sitehours.go).
+func (d *siteData) gapsLate(now time.Time, lateAfter time.Duration, fit []time.Time) []time.Time {
 	ms := d.minutes
 	out := make([]time.Time, len(ms))
 	if len(ms) == 0 {
 		return out
 	}
-	hazard := d.hourlyHazard()
+	hazard := d.hourlyHazard(fit)
 	floor := max(lateAfter, 2*d.step)
 	for i, m := range ms {
 		newest := m.Add(time.Minute)
@@ -134,10 +140,10 @@ func (d *siteData) gapsLate(now time.Time, lateAfter time.Duration) []time.Time 
 
 // hourlyHazard is the site's hazard per step at each UTC hour of the
 // day (sitehours.go), from the share of the hour's steps that have a
-// row on each day between its first row and its last.
-func (d *siteData) hourlyHazard() hourHazards {
+// row on each day between the first of minutes and the last.
+func (d *siteData) hourlyHazard(minutes []time.Time) hourHazards {
 	type cell struct{ rows, slots int }
-	first, last := d.minutes[0].Truncate(d.step), d.minutes[len(d.minutes)-1].Truncate(d.step)
+	first, last := minutes[0].Truncate(d.step), minutes[len(minutes)-1].Truncate(d.step)
 	day0 := first.UTC().Truncate(24 * time.Hour)
 	days := int(last.Sub(day0)/(24*time.Hour)) + 1
 	cells := make([][24]cell, days)
@@ -149,7 +155,7 @@ func (d *siteData) hourlyHazard() hourHazards {
 		at(t).slots++
 	}
 	prev := time.Time{}
-	for _, m := range d.minutes {
+	for _, m := range minutes {
 		if s := m.Truncate(d.step); !s.Equal(prev) {
 			at(s).rows++
 			prev = s
