@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pagewatch/pagewatch/domain/crossing"
+	"github.com/pagewatch/pagewatch/domain/rules"
 )
 
 // newsletterRows are a page at 0 between sends, each about 120 views in
@@ -69,4 +70,46 @@ func TestBacktestSinceJudgesAsASweeperRunningAllAlong(t *testing.T) {
 // key: a replay begun later numbers a page's episodes from there.
 func said(x crossing.Crossing) string {
 	return fmt.Sprintf("%s %s %s %s count=%d threshold=%d", x.CrossedAt.Format(time.RFC3339), x.Path, x.Event, x.Why.Direction, x.Count, x.Threshold)
+}
+
+// The warm-up reads weeks more of a site's rows, but when the site's
+// data was late is learnt as before, from the days asked for and their
+// baselines: a spike rule looking down says the same beside an unusual
+// rule (whose warm-up reaches 4 weeks further back than its baselines)
+// as alone. The site's nights were empty for its first 43 days of 66
+// and busy since; 2 hours without rows one night of its last days are
+// "no data" either way. Learnt from the warm-up's weeks too, most of
+// them with empty nights, they were a site quiet at night as it used to
+// be, and told nothing.
+func TestBacktestWarmUpLeavesWhenASiteWasLateAlone(t *testing.T) {
+	start := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+	rng := rand.New(rand.NewPCG(9, 9))
+	gap := start.Add(64*24*time.Hour + 2*time.Hour)
+	var b strings.Builder
+	b.WriteString("timestamp,site,path,count\n")
+	for at := start; at.Before(start.Add(66 * 24 * time.Hour)); at = at.Add(time.Minute) {
+		day := at.Sub(start) / (24 * time.Hour)
+		if (at.Hour() < 7 && day < 43) || (!at.Before(gap) && at.Before(gap.Add(2*time.Hour))) {
+			continue
+		}
+		fmt.Fprintf(&b, "%s,example.com,/docs,%d\n", at.Format(time.RFC3339), 1+poisson(rng, 9))
+	}
+	spike := spikeRuleOf("docs-quiet", rules.Spike{Factor: 3, MinCount: 100, Direction: rules.Down, Baseline: rules.Baseline{SameTime: &rules.SameTime{Days: 3}}})
+	spike.Site = "example.com"
+	other := unusualBoth()
+	other.Name, other.Match = "other", rules.Match{Exact: "/other"}
+	since := start.Add(63 * 24 * time.Hour)
+	alone := eventsOf(backtestCSV(t, b.String(), since, spike))
+	var beside []crossing.Crossing
+	for _, x := range backtestCSV(t, b.String(), since, spike, other) {
+		if x.Rule == spike.Name {
+			beside = append(beside, x)
+		}
+	}
+	if got := eventsOf(beside); got != alone {
+		t.Errorf("beside an unusual rule: %s; alone: %s", got, alone)
+	}
+	if !strings.Contains(alone, "fire no_data") {
+		t.Errorf("alone: %s; want its 2 hours without rows told as no data", alone)
+	}
 }
