@@ -355,15 +355,18 @@ func (d *unusualDetector) weighUp(o Observation, open bool) judgement {
 		r := math.Sqrt(float64(b)+0.375) + burstMargin/2
 		floor = r*r - 0.375
 		if !o.Launching {
-			// A page whose own normal could never fire (a newsletter,
-			// a cron job, at nothing between): its bursts are all the
-			// normal it has, and their sizes vary more than counting's
-			// noise. Passing the second highest, a page's like bursts
-			// were news 2 times in n + 1.
+			// A page at nothing between its bursts at this hour (a
+			// newsletter, a cron job), or whose bursts dwarf what its
+			// own normal fires at: its bursts are all the normal it
+			// has, and their sizes vary more than counting's noise.
+			// Passing the second highest, a page's like bursts were
+			// news 2 times in n + 1. (Not "its normal under
+			// min_count": a rule asking 40 views took a tweet series'
+			// quiet hours for nothing, and lost 2 of its windows.)
 			e := o.Expected
 			own := max(d.countAt(e, e.Top, d.u.Sensitivity), d.u.Factor*e.Top)
 			bb, n, typical := burstBound(o.Bursts, o.At.Add(-pastSpan), o.Above, d.u.Sensitivity/DefaultSensitivity)
-			if bb > floor && (own < float64(d.u.MinCount) || typical >= burstsApart*own) {
+			if bb > floor && (e.Top < 1 || typical >= burstsApart*own) {
 				floor, bursts = bb, n
 			}
 		}
