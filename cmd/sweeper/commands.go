@@ -132,10 +132,13 @@ func runBacktest(ctx context.Context, env *daemon.Env[sweeperconf.Config], f bac
 	if err := q.Check(); err != nil {
 		return asUsage(err)
 	}
+	rs, err := loadRules(env)
+	if err != nil {
+		return err
+	}
 	var (
 		xs   []crossing.Crossing
 		from time.Time
-		err  error
 	)
 	if q.Counts != "" {
 		xs, from, err = backtestFile(ctx, env, q)
@@ -145,7 +148,7 @@ func runBacktest(ctx context.Context, env *daemon.Env[sweeperconf.Config], f bac
 	if err != nil {
 		return asUsage(err)
 	}
-	return q.Print(env.Stdout, xs, from)
+	return q.Print(env.Stdout, xs, from, backtest.Learnt(rs))
 }
 
 func backtestStored(ctx context.Context, env *daemon.Env[sweeperconf.Config], q backtest.Query) ([]crossing.Crossing, time.Time, error) {

@@ -93,9 +93,23 @@ func (q Query) File(ctx context.Context, rs []rules.Rule, logger *slog.Logger) (
 	return xs, from, err
 }
 
+// Learnt is how far before since a backtest of rs judged without
+// reporting, to learn what their pages remember (rules.Remembers): 0
+// when none of them remembers anything.
+func Learnt(rs []rules.Rule) time.Duration {
+	var d time.Duration
+	for i := range rs {
+		d = max(d, rules.Remembers(&rs[i]))
+	}
+	return d
+}
+
 // Print writes a backtest's crossings since from in q.Format: a table
-// and a summary per rule, or one JSON object per line.
-func (q Query) Print(out io.Writer, xs []crossing.Crossing, from time.Time) error {
+// and a summary per rule, or one JSON object per line. learnt
+// (Learnt), unless 0, is said under the summary: a message before from
+// was judged and left out, so an episode begun then shows its resolve
+// alone.
+func (q Query) Print(out io.Writer, xs []crossing.Crossing, from time.Time, learnt time.Duration) error {
 	if q.Format == "json" {
 		return printJSON(out, xs)
 	}
@@ -109,6 +123,10 @@ func (q Query) Print(out io.Writer, xs []crossing.Crossing, from time.Time) erro
 		fmt.Fprintf(out, "; %s %d", rule, perRule[rule])
 	}
 	fmt.Fprintln(out)
+	if learnt > 0 {
+		fmt.Fprintf(out, "unusual rules learnt what their pages remember (bursts, launches, an open episode) from the %d weeks before, as far as the data goes, unreported, as a sweeper running all along; an episode begun then may show its resolve alone\n",
+			int(learnt/(7*24*time.Hour)))
+	}
 	return nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pagewatch/pagewatch/domain/crossing"
+	"github.com/pagewatch/pagewatch/domain/rules"
 	"github.com/pagewatch/pagewatch/pipeline/sweep/backtest"
 )
 
@@ -64,7 +65,7 @@ func TestPrintSummarisesPerRule(t *testing.T) {
 		{Rule: "pricing", Site: "example.com", Path: "/pricing", CrossedAt: at.Add(time.Hour), Threshold: 100, Count: 130, Window: "1h", Key: "k3"},
 	}
 	var out bytes.Buffer
-	if err := (backtest.Query{Format: "text"}).Print(&out, xs, at.Add(-time.Hour)); err != nil {
+	if err := (backtest.Query{Format: "text"}).Print(&out, xs, at.Add(-time.Hour), 0); err != nil {
 		t.Fatal(err)
 	}
 	s := out.String()
@@ -73,8 +74,21 @@ func TestPrintSummarisesPerRule(t *testing.T) {
 			t.Errorf("text output lacks %q:\n%s", want, s)
 		}
 	}
+	if strings.Contains(s, "learnt") {
+		t.Errorf("rules that remember nothing, but the output says they learnt:\n%s", s)
+	}
+	// An unusual rule's backtest says what it learnt before since, and
+	// why an episode may show only its resolve.
 	out.Reset()
-	if err := (backtest.Query{Format: "json"}).Print(&out, xs[:1], at); err != nil {
+	learnt := backtest.Learnt([]rules.Rule{{Name: "pricing"}, {Name: "unusual", Unusual: &rules.Unusual{}}})
+	if err := (backtest.Query{Format: "text"}).Print(&out, xs, at.Add(-time.Hour), learnt); err != nil {
+		t.Fatal(err)
+	}
+	if want := "unusual rules learnt what their pages remember (bursts, launches, an open episode) from the 4 weeks before, as far as the data goes, unreported"; !strings.Contains(out.String(), want) {
+		t.Errorf("text output lacks %q:\n%s", want, out.String())
+	}
+	out.Reset()
+	if err := (backtest.Query{Format: "json"}).Print(&out, xs[:1], at, 0); err != nil {
 		t.Fatal(err)
 	}
 	if want := `{"rule":"pricing","site":"example.com","path":"/pricing","fired_at":"2026-11-24T12:00:00Z","kind":"fire","count":120,"baseline":null,"key":"k1"}` + "\n"; out.String() != want {
@@ -86,7 +100,7 @@ func TestPrintSummarisesPerRule(t *testing.T) {
 		Why: &crossing.Why{Kind: "unusual", Baseline: 10, Low: 1, High: 29, Direction: "up",
 			Burst: 10 * time.Minute, BurstCount: 20, BurstBaseline: 1.5, BurstLow: 0, BurstHigh: 5}}
 	out.Reset()
-	if err := (backtest.Query{Format: "json"}).Print(&out, []crossing.Crossing{burst}, at); err != nil {
+	if err := (backtest.Query{Format: "json"}).Print(&out, []crossing.Crossing{burst}, at, 0); err != nil {
 		t.Fatal(err)
 	}
 	if want := `{"rule":"unusual","site":"example.com","path":"/pricing","fired_at":"2026-11-24T12:00:00Z","kind":"fire","count":28,"baseline":10,"expected":10,"low":1,"high":29,"direction":"up",` +
