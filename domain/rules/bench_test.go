@@ -94,6 +94,6 @@ func BenchmarkBurstBound(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		burstBound(bursts, at.Add(-pastSpan), time.Time{}, 1)
+		burstBound(bursts, at.Add(-pastSpan), time.Time{}, 1, 1.5)
 	}
 }

@@ -365,7 +365,7 @@ func (d *unusualDetector) weighUp(o Observation, open bool) judgement {
 			// quiet hours for nothing, and lost 2 of its windows.)
 			e := o.Expected
 			own := max(d.countAt(e, e.Top, d.u.Sensitivity), d.u.Factor*e.Top)
-			bb, n, typical := burstBound(o.Bursts, o.At.Add(-pastSpan), o.Above, d.u.Sensitivity/DefaultSensitivity)
+			bb, n, typical := burstBound(o.Bursts, o.At.Add(-pastSpan), o.Above, d.u.Sensitivity/DefaultSensitivity, d.u.Factor)
 			if bb > floor && (e.Top < 1 || typical >= burstsApart*own) {
 				floor, bursts = bb, n
 			}

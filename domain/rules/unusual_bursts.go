@@ -134,18 +134,25 @@ func Remembers(r *Rule) time.Duration {
 	return pastSpan
 }
 
-// burstBound is, for a page at nothing between its bursts, the count a
+// burstBound is, for a page whose bursts are its normal, the count a
 // burst must pass to be news among its remembered bursts at or after
-// since: the upper 98 % prediction bound of a lognormal fitted to their
+// since (not the one of the run begun at run, being judged; zero: none
+// is): the upper 98 % prediction bound of a lognormal fitted to their
 // counts (their median and spread in logs, the spread at least
-// Poisson's), Student's t for the few there are, and how many it read.
-// scale (sensitivity over its default) moves the bound as sensitivity
-// moves every other bar. 0 with fewer than three.
-func burstBound(bursts []Burst, since, run time.Time, scale float64) (bound float64, n int, typical float64) {
+// Poisson's), Student's t for the few there are, and how many it read
+// and their typical size. scale (sensitivity over its default) moves the
+// bound as sensitivity moves every other bar. Never more than factor ×
+// the highest of them: from two or three bursts of unlike sizes (a
+// post's launch, then a mention) the bound is the spread of their
+// noise, thousands of times their size, and a page that outdoes all its
+// bursts by factor is news however few it knows. 0 with fewer than two.
+func burstBound(bursts []Burst, since, run time.Time, scale, factor float64) (bound float64, n int, typical float64) {
 	var logs [maxBursts]float64
+	highest := 0.0
 	for _, b := range bursts {
 		if mine := !run.IsZero() && run.Sub(b.At) < burstGroup; !mine && !b.At.Before(since) && n < len(logs) {
 			logs[n] = math.Log(float64(max(b.Count, 1)))
+			highest = max(highest, float64(b.Count))
 			n++
 		}
 	}
@@ -157,7 +164,8 @@ func burstBound(bursts []Burst, since, run time.Time, scale float64) (bound floa
 		logs[i] = math.Abs(logs[i] - m)
 	}
 	s := max(1.4826*median(logs[:n]), 1/math.Sqrt(math.Exp(m)))
-	return math.Exp(m + scale*t98[min(n-1, len(t98)-1)]*s*math.Sqrt(1+1/float64(n))), n, math.Exp(m)
+	bound = math.Exp(m + scale*t98[min(n-1, len(t98)-1)]*s*math.Sqrt(1+1/float64(n)))
+	return min(bound, factor*highest), n, math.Exp(m)
 }
 
 // burstsApart is how far above what a page's own normal could fire at

@@ -261,8 +261,10 @@ func TestUnusualQuietSweepsEndARun(t *testing.T) {
 // A page at nothing between bursts is judged against what its bursts
 // reach but 1 in 50: about 1.28 × a run of ten like bursts of 100 (their
 // spread counting's own, 10 %), 2.4 × the median of ten that vary by
-// half, further with fewer known (7 × from two), nothing from one;
-// sensitivity moves it as it moves every other bar.
+// half, further with fewer known, but never past 1.5 × the highest
+// (from two or three: 175 and 700, thousands of times the launch of two
+// unlike ones); nothing from one; sensitivity moves it as it moves every
+// other bar.
 func TestBurstBound(t *testing.T) {
 	at := monday.Add(30 * 24 * time.Hour)
 	bursts := func(counts ...uint64) []Burst {
@@ -282,12 +284,13 @@ func TestBurstBound(t *testing.T) {
 	}{
 		{"ten like bursts", like, 1, 120, 130, 10},
 		{"ten at sensitivity 4", like, 0.8, 118, 125, 10},
-		{"three like bursts", like[:3], 1, 170, 180, 3},
-		{"two", like[:2], 1, 650, 750, 2},
+		{"three like bursts", like[:3], 1, 150, 160, 3},
+		{"two", like[:2], 1, 150, 160, 2},
+		{"two unlike (a launch, a mention)", bursts(3000, 40), 1, 4400, 4600, 2},
 		{"one", like[:1], 1, 0, 0, 0},
 		{"varying by half", bursts(300, 150, 600, 300, 200, 450, 300, 250, 400, 300), 1, 680, 760, 10},
 	} {
-		got, n, _ := burstBound(c.bursts, at.Add(-pastSpan), time.Time{}, c.scale)
+		got, n, _ := burstBound(c.bursts, at.Add(-pastSpan), time.Time{}, c.scale, 1.5)
 		if n != c.n || got < c.lo || got > c.hi {
 			t.Errorf("%s: bound %.1f of %d bursts, want %g–%g of %d", c.name, got, n, c.lo, c.hi, c.n)
 		}
