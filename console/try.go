@@ -14,6 +14,7 @@ import (
 	"github.com/pagewatch/pagewatch/domain/rules"
 	"github.com/pagewatch/pagewatch/pipeline/notify"
 	"github.com/pagewatch/pagewatch/pipeline/sweep"
+	"github.com/pagewatch/pagewatch/pipeline/sweep/backtest"
 )
 
 // Trying a rule is a backtest (sweep.Backtest, as `sweeper backtest`
@@ -202,11 +203,7 @@ func (s *tryPages) backtest(ctx context.Context, rs []rules.Rule, v *tryView) er
 	}
 	v.Ran, v.From, v.To = true, s.timeIn(since), s.timeIn(now)
 	v.Pages, v.PagesOut, v.Total = src.admitted, src.left(), len(xs)
-	var learnt time.Duration
-	for i := range rs {
-		learnt = max(learnt, rules.Remembers(&rs[i]))
-	}
-	if learnt > 0 {
+	if learnt := backtest.Learnt(rs); learnt > 0 {
 		v.Learnt = strconv.Itoa(int(learnt/(7*24*time.Hour))) + " weeks"
 	}
 	if v.PagesOut > 0 {

@@ -76,8 +76,8 @@ type Against struct {
 	Launch       bool
 	LaunchPassed uint64
 	LaunchRank   int
-	// Bursts and BurstsPassed are Firing's: a page at nothing between
-	// its bursts, past what they reach.
+	// Bursts and BurstsPassed are Firing's: a page whose bursts are its
+	// normal, past what they reach.
 	Bursts       int
 	BurstsPassed uint64
 }

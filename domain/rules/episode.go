@@ -127,8 +127,8 @@ type judgement struct {
 	// when it outlasted its bursts (whose runs last burstsLast) and was
 	// judged at its normal's level, under their count.
 	lasted, burstsLast time.Duration
-	// bursts, when set, is how many remembered bursts of a page at
-	// nothing between them level was read from (burstBound).
+	// bursts, when set, is how many remembered bursts of a page whose
+	// bursts are its normal level was read from (burstBound).
 	bursts int
 }
 

@@ -107,9 +107,9 @@ type Firing struct {
 	Launch       bool
 	LaunchPassed uint64
 	LaunchRank   int
-	// Bursts, when set, is how many remembered bursts of a page at
-	// nothing between them it fired past: BurstsPassed, what they reach
-	// but 1 in 50 (unusual rules).
+	// Bursts, when set, is how many remembered bursts of a page whose
+	// bursts are its normal it fired past: BurstsPassed, what they reach
+	// but 1 in 50, or factor × the highest (unusual rules, burstBound).
 	Bursts       int
 	BurstsPassed uint64
 }

@@ -37,9 +37,9 @@ func (s *Sweeper) DryRun(ctx context.Context) ([]crossing.Crossing, error) {
 }
 
 // Backtest replays the stored per-minute counts since a time through the
-// rules, each state learnt as a sweeper running all along had it (see
-// replay), and returns what would have fired, in time order. It reads ClickHouse only and writes nothing. See replay
-// for when counts are judged.
+// rules, each state learnt as a sweeper running all along had it, and
+// returns what would have fired, in time order. It reads ClickHouse
+// only and writes nothing. See replay for when counts are judged.
 func (s *Sweeper) Backtest(ctx context.Context, since time.Time) ([]crossing.Crossing, error) {
 	set, now := s.rules.current(), s.now()
 	since = since.Truncate(time.Minute)
@@ -67,8 +67,8 @@ func (s *Sweeper) Backtest(ctx context.Context, since time.Time) ([]crossing.Cro
 // Backtest replays per-minute counts from src (a counts file, say) since
 // a time through rules that LoadRules validated, each state learnt from
 // the rows before since that it remembers (see replay), and returns what
-// would have fired by now, in time order. It
-// needs neither NATS nor ClickHouse. A site's data is late, and its drops
+// would have fired by now, in time order. It needs neither NATS nor
+// ClickHouse. A site's data is late, and its drops
 // held, once no row for so long is unlikely at those hours of the day
 // (and never before the default data_late_after, nor two of its rows'
 // steps).

@@ -164,7 +164,7 @@ type line struct {
 	Launch       bool   `json:"launch,omitempty"`
 	LaunchPassed uint64 `json:"launch_passed,omitempty"`
 	LaunchRank   int    `json:"launch_rank,omitempty"`
-	// Bursts marks a page at nothing between its bursts told against
+	// Bursts marks a page whose bursts are its normal told against
 	// them: BurstsPassed is what those bursts of 4 weeks reach (views in
 	// the window), which it passed.
 	Bursts       int    `json:"bursts,omitempty"`
