@@ -38,13 +38,12 @@ import (
 // A count fires up when its variance-stabilised distance above the top
 // of the normal is at least sensitivity (and above the floors); down
 // when it, or the count of the window and down_for together against
-// their own normal (a small page's drop), is as far below the bottom
-// for down_for (twice as far before the normal knows the week: a
-// page's launch settling, or its first quiet weekend, is no drop).
-// Every surge is
-// remembered in the page's state for 4 weeks, told or not, and a count
-// must pass the second highest of them by a noise unit to be news: a
-// page's bursts are its normal.
+// their own normal (a small page's drop), is 0.9 × as far below the
+// bottom for down_for (it must last; twice as far before the normal
+// knows the week: a page's launch settling, or its first quiet weekend,
+// is no drop). Every surge is remembered in the page's state for 4
+// weeks, told or not, and a count must pass the second highest of them
+// by a noise unit to be news: a page's bursts are its normal.
 type Unusual struct {
 	Direction   Direction      `yaml:"direction"`
 	Sensitivity float64        `yaml:"sensitivity"`
@@ -85,6 +84,11 @@ const (
 	// firstWeekDropZ multiplies sensitivity for a drop judged before the
 	// normal knows the week (unusualDetector.dropLevel).
 	firstWeekDropZ = 2.0
+	// dropZ multiplies sensitivity for a drop once the normal knows the
+	// week: a drop is told only after down_for more sweeps past its
+	// level, which a surge is not asked, so its level can sit nearer
+	// (unusualDetector.dropLevel).
+	dropZ = 0.9
 	// usualZ is how wide the usual range is: about 19 in 20 normal
 	// windows fall inside ±2 noise units.
 	usualZ = 2.0

@@ -44,7 +44,7 @@ func TestShippedSpikeDefaultOnSeasonalTraffic(t *testing.T) {
 		{"weekends at 85%", 0.85, nil, "" +
 			"/pricing fire up 03-17 02:05|/pricing resolve up 03-17 04:50|" +
 			"/small fire up 03-24 20:20|/small resolve up 03-24 22:55|" +
-			"/pricing fire down 03-26 15:40|/pricing resolve down 03-26 18:40|" +
+			"/pricing fire down 03-26 15:35|/pricing resolve down 03-26 18:40|" +
 			"/pricing fire up 04-01 03:00|/pricing escalate up 04-01 03:35|/pricing resolve up 04-01 05:55"},
 		// A B2B site: weekends at 30%; a Friday holiday at a third makes
 		// three quiet days in a row, a sale day doubles traffic, and
@@ -59,7 +59,7 @@ func TestShippedSpikeDefaultOnSeasonalTraffic(t *testing.T) {
 			"/pricing fire down 03-20 06:00|/pricing resolve down 03-21 01:00|" +
 			"/small fire up 03-24 20:20|/small resolve up 03-24 22:55|" +
 			"/pricing fire up 03-25 09:50|/pricing resolve up 03-26 03:00|" +
-			"/pricing fire down 03-26 15:40|/pricing resolve down 03-26 18:40|" +
+			"/pricing fire down 03-26 15:35|/pricing resolve down 03-26 18:40|" +
 			"/pricing fire up 04-01 03:05|/pricing resolve up 04-01 05:55"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
