@@ -46,9 +46,10 @@ type Observation struct {
 	// SettledLow is when the page's last drop that resolved at a new
 	// normal began (State.SettledLow), from its state; zero: none.
 	SettledLow time.Time
-	// Late is set when the site's data is behind: a low count may be
-	// hits not loaded yet, so the unusual detector judges no drop on it
-	// (spike rules looking down still do: docs/unusual-rules.md).
+	// Late is set when the site's data is behind, or was at some time
+	// in the window: a low count may be hits not loaded yet, or a hole
+	// whose hits never came, so detectors looking down judge no drop on
+	// it.
 	Late bool
 }
 

@@ -256,3 +256,30 @@ func TestBacktestPageGoneForGoodIsToldOnce(t *testing.T) {
 		t.Errorf("new_normal: fire %v, resolve %v; want the resolve's alone", old[0].Why.NewNormal, old[1].Why.NewNormal)
 	}
 }
+
+// A spike rule looking down, which fires at the first sweep past its
+// level, is held over a hole in its data too: not only while the site is
+// late, but while its window still holds the hole's minutes, whose hits
+// never came. Before, it fired "went quiet" a minute after the data
+// came back (its hour then three quarters empty). (Rows every 30
+// minutes are not asked: such a rule fires before the site is late, on
+// a 1h window missing one row of two, which data_late_after, twice the
+// rows' spacing, cannot tell from a drop.)
+func TestBacktestSpikeDownIsNoDropAfterAHole(t *testing.T) {
+	for _, every := range []time.Duration{time.Minute, 5 * time.Minute} {
+		t.Run(every.String(), func(t *testing.T) {
+			r := spikeRuleOf("quiet", rules.Spike{Factor: 4, MinCount: 20, Direction: rules.Down,
+				Baseline: rules.Baseline{SameTime: &rules.SameTime{Days: 7}}})
+			r.Site = "example.com"
+			r.NotifyOn = []rules.Event{rules.EventFire, rules.EventResolve}
+			csv, since, _ := gapCSV(every, false)
+			xs := backtestCSV(t, csv, since, r)
+			if got := eventsOf(xs); got != "fire no_data, resolve no_data" {
+				t.Errorf("no rows for 4 hours: %s, want \"no data\" and its resolve, and no drop", got)
+				for _, x := range xs {
+					t.Log(x.Event, x.CrossedAt, x.Count, x.Threshold)
+				}
+			}
+		})
+	}
+}

@@ -153,12 +153,14 @@ func (f *freshness) check(ctx context.Context, set *ruleSet, obs map[string][]ob
 			}
 		}
 	}
-	// A drop's hours (Reach.Long) that held a late stretch are not
-	// judged: the hits of its hole may never come.
+	// A window, or a drop's hours (Reach.Long), that held a late
+	// stretch is not judged down: the hits of its hole may never come,
+	// and a rule firing at its first look (a spike rule) told the hour
+	// after the data came back "went quiet".
 	for k, list := range obs {
 		for i := range list {
 			o := &obs[k][i]
-			o.late = late[o.site]
+			o.late = late[o.site] || lateUntil[o.site].After(o.pt.from)
 			if long := set.rules[o.pt.rule].Detector().Reach().Long; long > 0 {
 				o.longLate = lateUntil[o.site].After(o.pt.to.Add(-long))
 			}

@@ -83,6 +83,34 @@ func TestTailerStoppedSendsNoDataNotDrops(t *testing.T) {
 	}
 }
 
+// The tailer stopped for 3 hours and came back without them (its logs
+// rotated away meanwhile): a spike rule looking down, which fires at its
+// first look, tells "no data" and its resolve, and no drop in the hour
+// after, whose window still holds the hole. Before, it said "went quiet"
+// at the first sweep the data flowed again.
+func TestSpikeDownIsNoDropAfterAHoleLive(t *testing.T) {
+	b := setup(t)
+	r := spikeRuleOf("quiet", rules.Spike{Factor: 4, MinCount: 20, Direction: rules.Down,
+		Baseline: rules.Baseline{SameTime: &rules.SameTime{Days: 7}}})
+	r.Site, r.NotifyOn = "example.com", []rules.Event{rules.EventFire, rules.EventResolve}
+	b.cfg.Rules = []rules.Rule{r}
+	now := time.Now().UTC().Truncate(time.Minute)
+	stop := now.Add(-3 * time.Hour)
+	b.addSteady(t, "/checkout", 120, now.Add(-8*24*time.Hour), stop)
+
+	c := &clock{t: now}
+	s := b.sweeper(t, c)
+	b.sweep(t, s)
+	b.addSteady(t, "/checkout", 120, now, now.Add(80*time.Minute))
+	for at := now.Add(2 * time.Minute); at.Before(now.Add(80 * time.Minute)); at = at.Add(10 * time.Minute) {
+		c.set(at)
+		b.sweep(t, s)
+	}
+	if got := describe(b.jobs(t)); fmt.Sprint(got) != "[fire no_data example.com resolve no_data example.com]" {
+		t.Errorf("the hour after a hole: %v, want the no-data message and its resolve, and no drop", got)
+	}
+}
+
 // A line dated hours ahead (a clock that jumped, a forged syslog line)
 // is no fresh data: the tailer stopped 3 hours ago is still late, with
 // one "no data" message and no drop, though the site has a minute with

@@ -345,7 +345,7 @@ func (run *seriesRun) step(m moment) {
 		if run.reach.Short > 0 {
 			o.short = upTo(pt.to) - upTo(pt.to.Add(-run.reach.Short))
 		}
-		o.late = run.site.late(pt.to)
+		o.late = run.site.lateWithin(pt.from, pt.to) // as a sweep: freshness.go
 		if run.reach.Long > 0 {
 			o.long = upTo(pt.to) - upTo(pt.to.Add(-run.reach.Long))
 			o.longLate = run.site.lateWithin(pt.to.Add(-run.reach.Long), pt.to)
