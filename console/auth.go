@@ -231,8 +231,10 @@ func (a *auth) checkCSRF(r *http.Request, session string) error {
 		return errors.New("no CSRF cookie")
 	}
 	tok := r.Header.Get(csrfHeader)
-	if tok == "" {
-		tok = r.PostFormValue(csrfField)
+	if tok == "" && r.ParseForm() == nil {
+		// Forms are URL-encoded: a multipart body, which the standard
+		// library would spool to disk to look for the token, has none.
+		tok = r.PostForm.Get(csrfField)
 	}
 	got, err := base64.RawURLEncoding.DecodeString(tok)
 	if err != nil || !hmac.Equal(got, a.mac("csrf", c.Value, session)) {

@@ -120,6 +120,9 @@ func shorten(s string, n int) string {
 }
 
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
+	// Anyone may post here: the form's body is read (for its token)
+	// only up to the login form's bound.
+	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
 	p, ok := s.auth.fromSession(r)
 	if err := s.auth.checkCSRF(r, p.session); err != nil {
 		s.fail(w, r, http.StatusForbidden, err.Error())
