@@ -11,7 +11,8 @@ type Match struct {
 	Site string `yaml:"site" json:"site,omitempty"` // exact
 	Rule string `yaml:"rule" json:"rule,omitempty"` // exact
 	// Page is a glob over the path: * is any run of characters but /,
-	// ** any run including /, ? one character but /.
+	// ** any run including /, ? one character but /, and \ makes the
+	// character after it literal (\* a star).
 	Page   string            `yaml:"page" json:"page,omitempty"`
 	Labels map[string]string `yaml:"labels" json:"labels,omitempty"` // each label equal
 }
@@ -47,8 +48,10 @@ func (m Match) Validate(key string) error {
 }
 
 // globMatch matches a path against a glob: * is any run of characters
-// but /, ** any run including /, ? one character but /. Everything else
-// is literal. It walks the path once, keeping the set of places in the
+// but /, ** any run including /, ? one character but /, \ the character
+// after it (a path's own * and ? can be named: a snooze of the page
+// "/*******" silenced every page of 7 characters). Everything else is
+// literal, a \ at the end too. It walks the path once, keeping the set of places in the
 // pattern it could be at (an NFA): time len(pattern) × len(path) at
 // worst, where trying each split of the path at each star took time
 // exponential in the stars (74 s for 8 ** on a path of 60 bytes), and
@@ -96,6 +99,11 @@ func globTokens(pattern string) []int {
 	toks := make([]int, 0, len(pattern))
 	for i := 0; i < len(pattern); i++ {
 		switch pattern[i] {
+		case '\\':
+			if i+1 < len(pattern) {
+				i++
+			}
+			toks = append(toks, int(pattern[i]))
 		case '?':
 			toks = append(toks, tokOne)
 		case '*':

@@ -64,6 +64,14 @@ func TestGlobMatch(t *testing.T) {
 		{"/x", "/x/", false},
 		{"", "", true},
 		{"", "/", false},
+		{`/\*\*`, "/**", true},
+		{`/\*\*`, "/ab", false},
+		{`/\?`, "/?", true},
+		{`/\?`, "/a", false},
+		{`/a\\b`, `/a\b`, true},
+		{`/a\`, `/a\`, true},
+		{`/\**`, "/*x", true},
+		{`/\**`, "/x", false},
 	} {
 		if got := globMatch(c.pattern, c.path); got != c.want {
 			t.Errorf("globMatch(%q, %q) = %t, want %t", c.pattern, c.path, got, c.want)

@@ -218,9 +218,9 @@ func (s *Signer) For(x crossing.Crossing, recipients []string, now time.Time) ma
 // SnoozeFor is how long a snooze lasts.
 func (s *Signer) SnoozeFor() time.Duration { return s.cfg.SnoozeFor }
 
-// PageGlob is a silence page glob matching path: a glob has no escapes,
-// so * and ? in the path become ?, which matches them (and, loosely, any
-// other character but / in their place).
+// PageGlob is a silence page glob matching path alone: its *, ? and \
+// escaped. (Turned into ?, as they once were, the page "/*******" a
+// visitor made up gave a snooze of every page of 7 characters.)
 func PageGlob(path string) string {
-	return strings.NewReplacer("*", "?").Replace(path)
+	return strings.NewReplacer(`\`, `\\`, "*", `\*`, "?", `\?`).Replace(path)
 }
