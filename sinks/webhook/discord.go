@@ -143,7 +143,10 @@ func checkDiscord(status int, header http.Header, body []byte) answer {
 			RetryAfter float64 `json:"retry_after"`
 		}
 		if json.Unmarshal(body, &rl) == nil && rl.RetryAfter > 0 {
-			a.retryAfter = clampWait(time.Duration(rl.RetryAfter * float64(time.Second)))
+			// Given to the millisecond, rounded either way: a wait of
+			// exactly it could come back up to half a millisecond early
+			// and be limited again. One more millisecond is enough.
+			a.retryAfter = clampWait(time.Duration(rl.RetryAfter*float64(time.Second)) + time.Millisecond)
 		}
 	}
 	return a
