@@ -24,6 +24,14 @@ func TestClusterLoaderLoadsFromAnR3Stream(t *testing.T) {
 	}
 	t.Cleanup(cb.Close)
 	b.bus = cb
+	// A stream at replicas 3 answers its first publishes only once it
+	// has a leader: on a loaded machine a publish right after its
+	// creation went unanswered ("no response from stream"). The
+	// tailers' publishes retry; this test's do not, so it waits.
+	if _, err := cb.HitsStream(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	c.WaitLeaders(t, time.Minute)
 	b.publish(t, 30, 100)
 	stop := b.run(t, b.ch.Hits())
 	defer stop()
