@@ -172,18 +172,6 @@ func (d *siteData) hourlyHazard(minutes []time.Time) hourHazards {
 	return hazardsOf(&shares)
 }
 
-// late reports whether a sweep judging a window ending at t would have
-// found the site's data late (gapsLate). Before the site's first row
-// nothing is known, and its normal is unknown too.
-func (d *siteData) late(t time.Time) bool {
-	i, _ := slices.BinarySearchFunc(d.minutes, t, func(a, b time.Time) int { return a.Compare(b) })
-	if i == 0 {
-		return false
-	}
-	at := d.lateAt[i-1]
-	return !at.IsZero() && t.After(at)
-}
-
 // lateWithin reports whether the site's data was late at any time in
 // (from, to]: after minute i with rows, late from its lateAt to the
 // next minute with rows, minutes[i+1] (late). The stretches are in
