@@ -85,7 +85,7 @@ func (d *unusualDetector) weighLongDown(o Observation) (judgement, bool) {
 // count is that low. The whole sensitivity left holidays at 40 % of a
 // page whose days vary by 15 % unheard (4 same-weekday samples put 5
 // units down at about 30 %), and growth's day at 30 % on a page whose
-// median of 4 weeks lags its level; at 0.9 × syntheval hears 12 more
+// median of 4 weeks lags its level; at 0.9 × syntheval hears 14 more
 // of its 600 events at the same false alarms, the tweets the same.
 // Until the normal knows the week (hour, below: 7 days of history) a
 // drop needs twice the evidence, as a burst does. Before then the
