@@ -53,9 +53,9 @@ func (m Match) Validate(key string) error {
 // "/*******" silenced every page of 7 characters). Everything else is
 // literal, a \ at the end too. It walks the path once, keeping the set
 // of places in the pattern it could be at (an NFA): time len(pattern) ×
-// len(path) at worst, where trying each split of the path at each star took time
-// exponential in the stars (74 s for 8 ** on a path of 60 bytes), and
-// the paths are whatever web clients sent.
+// len(path) at worst, where trying each split of the path at each star
+// took time exponential in the stars (74 s for 8 ** on a path of 60
+// bytes), and the paths are whatever web clients sent.
 func globMatch(pattern, s string) bool {
 	toks := globTokens(pattern)
 	cur, next := make([]bool, len(toks)+1), make([]bool, len(toks)+1)
