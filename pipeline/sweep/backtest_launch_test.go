@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pagewatch/pagewatch/domain/crossing"
+	"github.com/pagewatch/pagewatch/domain/rules"
 )
 
 // blogCSV is a blog of 5 weeks in rows per 5 minutes: a home page with a
@@ -73,10 +74,24 @@ func blogCSV(seed uint64, big, perDay int) (csv string, start time.Time, launche
 // last 4 weeks, a post is told when it outgrows all but one of them: a
 // record, or nearly, of which 34 lognormal launches hold about 7 (each
 // of 34 was told before). A launch ten times the others is told, once,
-// and resolves.
+// and resolves. A rule looking only up judges them the same: before, it
+// judged each new post against its own normal of nothing, and told
+// every one that reached min_count.
 func TestBacktestNewPagesAreJudgedAgainstTheSitesLaunches(t *testing.T) {
+	for _, dir := range []rules.Direction{rules.Both, rules.Up} {
+		t.Run(string(dir), func(t *testing.T) {
+			r := unusualBoth()
+			u := *r.Unusual
+			u.Direction = dir
+			r.Unusual = &u
+			newPagesAgainstLaunches(t, r)
+		})
+	}
+}
+
+func newPagesAgainstLaunches(t *testing.T, r rules.Rule) {
 	csv, start, launches := blogCSV(31, 20, 1)
-	xs := backtestCSV(t, csv, start.Add(24*time.Hour), unusualBoth())
+	xs := backtestCSV(t, csv, start.Add(24*time.Hour), r)
 	byEvent := map[string]int{}
 	var told []string
 	var big []string

@@ -378,10 +378,12 @@ func (s *Sweeper) count(ctx context.Context, set *ruleSet, pts []point, every bo
 	return obs, rows, nil
 }
 
-// quietReach is, for a rule that looks down, the start of a window
-// reaching back over the rule's baseline period: counted with the rule's
-// own, it makes the query return the pages that had views there, which a
-// page whose views fell to zero in the window no longer has in it. Such a
+// quietReach is, for a rule that looks down or judges launches
+// (rules.ReadsLaunches: a page's views in these weeks say it is new),
+// the start of a window reaching back over the rule's baseline period:
+// counted with the rule's own, it makes the query return the pages that
+// had views there, which a page whose views fell to zero in the window
+// no longer has in it. Such a
 // page is then observed with a count of 0 and judged against its normal:
 // "went quiet" is most worth hearing when a page stops entirely. A normal
 // big enough to fall needs views in the baseline period, so no page that
@@ -396,7 +398,7 @@ func (s *Sweeper) count(ctx context.Context, set *ruleSet, pts []point, every bo
 // against 1.3 s without the reach). A few more pages are returned, whose
 // normals are read once and are too small to fall.
 func quietReach(r *rules.Rule, p point) (time.Time, bool) {
-	if !r.Detector().LooksDown() {
+	if !r.Detector().LooksDown() && !rules.ReadsLaunches(r) {
 		return time.Time{}, false
 	}
 	return reachOf(r.BaselineSpans(p.to, time.Time{}), p.from)

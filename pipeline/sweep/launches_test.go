@@ -35,10 +35,22 @@ func (b *bundle) addLaunch(t *testing.T, path string, first int, at time.Time) {
 // after four posts of about 150 views in their first hour, a fifth like
 // them is not news, and a sixth of ten times that is told once, with
 // sweepers racing. The launches are read from the pages' states, which
-// say their site.
+// say their site. A rule looking only up, the same.
 func TestSweepJudgesANewPageAgainstItsSitesLaunches(t *testing.T) {
+	for _, dir := range []rules.Direction{rules.Both, rules.Up} {
+		t.Run(string(dir), func(t *testing.T) {
+			r := unusualBoth()
+			u := *r.Unusual
+			u.Direction = dir
+			r.Unusual = &u
+			sweepNewPageAgainstLaunches(t, r)
+		})
+	}
+}
+
+func sweepNewPageAgainstLaunches(t *testing.T, r rules.Rule) {
 	b := setup(t)
-	b.cfg.Rules = []rules.Rule{unusualBoth()}
+	b.cfg.Rules = []rules.Rule{r}
 	now := time.Now().UTC().Truncate(time.Hour).Add(-10 * time.Hour)
 	b.addSteady(t, "/", 60, now.Add(-10*24*time.Hour), now.Add(10*time.Hour))
 	c := &clock{t: now}

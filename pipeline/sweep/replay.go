@@ -288,7 +288,7 @@ func (run *seriesRun) replay() {
 }
 
 // normalAt is a window end's normal, and where the weeks before it
-// begin (quietReach) for a rule looking down.
+// begin (quietReach) for a rule looking down or judging launches.
 type normalAt struct {
 	exp     rules.Expected
 	reach   time.Time
@@ -306,7 +306,7 @@ func (run *seriesRun) expect(pt point) normalAt {
 	}
 	all := run.r.BaselineSpans(pt.to, time.Time{})
 	var n normalAt
-	if run.lookDown {
+	if run.lookDown || rules.ReadsLaunches(run.r) {
 		n.reach, n.reachOK = reachOf(all, pt.from)
 	}
 	spans := slices.DeleteFunc(all, func(sp rules.Interval) bool { return sp.From.Before(run.dataStart) })
