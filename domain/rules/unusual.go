@@ -342,6 +342,9 @@ func (d *unusualDetector) Settled(o Observation) bool {
 	if up.fires || up.burst {
 		return false
 	}
+	if d.u.Direction == Up {
+		return true // a drop beginning is nothing to it
+	}
 	dn := d.weighDown(o)
 	return !dn.pending && !dn.fires
 }

@@ -9,12 +9,15 @@ import "time"
 // page of a rule looking down.
 const maxLong = 12 * time.Hour
 
-// long is the drop's long window: the rule's window and down_for
-// together (up to maxLong), over which a drop must have lasted anyway;
-// 0 when the rule does not look down or adds no hours to its window.
+// long is the long window: the rule's window and down_for together (up
+// to maxLong), over which a drop must have lasted anyway, and a surge
+// that lasted longer is asked back (unusualDetector.back); 0 when it
+// adds no hours to the rule's window. A rule looking only up reads it
+// too: without, a page twice its size for good was told back each
+// night, where its hour's range holds it, and taking off each morning.
 func (d *unusualDetector) long() time.Duration {
 	w := d.r.Window.Rolling
-	if l := min(w+d.u.DownFor, maxLong); d.LooksDown() && l > w {
+	if l := min(w+d.u.DownFor, maxLong); l > w {
 		return l
 	}
 	return 0

@@ -415,8 +415,16 @@ func TestUnusualSurgeOfDaysIsOneEpisodeToItsEnd(t *testing.T) {
 // sits inside its night's wide range, and was told back each night and
 // taking off again the next morning ("resolve up 03-13 Fri 02:10",
 // "fire up 03-13 Fri 09:00" here, then again the next night); after
-// weeks of history, told back at 5:10 a week later, at 2 ×.
+// weeks of history, told back at 5:10 a week later, at 2 ×. A rule
+// looking only up reads its hours too, and says the same: before, it
+// read none, and told this so each night and morning.
 func TestUnusualPageUpForGoodIsToldOnce(t *testing.T) {
+	for _, dir := range []Direction{Both, Up} {
+		t.Run(string(dir), func(t *testing.T) { upForGood(t, dir) })
+	}
+}
+
+func upForGood(t *testing.T, dir Direction) {
 	for _, c := range []struct {
 		day   int
 		times float64
@@ -426,7 +434,7 @@ func TestUnusualPageUpForGoodIsToldOnce(t *testing.T) {
 		{30, 2, []string{"fire up 04-01 Wed 12:10", "resolve up 04-22 Wed 14:00 not back"}},
 		{30, 3, []string{"fire up 04-01 Wed 12:10", "resolve up 04-22 Wed 14:00 not back"}},
 	} {
-		r := unusualRule(t, Unusual{Direction: Both})
+		r := unusualRule(t, Unusual{Direction: dir})
 		rise := monday.Add(time.Duration(c.day)*24*time.Hour + 12*time.Hour)
 		s := newSynth(monday, c.day+25, 43, func(t time.Time) float64 {
 			if !t.Before(rise) {
