@@ -78,15 +78,7 @@ func blogCSV(seed uint64, big, perDay int) (csv string, start time.Time, launche
 // judged each new post against its own normal of nothing, and told
 // every one that reached min_count.
 func TestBacktestNewPagesAreJudgedAgainstTheSitesLaunches(t *testing.T) {
-	for _, dir := range []rules.Direction{rules.Both, rules.Up} {
-		t.Run(string(dir), func(t *testing.T) {
-			r := unusualBoth()
-			u := *r.Unusual
-			u.Direction = dir
-			r.Unusual = &u
-			newPagesAgainstLaunches(t, r)
-		})
-	}
+	unusualEachWay(t, newPagesAgainstLaunches)
 }
 
 func newPagesAgainstLaunches(t *testing.T, r rules.Rule) {

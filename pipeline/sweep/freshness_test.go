@@ -37,6 +37,21 @@ func unusualBoth() rules.Rule {
 		Notify: rules.Notify{Recipients: []string{"ops@example.com"}}}
 }
 
+// unusualEachWay runs f as subtests with unusualBoth() looking both ways
+// and looking only up: a rule looking up judges a page's surges as one
+// looking both ways does.
+func unusualEachWay(t *testing.T, f func(t *testing.T, r rules.Rule)) {
+	for _, dir := range []rules.Direction{rules.Both, rules.Up} {
+		t.Run(string(dir), func(t *testing.T) {
+			r := unusualBoth()
+			u := *r.Unusual
+			u.Direction = dir
+			r.Unusual = &u
+			f(t, r)
+		})
+	}
+}
+
 // The tailer stopped for 3 hours: the site's pages fall to nothing, but
 // the data is late, not the pages quiet. Two sweepers racing send one
 // "no data" message and no drop; once the data is loaded again, one

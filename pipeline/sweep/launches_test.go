@@ -37,15 +37,7 @@ func (b *bundle) addLaunch(t *testing.T, path string, first int, at time.Time) {
 // sweepers racing. The launches are read from the pages' states, which
 // say their site. A rule looking only up, the same.
 func TestSweepJudgesANewPageAgainstItsSitesLaunches(t *testing.T) {
-	for _, dir := range []rules.Direction{rules.Both, rules.Up} {
-		t.Run(string(dir), func(t *testing.T) {
-			r := unusualBoth()
-			u := *r.Unusual
-			u.Direction = dir
-			r.Unusual = &u
-			sweepNewPageAgainstLaunches(t, r)
-		})
-	}
+	unusualEachWay(t, sweepNewPageAgainstLaunches)
 }
 
 func sweepNewPageAgainstLaunches(t *testing.T, r rules.Rule) {
