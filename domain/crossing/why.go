@@ -73,7 +73,8 @@ type Why struct {
 	// Bursts, when set, marks the fire of a page whose bursts are its
 	// normal (at nothing, or little, between them), judged against
 	// them: BurstsPassed is what its Bursts remembered bursts of 4
-	// weeks reach but 1 in 50 (in views in the window), which it passed.
+	// weeks reach but 1 in 50, or factor × the highest of them (in
+	// views in the window), which it passed.
 	Bursts       int    `json:"bursts,omitempty"`
 	BurstsPassed uint64 `json:"bursts_passed,omitempty"`
 	// Since, Peak and PeakAt describe the episode; Total is its views
