@@ -25,9 +25,10 @@ func (b *bundle) addSend(t *testing.T, path string, n int, at time.Time) {
 // new page, then a send of which it knows one), then five of about 300
 // views are nothing, and a sixth of 350, past the second highest of
 // its others by more than a noise unit but not past what they reach but
-// 1 in 50 (against the second highest, the 4th and the 7th were told). A send of 3,000, judged by four sweepers
-// racing, is one fire, its why naming its bursts; a backtest over the
-// same hours tells the same sends.
+// 1 in 50 (against the second highest, the 4th and the 7th were
+// told). A send of 3,000, judged by four sweepers racing, is one fire,
+// its why naming its bursts; a backtest over the same hours tells the
+// same sends.
 func TestSweepJudgesANewsletterAgainstItsSends(t *testing.T) {
 	b := setup(t)
 	b.cfg.Rules = []rules.Rule{unusualBoth()}
