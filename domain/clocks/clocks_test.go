@@ -1,0 +1,174 @@
+package clocks_test
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/pagewatch/pagewatch/domain/clocks"
+)
+
+// site is a site's views per UTC hour: a weekday with a morning rise and
+// an evening peak on its readers' clocks (loc), weekends at 60 %, days
+// whose level varies by 10 %, and Poisson's noise; peak views an hour at
+// its busiest. From its first hour on, every hour before now is known.
+type site struct {
+	views map[time.Time]float64
+	first time.Time
+}
+
+func newSite(loc *time.Location, peak float64, from, to time.Time, seed uint64) site {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	s := site{views: map[time.Time]float64{}, first: from}
+	level := map[string]float64{}
+	for h := from; h.Before(to); h = h.Add(time.Hour) {
+		local := h.In(loc)
+		day := local.Format("2006-01-02")
+		if _, ok := level[day]; !ok {
+			level[day] = math.Exp(0.1 * rng.NormFloat64())
+		}
+		// Quiet at night, rising from 7:00, busiest at 20:00.
+		x := float64(local.Hour()) + float64(local.Minute())/60
+		shape := 0.1 + 0.9*math.Exp(-math.Pow((x-20)/4, 2))
+		if x < 7 {
+			shape = 0.1
+		}
+		if wd := local.Weekday(); wd == time.Saturday || wd == time.Sunday {
+			shape *= 0.6
+		}
+		s.views[h] = float64(poisson(rng, peak*shape*level[day]))
+	}
+	return s
+}
+
+func (s site) at(h time.Time) (float64, bool) { return s.views[h], !h.Before(s.first) }
+
+func poisson(rng *rand.Rand, mean float64) int {
+	if mean > 50 {
+		return max(0, int(math.Round(mean+math.Sqrt(mean)*rng.NormFloat64())))
+	}
+	l, k, p := math.Exp(-mean), 0, 1.0
+	for {
+		p *= rng.Float64()
+		if p <= l {
+			return k
+		}
+		k++
+	}
+}
+
+func zone(t *testing.T, name string) *time.Location {
+	t.Helper()
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return loc
+}
+
+var (
+	// America's clocks went forward at 07:00 UTC on 8 March 2026, the
+	// EU's at 01:00 UTC on 29 March.
+	usChange = time.Date(2026, 3, 8, 7, 0, 0, 0, time.UTC)
+	euChange = time.Date(2026, 3, 29, 1, 0, 0, 0, time.UTC)
+	from     = time.Date(2026, 2, 2, 0, 0, 0, 0, time.UTC)
+	reach    = 13 * 7 * 24 * time.Hour
+)
+
+func TestChangesAreTheCandidatesOwn(t *testing.T) {
+	got := map[string][]time.Time{}
+	for _, ch := range clocks.Changes(from, from.Add(reach)) {
+		got[ch.Clock.Name] = append(got[ch.Clock.Name], ch.At)
+	}
+	if us := got["America/New_York"]; len(us) != 1 || !us[0].Equal(usChange) {
+		t.Errorf("New York's changes from 2 February, 13 weeks: %v, want [%v]", us, usChange)
+	}
+	if eu := got["Europe/Berlin"]; len(eu) != 1 || !eu[0].Equal(euChange) {
+		t.Errorf("Berlin's: %v, want [%v]", eu, euChange)
+	}
+	if len(got) != len(clocks.Candidates) {
+		t.Errorf("%d of %d candidates change within 13 weeks of February: %v", len(got), len(clocks.Candidates), got)
+	}
+}
+
+func TestASiteOnNewYorksClocksIsLearnedWithinDaysOfTheChange(t *testing.T) {
+	ny := zone(t, "America/New_York")
+	for _, peak := range []float64{300, 30_000} {
+		s := newSite(ny, peak, from, usChange.Add(8*24*time.Hour), 1)
+		if v := clocks.Learn(s.at, usChange.Add(-time.Hour), reach); v.Clock != clocks.UTC {
+			t.Errorf("peak %g: before any change: %s, want UTC (nothing tells the clocks apart)", peak, v.Clock.Name)
+		}
+		if v := clocks.Learn(s.at, usChange.Add(6*time.Hour), reach); v.Clock != clocks.UTC {
+			t.Errorf("peak %g: 6 hours after the change: %s, want UTC (too little to tell)", peak, v.Clock.Name)
+		}
+		at := usChange.Add(3 * 24 * time.Hour)
+		v := clocks.Learn(s.at, at, reach)
+		if v.Clock.Name != "America/New_York" {
+			t.Fatalf("peak %g: 3 days after the change: %s (z %.1f), want America/New_York", peak, v.Clock.Name, v.Evidence.Z)
+		}
+		if v.Evidence.Pairs < 24 || v.Evidence.Z < 4 {
+			t.Errorf("peak %g: evidence %+v", peak, v.Evidence)
+		}
+	}
+}
+
+func TestASiteOnUTCStaysThereAndEveryOtherClockReadsWorse(t *testing.T) {
+	for seed := uint64(1); seed <= 5; seed++ {
+		s := newSite(time.UTC, 3000, from, from.Add(reach), seed)
+		now := from.Add(reach)
+		for _, ch := range clocks.Changes(now.Add(-reach), now) {
+			if ev := clocks.Weigh(s.at, ch, now); ev.Z > 0 {
+				t.Errorf("seed %d: %s's change of %s reads better than UTC: z %.1f", seed, ch.Clock.Name, ch.At, ev.Z)
+			}
+		}
+		if v := clocks.Learn(s.at, now, reach); v.Clock != clocks.UTC {
+			t.Errorf("seed %d: learned %s", seed, v.Clock.Name)
+		}
+	}
+}
+
+func TestAFlatOrTinySiteTellsNothing(t *testing.T) {
+	flat := site{views: map[time.Time]float64{}, first: from}
+	rng := rand.New(rand.NewPCG(7, 7))
+	for h := from; h.Before(from.Add(reach)); h = h.Add(time.Hour) {
+		flat.views[h] = float64(poisson(rng, 200))
+	}
+	tiny := newSite(zone(t, "America/New_York"), 2, from, from.Add(reach), 3)
+	for name, s := range map[string]site{"flat": flat, "two views an hour at its busiest": tiny} {
+		if v := clocks.Learn(s.at, usChange.Add(7*24*time.Hour), reach); v.Clock != clocks.UTC {
+			t.Errorf("%s: learned %s (z %.1f)", name, v.Clock.Name, v.Evidence.Z)
+		}
+	}
+}
+
+func TestAEuropeanSiteIsToldFromAnAmericanOne(t *testing.T) {
+	berlin := zone(t, "Europe/Berlin")
+	s := newSite(berlin, 3000, from, euChange.Add(8*24*time.Hour), 2)
+	at := euChange.Add(7 * 24 * time.Hour)
+	if v := clocks.Learn(s.at, at, reach); v.Clock.Name != "Europe/Berlin" {
+		t.Errorf("a week after the EU's change, with America's three weeks before it in reach: %s, want Europe/Berlin", v.Clock.Name)
+	}
+}
+
+func TestAHolidayInTheWeekAfterTheChangeDoesNotHideIt(t *testing.T) {
+	ny := zone(t, "America/New_York")
+	s := newSite(ny, 3000, from, usChange.Add(8*24*time.Hour), 4)
+	// Two days at 15 %, from the Tuesday after the change.
+	for h := usChange.Add(2 * 24 * time.Hour); h.Before(usChange.Add(4 * 24 * time.Hour)); h = h.Add(time.Hour) {
+		s.views[h] = math.Round(s.views[h] * 0.15)
+	}
+	if v := clocks.Learn(s.at, usChange.Add(7*24*time.Hour), reach); v.Clock.Name != "America/New_York" {
+		t.Errorf("learned %s (z %.1f), want America/New_York", v.Clock.Name, v.Evidence.Z)
+	}
+}
+
+func TestEveryCandidateLoads(t *testing.T) {
+	seen := map[string]bool{}
+	for _, c := range clocks.Candidates {
+		if c.Loc == nil || seen[c.Name] {
+			t.Errorf("candidate %q: loc %v, seen before %v", c.Name, c.Loc, seen[c.Name])
+		}
+		seen[c.Name] = true
+	}
+}
