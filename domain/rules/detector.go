@@ -140,6 +140,26 @@ func (r *Rule) BaselineSpans(end, dataStart time.Time) []Interval {
 	return r.Detector().Spans(end, dataStart)
 }
 
+// ZoneAuto is the zone of an unusual rule that reads each site's normal
+// on the clocks its readers keep, learned from its traffic (package
+// clocks) rather than named.
+const ZoneAuto = "auto"
+
+// LearnsClocks reports whether r reads each site's normal on its learned
+// clocks (zone: auto), and so wants them for SpansOn.
+func LearnsClocks(r *Rule) bool { return r.Unusual != nil && r.Zone == ZoneAuto }
+
+// SpansOn is BaselineSpans for a site whose readers keep clock (nil: not
+// known, UTC's): a rule that learns clocks reads its normal on them, any
+// other on its own zone.
+func SpansOn(r *Rule, end, dataStart time.Time, clock *time.Location) []Interval {
+	d, ok := r.Detector().(*unusualDetector)
+	if !ok || !LearnsClocks(r) || clock == nil {
+		return r.BaselineSpans(end, dataStart)
+	}
+	return unusualSpans(d, end, dataStart, clock)
+}
+
 // Normal makes the page's normal from the counts of BaselineSpans'
 // windows (Detector.Expect).
 func (r *Rule) Normal(spans []Interval, counts []uint64) Expected {

@@ -207,13 +207,18 @@ const nextHour = 1000
 // 20:10 holds minutes of two hours, and a page whose evening starts at
 // 20:00, or whose newsletter goes out at 9:00, is judged against both.
 func (d *unusualDetector) Spans(end, dataStart time.Time) []Interval {
+	return unusualSpans(d, end, dataStart, d.r.Window.zone())
+}
+
+// unusualSpans is Spans on the clocks of zone.
+func unusualSpans(d *unusualDetector, end, dataStart time.Time, zone *time.Location) []Interval {
 	w := d.r.Window.Rolling
 	var out []Interval
 	for i, e := range []time.Time{end.UTC().Truncate(time.Hour), end.UTC().Truncate(time.Hour).Add(time.Hour)} {
 		if i == 1 && end.UTC().Truncate(time.Hour).Equal(end.UTC()) {
 			break // a window ending on the hour is one hour's
 		}
-		near := e.In(d.r.Window.zone())
+		near := e.In(zone)
 		y, m, dd := near.Date()
 		hh, mm := near.Hour(), near.Minute()
 		add := func(k int) {

@@ -82,9 +82,14 @@ func (r *Rule) Validate(key string) error {
 		windowOK = false
 	}
 	sameTime := (r.Spike != nil && r.Spike.Baseline.SameTime != nil) || r.Unusual != nil
-	if r.Zone != "" && windowOK && r.Window.Kind != Calendar && !sameTime {
+	switch {
+	case r.Zone != "" && windowOK && r.Window.Kind != Calendar && !sameTime:
 		add(".zone", "only calendar windows (day, week, month), unusual rules and same_time baselines have a zone; window is %s", r.Window)
-	} else if r.Zone != "" {
+	case r.Zone == ZoneAuto:
+		if r.Unusual == nil {
+			add(".zone", "auto (each site's clocks learned from its traffic) is for unusual rules; name a zone like Europe/Berlin")
+		}
+	case r.Zone != "":
 		loc, err := time.LoadLocation(r.Zone)
 		if err != nil {
 			add(".zone", "unknown time zone %q (want an IANA name like Europe/Berlin)", r.Zone)
