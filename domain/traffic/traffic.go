@@ -70,6 +70,7 @@ type SiteHour struct {
 	Site    string
 	Hour    time.Time
 	Minutes int
+	Hits    uint64 // its views (for the clocks its readers keep)
 }
 
 // MinuteHits is one page's hit count in one minute.

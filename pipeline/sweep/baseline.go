@@ -3,6 +3,8 @@ package sweep
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -36,10 +38,14 @@ type baselines struct {
 	// spanIDs numbers each set of spans (by spanKey), so a normal's key
 	// hashes a number, not 20 spans of text, millions of times a sweep.
 	spanIDs map[string]int
+	// clocks is each site's learned clocks, for the rules that learn
+	// them (zone: auto); a site on UTC's has none.
+	clocks  map[string]*time.Location
+	clocker *siteClocks
 }
 
-func newBaselines(counts Counter, seals *sealing) *baselines {
-	return &baselines{counts: counts, seals: seals}
+func newBaselines(counts Counter, seals *sealing, logger *slog.Logger) *baselines {
+	return &baselines{counts: counts, seals: seals, clocker: &siteClocks{counts: counts, logger: logger}}
 }
 
 // maxGroups bounds groups: catching up over a day makes a group per rule,
@@ -106,7 +112,7 @@ func (b *baselines) keyOf(r *rules.Rule, i int, site, path string, to time.Time)
 	sp := spanned{i, site, to}
 	g, ok := b.groups[sp]
 	if !ok {
-		g.spans = r.BaselineSpans(to, start)
+		g.spans = rules.SpansOn(r, to, start, b.clocks[site])
 		key := spanKey(g.spans)
 		id, ok := b.spanIDs[key]
 		if !ok {
@@ -133,6 +139,16 @@ func (b *baselines) expect(ctx context.Context, set *ruleSet, obs map[string][]o
 			return err
 		}
 		b.starts, b.read = starts, now
+	}
+	if slices.ContainsFunc(set.rules, rules.LearnsClocks) {
+		of, err := b.clocker.clocksAt(ctx, now)
+		if err != nil {
+			return err
+		}
+		if !maps.Equal(of, b.clocks) {
+			clear(b.groups) // spans read on a site's former clocks
+		}
+		b.clocks = of
 	}
 	// What is missing, grouped by the spans it reads: one query per run
 	// of pages. Rules whose normals read the same hours (the same kind of

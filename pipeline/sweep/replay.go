@@ -117,6 +117,9 @@ func scanStart(set *ruleSet, from func(*rules.Rule) time.Time, since, now time.T
 			for _, sp := range r.BaselineSpans(f, time.Time{}) {
 				start = minTime(start, sp.From)
 			}
+			if rules.LearnsClocks(r) {
+				start = start.Add(-time.Hour) // a learned clock's day back may be 25 hours
+			}
 			if q, ok := quietReach(r, pointAt(0, r, f, now)); ok {
 				start = minTime(start, q) // a page's weeks before its window, as a sweep reads them
 			}
@@ -304,7 +307,11 @@ func (run *seriesRun) expect(pt point) normalAt {
 	if e, ok := run.expected[key]; ok {
 		return e
 	}
-	all := run.r.BaselineSpans(pt.to, time.Time{})
+	var clock *time.Location
+	if rules.LearnsClocks(run.r) {
+		clock = run.site.views.clockAt(pt.to)
+	}
+	all := rules.SpansOn(run.r, pt.to, time.Time{}, clock)
 	var n normalAt
 	if run.lookDown || rules.ReadsLaunches(run.r) {
 		n.reach, n.reachOK = reachOf(all, pt.from)

@@ -39,6 +39,9 @@ type siteData struct {
 	// lateIdx lists the i whose lateAt is set, in order: the late
 	// stretches lateWithin searches.
 	lateIdx []int
+	// views is its views per hour, for the clocks its readers keep
+	// (siteclocks.go).
+	views siteViews
 }
 
 func newSiteRows(src MinuteSource, keep func(site, path string, minute time.Time, hits uint64) bool) *siteRows {
@@ -56,6 +59,7 @@ func (f *siteRows) ScanMinutes(ctx context.Context, q traffic.MinuteScan, fn fun
 			d.start = minute
 		}
 		d.seen.add(minute)
+		d.views.add(minute, hits)
 		if f.keep != nil && !f.keep(site, path, minute, hits) {
 			return nil
 		}

@@ -108,8 +108,8 @@ func (cs Counts) DataEnds(ctx context.Context, since, until time.Time) (map[stri
 	return cs.siteMinutes(ctx, "data ends", queryDataEnds, since.Unix(), until.Unix())
 }
 
-// SiteHours returns, per site and UTC hour in [from, to) with hits, how
-// many of the hour's minutes had some.
+// SiteHours returns, per site and UTC hour in [from, to) with hits, its
+// hits and how many of the hour's minutes had some.
 func (cs Counts) SiteHours(ctx context.Context, from, to time.Time) ([]traffic.SiteHour, error) {
 	rows, err := cs.c.conn.Query(ctx, querySiteHours, from.Unix(), to.Unix())
 	if err != nil {
@@ -123,7 +123,7 @@ func (cs Counts) SiteHours(ctx context.Context, from, to time.Time) ([]traffic.S
 			hour uint32
 			n    uint64
 		)
-		if err := rows.Scan(&h.Site, &hour, &n); err != nil {
+		if err := rows.Scan(&h.Site, &hour, &n, &h.Hits); err != nil {
 			return nil, fmt.Errorf("site hours: %w", err)
 		}
 		h.Hour, h.Minutes = time.Unix(int64(hour), 0).UTC(), int(n)

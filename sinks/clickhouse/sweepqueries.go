@@ -148,9 +148,10 @@ GROUP BY site, path, hour`
 	queryDataEnds = `SELECT site, max(minute) FROM page_minutes WHERE minute >= toDateTime(?) AND minute <= toDateTime(?) GROUP BY site`
 
 	// querySiteHours is, per site and UTC hour in [from, to), how many
-	// of the hour's minutes had hits (hours are counted from the epoch,
-	// as queryHourCounts does, free of the server's time zone).
-	querySiteHours = `SELECT site, toUInt32(intDiv(toUInt32(minute), 3600) * 3600) AS hour, uniqExact(minute)
+	// of the hour's minutes had hits, and the hits (hours are counted
+	// from the epoch, as queryHourCounts does, free of the server's time
+	// zone).
+	querySiteHours = `SELECT site, toUInt32(intDiv(toUInt32(minute), 3600) * 3600) AS hour, uniqExact(minute), sum(hits)
 FROM page_minutes
 WHERE minute >= toDateTime(?) AND minute < toDateTime(?)
 GROUP BY site, hour`
