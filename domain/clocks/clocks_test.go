@@ -30,7 +30,7 @@ func newSite(loc *time.Location, peak float64, from, to time.Time, seed uint64) 
 		}
 		// Quiet at night, rising from 7:00, busiest at 20:00.
 		x := float64(local.Hour()) + float64(local.Minute())/60
-		shape := 0.1 + 0.9*math.Exp(-math.Pow((x-20)/4, 2))
+		shape := 0.1 + 0.9*math.Exp(-(x-20)*(x-20)/16)
 		if x < 7 {
 			shape = 0.1
 		}
