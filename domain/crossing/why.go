@@ -30,11 +30,14 @@ type Why struct {
 	// (same weekday) or only the hour of day; Burst, when set, is the
 	// other window the count that fired was over: a burst of minutes, or
 	// a drop's hours together (direction down).
-	Low    float64       `json:"low,omitempty"`
-	High   float64       `json:"high,omitempty"`
-	Days   int           `json:"days,omitempty"`
-	Weekly bool          `json:"weekly,omitempty"`
-	Burst  time.Duration `json:"burst,omitempty"`
+	Low    float64 `json:"low,omitempty"`
+	High   float64 `json:"high,omitempty"`
+	Days   int     `json:"days,omitempty"`
+	Weekly bool    `json:"weekly,omitempty"`
+	// Clock is the zone whose clocks the normal was read on when they
+	// were learned from the site's traffic (zone: auto), "" on UTC's.
+	Clock string        `json:"clock,omitempty"`
+	Burst time.Duration `json:"burst,omitempty"`
 	// BurstCount is the burst's views (Burst set), BurstBaseline its
 	// normal and BurstLow–BurstHigh its usual range: what a burst was
 	// judged on, which the hour's count may not show ("28 views in 1h,
@@ -325,6 +328,9 @@ func (w *Why) ExpectedText() string {
 		s += ", from 1 day of history"
 	case w.Days > 0:
 		s += ", from " + strconv.Itoa(w.Days) + " days of history"
+	}
+	if w.Clock != "" {
+		s += ", on " + w.Clock + " time (its readers' clocks)"
 	}
 	if w.Burst > 0 && w.BurstText() == "" {
 		// A job from before bursts carried their count: the minutes only.

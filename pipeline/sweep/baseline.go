@@ -168,6 +168,9 @@ func (b *baselines) expect(ctx context.Context, set *ruleSet, obs map[string][]o
 			if !ok {
 				continue // no data yet: unknown normal
 			}
+			if loc := b.clocks[o.site]; loc != nil && rules.LearnsClocks(r) {
+				list[i].clock = loc.String()
+			}
 			slot := slotOf(o.pt.to)
 			if c, ok := b.cache[nk]; ok && c.slot.Equal(slot) {
 				list[i].exp = c.exp

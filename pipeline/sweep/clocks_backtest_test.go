@@ -49,6 +49,11 @@ func TestZoneAutoLearnsASitesClocksInABacktest(t *testing.T) {
 			for _, x := range xs {
 				if x.Event == "fire" {
 					fires[x.Rule] = append(fires[x.Rule], x.CrossedAt)
+					if x.Rule == "auto" && !x.CrossedAt.Before(surge) {
+						if want := map[bool]string{true: tc.readers}[tc.moves]; x.Why.Clock != want {
+							t.Errorf("the surge's why reads clocks %q, want %q: %s", x.Why.Clock, want, x.Why.ExpectedText())
+						}
+					}
 				}
 			}
 			onlySurge := func(ts []time.Time, from time.Time) bool {

@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"context"
+	"maps"
 	"math"
 	"testing"
 	"time"
@@ -13,8 +14,8 @@ import (
 // A sweep learns each site's clocks from ClickHouse, as a backtest does
 // from its rows: four days after America's clocks went forward, the site
 // whose evenings moved with them is read on New York's, the one whose
-// evenings stayed put on UTC's, and the spans of the first are New
-// York's wall-clock hours.
+// evenings stayed put on UTC's; the spans of the first are New York's
+// wall-clock hours, and its surge's why says so.
 func TestSweepLearnsEachSitesClocks(t *testing.T) {
 	b := setup(t)
 	shipped, err := LoadRules(Config{RulesPath: "../../deploy/rules/spike-default.yaml"})
@@ -40,6 +41,12 @@ func TestSweepLearnsEachSitesClocks(t *testing.T) {
 			}
 		}
 	}
+	// And a surge on both in the last half hour: its why names the clocks.
+	for _, site := range []string{"ny.example", "utc.example"} {
+		for i := range 3000 {
+			batch.Hits = append(batch.Hits, hit.Hit{Time: to.Add(-30*time.Minute + time.Duration(i%30)*time.Minute), Site: site, Path: "/", Offset: uint64(len(batch.Hits))})
+		}
+	}
 	if err := b.ch.Hits().InsertHits(context.Background(), []hit.Batch{batch}); err != nil {
 		t.Fatal(err)
 	}
@@ -54,6 +61,15 @@ func TestSweepLearnsEachSitesClocks(t *testing.T) {
 	}
 	if got, ok := clocks["utc.example"]; ok {
 		t.Errorf("utc.example is read on %v, want UTC's (none learned)", got)
+	}
+	whys := map[string]string{}
+	for _, x := range b.jobs(t) {
+		if x.Event == "fire" {
+			whys[x.Site] = x.Why.Clock
+		}
+	}
+	if want := map[string]string{"ny.example": "America/New_York", "utc.example": ""}; !maps.Equal(whys, want) {
+		t.Errorf("the surges' whys read clocks %q, want %q", whys, want)
 	}
 	r := &shipped[0]
 	end := to.Add(5 * time.Minute)

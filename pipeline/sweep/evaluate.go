@@ -194,6 +194,7 @@ type observation struct {
 	short      uint64            // the count over the detector's burst window (Reach.Short)
 	long       uint64            // the count over its drop's hours (Reach.Long)
 	late       bool              // the site's data is behind: no drop is judged
+	clock      string            // the site's learned clocks its normal was read on ("": UTC's)
 	longLate   bool              // ... or was, at some time in the drop's hours
 	// launches are the launches of the page's site under the rule
 	// (rules.ReadsLaunches), for a page in its launch; before, when

@@ -346,6 +346,11 @@ func (run *seriesRun) step(m moment) {
 	if r.HasNormal() {
 		n := run.expect(pt)
 		o.exp = n.exp
+		if rules.LearnsClocks(r) {
+			if loc := run.site.views.clockAt(pt.to); loc != nil {
+				o.clock = loc.String()
+			}
+		}
 		if n.reachOK && rules.ReadsLaunches(r) {
 			o.before, o.beforeOK = upTo(pt.from)-upTo(n.reach), true
 		}
