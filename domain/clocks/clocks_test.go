@@ -1,12 +1,14 @@
 package clocks_test
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
 
 	"github.com/pagewatch/pagewatch/domain/clocks"
+	"github.com/pagewatch/pagewatch/domain/traffic"
 )
 
 // site is a site's views per UTC hour: a weekday with a morning rise and
@@ -170,5 +172,72 @@ func TestEveryCandidateLoads(t *testing.T) {
 			t.Errorf("candidate %q: loc %v, seen before %v", c.Name, c.Loc, seen[c.Name])
 		}
 		seen[c.Name] = true
+	}
+}
+
+// A day that moves in two sharp steps (office hours, 9:00 to 17:00 on
+// New York's clocks, with nothing else to go by) differs from its
+// weeks before in two hours a day: few pairs, each far off on UTC's.
+func TestOfficeHoursAreLearnedByTheirEdges(t *testing.T) {
+	ny := zone(t, "America/New_York")
+	s := site{views: map[time.Time]float64{}, first: from}
+	for h := from; h.Before(usChange.Add(8 * 24 * time.Hour)); h = h.Add(time.Hour) {
+		s.views[h] = 60
+		if l := h.In(ny).Hour(); l >= 9 && l < 17 {
+			s.views[h] = 600
+		}
+	}
+	v := clocks.Learn(s.at, usChange.Add(6*24*time.Hour), reach)
+	if v.Clock.Name != "America/New_York" {
+		t.Errorf("learned %s (z %.1f, ratio %.2f over %d pairs), want America/New_York", v.Clock.Name, v.Evidence.Z, v.Evidence.Ratio(), v.Evidence.Pairs)
+	}
+}
+
+// reader is a Learner's source over a site's hours, counting its reads.
+type reader struct {
+	s     site
+	name  string
+	reads int
+}
+
+func (r *reader) SiteHours(_ context.Context, from, to time.Time) ([]traffic.SiteHour, error) {
+	r.reads++
+	var out []traffic.SiteHour
+	for h, n := range r.s.views {
+		if !h.Before(from) && h.Before(to) && n > 0 {
+			out = append(out, traffic.SiteHour{Site: r.name, Hour: h, Minutes: 60, Hits: uint64(n)})
+		}
+	}
+	return out, nil
+}
+
+// A Learner reads a change's week again each hour while it lasts, and
+// keeps what it said once the week is over.
+func TestALearnerKeepsAChangesWeekOnceItIsOver(t *testing.T) {
+	ny := zone(t, "America/New_York")
+	src := &reader{s: newSite(ny, 3000, from, usChange.Add(9*24*time.Hour), 5), name: "ny.example"}
+	l := clocks.NewLearner(src, reach, nil)
+	ctx := context.Background()
+	at := func(now time.Time) map[string]*time.Location {
+		t.Helper()
+		of, err := l.At(ctx, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return of
+	}
+	isNY := func(of map[string]*time.Location) bool { return of["ny.example"] != nil && of["ny.example"].String() == ny.String() }
+	if of := at(usChange.Add(3 * 24 * time.Hour)); !isNY(of) {
+		t.Fatalf("3 days after the change: %v", of)
+	}
+	reads := src.reads
+	at(usChange.Add(3*24*time.Hour + 30*time.Minute))
+	if src.reads != reads {
+		t.Errorf("read again within the hour: %d reads, was %d", src.reads, reads)
+	}
+	at(usChange.Add(8 * 24 * time.Hour))
+	reads = src.reads
+	if of := at(usChange.Add(9 * 24 * time.Hour)); !isNY(of) || src.reads != reads {
+		t.Errorf("a day after the week: %v, %d reads (was %d): the week's evidence read again", of, src.reads, reads)
 	}
 }

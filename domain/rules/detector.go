@@ -145,6 +145,10 @@ func (r *Rule) BaselineSpans(end, dataStart time.Time) []Interval {
 // clocks) rather than named.
 const ZoneAuto = "auto"
 
+// ClocksReach is how far back a change of a site's clocks can still move
+// a normal: the longest weekly profile, and its days.
+const ClocksReach = (MaxUnusualWeeks + 1) * 7 * 24 * time.Hour
+
 // LearnsClocks reports whether r reads each site's normal on its learned
 // clocks (zone: auto), and so wants them for SpansOn.
 func LearnsClocks(r *Rule) bool { return r.Unusual != nil && r.Zone == ZoneAuto }

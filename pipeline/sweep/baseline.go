@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pagewatch/pagewatch/domain/clocks"
 	"github.com/pagewatch/pagewatch/domain/rules"
 	"github.com/pagewatch/pagewatch/domain/traffic"
 )
@@ -41,11 +42,11 @@ type baselines struct {
 	// clocks is each site's learned clocks, for the rules that learn
 	// them (zone: auto); a site on UTC's has none.
 	clocks  map[string]*time.Location
-	clocker *siteClocks
+	clocker *clocks.Learner
 }
 
 func newBaselines(counts Counter, seals *sealing, logger *slog.Logger) *baselines {
-	return &baselines{counts: counts, seals: seals, clocker: &siteClocks{counts: counts, logger: logger}}
+	return &baselines{counts: counts, seals: seals, clocker: clocks.NewLearner(counts, rules.ClocksReach, logger)}
 }
 
 // maxGroups bounds groups: catching up over a day makes a group per rule,
@@ -141,7 +142,7 @@ func (b *baselines) expect(ctx context.Context, set *ruleSet, obs map[string][]o
 		b.starts, b.read = starts, now
 	}
 	if slices.ContainsFunc(set.rules, rules.LearnsClocks) {
-		of, err := b.clocker.clocksAt(ctx, now)
+		of, err := b.clocker.At(ctx, now)
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,125 @@
+package clocks
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/pagewatch/pagewatch/domain/traffic"
+)
+
+// HourReader is what a Learner reads: each site's views per UTC hour in
+// [from, to) (the sweep's and the console's ClickHouse port).
+type HourReader interface {
+	SiteHours(ctx context.Context, from, to time.Time) ([]traffic.SiteHour, error)
+}
+
+// A Learner keeps every site's learned clocks, read from the sites' views
+// per hour around each candidate's change within reach: the evidence of
+// a change whose week is over is kept as it is, the others' read again
+// every hour. It is safe for concurrent use.
+type Learner struct {
+	src    HourReader
+	reach  time.Duration
+	logger *slog.Logger
+
+	mu    sync.Mutex
+	read  time.Time
+	final map[Change]map[string]Evidence
+	of    map[string]*time.Location
+}
+
+// NewLearner learns from src the clocks of the normals reaching back
+// reach (a change further back moves none of them). A nil logger logs
+// nothing.
+func NewLearner(src HourReader, reach time.Duration, logger *slog.Logger) *Learner {
+	return &Learner{src: src, reach: reach, logger: logger}
+}
+
+// learnEvery is how often a Learner weighs again the changes whose week
+// is not over.
+const learnEvery = time.Hour
+
+// evidenceBefore is how far before a change its evidence reads: a week
+// back, and the hour a change of clocks can add to it.
+const evidenceBefore = evidenceFor + time.Hour
+
+// At is each site's clocks as of now: a site on UTC's is not in it.
+func (l *Learner) At(ctx context.Context, now time.Time) (map[string]*time.Location, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.of != nil && now.Sub(l.read) < learnEvery && !now.Before(l.read) {
+		return l.of, nil
+	}
+	if l.final == nil {
+		l.final = map[Change]map[string]Evidence{}
+	}
+	now = now.UTC().Truncate(time.Hour)
+	bySite := map[string][]Evidence{}
+	for _, ch := range Changes(now.Add(-l.reach), now) {
+		evs, ok := l.final[ch]
+		if !ok {
+			end := ch.At.Add(evidenceFor)
+			if now.Before(end) {
+				end = now
+			}
+			rows, err := l.src.SiteHours(ctx, ch.At.Add(-evidenceBefore), end)
+			if err != nil {
+				return nil, err
+			}
+			evs = WeighSites(rows, ch, end)
+			if ch.Over(end) {
+				l.final[ch] = evs
+			}
+		}
+		for site, ev := range evs {
+			bySite[site] = append(bySite[site], ev)
+		}
+	}
+	for ch := range l.final {
+		if ch.At.Before(now.Add(-l.reach)) {
+			delete(l.final, ch)
+		}
+	}
+	of := map[string]*time.Location{}
+	for site, evs := range bySite {
+		v := Learned(evs)
+		if v.Clock.Loc == nil {
+			continue
+		}
+		of[site] = v.Clock.Loc
+		if l.of[site] != v.Clock.Loc && l.logger != nil {
+			l.logger.Info("a site's readers keep a zone's clocks: its normals are read on them",
+				"site", site, "zone", v.Clock.Name, "change", v.Evidence.Change.At, "z", v.Evidence.Z, "pairs", v.Evidence.Pairs)
+		}
+	}
+	l.of, l.read = of, now
+	return of, nil
+}
+
+// WeighSites weighs ch for each site in rows from its views per hour,
+// every hour from its first row on known (an hour without a row: no
+// views), as of now.
+func WeighSites(rows []traffic.SiteHour, ch Change, now time.Time) map[string]Evidence {
+	views := map[string]map[time.Time]float64{}
+	first := map[string]time.Time{}
+	for _, r := range rows {
+		if views[r.Site] == nil {
+			views[r.Site] = map[time.Time]float64{}
+		}
+		h := r.Hour.UTC()
+		views[r.Site][h] += float64(r.Hits)
+		if f, ok := first[r.Site]; !ok || h.Before(f) {
+			first[r.Site] = h
+		}
+	}
+	out := make(map[string]Evidence, len(views))
+	for site, vs := range views {
+		from := first[site]
+		out[site] = Weigh(func(h time.Time) (float64, bool) {
+			return vs[h], !h.Before(from)
+		}, ch, now)
+	}
+	return out
+}
