@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"fmt"
 	"html"
 	"log/slog"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pagewatch/pagewatch/console/chart"
+	"github.com/pagewatch/pagewatch/domain/clocks"
 	"github.com/pagewatch/pagewatch/domain/rules"
 	"github.com/pagewatch/pagewatch/domain/traffic"
 	"github.com/pagewatch/pagewatch/internal/testserver/browsertest"
@@ -112,4 +114,61 @@ func TestPageBandInBrowser(t *testing.T) {
 		t.Errorf("legend %q", got)
 	}
 	p.Screenshot("page-band")
+}
+
+// A rule that learns each site's clocks (zone: auto) draws the band the
+// sweep judges by: on a page whose office hours keep New York's clocks,
+// the week after America's change, on New York's hours; the same rule
+// on UTC's would put its edges an hour off.
+func TestPageBandReadsTheSitesLearnedClocks(t *testing.T) {
+	ny, err := time.LoadLocation("America/New_York")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 3, 14, 12, 0, 0, 0, time.UTC) // six days after the change
+	var hours []traffic.MinuteHits
+	var site []traffic.SiteHour
+	for h := now.Add(-35 * 24 * time.Hour); h.Before(now); h = h.Add(time.Hour) {
+		n := uint64(60) // 60 views an hour, 600 from 9:00 to 17:00 in New York
+		if l := h.In(ny).Hour(); l >= 9 && l < 17 {
+			n = 600
+		}
+		hours = append(hours, traffic.MinuteHits{Minute: h, Hits: n})
+		site = append(site, traffic.SiteHour{Site: "example.com", Hour: h, Minutes: 60, Hits: n})
+	}
+	band := func(zone string) *bandView {
+		r := rules.Rule{Name: "unusual", Match: rules.Match{Prefix: "/"}, Window: rules.ParseWindow("1h"), Zone: zone,
+			Unusual: &rules.Unusual{}, Notify: rules.Notify{Recipients: []string{"a@example.com"}}}
+		if err := r.Validate("rules"); err != nil {
+			t.Fatal(err)
+		}
+		st := &fakeStore{series: hours, siteHours: site}
+		clock := func() time.Time { return now }
+		p := &pagePages{&frame{deps: Deps{Store: st, Now: clock, Rules: func() []rules.Rule { return []rules.Rule{r} }},
+			starts: newSiteStarts(st, clock), clocks: clocks.NewLearner(st, rules.ClocksReach, nil)}}
+		b, err := p.pageBand(context.Background(), "example.com", "/pricing", now.Add(-24*time.Hour), now, time.Hour)
+		if err != nil || b == nil {
+			t.Fatalf("zone %q: band %+v, %v", zone, b, err)
+		}
+		return b
+	}
+	outside := func(b *bandView) []string {
+		var out []string
+		for _, p := range b.Points {
+			n := 60.0
+			if l := p.T.In(ny).Hour(); l >= 9 && l < 17 {
+				n = 600
+			}
+			if !(p.Low <= n && n <= p.High) {
+				out = append(out, fmt.Sprintf("%s NY: %.0f–%.0f for %.0f", p.T.In(ny).Format("15:04"), p.Low, p.High, n))
+			}
+		}
+		return out
+	}
+	if out := outside(band(rules.ZoneAuto)); len(out) > 0 {
+		t.Errorf("zone auto: hours outside their band: %v", out)
+	}
+	if out := outside(band("")); len(out) == 0 {
+		t.Errorf("on UTC's clocks every hour was inside its band: the test does not show what learning does")
+	}
 }

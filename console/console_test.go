@@ -36,6 +36,7 @@ type fakeStore struct {
 	liveCalls int
 	days      []DayTotal
 	series    []traffic.MinuteHits
+	siteHours []traffic.SiteHour
 	refs      []traffic.Referrer
 	top       []PageViews
 	fresh     Freshness
@@ -107,6 +108,10 @@ func (f *fakeStore) SiteStart(context.Context, string) (time.Time, error) { retu
 
 func (f *fakeStore) PageHourSeries(context.Context, string, string, time.Time, time.Time) ([]traffic.MinuteHits, error) {
 	return f.series, nil
+}
+
+func (f *fakeStore) SiteHours(context.Context, time.Time, time.Time) ([]traffic.SiteHour, error) {
+	return f.siteHours, nil
 }
 
 func (f *fakeStore) TopReferrers(context.Context, string, string, time.Time, time.Time, int) ([]traffic.Referrer, error) {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pagewatch/pagewatch/console/chart"
+	"github.com/pagewatch/pagewatch/domain/clocks"
 	"github.com/pagewatch/pagewatch/domain/rules"
 )
 
@@ -73,7 +74,8 @@ type hub struct {
 	logger   *slog.Logger
 	metrics  *metrics
 	zone     *time.Location
-	held     *heldCache // nil: held surges are not shown
+	held     *heldCache      // nil: held surges are not shown
+	clocks   *clocks.Learner // nil: every normal on its rule's zone
 
 	mu   sync.Mutex
 	subs map[chan struct{}]struct{}

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pagewatch/pagewatch/domain/clocks"
 	"github.com/pagewatch/pagewatch/domain/rules"
 )
 
@@ -38,7 +39,22 @@ func hasNormal(r *rules.Rule, now time.Time) bool {
 // leaves out windows before a site's data began).
 type pageHours struct {
 	n     map[int64]uint64
-	start time.Time // zero: no history at all
+	start time.Time      // zero: no history at all
+	clock *time.Location // the site's learned clocks (clockOf)
+}
+
+// clockOf is the clocks r reads the site's normal on, as the sweep
+// learns them (rules.SpansOn): nil for UTC's, or for a rule that names
+// its zone or learns none.
+func clockOf(ctx context.Context, l *clocks.Learner, r *rules.Rule, site string, now time.Time) (*time.Location, error) {
+	if l == nil || !rules.LearnsClocks(r) {
+		return nil, nil
+	}
+	of, err := l.At(ctx, now)
+	if err != nil {
+		return nil, err
+	}
+	return of[site], nil
 }
 
 // readHours reads the page's hours reaching back as far as the rule's
@@ -46,9 +62,9 @@ type pageHours struct {
 // begins where its site's does (siteStart, when known): a page new on a
 // site with weeks of data had no views before, and the sweep judges it
 // against those zeros, so the console does too.
-func readHours(ctx context.Context, st TrafficStore, r *rules.Rule, site, path string, from, to, siteStart time.Time) (pageHours, error) {
+func readHours(ctx context.Context, st TrafficStore, r *rules.Rule, site, path string, from, to, siteStart time.Time, clock *time.Location) (pageHours, error) {
 	reach := from.Add(-r.Window.Rolling)
-	for _, sp := range r.BaselineSpans(from, time.Time{}) {
+	for _, sp := range rules.SpansOn(r, from, time.Time{}, clock) {
 		if sp.From.Before(reach) {
 			reach = sp.From
 		}
@@ -57,7 +73,7 @@ func readHours(ctx context.Context, st TrafficStore, r *rules.Rule, site, path s
 	if err != nil {
 		return pageHours{}, err
 	}
-	h := pageHours{n: map[int64]uint64{}}
+	h := pageHours{n: map[int64]uint64{}, clock: clock}
 	for _, m := range raw {
 		t := m.Minute.UTC().Truncate(time.Hour)
 		h.n[t.Unix()] += m.Hits
@@ -118,7 +134,7 @@ func (h pageHours) expectAt(r *rules.Rule, end time.Time) rules.Expected {
 	if h.start.IsZero() {
 		return rules.Expected{}
 	}
-	spans := slices.DeleteFunc(r.BaselineSpans(end, h.start), func(sp rules.Interval) bool { return !sp.OfWindow() })
+	spans := slices.DeleteFunc(rules.SpansOn(r, end, h.start, h.clock), func(sp rules.Interval) bool { return !sp.OfWindow() })
 	counts := make([]uint64, len(spans))
 	for i, sp := range spans {
 		for t := sp.From; t.Before(sp.To); t = t.Add(time.Hour) {

@@ -51,6 +51,9 @@ type TrafficStore interface {
 	// before it a page's views are unknown, after it a page without
 	// views had none, as the sweep judges them.
 	SiteStart(ctx context.Context, site string) (time.Time, error)
+	// SiteHours returns each site's views per UTC hour in [from, to), for
+	// the clocks its readers keep (clocks.Learner).
+	SiteHours(ctx context.Context, from, to time.Time) ([]traffic.SiteHour, error)
 	// PageHourSeries returns a page's views per hour in [from, to).
 	PageHourSeries(ctx context.Context, site, path string, from, to time.Time) ([]traffic.MinuteHits, error)
 	// TopReferrers returns the referers that sent a page the most hits.

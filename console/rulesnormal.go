@@ -92,7 +92,11 @@ func (s *rulePages) normalPage(ctx context.Context, rule *rules.Rule, site, path
 	if err != nil {
 		return p, err
 	}
-	hours, err := readHours(ctx, s.deps.Store, rule, site, path, now, now, start)
+	clock, err := clockOf(ctx, s.clocks, rule, site, now)
+	if err != nil {
+		return p, err
+	}
+	hours, err := readHours(ctx, s.deps.Store, rule, site, path, now, now, start, clock)
 	if err != nil {
 		return p, err
 	}

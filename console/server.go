@@ -21,6 +21,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/pagewatch/pagewatch/domain/clocks"
 	"github.com/pagewatch/pagewatch/domain/rules"
 	"github.com/pagewatch/pagewatch/pipeline/sweep"
 )
@@ -84,7 +85,8 @@ type frame struct {
 	zone    *time.Location
 	tmpl    *templates
 	metrics *metrics
-	starts  *siteStarts // each site's first minute, for pages' normals
+	starts  *siteStarts     // each site's first minute, for pages' normals
+	clocks  *clocks.Learner // each site's clocks, for the normals of rules with zone: auto
 }
 
 // New builds the console; Listen and Run serve it.
@@ -113,7 +115,8 @@ func New(cfg Config, d Deps) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{frame: &frame{deps: d, auth: a, zone: zone, tmpl: t, metrics: newMetrics(d.Registry), starts: newSiteStarts(d.Store, d.Now)},
+	learner := clocks.NewLearner(d.Store, rules.ClocksReach, d.Logger)
+	s := &Server{frame: &frame{deps: d, auth: a, zone: zone, tmpl: t, metrics: newMetrics(d.Registry), starts: newSiteStarts(d.Store, d.Now), clocks: learner},
 		addrLimit: newLimiter(20, d.Now), pairLimit: newLimiter(5, d.Now), timeouts: defaultTimeouts(),
 	}
 	if s.proxies, err = cfg.proxies(); err != nil {
@@ -124,6 +127,7 @@ func New(cfg Config, d Deps) (*Server, error) {
 	s.live.zone = zone
 	s.live.held = &heldCache{states: d.RuleStates, rules: d.Rules}
 	s.live.rules = d.Rules
+	s.live.clocks = learner
 	s.routes()
 	return s, nil
 }

@@ -364,3 +364,9 @@ func (t Traffic) Freshness(ctx context.Context) (records.Freshness, error) {
 	}
 	return f, nil
 }
+
+// SiteHours is Counts.SiteHours, for the console's normals of rules that
+// learn each site's clocks.
+func (t Traffic) SiteHours(ctx context.Context, from, to time.Time) ([]traffic.SiteHour, error) {
+	return Counts(t).SiteHours(ctx, from, to)
+}
