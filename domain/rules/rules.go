@@ -23,7 +23,7 @@
 //	      clients:                      # spike, new_page, unusual: on by default
 //	        max_top_share: 0.5          # no fire when one client sent more than half
 //	        max_unknown_share: 0.5      # ... or unidentified clients more than half
-//	      zone: Europe/Berlin           # calendar windows only; default UTC
+//	      zone: Europe/Berlin           # calendar windows, same-hour normals; auto: learned per site (unusual); default UTC
 //	      rearm:                        # rolling windows with one threshold only
 //	        hysteresis: 0.1             # re-arm once the count is back to 900 or below
 //	        cooldown: 6h                # ... or 6h after firing, whichever comes first
@@ -90,8 +90,10 @@ type Rule struct {
 	// Clients keeps the rule from firing on a surge one client, or
 	// unidentified clients, made (clients.go).
 	Clients ClientGuard `yaml:"clients,omitempty"`
-	// Zone is the IANA time zone calendar windows are cut in ("" = UTC).
-	// Validate loads it into Window.Zone.
+	// Zone is the IANA time zone calendar windows are cut in and normals
+	// of the same hour on past days are read on ("" = UTC); ZoneAuto (an
+	// unusual rule's) reads each site's learned clocks instead. Validate
+	// loads a named zone into Window.Zone.
 	Zone       string     `yaml:"zone"`
 	Rearm      Rearm      `yaml:"rearm"`
 	Notify     Notify     `yaml:"notify"`
