@@ -226,7 +226,9 @@ func TestALearnerKeepsAChangesWeekOnceItIsOver(t *testing.T) {
 		}
 		return of
 	}
-	isNY := func(of map[string]*time.Location) bool { return of["ny.example"] != nil && of["ny.example"].String() == ny.String() }
+	isNY := func(of map[string]*time.Location) bool {
+		return of["ny.example"] != nil && of["ny.example"].String() == ny.String()
+	}
 	if of := at(usChange.Add(3 * 24 * time.Hour)); !isNY(of) {
 		t.Fatalf("3 days after the change: %v", of)
 	}
