@@ -2,8 +2,10 @@ package clocks_test
 
 import (
 	"context"
+	"errors"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -193,15 +195,20 @@ func TestOfficeHoursAreLearnedByTheirEdges(t *testing.T) {
 	}
 }
 
-// reader is a Learner's source over a site's hours, counting its reads.
+// reader is a Learner's source over a site's hours, counting its reads;
+// while down, its reads fail.
 type reader struct {
 	s     site
 	name  string
 	reads int
+	down  bool
 }
 
 func (r *reader) SiteHours(_ context.Context, from, to time.Time) ([]traffic.SiteHour, error) {
 	r.reads++
+	if r.down {
+		return nil, errors.New("clickhouse: connection refused")
+	}
 	var out []traffic.SiteHour
 	for h, n := range r.s.views {
 		if !h.Before(from) && h.Before(to) && n > 0 {
@@ -241,5 +248,35 @@ func TestALearnerKeepsAChangesWeekOnceItIsOver(t *testing.T) {
 	reads = src.reads
 	if of := at(usChange.Add(9 * 24 * time.Hour)); !isNY(of) || src.reads != reads {
 		t.Errorf("a day after the week: %v, %d reads (was %d): the week's evidence read again", of, src.reads, reads)
+	}
+}
+
+// A Learner whose reads fail keeps what it learned, says why, and reads
+// again within minutes, not an hour.
+func TestALearnerThatCannotReadKeepsWhatItLearned(t *testing.T) {
+	ny := zone(t, "America/New_York")
+	src := &reader{s: newSite(ny, 3000, from, usChange.Add(9*24*time.Hour), 6), name: "ny.example"}
+	l := clocks.NewLearner(src, reach, nil)
+	ctx := context.Background()
+	at := usChange.Add(3 * 24 * time.Hour)
+	if of, err := l.At(ctx, at); err != nil || of["ny.example"] == nil {
+		t.Fatalf("learning: %v, %v", of, err)
+	}
+	src.down = true
+	of, err := l.At(ctx, at.Add(time.Hour))
+	if err == nil || !strings.Contains(err.Error(), "learning the sites' clocks: clickhouse: connection refused") {
+		t.Errorf("a failed read: %v", err)
+	}
+	if of["ny.example"] == nil {
+		t.Errorf("a failed read forgot what was learned: %v", of)
+	}
+	reads := src.reads
+	_, _ = l.At(ctx, at.Add(time.Hour+time.Minute))
+	if src.reads != reads {
+		t.Errorf("read again a minute after failing")
+	}
+	src.down = false
+	if of, err := l.At(ctx, at.Add(time.Hour+6*time.Minute)); err != nil || of["ny.example"] == nil || src.reads == reads {
+		t.Errorf("6 minutes after failing: %v, %v, %d reads (was %d)", of, err, src.reads, reads)
 	}
 }

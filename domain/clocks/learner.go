@@ -2,6 +2,7 @@ package clocks
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -41,20 +42,27 @@ func NewLearner(src HourReader, reach time.Duration, logger *slog.Logger) *Learn
 // is not over.
 const learnEvery = time.Hour
 
-// evidenceBefore is how far before a change its evidence reads: a week
+// EvidenceBefore is how far before a change its evidence reads: a week
 // back, and the hour a change of clocks can add to it.
-const evidenceBefore = evidenceFor + time.Hour
+const EvidenceBefore = evidenceFor + time.Hour
 
-// At is each site's clocks as of now: a site on UTC's is not in it.
+// retryAfter is how soon a Learner whose read failed reads again.
+const retryAfter = 5 * time.Minute
+
+// At is each site's clocks as of now: a site on UTC's is not in it. On
+// an error (logged) it is what was learned before (nil at first), and it
+// reads again after retryAfter: a sweep judges on the clocks it knows
+// rather than not at all.
 func (l *Learner) At(ctx context.Context, now time.Time) (map[string]*time.Location, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.of != nil && now.Sub(l.read) < learnEvery && !now.Before(l.read) {
+	if !l.read.IsZero() && now.Sub(l.read) < learnEvery && !now.Before(l.read) {
 		return l.of, nil
 	}
 	if l.final == nil {
 		l.final = map[Change]map[string]Evidence{}
 	}
+	called := now
 	now = now.UTC().Truncate(time.Hour)
 	bySite := map[string][]Evidence{}
 	for _, ch := range Changes(now.Add(-l.reach), now) {
@@ -64,9 +72,14 @@ func (l *Learner) At(ctx context.Context, now time.Time) (map[string]*time.Locat
 			if now.Before(end) {
 				end = now
 			}
-			rows, err := l.src.SiteHours(ctx, ch.At.Add(-evidenceBefore), end)
+			rows, err := l.src.SiteHours(ctx, ch.At.Add(-EvidenceBefore), end)
 			if err != nil {
-				return nil, err
+				l.read = called.Add(retryAfter - learnEvery)
+				err = fmt.Errorf("learning the sites' clocks: %w", err)
+				if l.logger != nil {
+					l.logger.Warn("the sites' clocks could not be read; normals stay on those learned before", "err", err, "retry_in", retryAfter)
+				}
+				return l.of, err
 			}
 			evs = WeighSites(rows, ch, end)
 			if ch.Over(end) {

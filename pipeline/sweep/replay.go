@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pagewatch/pagewatch/domain/clocks"
 	"github.com/pagewatch/pagewatch/domain/crossing"
 	"github.com/pagewatch/pagewatch/domain/rules"
 	"github.com/pagewatch/pagewatch/domain/traffic"
@@ -34,6 +35,11 @@ func replay(ctx context.Context, src MinuteSource, keep func(site, path string, 
 	// Each rule is judged from what its states remember before since,
 	// its messages there left out: a sweeper running all along knew it.
 	scanFrom := scanStart(set, func(r *rules.Rule) time.Time { return warmFrom(r, since) }, since, now, base)
+	if slices.ContainsFunc(set.rules, rules.LearnsClocks) {
+		// A change of clocks within the normals' reach is weighed from
+		// the week before it, as a sweep reads it (clocks.Learner).
+		scanFrom = scanFrom.Add(-clocks.EvidenceBefore)
+	}
 	rows := newSiteRows(src, keep)
 	for _, r := range set.rules {
 		if r.Count == rules.CountVisitors {
@@ -113,13 +119,14 @@ func scanStart(set *ruleSet, from func(*rules.Rule) time.Time, since, now time.T
 		switch r.Window.Kind {
 		case rules.Rolling:
 			f := from(r)
-			start = minTime(start, f.Add(-r.Window.Rolling))
+			own := f.Add(-r.Window.Rolling)
 			for _, sp := range r.BaselineSpans(f, time.Time{}) {
-				start = minTime(start, sp.From)
+				own = minTime(own, sp.From)
 			}
 			if rules.LearnsClocks(r) {
-				start = start.Add(-time.Hour) // a learned clock's day back may be 25 hours
+				own = own.Add(-time.Hour) // a learned clock's day back may be 25 hours
 			}
+			start = minTime(start, own)
 			if q, ok := quietReach(r, pointAt(0, r, f, now)); ok {
 				start = minTime(start, q) // a page's weeks before its window, as a sweep reads them
 			}
