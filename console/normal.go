@@ -43,18 +43,17 @@ type pageHours struct {
 	clock *time.Location // the site's learned clocks (clockOf)
 }
 
-// clockOf is the clocks r reads the site's normal on, as the sweep
-// learns them (rules.SpansOn): nil for UTC's, or for a rule that names
-// its zone or learns none.
-func clockOf(ctx context.Context, l *clocks.Learner, r *rules.Rule, site string, now time.Time) (*time.Location, error) {
+// clockOf is the clocks r reads the site's normal on, as the sweep has
+// learned them by now (rules.SpansOn): nil for UTC's, or for a rule that
+// names its zone or learns none. A chart of past days is drawn on
+// today's clocks: in the days after a change before the sweep learned
+// them, it judged on UTC's.
+func clockOf(ctx context.Context, l *clocks.Learner, r *rules.Rule, site string, now func() time.Time) *time.Location {
 	if l == nil || !rules.LearnsClocks(r) {
-		return nil, nil
+		return nil
 	}
-	of, err := l.At(ctx, now)
-	if err != nil {
-		return nil, err
-	}
-	return of[site], nil
+	of, _ := l.At(ctx, now()) // on an error, logged, those learned before
+	return of[site]
 }
 
 // readHours reads the page's hours reaching back as far as the rule's
