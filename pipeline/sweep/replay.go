@@ -321,7 +321,13 @@ func (run *seriesRun) expect(pt point) normalAt {
 	all := rules.SpansOn(run.r, pt.to, time.Time{}, clock)
 	var n normalAt
 	if run.lookDown || rules.ReadsLaunches(run.r) {
-		n.reach, n.reachOK = reachOf(all, pt.from)
+		reach := all
+		if clock != nil {
+			// The weeks before a window are read as a sweep reads them
+			// (quietReach), on the rule's own zone: a day, not a clock.
+			reach = run.r.BaselineSpans(pt.to, time.Time{})
+		}
+		n.reach, n.reachOK = reachOf(reach, pt.from)
 	}
 	spans := slices.DeleteFunc(all, func(sp rules.Interval) bool { return sp.From.Before(run.dataStart) })
 	counts := make([]uint64, len(spans))
