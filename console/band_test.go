@@ -145,7 +145,7 @@ func TestPageBandReadsTheSitesLearnedClocks(t *testing.T) {
 		st := &fakeStore{series: hours, siteHours: site}
 		clock := func() time.Time { return now }
 		p := &pagePages{&frame{deps: Deps{Store: st, Now: clock, Rules: func() []rules.Rule { return []rules.Rule{r} }},
-			starts: newSiteStarts(st, clock), clocks: clocks.NewLearner(st, rules.ClocksReach, nil)}}
+			starts: newSiteStarts(st, clock), clocks: clocks.NewLearner(st, nil)}}
 		b, err := p.pageBand(context.Background(), "example.com", "/pricing", now.Add(-24*time.Hour), now, time.Hour)
 		if err != nil || b == nil {
 			t.Fatalf("zone %q: band %+v, %v", zone, b, err)

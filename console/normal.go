@@ -52,7 +52,7 @@ func clockOf(ctx context.Context, l *clocks.Learner, r *rules.Rule, site string,
 	if l == nil || !rules.LearnsClocks(r) {
 		return nil
 	}
-	of, _ := l.At(ctx, now()) // on an error, logged, those learned before
+	of, _ := l.At(ctx, now(), rules.ClocksReach([]*rules.Rule{r})) // on an error, logged, those learned before
 	return of[site]
 }
 

@@ -115,7 +115,7 @@ func New(cfg Config, d Deps) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	learner := clocks.NewLearner(d.Store, rules.ClocksReach, d.Logger)
+	learner := clocks.NewLearner(d.Store, d.Logger)
 	s := &Server{frame: &frame{deps: d, auth: a, zone: zone, tmpl: t, metrics: newMetrics(d.Registry), starts: newSiteStarts(d.Store, d.Now), clocks: learner},
 		addrLimit: newLimiter(20, d.Now), pairLimit: newLimiter(5, d.Now), timeouts: defaultTimeouts(),
 	}

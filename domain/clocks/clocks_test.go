@@ -223,11 +223,11 @@ func (r *reader) SiteHours(_ context.Context, from, to time.Time) ([]traffic.Sit
 func TestALearnerKeepsAChangesWeekOnceItIsOver(t *testing.T) {
 	ny := zone(t, "America/New_York")
 	src := &reader{s: newSite(ny, 3000, from, usChange.Add(9*24*time.Hour), 5), name: "ny.example"}
-	l := clocks.NewLearner(src, reach, nil)
+	l := clocks.NewLearner(src, nil)
 	ctx := context.Background()
 	at := func(now time.Time) map[string]*time.Location {
 		t.Helper()
-		of, err := l.At(ctx, now)
+		of, err := l.At(ctx, now, reach)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -256,14 +256,14 @@ func TestALearnerKeepsAChangesWeekOnceItIsOver(t *testing.T) {
 func TestALearnerThatCannotReadKeepsWhatItLearned(t *testing.T) {
 	ny := zone(t, "America/New_York")
 	src := &reader{s: newSite(ny, 3000, from, usChange.Add(9*24*time.Hour), 6), name: "ny.example"}
-	l := clocks.NewLearner(src, reach, nil)
+	l := clocks.NewLearner(src, nil)
 	ctx := context.Background()
 	at := usChange.Add(3 * 24 * time.Hour)
-	if of, err := l.At(ctx, at); err != nil || of["ny.example"] == nil {
+	if of, err := l.At(ctx, at, reach); err != nil || of["ny.example"] == nil {
 		t.Fatalf("learning: %v, %v", of, err)
 	}
 	src.down = true
-	of, err := l.At(ctx, at.Add(time.Hour))
+	of, err := l.At(ctx, at.Add(time.Hour), reach)
 	if err == nil || !strings.Contains(err.Error(), "learning the sites' clocks: clickhouse: connection refused") {
 		t.Errorf("a failed read: %v", err)
 	}
@@ -271,12 +271,12 @@ func TestALearnerThatCannotReadKeepsWhatItLearned(t *testing.T) {
 		t.Errorf("a failed read forgot what was learned: %v", of)
 	}
 	reads := src.reads
-	_, _ = l.At(ctx, at.Add(time.Hour+time.Minute))
+	_, _ = l.At(ctx, at.Add(time.Hour+time.Minute), reach)
 	if src.reads != reads {
 		t.Errorf("read again a minute after failing")
 	}
 	src.down = false
-	if of, err := l.At(ctx, at.Add(time.Hour+6*time.Minute)); err != nil || of["ny.example"] == nil || src.reads == reads {
+	if of, err := l.At(ctx, at.Add(time.Hour+6*time.Minute), reach); err != nil || of["ny.example"] == nil || src.reads == reads {
 		t.Errorf("6 minutes after failing: %v, %v, %d reads (was %d)", of, err, src.reads, reads)
 	}
 }

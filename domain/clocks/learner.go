@@ -22,20 +22,18 @@ type HourReader interface {
 // every hour. It is safe for concurrent use.
 type Learner struct {
 	src    HourReader
-	reach  time.Duration
 	logger *slog.Logger
 
 	mu    sync.Mutex
 	read  time.Time
+	reach time.Duration // of what was read
 	final map[Change]map[string]Evidence
 	of    map[string]*time.Location
 }
 
-// NewLearner learns from src the clocks of the normals reaching back
-// reach (a change further back moves none of them). A nil logger logs
-// nothing.
-func NewLearner(src HourReader, reach time.Duration, logger *slog.Logger) *Learner {
-	return &Learner{src: src, reach: reach, logger: logger}
+// NewLearner learns clocks from src. A nil logger logs nothing.
+func NewLearner(src HourReader, logger *slog.Logger) *Learner {
+	return &Learner{src: src, logger: logger}
 }
 
 // learnEvery is how often a Learner weighs again the changes whose week
@@ -49,14 +47,16 @@ const EvidenceBefore = evidenceFor + time.Hour
 // retryAfter is how soon a Learner whose read failed reads again.
 const retryAfter = 5 * time.Minute
 
-// At is each site's clocks as of now: a site on UTC's is not in it. On
+// At is each site's clocks as of now, from the changes within reach
+// before it (how far back the normals read: a change further back moves
+// none of them): a site on UTC's is not in it. On
 // an error (logged) it is what was learned before (nil at first), and it
 // reads again after retryAfter: a sweep judges on the clocks it knows
 // rather than not at all.
-func (l *Learner) At(ctx context.Context, now time.Time) (map[string]*time.Location, error) {
+func (l *Learner) At(ctx context.Context, now time.Time, reach time.Duration) (map[string]*time.Location, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !l.read.IsZero() && now.Sub(l.read) < learnEvery && !now.Before(l.read) {
+	if !l.read.IsZero() && reach == l.reach && now.Sub(l.read) < learnEvery && !now.Before(l.read) {
 		return l.of, nil
 	}
 	if l.final == nil {
@@ -65,7 +65,7 @@ func (l *Learner) At(ctx context.Context, now time.Time) (map[string]*time.Locat
 	called := now
 	now = now.UTC().Truncate(time.Hour)
 	bySite := map[string][]Evidence{}
-	for _, ch := range Changes(now.Add(-l.reach), now) {
+	for _, ch := range Changes(now.Add(-reach), now) {
 		evs, ok := l.final[ch]
 		if !ok {
 			end := ch.At.Add(evidenceFor)
@@ -74,7 +74,7 @@ func (l *Learner) At(ctx context.Context, now time.Time) (map[string]*time.Locat
 			}
 			rows, err := l.src.SiteHours(ctx, ch.At.Add(-EvidenceBefore), end)
 			if err != nil {
-				l.read = called.Add(retryAfter - learnEvery)
+				l.read, l.reach = called.Add(retryAfter-learnEvery), reach
 				err = fmt.Errorf("learning the sites' clocks: %w", err)
 				if l.logger != nil {
 					l.logger.Warn("the sites' clocks could not be read; normals stay on those learned before", "err", err, "retry_in", retryAfter)
@@ -91,7 +91,7 @@ func (l *Learner) At(ctx context.Context, now time.Time) (map[string]*time.Locat
 		}
 	}
 	for ch := range l.final {
-		if ch.At.Before(now.Add(-l.reach)) {
+		if ch.At.Before(now.Add(-reach)) {
 			delete(l.final, ch)
 		}
 	}
@@ -107,7 +107,7 @@ func (l *Learner) At(ctx context.Context, now time.Time) (map[string]*time.Locat
 				"site", site, "zone", v.Clock.Name, "change", v.Evidence.Change.At, "z", v.Evidence.Z, "pairs", v.Evidence.Pairs)
 		}
 	}
-	l.of, l.read = of, now
+	l.of, l.read, l.reach = of, now, reach
 	return of, nil
 }
 

@@ -27,6 +27,12 @@ func TestZoneAutoReadsTheSitesLearnedClocks(t *testing.T) {
 	if !LearnsClocks(auto) || LearnsClocks(named) || LearnsClocks(utc) {
 		t.Fatalf("LearnsClocks: auto %v, named %v, utc %v", LearnsClocks(auto), LearnsClocks(named), LearnsClocks(utc))
 	}
+	if got, want := ClocksReach([]*Rule{named, auto, utc}), 5*7*24*time.Hour; got != want {
+		t.Errorf("ClocksReach of a rule learning clocks over 4 weeks: %v, want %v (its weeks and their days)", got, want)
+	}
+	if got := ClocksReach([]*Rule{named, utc}); got != 0 {
+		t.Errorf("ClocksReach of rules learning none: %v", got)
+	}
 	end := time.Date(2026, 3, 30, 9, 10, 0, 0, berlin) // the Monday after the EU's change
 	if got, want := SpansOn(auto, end, time.Time{}, berlin), named.BaselineSpans(end, time.Time{}); !slices.Equal(got, want) {
 		t.Errorf("auto on Berlin's clocks reads\n%v\nwant Berlin's own\n%v", got, want)

@@ -146,8 +146,18 @@ func (r *Rule) BaselineSpans(end, dataStart time.Time) []Interval {
 const ZoneAuto = "auto"
 
 // ClocksReach is how far back a change of a site's clocks can still move
-// a normal: the longest weekly profile, and its days.
-const ClocksReach = (MaxUnusualWeeks + 1) * 7 * 24 * time.Hour
+// the normals of rules that learn them: their longest weekly profile,
+// and its days (0: none learns them). A change further back moves no
+// span of theirs, whichever clocks are learned from it.
+func ClocksReach(rs []*Rule) time.Duration {
+	var reach time.Duration
+	for _, r := range rs {
+		if LearnsClocks(r) {
+			reach = max(reach, time.Duration(r.Unusual.Weeks+1)*7*24*time.Hour)
+		}
+	}
+	return reach
+}
 
 // LearnsClocks reports whether r reads each site's normal on its learned
 // clocks (zone: auto), and so wants them for SpansOn.

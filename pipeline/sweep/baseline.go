@@ -46,7 +46,7 @@ type baselines struct {
 }
 
 func newBaselines(counts Counter, seals *sealing, logger *slog.Logger) *baselines {
-	return &baselines{counts: counts, seals: seals, clocker: clocks.NewLearner(counts, rules.ClocksReach, logger)}
+	return &baselines{counts: counts, seals: seals, clocker: clocks.NewLearner(counts, logger)}
 }
 
 // maxGroups bounds groups: catching up over a day makes a group per rule,
@@ -141,8 +141,8 @@ func (b *baselines) expect(ctx context.Context, set *ruleSet, obs map[string][]o
 		}
 		b.starts, b.read = starts, now
 	}
-	if slices.ContainsFunc(set.rules, rules.LearnsClocks) {
-		of, _ := b.clocker.At(ctx, now) // on an error, logged, those learned before
+	if reach := rules.ClocksReach(set.rules); reach > 0 {
+		of, _ := b.clocker.At(ctx, now, reach) // on an error, logged, those learned before
 		if !maps.Equal(of, b.clocks) {
 			clear(b.groups) // spans read on a site's former clocks
 		}

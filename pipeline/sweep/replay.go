@@ -56,6 +56,9 @@ func replay(ctx context.Context, src MinuteSource, keep func(site, path string, 
 	// for every rule of the site, as they are not what a sweep learns it
 	// from either (the week before: sitehours.go).
 	rows.settle(now, lateAfter, scanStart(set, func(*rules.Rule) time.Time { return since }, since, now, base))
+	for _, d := range rows.sites {
+		d.views.reach = rules.ClocksReach(set.rules)
+	}
 	allFrom := since // the base holds what came before
 	if base == nil {
 		allFrom = time.Time{}

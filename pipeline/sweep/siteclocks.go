@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/pagewatch/pagewatch/domain/clocks"
-	"github.com/pagewatch/pagewatch/domain/rules"
 )
 
 // A rule with `zone: auto` reads each site's normal on the clocks its
@@ -16,6 +15,7 @@ import (
 // siteViews is a backtest's views of a site per UTC hour, and the clocks
 // learned from them at each hour judged.
 type siteViews struct {
+	reach  time.Duration // the rules' (rules.ClocksReach), as a sweep's
 	hours  map[time.Time]float64
 	first  time.Time
 	learnt map[time.Time]*time.Location
@@ -47,7 +47,7 @@ func (v *siteViews) clockAt(t time.Time) *time.Location {
 		v.learnt, v.final = map[time.Time]*time.Location{}, map[clocks.Change]clocks.Evidence{}
 	}
 	var evs []clocks.Evidence
-	for _, ch := range clocks.Changes(h.Add(-rules.ClocksReach), h) {
+	for _, ch := range clocks.Changes(h.Add(-v.reach), h) {
 		ev, ok := v.final[ch]
 		if !ok {
 			ev = clocks.Weigh(func(at time.Time) (float64, bool) {
