@@ -44,15 +44,18 @@ const learnEvery = time.Hour
 // back, and the hour a change of clocks can add to it.
 const EvidenceBefore = evidenceFor + time.Hour
 
+// keepFinal is how long a change's final evidence is kept.
+const keepFinal = 366 * 24 * time.Hour
+
 // retryAfter is how soon a Learner whose read failed reads again.
 const retryAfter = 5 * time.Minute
 
 // At is each site's clocks as of now, from the changes within reach
 // before it (how far back the normals read: a change further back moves
-// none of them): a site on UTC's is not in it. On
-// an error (logged) it is what was learned before (nil at first), and it
-// reads again after retryAfter: a sweep judges on the clocks it knows
-// rather than not at all.
+// none of them): a site on UTC's is not in it. On an error (logged) it
+// is what was learned before (nil at first), and it reads again after
+// retryAfter: a sweep judges on the clocks it knows rather than not at
+// all.
 func (l *Learner) At(ctx context.Context, now time.Time, reach time.Duration) (map[string]*time.Location, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -91,7 +94,9 @@ func (l *Learner) At(ctx context.Context, now time.Time, reach time.Duration) (m
 		}
 	}
 	for ch := range l.final {
-		if ch.At.Before(now.Add(-reach)) {
+		// Kept for a year, not the reach: callers asking different
+		// reaches (the console's rules) do not read a change again.
+		if ch.At.Before(now.Add(-keepFinal)) {
 			delete(l.final, ch)
 		}
 	}
