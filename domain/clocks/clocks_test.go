@@ -280,3 +280,32 @@ func TestALearnerThatCannotReadKeepsWhatItLearned(t *testing.T) {
 		t.Errorf("6 minutes after failing: %v, %v, %d reads (was %d)", of, err, src.reads, reads)
 	}
 }
+
+// Clocks going back are learned as clocks going forward are, north and
+// south: Berlin's in October, Sydney's in April and October.
+func TestEveryDirectionAndHemisphereIsLearned(t *testing.T) {
+	for _, tc := range []struct {
+		zone   string
+		change time.Time
+	}{
+		{"Europe/Berlin", time.Date(2026, 10, 25, 1, 0, 0, 0, time.UTC)},   // back an hour
+		{"Australia/Sydney", time.Date(2026, 4, 4, 16, 0, 0, 0, time.UTC)}, // back an hour
+		{"Australia/Sydney", time.Date(2026, 10, 3, 16, 0, 0, 0, time.UTC)}, // forward an hour
+		{"America/Santiago", time.Date(2026, 9, 6, 4, 0, 0, 0, time.UTC)},   // forward an hour
+	} {
+		loc := zone(t, tc.zone)
+		var at []time.Time
+		for _, ch := range clocks.Changes(tc.change.Add(-time.Hour), tc.change) {
+			if ch.Clock.Name == tc.zone {
+				at = append(at, ch.At)
+			}
+		}
+		if len(at) != 1 || !at[0].Equal(tc.change) {
+			t.Fatalf("%s changes %v, want at %v", tc.zone, at, tc.change)
+		}
+		s := newSite(loc, 3000, tc.change.Add(-5*7*24*time.Hour), tc.change.Add(8*24*time.Hour), 8)
+		if v := clocks.Learn(s.at, tc.change.Add(3*24*time.Hour), reach); v.Clock.Name != tc.zone {
+			t.Errorf("%s, 3 days after its change of %s: learned %s (z %.1f)", tc.zone, tc.change.Format(time.DateOnly), v.Clock.Name, v.Evidence.Z)
+		}
+	}
+}
