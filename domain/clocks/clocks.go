@@ -265,18 +265,38 @@ type Verdict struct {
 	Evidence Evidence
 }
 
-// Learned is UTC's verdict unless some evidence convinces; the one that
-// convinces most otherwise.
+// Learned is UTC's verdict unless some evidence convinces; otherwise the
+// candidate listed first among those that convince, unless a later one
+// convinces by clearly more (tieMargin). Candidates whose changes fall
+// hours apart read alike: the EU's and Israel's in October, Sydney's and
+// Auckland's in April; the one more sites keep is listed first.
 func Learned(evs []Evidence) Verdict {
+	rank := func(c Clock) int {
+		for i, k := range Candidates {
+			if k.Name == c.Name {
+				return i
+			}
+		}
+		return len(Candidates)
+	}
 	v := Verdict{Clock: UTC}
-	best := 0.0
 	for _, e := range evs {
-		if e.Convinces() && e.Z > best {
-			v, best = Verdict{Clock: e.Change.Clock, Evidence: e}, e.Z
+		if !e.Convinces() {
+			continue
+		}
+		switch {
+		case v.Clock == UTC,
+			e.Z > v.Evidence.Z+tieMargin,
+			e.Z >= v.Evidence.Z-tieMargin && rank(e.Change.Clock) < rank(v.Clock):
+			v = Verdict{Clock: e.Change.Clock, Evidence: e}
 		}
 	}
 	return v
 }
+
+// tieMargin is how much more a candidate listed later must convince by
+// to be preferred.
+const tieMargin = 1.0
 
 // Learn is the verdict as of now from the changes within reach before it
 // (how far back the normals read; a change further back moves none of
