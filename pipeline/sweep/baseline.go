@@ -126,6 +126,14 @@ func (b *baselines) keyOf(r *rules.Rule, i int, site, path string, to time.Time)
 	return normalKey{spans: g.id, kind: r.Kind(), measure: measureOf(r), site: site, path: path}, g.spans, true
 }
 
+// learnedClocks is each site's learned clocks, as the last sweep read
+// them (a site on UTC's is not in it).
+func (b *baselines) learnedClocks() map[string]*time.Location {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.clocks
+}
+
 // expect fills in exp for the observations of rules with a normal that
 // need it. open reports whether a state key has an episode open.
 func (b *baselines) expect(ctx context.Context, set *ruleSet, obs map[string][]observation, open func(key string) bool, now time.Time) error {

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/pagewatch/pagewatch/domain/hit"
 	"github.com/pagewatch/pagewatch/domain/rules"
 )
@@ -61,6 +63,11 @@ func TestSweepLearnsEachSitesClocks(t *testing.T) {
 	}
 	if got, ok := clocks["utc.example"]; ok {
 		t.Errorf("utc.example is read on %v, want UTC's (none learned)", got)
+	}
+	for zone, want := range map[string]float64{"America/New_York": 1, "Europe/Berlin": 0} {
+		if got := testutil.ToFloat64(s.metrics.sitesOnClocks.WithLabelValues(zone)); got != want {
+			t.Errorf("pagewatch_sweeper_sites_on_learned_clocks{zone=%q} = %v, want %v", zone, got, want)
+		}
 	}
 	whys := map[string]string{}
 	for _, x := range b.jobs(t) {

@@ -114,6 +114,7 @@ func (s *Sweeper) judge(ctx context.Context, set *ruleSet, obs map[string][]obse
 			return nil, err
 		}
 		s.metrics.sitesLate.Set(float64(late))
+		s.metrics.setClocks(s.baselines.learnedClocks())
 		out = append(out, nodata...)
 	} else {
 		s.metrics.sitesLate.Set(0)

@@ -3,8 +3,11 @@ package sweep
 import (
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pagewatch/pagewatch/domain/clocks"
 )
 
 type metrics struct {
@@ -18,6 +21,7 @@ type metrics struct {
 	leader         prometheus.Gauge
 	rules          prometheus.Gauge
 	sitesLate      prometheus.Gauge
+	sitesOnClocks  *prometheus.GaugeVec   // by zone: the candidates, so bounded
 	reloads        *prometheus.CounterVec // by result: ok, rejected
 }
 
@@ -57,14 +61,28 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		sitesLate: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "pagewatch_sweeper_sites_late", Help: "Sites whose data was late at this replica's last sweep: drops on their pages are held.",
 		}),
+		sitesOnClocks: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "pagewatch_sweeper_sites_on_learned_clocks", Help: "Sites whose normals rules with zone: auto read on the clocks learned from their traffic, by zone (the others are on UTC's).",
+		}, []string{"zone"}),
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pagewatch_sweeper_rule_reloads_total", Help: "Rule reloads, by result: ok, or rejected (the previous rules stayed).",
 		}, []string{"result"}),
 	}
-	reg.MustRegister(m.sweeps, m.errors, m.duration, m.rows, m.crossings, m.folded, m.claimConflicts, m.lag, m.leader, m.rules, m.sitesLate, m.reloads)
+	reg.MustRegister(m.sweeps, m.errors, m.duration, m.rows, m.crossings, m.folded, m.claimConflicts, m.lag, m.leader, m.rules, m.sitesLate, m.sitesOnClocks, m.reloads)
 	m.reloads.WithLabelValues("ok")
 	m.reloads.WithLabelValues("rejected")
 	return m
+}
+
+// setClocks sets how many sites are on each candidate's clocks.
+func (m *metrics) setClocks(of map[string]*time.Location) {
+	n := map[string]int{}
+	for _, loc := range of {
+		n[loc.String()]++
+	}
+	for _, c := range clocks.Candidates {
+		m.sitesOnClocks.WithLabelValues(c.Name).Set(float64(n[c.Name]))
+	}
 }
 
 // cronLogger adapts slog to robfig/cron's logger.
