@@ -35,6 +35,7 @@ var notMovedHere = map[string]string{
 	"pagewatch_retention_claimed_elsewhere_total":    "two loaders in one retention period (the restart here starts a new one): TestTwoLoadersClaimEachPeriodOnce, the ClickHouse cluster tests",
 	"pagewatch_sweeper_claim_conflicts_total":        "two sweepers claiming one crossing: pipeline/sweep racing tests",
 	"pagewatch_sweeper_sites_late":                   "no rule here looks down, so no site's data is judged late: pipeline/sweep's TestTailerStoppedSendsNoDataNotDrops",
+	"pagewatch_sweeper_sites_on_learned_clocks":      "no rule here learns clocks (zone: auto), nor do its 4 days of 2015 cross a change: pipeline/sweep's TestSweepLearnsEachSitesClocks",
 	"pagewatch_worker_lock_conflicts_total":          "not deterministic with two workers: TestWorkersNeverSendOnePageTwiceAtOnce",
 	"pagewatch_ratelimit_cas_conflicts_total":        "not deterministic with two workers: pipeline/ratelimit tests",
 	"pagewatch_ratelimit_errors_total":               "NATS failing mid-reservation: pipeline/ratelimit tests",

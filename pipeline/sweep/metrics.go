@@ -71,6 +71,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	reg.MustRegister(m.sweeps, m.errors, m.duration, m.rows, m.crossings, m.folded, m.claimConflicts, m.lag, m.leader, m.rules, m.sitesLate, m.sitesOnClocks, m.reloads)
 	m.reloads.WithLabelValues("ok")
 	m.reloads.WithLabelValues("rejected")
+	m.setClocks(nil) // every zone served from the start, at 0
 	return m
 }
 
