@@ -50,7 +50,7 @@ func (s *pagePages) ruleBand(ctx context.Context, rule *rules.Rule, site, path s
 	if err != nil {
 		return nil, err
 	}
-	hours, err := readHours(ctx, s.deps.Store, rule, site, path, from.Add(step), to, start, clockOf(ctx, s.clocks, rule, site, s.deps.Now))
+	hours, err := readHours(ctx, s.deps.Store, rule, site, path, from.Add(step), to, start, clockOf(ctx, s.clocks, rule, site, s.deps.Now()))
 	if err != nil || hours.start.IsZero() {
 		return nil, err
 	}

@@ -24,7 +24,7 @@ func BenchmarkPageBand(b *testing.B) {
 		b.Fatal(err)
 	}
 	st := &fakeStore{series: hours}
-	p := &pagePages{&frame{deps: Deps{Store: st, Rules: func() []rules.Rule { return []rules.Rule{r} }}, starts: newSiteStarts(st, time.Now)}}
+	p := &pagePages{&frame{deps: Deps{Store: st, Now: time.Now, Rules: func() []rules.Rule { return []rules.Rule{r} }}, starts: newSiteStarts(st, time.Now)}}
 	from := now.Add(-7 * 24 * time.Hour)
 	b.ResetTimer()
 	for range b.N {

@@ -43,7 +43,7 @@ func TestPageBandIsTheRulesUsualRange(t *testing.T) {
 	}
 	serve := func(rs ...rules.Rule) *pagePages {
 		st := &fakeStore{series: hours}
-		return &pagePages{&frame{deps: Deps{Store: st, Rules: func() []rules.Rule { return rs }}, starts: newSiteStarts(st, time.Now)}}
+		return &pagePages{&frame{deps: Deps{Store: st, Now: time.Now, Rules: func() []rules.Rule { return rs }}, starts: newSiteStarts(st, time.Now)}}
 	}
 	from := now.Add(-24 * time.Hour)
 	b, err := serve(threshold, unusual).pageBand(context.Background(), "example.com", "/pricing", from, now, time.Hour)

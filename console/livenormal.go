@@ -87,8 +87,7 @@ func (h *hub) ruleNormals(ctx context.Context, now time.Time, pages []LivePage) 
 			defer func() { <-sem }()
 			// The page's own start: a page with no views before is
 			// "new" in the live view, not thousands of times normal.
-			clock := clockOf(ctx, h.clocks, r, p.Site, func() time.Time { return now })
-			hours, err := readHours(ctx, h.store, r, p.Site, p.Path, now, now, time.Time{}, clock)
+			hours, err := readHours(ctx, h.store, r, p.Site, p.Path, now, now, time.Time{}, clockOf(ctx, h.clocks, r, p.Site, now))
 			if err != nil {
 				return err
 			}

@@ -48,11 +48,11 @@ type pageHours struct {
 // names its zone or learns none. A chart of past days is drawn on
 // today's clocks: in the days after a change before the sweep learned
 // them, it judged on UTC's.
-func clockOf(ctx context.Context, l *clocks.Learner, r *rules.Rule, site string, now func() time.Time) *time.Location {
+func clockOf(ctx context.Context, l *clocks.Learner, r *rules.Rule, site string, now time.Time) *time.Location {
 	if l == nil || !rules.LearnsClocks(r) {
 		return nil
 	}
-	of, _ := l.At(ctx, now(), rules.ClocksReach([]*rules.Rule{r})) // on an error, logged, those learned before
+	of, _ := l.At(ctx, now, rules.ClocksReach([]*rules.Rule{r})) // on an error, logged, those learned before
 	return of[site]
 }
 

@@ -92,8 +92,7 @@ func (s *rulePages) normalPage(ctx context.Context, rule *rules.Rule, site, path
 	if err != nil {
 		return p, err
 	}
-	clock := clockOf(ctx, s.clocks, rule, site, func() time.Time { return now })
-	hours, err := readHours(ctx, s.deps.Store, rule, site, path, now, now, start, clock)
+	hours, err := readHours(ctx, s.deps.Store, rule, site, path, now, now, start, clockOf(ctx, s.clocks, rule, site, now))
 	if err != nil {
 		return p, err
 	}

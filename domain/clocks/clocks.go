@@ -300,11 +300,19 @@ const tieMargin = 1.0
 
 // Learn is the verdict as of now from the changes within reach before it
 // (how far back the normals read; a change further back moves none of
-// them), each weighed on views.
-func Learn(views func(h time.Time) (float64, bool), now time.Time, reach time.Duration) Verdict {
+// them), each weighed on views. final, when not nil, keeps the evidence
+// of each change whose week is over, which is not weighed again.
+func Learn(views func(h time.Time) (float64, bool), now time.Time, reach time.Duration, final map[Change]Evidence) Verdict {
 	var evs []Evidence
 	for _, ch := range Changes(now.Add(-reach), now) {
-		evs = append(evs, Weigh(views, ch, now))
+		ev, ok := final[ch]
+		if !ok {
+			ev = Weigh(views, ch, now)
+			if final != nil && ch.Over(now) {
+				final[ch] = ev
+			}
+		}
+		evs = append(evs, ev)
 	}
 	return Learned(evs)
 }

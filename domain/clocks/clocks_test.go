@@ -100,14 +100,14 @@ func TestASiteOnNewYorksClocksIsLearnedWithinDaysOfTheChange(t *testing.T) {
 	ny := zone(t, "America/New_York")
 	for _, peak := range []float64{300, 30_000} {
 		s := newSite(ny, peak, from, usChange.Add(8*24*time.Hour), 1)
-		if v := clocks.Learn(s.at, usChange.Add(-time.Hour), reach); v.Clock != clocks.UTC {
+		if v := clocks.Learn(s.at, usChange.Add(-time.Hour), reach, nil); v.Clock != clocks.UTC {
 			t.Errorf("peak %g: before any change: %s, want UTC (nothing tells the clocks apart)", peak, v.Clock.Name)
 		}
-		if v := clocks.Learn(s.at, usChange.Add(6*time.Hour), reach); v.Clock != clocks.UTC {
+		if v := clocks.Learn(s.at, usChange.Add(6*time.Hour), reach, nil); v.Clock != clocks.UTC {
 			t.Errorf("peak %g: 6 hours after the change: %s, want UTC (too little to tell)", peak, v.Clock.Name)
 		}
 		at := usChange.Add(3 * 24 * time.Hour)
-		v := clocks.Learn(s.at, at, reach)
+		v := clocks.Learn(s.at, at, reach, nil)
 		if v.Clock.Name != "America/New_York" {
 			t.Fatalf("peak %g: 3 days after the change: %s (z %.1f), want America/New_York", peak, v.Clock.Name, v.Evidence.Z)
 		}
@@ -126,7 +126,7 @@ func TestASiteOnUTCStaysThereAndEveryOtherClockReadsWorse(t *testing.T) {
 				t.Errorf("seed %d: %s's change of %s reads better than UTC: z %.1f", seed, ch.Clock.Name, ch.At, ev.Z)
 			}
 		}
-		if v := clocks.Learn(s.at, now, reach); v.Clock != clocks.UTC {
+		if v := clocks.Learn(s.at, now, reach, nil); v.Clock != clocks.UTC {
 			t.Errorf("seed %d: learned %s", seed, v.Clock.Name)
 		}
 	}
@@ -140,7 +140,7 @@ func TestAFlatOrTinySiteTellsNothing(t *testing.T) {
 	}
 	tiny := newSite(zone(t, "America/New_York"), 2, from, from.Add(reach), 3)
 	for name, s := range map[string]site{"flat": flat, "two views an hour at its busiest": tiny} {
-		if v := clocks.Learn(s.at, usChange.Add(7*24*time.Hour), reach); v.Clock != clocks.UTC {
+		if v := clocks.Learn(s.at, usChange.Add(7*24*time.Hour), reach, nil); v.Clock != clocks.UTC {
 			t.Errorf("%s: learned %s (z %.1f)", name, v.Clock.Name, v.Evidence.Z)
 		}
 	}
@@ -150,7 +150,7 @@ func TestAEuropeanSiteIsToldFromAnAmericanOne(t *testing.T) {
 	berlin := zone(t, "Europe/Berlin")
 	s := newSite(berlin, 3000, from, euChange.Add(8*24*time.Hour), 2)
 	at := euChange.Add(7 * 24 * time.Hour)
-	if v := clocks.Learn(s.at, at, reach); v.Clock.Name != "Europe/Berlin" {
+	if v := clocks.Learn(s.at, at, reach, nil); v.Clock.Name != "Europe/Berlin" {
 		t.Errorf("a week after the EU's change, with America's three weeks before it in reach: %s, want Europe/Berlin", v.Clock.Name)
 	}
 }
@@ -162,7 +162,7 @@ func TestAHolidayInTheWeekAfterTheChangeDoesNotHideIt(t *testing.T) {
 	for h := usChange.Add(2 * 24 * time.Hour); h.Before(usChange.Add(4 * 24 * time.Hour)); h = h.Add(time.Hour) {
 		s.views[h] = math.Round(s.views[h] * 0.15)
 	}
-	if v := clocks.Learn(s.at, usChange.Add(7*24*time.Hour), reach); v.Clock.Name != "America/New_York" {
+	if v := clocks.Learn(s.at, usChange.Add(7*24*time.Hour), reach, nil); v.Clock.Name != "America/New_York" {
 		t.Errorf("learned %s (z %.1f), want America/New_York", v.Clock.Name, v.Evidence.Z)
 	}
 }
@@ -189,7 +189,7 @@ func TestOfficeHoursAreLearnedByTheirEdges(t *testing.T) {
 			s.views[h] = 600
 		}
 	}
-	v := clocks.Learn(s.at, usChange.Add(6*24*time.Hour), reach)
+	v := clocks.Learn(s.at, usChange.Add(6*24*time.Hour), reach, nil)
 	if v.Clock.Name != "America/New_York" {
 		t.Errorf("learned %s (z %.1f, ratio %.2f over %d pairs), want America/New_York", v.Clock.Name, v.Evidence.Z, v.Evidence.Ratio(), v.Evidence.Pairs)
 	}
@@ -308,7 +308,7 @@ func TestEveryDirectionAndHemisphereIsLearned(t *testing.T) {
 			t.Fatalf("%s changes %v, want at %v", tc.zone, at, tc.change)
 		}
 		s := newSite(loc, 3000, tc.change.Add(-5*7*24*time.Hour), tc.change.Add(8*24*time.Hour), 8)
-		if v := clocks.Learn(s.at, tc.change.Add(3*24*time.Hour), reach); v.Clock.Name != tc.zone {
+		if v := clocks.Learn(s.at, tc.change.Add(3*24*time.Hour), reach, nil); v.Clock.Name != tc.zone {
 			t.Errorf("%s, 3 days after its change of %s: learned %s (z %.1f)", tc.zone, tc.change.Format(time.DateOnly), v.Clock.Name, v.Evidence.Z)
 		}
 	}

@@ -35,12 +35,12 @@ func replay(ctx context.Context, src MinuteSource, keep func(site, path string, 
 	// Each rule is judged from what its states remember before since,
 	// its messages there left out: a sweeper running all along knew it.
 	scanFrom := scanStart(set, func(r *rules.Rule) time.Time { return warmFrom(r, since) }, since, now, base)
-	if slices.ContainsFunc(set.rules, rules.LearnsClocks) {
+	rows := newSiteRows(src, keep)
+	if rows.clocksReach = rules.ClocksReach(set.rules); rows.clocksReach > 0 {
 		// A change of clocks within the normals' reach is weighed from
 		// the week before it, as a sweep reads it (clocks.Learner).
 		scanFrom = scanFrom.Add(-clocks.EvidenceBefore)
 	}
-	rows := newSiteRows(src, keep)
 	for _, r := range set.rules {
 		if r.Count == rules.CountVisitors {
 			logger.Warn("a backtest replays per-minute views; this rule counts visitors, which are distinct over a whole window, and is left out", "rule", r.Name)
@@ -56,9 +56,6 @@ func replay(ctx context.Context, src MinuteSource, keep func(site, path string, 
 	// for every rule of the site, as they are not what a sweep learns it
 	// from either (the week before: sitehours.go).
 	rows.settle(now, lateAfter, scanStart(set, func(*rules.Rule) time.Time { return since }, since, now, base))
-	for _, d := range rows.sites {
-		d.views.reach = rules.ClocksReach(set.rules)
-	}
 	allFrom := since // the base holds what came before
 	if base == nil {
 		allFrom = time.Time{}
@@ -300,10 +297,12 @@ func (run *seriesRun) replay() {
 	}
 }
 
-// normalAt is a window end's normal, and where the weeks before it
-// begin (quietReach) for a rule looking down or judging launches.
+// normalAt is a window end's normal, the clocks it was read on (""
+// UTC's), and where the weeks before it begin (quietReach) for a rule
+// looking down or judging launches.
 type normalAt struct {
 	exp     rules.Expected
+	clock   string
 	reach   time.Time
 	reachOK bool
 }
@@ -323,6 +322,9 @@ func (run *seriesRun) expect(pt point) normalAt {
 	}
 	all := rules.SpansOn(run.r, pt.to, time.Time{}, clock)
 	var n normalAt
+	if clock != nil {
+		n.clock = clock.String()
+	}
 	if run.lookDown || rules.ReadsLaunches(run.r) {
 		reach := all
 		if clock != nil {
@@ -361,12 +363,7 @@ func (run *seriesRun) step(m moment) {
 	o := observation{key: run.key, pt: pt, site: run.sr.site, path: run.sr.path, count: run.base + upTo(pt.to) - upTo(lo), launches: run.launches}
 	if r.HasNormal() {
 		n := run.expect(pt)
-		o.exp = n.exp
-		if rules.LearnsClocks(r) {
-			if loc := run.site.views.clockAt(pt.to); loc != nil {
-				o.clock = loc.String()
-			}
-		}
+		o.exp, o.clock = n.exp, n.clock
 		if n.reachOK && rules.ReadsLaunches(r) {
 			o.before, o.beforeOK = upTo(pt.from)-upTo(n.reach), true
 		}

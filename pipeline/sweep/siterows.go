@@ -21,6 +21,10 @@ type siteRows struct {
 	src   MinuteSource
 	keep  func(site, path string, minute time.Time, hits uint64) bool
 	sites map[string]*siteData
+	// clocksReach, when not 0, is how far back the rules that learn
+	// clocks read (rules.ClocksReach): each site's views per hour are
+	// noted for them.
+	clocksReach time.Duration
 }
 
 // siteData is what a replay knows of a site's data: where it begins, the
@@ -52,14 +56,16 @@ func (f *siteRows) ScanMinutes(ctx context.Context, q traffic.MinuteScan, fn fun
 	return f.src.ScanMinutes(ctx, q, func(site, path string, minute time.Time, hits uint64) error {
 		d := f.sites[site]
 		if d == nil {
-			d = &siteData{start: minute, seen: minuteSet{}}
+			d = &siteData{start: minute, seen: minuteSet{}, views: siteViews{reach: f.clocksReach}}
 			f.sites[site] = d
 		}
 		if minute.Before(d.start) {
 			d.start = minute
 		}
 		d.seen.add(minute)
-		d.views.add(minute, hits)
+		if f.clocksReach > 0 {
+			d.views.add(minute, hits)
+		}
 		if f.keep != nil && !f.keep(site, path, minute, hits) {
 			return nil
 		}
