@@ -148,7 +148,7 @@ func TestUnusualDropHeldAtASmallNormalForThreeDaysAtMost(t *testing.T) {
 }
 
 // A small page's day at a quarter of its normal is heard on its hours
-// together (Reach.Long: the window and down_for) at 12:50, and told as
+// together (Reach.Long: the window and down_for) at 13:00, and told as
 // one drop until its hours are back in their range after midnight. On
 // its hour alone it was heard only at its busiest (16:20: 7 views
 // against 25 an hour says little) and thought back at 20:10, its
@@ -162,13 +162,13 @@ func TestUnusualSmallPageDropHeardOnItsHours(t *testing.T) {
 	}
 	s := newSynth(monday, 28, 7, holiday(30, 0.25))
 	got := s.run(t, r, monday.Add(7*24*time.Hour))
-	want := []string{"fire down 03-26 Thu 12:50", "resolve down 03-27 Fri 02:30"}
+	want := []string{"fire down 03-26 Thu 13:00", "resolve down 03-27 Fri 02:30"}
 	wantMessages(t, got, want)
 	if len(s.against) == 0 {
 		return
 	}
 	a := s.against[0]
-	if a.Burst != 3*time.Hour || a.Direction != "down" || a.Short != 16 || a.ShortBaseline <= 0 || float64(a.Short) >= a.ShortLow || a.ShortLow >= a.ShortBaseline {
+	if a.Burst != 3*time.Hour || a.Direction != "down" || a.Short != 15 || a.ShortBaseline <= 0 || float64(a.Short) >= a.ShortLow || a.ShortLow >= a.ShortBaseline {
 		t.Errorf("fire measured against %+v: want its 3 hours, their count under their usual range", a)
 	}
 	t.Logf("fired on %d views in 3h, expected %.0f–%.0f (normal %.0f); the hour: %.0f–%.0f", a.Short, a.ShortLow, a.ShortHigh, a.ShortBaseline, a.Low, a.High)
@@ -316,7 +316,7 @@ func unevenDays(seed uint64, spread float64, rate func(time.Time) float64) func(
 func TestUnusualHolidayOnUnevenDaysIsHeard(t *testing.T) {
 	r := unusualRule(t, Unusual{})
 	want := []string{
-		"fire down 03-26 Thu 10:00|resolve down 03-27 Fri 08:00",
+		"fire down 03-26 Thu 11:00|resolve down 03-27 Fri 08:00",
 		"fire down 03-26 Thu 10:00|resolve down 03-27 Fri 08:00",
 		"fire down 03-26 Thu 10:00|resolve down 03-27 Fri 03:10",
 		"fire down 03-26 Thu 14:00|resolve down 03-27 Fri 08:00",

@@ -114,7 +114,8 @@ func (d *unusualDetector) expectHour(h *hourSamples) Expected {
 			dev[i] = math.Abs(x - m)
 		}
 		s := 1.4826 * median(dev[:len(samples)])
-		phi = max(0, (s*s-m)/(m*m))
+		v := s * s * madBias[min(len(samples), len(madBias)-1)]
+		phi = max(0, (v-m)/(m*m))
 	}
 	// The prior keeps three alike samples from claiming a page has no
 	// noise beyond Poisson's; the page's own spread wins as they grow.
@@ -124,6 +125,12 @@ func (d *unusualDetector) expectHour(h *hourSamples) Expected {
 	e.Low, e.High = max(0, d.countAt(e, e.Bottom, -usualZ)), d.countAt(e, e.Top, usualZ)
 	return e
 }
+
+// madBias unbiases the squared MAD of n normal samples (index n) as a
+// variance: with 4, (1.4826 × MAD)² is 0.72 of σ² on average (simulated,
+// 400,000 draws each), so a page's overdispersion read from 4 weeks of
+// one hour was read low by a quarter.
+var madBias = [...]float64{1, 1, 0.91, 1.31, 1.39, 1.10, 1.16, 1.05, 1.09, 1.04, 1.06, 1.03, 1.04}
 
 // noise is how many times Poisson's spread a count about mu has on the
 // square-root scale: the negative binomial's (1 + φμ), times the

@@ -393,7 +393,7 @@ func TestUnusualSurgeOfDaysIsOneEpisodeToItsEnd(t *testing.T) {
 		// Resolved on its second night before.
 		{1000, 3, []string{"fire up 04-06 Mon 10:10", "resolve up 04-10 Fri 13:10"}},
 		// Two episodes before, resolved at 3:30 on its first night.
-		{60, 2.5, []string{"fire up 04-06 Mon 12:00", "resolve up 04-10 Fri 13:10"}},
+		{60, 2.5, []string{"fire up 04-06 Mon 13:00", "resolve up 04-10 Fri 13:10"}},
 	} {
 		s := newSynth(monday, 42, 13, func(t time.Time) float64 {
 			v := daily(c.peak)(t)
