@@ -8,6 +8,7 @@ package natscluster
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -209,6 +210,52 @@ func (c *Cluster) WaitReady(t testing.TB, within time.Duration) {
 			return nil
 		})
 	}
+	// /healthz is ok once a node is current with the meta leader, which
+	// needs only the system account's route to it: a route of the pool
+	// between two other nodes may still be missing (two nodes that dialled
+	// each other at once close both as duplicates and retry a second
+	// later). A JetStream answer sent over that missing route is lost, and
+	// its request waits out its whole context.
+	for _, nd := range c.Nodes {
+		if !nd.running() {
+			continue
+		}
+		testcheck.Eventually(t, within, nd.Name+"'s routes to every running node", func() error {
+			return c.meshed(&client, nd)
+		})
+	}
+}
+
+// routesPerPeer is how many routes a node keeps to each other node:
+// nats-server's default pool of 3, plus the system account's own.
+const routesPerPeer = 3 + 1
+
+// meshed returns nil once nd's /routez lists routesPerPeer routes to
+// every other running node.
+func (c *Cluster) meshed(client *http.Client, nd *Node) error {
+	resp, err := client.Get(fmt.Sprintf("http://127.0.0.1:%d/routez", nd.MonitorPort))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	var rz struct {
+		Routes []struct {
+			RemoteName string `json:"remote_name"`
+		} `json:"routes"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&rz); err != nil {
+		return err
+	}
+	per := map[string]int{}
+	for _, r := range rz.Routes {
+		per[r.RemoteName]++
+	}
+	for _, peer := range c.Nodes {
+		if peer != nd && peer.running() && per[peer.Name] < routesPerPeer {
+			return fmt.Errorf("%d of %d routes to %s", per[peer.Name], routesPerPeer, peer.Name)
+		}
+	}
+	return nil
 }
 
 // Kill SIGKILLs node i and waits for it to be gone.

@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/pagewatch/pagewatch/internal/testcheck"
 	"github.com/pagewatch/pagewatch/internal/testserver/natscluster"
 )
 
@@ -24,11 +25,18 @@ func TestClusterKeepsAStreamThroughItsLeadersDeath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	// The whole test's bound: WaitReady and WaitLeaders below may take a
+	// minute each on a loaded machine.
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "T", Subjects: []string{"t.>"}, Replicas: 3}); err != nil {
-		t.Fatal(err)
-	}
+	// A JetStream request is answered at most once: one whose answer is
+	// lost is asked again, not waited for a minute.
+	testcheck.Eventually(t, time.Minute, "stream T created", func() error {
+		cctx, ccancel := context.WithTimeout(ctx, 5*time.Second)
+		defer ccancel()
+		_, err := js.CreateOrUpdateStream(cctx, jetstream.StreamConfig{Name: "T", Subjects: []string{"t.>"}, Replicas: 3})
+		return err
+	})
 	publish := func(n int) {
 		for i := range n {
 			for attempt := 0; ; attempt++ {
