@@ -80,6 +80,12 @@ type Episode struct {
 	// whether a drop goes on (unusual rules: under min_count, a page's
 	// night); zero: it is not. The drop is held from then, for a while.
 	SmallSince time.Time `json:"small_since,omitzero"`
+	// Past is when the page was first seen past its range again, at an
+	// hour that can tell, with no look since finding it back or unable
+	// to tell, while a hold (SmallSince) is on; zero: it was not. Only
+	// a page past it for rearm.settle at a stretch ends a hold, as only
+	// one back for settle ends the episode.
+	Past time.Time `json:"past,omitzero"`
 	// Site and Path name the page, set by the sweeper: once its count
 	// drops to nothing no query returns it, and its resolve still needs
 	// a name.
@@ -219,8 +225,22 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 		// What was seen of the page back before the hold does not count
 		// towards its settle: after it, back must be seen settle long.
 		ep.SmallSince, ep.Back = o.At, time.Time{}
-	case !j.small && j.known:
-		ep.SmallSince = time.Time{}
+	case !j.small && j.known && !ep.SmallSince.IsZero() && !det.back(j, o, ep):
+		// Past its range at an hour that can tell: for settle at a
+		// stretch, the surge (or drop) is on and its hold ends. A look
+		// or two past it is a noisy page's: a page whose range is wide
+		// at most hours, a little past it at the odd hour that can tell
+		// and never back there for settle, held one surge open 18 days,
+		// each such look beginning its hold again.
+		if ep.Past.IsZero() {
+			ep.Past = o.At
+		}
+		if o.At.Sub(ep.Past) >= r.Rearm.Settle {
+			ep.SmallSince = time.Time{}
+		}
+	}
+	if !ep.Past.IsZero() && (j.small || ep.SmallSince.IsZero() || (j.known && det.back(j, o, ep))) {
+		ep.Past = time.Time{}
 	}
 	if !j.known {
 		return next, nil

@@ -8,8 +8,10 @@ import (
 	"hash/fnv"
 	"io"
 	"log/slog"
+	"strings"
 	"time"
 
+	"github.com/pagewatch/pagewatch/domain/crossing"
 	"github.com/pagewatch/pagewatch/domain/rules"
 	"github.com/pagewatch/pagewatch/internal/nabeval"
 	"github.com/pagewatch/pagewatch/pipeline/sweep"
@@ -24,6 +26,10 @@ type Result struct {
 	// scored: what a site sees in the days after installing pagewatch,
 	// while each page's normal has no week behind it.
 	Probation []time.Time
+	// Longest is the page's longest episode, from its fire to its
+	// resolve or, never resolved, to the page's last row: an episode
+	// that does not end hides every event after it.
+	Longest time.Duration
 }
 
 // Probation is how much of a page's start is not scored: a week, or 15 %
@@ -93,10 +99,17 @@ func Score(ctx context.Context, pages []Page, rs []rules.Rule, logger *slog.Logg
 			alarms = append(alarms, nabeval.Alarm{Rule: x.Rule, Site: x.Site, Path: x.Path, FiredAt: x.CrossedAt, Kind: x.Event})
 		}
 	}
+	ends := map[string]time.Time{}
+	for i, p := range pages {
+		if n := len(series[i].Times); n > 0 {
+			ends[p.Site()] = series[i].Times[n-1]
+		}
+	}
+	longest := longestEpisodes(xs, ends)
 	out := make([]Result, len(pages))
 	for i, p := range pages {
 		sc, d := nabeval.ScoreDetailAfter(series[i], alarms, p.Probation())
-		out[i] = Result{Page: p, Score: sc, Detail: d}
+		out[i] = Result{Page: p, Score: sc, Detail: d, Longest: longest[p.Site()]}
 		_, whole := nabeval.ScoreDetailAfter(series[i], alarms, p.Start)
 		for _, t := range whole.FalseAlarms {
 			if t.Before(p.Probation()) {
@@ -105,4 +118,28 @@ func Score(ctx context.Context, pages []Page, rs []rules.Rule, logger *slog.Logg
 		}
 	}
 	return out, nil
+}
+
+// longestEpisodes is each site's (each page's) longest episode in xs:
+// fire to resolve, or to its site's last row (ends) if it never
+// resolved.
+func longestEpisodes(xs []crossing.Crossing, ends map[string]time.Time) map[string]time.Duration {
+	open := map[string]crossing.Crossing{}
+	out := map[string]time.Duration{}
+	note := func(site string, d time.Duration) { out[site] = max(out[site], d) }
+	for _, x := range xs {
+		switch x.Event {
+		case "", "fire":
+			open[x.Key] = x
+		case "resolve":
+			if f, ok := open[strings.TrimSuffix(x.Key, ".resolved")]; ok {
+				note(f.Site, x.CrossedAt.Sub(f.CrossedAt))
+				delete(open, f.Key)
+			}
+		}
+	}
+	for _, f := range open {
+		note(f.Site, ends[f.Site].Sub(f.CrossedAt))
+	}
+	return out
 }

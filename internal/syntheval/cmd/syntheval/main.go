@@ -73,6 +73,13 @@ func run(rulesPath string, verbose bool) error {
 			pages++
 		}
 	}
+	var longest syntheval.Result
+	for _, r := range results {
+		if r.Longest > longest.Longest {
+			longest = r
+		}
+	}
+	fmt.Printf("longest episode (fire to resolve, or to the page's end): %.1f days, on %s\n", longest.Longest.Hours()/24, longest.Page.Name)
 	fmt.Printf("in the pages' probation (a first week, or 15 %% of a shorter page), not scored above: %d false alarms on %d of %d pages\n", early, pages, len(results))
 	if verbose {
 		for _, r := range results {
