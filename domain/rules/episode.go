@@ -221,17 +221,21 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 	}
 	j := det.weigh(o, ep)
 	switch {
-	case j.small && ep.SmallSince.IsZero():
-		// What was seen of the page back before the hold does not count
-		// towards its settle: after it, back must be seen settle long.
-		ep.SmallSince, ep.Back = o.At, time.Time{}
-	case !j.small && j.known && !ep.SmallSince.IsZero() && !det.back(j, o, ep):
-		// Past its range at an hour that can tell: for settle at a
-		// stretch, the surge (or drop) is on and its hold ends. A look
-		// or two past it is a noisy page's: a page whose range is wide
-		// at most hours, a little past it at the odd hour that can tell
-		// and never back there for settle, held one surge open 18 days,
-		// each such look beginning its hold again.
+	case j.small && !j.known:
+		// Held. What was seen of the page back before a held look does
+		// not count towards its settle: after it, back must be seen
+		// settle long at a stretch again.
+		if ep.SmallSince.IsZero() {
+			ep.SmallSince = o.At
+		}
+		ep.Back = time.Time{}
+	case !j.small && j.known && !o.Late && !o.LongLate && !ep.SmallSince.IsZero() && !det.back(j, o, ep):
+		// Past its range at an hour that can tell (with all its data):
+		// for settle at a stretch, the surge (or drop) is on and its
+		// hold ends. A look or two past it is a noisy page's: a page
+		// whose range is wide at most hours, a little past it at the odd
+		// hour that can tell and never back there for settle, held one
+		// surge open 17.7 days, each such look beginning its hold again.
 		if ep.Past.IsZero() {
 			ep.Past = o.At
 		}

@@ -333,3 +333,66 @@ func TestUnusualHolidayOnUnevenDaysIsHeard(t *testing.T) {
 		}
 	}
 }
+
+// A hold (Episode.SmallSince, at hours whose normal cannot tell a drop
+// from back) lasts 3 days at most, and begins again only when the page
+// is seen past its range at hours that can tell for settle at a stretch
+// (Episode.Past). Before, any look at such an hour began it again: a
+// noisy page a little past its range at the odd hour held a surge open
+// 17.7 days. And a look back before a held look does not count towards
+// settle: back must be seen settle long at a stretch.
+func TestUnusualHoldBeginsAgainOnlyPastItsRangeForSettle(t *testing.T) {
+	r := unusualRule(t, Unusual{})
+	small := Expected{Value: 12, Bottom: 12, Top: 12, Low: 5, High: 22, Dispersion: 0.04, Samples: 4, Days: 28, Weekly: true, OK: true}
+	big := Expected{Value: 200, Bottom: 200, Top: 200, Low: 150, High: 250, Dispersion: 0.04, Samples: 4, Days: 28, Weekly: true, OK: true}
+	type look struct {
+		e     Expected
+		count uint64
+	}
+	held, back, past := look{small, 10}, look{big, 200}, look{big, 10}
+	run := func(plan func(h time.Duration) look) string {
+		st := State{Episode: 1, Open: &Episode{Since: monday, PeakAt: monday, Down: true}}
+		var got []string
+		for at := monday.Add(10 * time.Minute); at.Before(monday.Add(8 * 24 * time.Hour)); at = at.Add(10 * time.Minute) {
+			l := plan(at.Sub(monday))
+			var fire []Firing
+			st, fire = r.StepEpisode(st, Observation{At: at, Count: l.count, Expected: l.e})
+			for _, f := range fire {
+				got = append(got, fmt.Sprintf("%s %s", f.Event, at.Format("01-02 15:04")))
+			}
+		}
+		return strings.Join(got, "|")
+	}
+	day := func(h time.Duration) time.Duration { return h % (24 * time.Hour) }
+	for _, c := range []struct {
+		name string
+		plan func(h time.Duration) look
+		want string
+	}{
+		{"past 30 minutes each afternoon: held 3 days from its first look, then back", func(h time.Duration) look {
+			if d := day(h); d >= 16*time.Hour && d < 16*time.Hour+30*time.Minute {
+				return past
+			}
+			return held
+		}, "resolve 03-05 01:10"},
+		{"past 90 minutes on its 2nd afternoon: held 3 days from then", func(h time.Duration) look {
+			if h >= 40*time.Hour && h < 41*time.Hour+30*time.Minute {
+				return past
+			}
+			return held
+		}, "resolve 03-06 18:30"},
+		{"back for one look either side of held looks: not back", func(h time.Duration) look {
+			switch {
+			case h == 20*time.Minute || h == 8*time.Hour:
+				return back
+			case h > 8*time.Hour && h < 10*time.Hour:
+				return past
+			}
+			return held
+		}, "resolve 03-05 11:00"},
+	} {
+		if got := run(c.plan); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+}

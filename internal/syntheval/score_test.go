@@ -32,8 +32,8 @@ func TestShippedDefaultScoresAsDocumented(t *testing.T) {
 	}
 	// Episodes end: before a hold's bound was kept (rules.Episode.Past),
 	// two surges on pages of 30 views stayed open from their fire to
-	// the pages' end, 18 days, and one on a page whose hours vary by
-	// 30 % was resolved after 17 days.
+	// the pages' end, 18.5 days, and one on a page whose hours vary by
+	// 30 % was resolved after 17.7 days.
 	for _, r := range results {
 		if r.Longest > maxEpisode {
 			t.Errorf("%s: an episode lasted %.1f days, more than %.0f", r.Page.Name, r.Longest.Hours()/24, maxEpisode.Hours()/24)
