@@ -220,6 +220,7 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 		return next, r.firings(next, f)
 	}
 	j := det.weigh(o, ep)
+	back := j.known && det.back(j, o, ep) // none of it reads what is stepped below
 	switch {
 	case j.small && !j.known:
 		// Held. What was seen of the page back before a held look does
@@ -229,7 +230,7 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 			ep.SmallSince = o.At
 		}
 		ep.Back = time.Time{}
-	case !j.small && j.known && !o.Late && !o.LongLate && !ep.SmallSince.IsZero() && !det.back(j, o, ep):
+	case !j.small && j.known && !o.Late && !o.LongLate && !ep.SmallSince.IsZero() && !back:
 		// Past its range at an hour that can tell (with all its data):
 		// for settle at a stretch, the surge (or drop) is on and its
 		// hold ends. A look or two past it is a noisy page's: a page
@@ -243,7 +244,7 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 			ep.SmallSince = time.Time{}
 		}
 	}
-	if !ep.Past.IsZero() && (j.small || ep.SmallSince.IsZero() || (j.known && det.back(j, o, ep))) {
+	if !ep.Past.IsZero() && (j.small || ep.SmallSince.IsZero() || back) {
 		ep.Past = time.Time{}
 	}
 	if !j.known {
@@ -256,7 +257,7 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 	// Every sweep of a run, not only its peaks: how long it lasted is
 	// remembered too.
 	next.stepRun(o, j, false)
-	if det.back(j, o, ep) {
+	if back {
 		if ep.Back.IsZero() {
 			ep.Back = o.At
 		}
