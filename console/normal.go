@@ -41,6 +41,32 @@ type pageHours struct {
 	n     map[int64]uint64
 	start time.Time      // zero: no history at all
 	clock *time.Location // the site's learned clocks (clockOf)
+	// trends is the page's trend by rules.TrendFrom's Unix seconds, as
+	// the sweep reads it from the page's days (trendAt).
+	trends map[int64]rules.Trend
+}
+
+// trendAt is the page's trend for r's windows ending at end.
+func (h pageHours) trendAt(r *rules.Rule, end time.Time) rules.Trend {
+	if !rules.FollowsTrend(r) {
+		return rules.Trend{}
+	}
+	from := rules.TrendFrom(end)
+	if tr, ok := h.trends[from.Unix()]; ok {
+		return tr
+	}
+	days := rules.DailyViews(end, h.start, func(day time.Time) float64 {
+		var n uint64
+		for t := day; t.Before(day.AddDate(0, 0, 1)); t = t.Add(time.Hour) {
+			n += h.n[t.Unix()]
+		}
+		return float64(n)
+	})
+	tr := rules.PageTrend(days)
+	if h.trends != nil {
+		h.trends[from.Unix()] = tr
+	}
+	return tr
 }
 
 // clockOf is the clocks r reads the site's normal on, as the sweep has
@@ -68,11 +94,14 @@ func readHours(ctx context.Context, st TrafficStore, r *rules.Rule, site, path s
 			reach = sp.From
 		}
 	}
+	if t := rules.TrendFrom(from); rules.FollowsTrend(r) && t.Before(reach) {
+		reach = t // the page's days its trend is read from
+	}
 	raw, err := st.PageHourSeries(ctx, site, path, reach, to)
 	if err != nil {
 		return pageHours{}, err
 	}
-	h := pageHours{n: map[int64]uint64{}, clock: clock}
+	h := pageHours{n: map[int64]uint64{}, clock: clock, trends: map[int64]rules.Trend{}}
 	for _, m := range raw {
 		t := m.Minute.UTC().Truncate(time.Hour)
 		h.n[t.Unix()] += m.Hits
@@ -140,7 +169,7 @@ func (h pageHours) expectAt(r *rules.Rule, end time.Time) rules.Expected {
 			counts[i] += h.n[t.Unix()]
 		}
 	}
-	return r.Normal(spans, counts)
+	return r.Normal(spans, counts, h.trendAt(r, end))
 }
 
 // usualRange is the count a page usually has in the rule's window: the

@@ -78,7 +78,7 @@ func BenchmarkUnusualNormal(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if e := r.Normal(spans, counts); !e.OK {
+		if e := r.Normal(spans, counts, Trend{}); !e.OK {
 			b.Fatal("no normal")
 		}
 	}

@@ -175,8 +175,12 @@ func SpansOn(r *Rule, end, dataStart time.Time, clock *time.Location) []Interval
 }
 
 // Normal makes the page's normal from the counts of BaselineSpans'
-// windows (Detector.Expect).
-func (r *Rule) Normal(spans []Interval, counts []uint64) Expected {
+// windows (Detector.Expect), carried forward by the page's trend where
+// the rule follows one (FollowsTrend; else tr is not read).
+func (r *Rule) Normal(spans []Interval, counts []uint64, tr Trend) Expected {
+	if d, ok := r.Detector().(*unusualDetector); ok && FollowsTrend(r) {
+		return expectCarried(d, spans, counts, tr)
+	}
 	return r.Detector().Expect(spans, counts)
 }
 

@@ -245,7 +245,7 @@ func TestUnusualQuietSweepsEndARun(t *testing.T) {
 			for i, sp := range spans {
 				counts[i] = s.count(sp.From, sp.To)
 			}
-			o.Expected = r.Normal(spans, counts)
+			o.Expected = r.Normal(spans, counts, Trend{})
 		}
 		var fire []Firing
 		st, fire = r.StepEpisode(st, o)

@@ -9,9 +9,17 @@ import "math"
 // hour a window ending mid-hour touches, the top of the two the top,
 // the bottom of the two the bottom; and so the drop's long window's.
 func (d *unusualDetector) Expect(spans []Interval, counts []uint64) Expected {
+	return expectCarried(d, spans, counts, Trend{})
+}
+
+// expectCarried is d's Expect with each weekly sample carried forward by
+// the page's trend (Trend). A function, not a method: the detector's
+// methods are its interface and its parts.
+func expectCarried(d *unusualDetector, spans []Interval, counts []uint64, tr Trend) Expected {
 	// A sweep makes one of these per page it reads, a million at a
 	// million pages: the samples stay in arrays on the stack.
 	var before, after, longBefore, longAfter hourSamples
+	before.trend, after.trend, longBefore.trend, longAfter.trend = tr, tr, tr, tr
 	for i, sp := range spans {
 		t := sp.Tag
 		b, a := &before, &after
@@ -62,13 +70,16 @@ const maxSamples = dailyDays + MaxUnusualWeeks
 type hourSamples struct {
 	daily, weekly [maxSamples]float64
 	nd, nw        int
-	days          int // the furthest back
+	days          int             // the furthest back
+	weeksBack     [maxSamples]int // each weekly sample's
+	trend         Trend
 }
 
 func (h *hourSamples) add(daysBack int, count uint64) {
 	switch {
 	case daysBack%7 == 0 && h.nw < maxSamples:
 		h.weekly[h.nw] = float64(count)
+		h.weeksBack[h.nw] = daysBack / 7
 		h.nw++
 	case daysBack%7 != 0 && h.nd < maxSamples:
 		h.daily[h.nd] = float64(count)
@@ -81,6 +92,16 @@ func (h *hourSamples) add(daysBack int, count uint64) {
 func (d *unusualDetector) expectHour(h *hourSamples) Expected {
 	daily, weekly := h.daily[:h.nd], h.weekly[:h.nw]
 	e := Expected{Samples: h.nd + h.nw, Days: h.days, WeeksBack: h.nw, DaysBack: h.nd}
+	if h.trend.OK {
+		// φ too is read from the samples carried forward: a trend's
+		// spread is not noise (4 weeks of a page rising 9 % a week read
+		// as a page whose hours vary by 30 %).
+		var carried [maxSamples]float64
+		for i, x := range weekly {
+			carried[i] = x * h.trend.scale(h.weeksBack[i])
+		}
+		weekly = carried[:len(weekly)]
+	}
 	var samples []float64
 	switch {
 	case len(weekly) >= 3:

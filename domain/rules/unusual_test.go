@@ -76,7 +76,7 @@ func (s *synth) run(t *testing.T, r *Rule, judgeFrom time.Time) []string {
 		for i, sp := range spans {
 			counts[i] = s.count(sp.From, sp.To)
 		}
-		o := Observation{At: at, Count: s.count(at.Add(-r.Window.Rolling), at), Expected: r.Normal(spans, counts)}
+		o := Observation{At: at, Count: s.count(at.Add(-r.Window.Rolling), at), Expected: r.Normal(spans, counts, Trend{})}
 		if reach.Short > 0 {
 			o.Short = s.count(at.Add(-reach.Short), at)
 		}
@@ -252,12 +252,12 @@ func TestUnusualShortHistory(t *testing.T) {
 	for i, sp := range spans {
 		counts[i] = s.count(sp.From, sp.To)
 	}
-	if e := r.Normal(spans, counts); !e.OK || e.Days != 3 || e.Weekly {
+	if e := r.Normal(spans, counts, Trend{}); !e.OK || e.Days != 3 || e.Weekly {
 		t.Errorf("normal of a page with 3 days of history: %+v, want OK, Days 3, not weekly", e)
 	}
 	// On its first day, with no day behind it, a page is not judged.
 	none := r.BaselineSpans(monday.Add(13*time.Hour), monday)
-	if e := r.Normal(none, make([]uint64, len(none))); e.OK {
+	if e := r.Normal(none, make([]uint64, len(none)), Trend{}); e.OK {
 		t.Errorf("a page on its first day was judged: %+v", e)
 	}
 }
@@ -284,7 +284,7 @@ func TestUnusualSecondDay(t *testing.T) {
 	for i, sp := range spans {
 		counts[i] = s.count(sp.From, sp.To)
 	}
-	if e := r.Normal(spans, counts); !e.OK || e.Days != 1 || e.Samples != 1 {
+	if e := r.Normal(spans, counts, Trend{}); !e.OK || e.Days != 1 || e.Samples != 1 {
 		t.Errorf("normal of a page on its 2nd day: %+v, want OK from 1 sample, Days 1", e)
 	}
 }

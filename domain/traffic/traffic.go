@@ -49,6 +49,10 @@ type WindowQuery struct {
 	SealedBefore time.Time
 	// Floor leaves out pages none of whose counts exceeds it.
 	Floor uint64
+	// Once marks a query asked once a day (pages' trends): its sealed
+	// days are not kept for the next sweep, where they would push out
+	// the sweep's own and hold every page's counts for a day.
+	Once bool
 }
 
 // PageCount is one page's counts, one per WindowQuery.Starts, in order.

@@ -43,10 +43,14 @@ type baselines struct {
 	// them (zone: auto); a site on UTC's has none.
 	clocks  map[string]*time.Location
 	clocker *clocks.Learner
+	// trends is each page's trend (trends.go) by rules.TrendFrom of the
+	// windows' day; a page without one is missing.
+	trends map[time.Time]map[page]rules.Trend
+	logger *slog.Logger
 }
 
 func newBaselines(counts Counter, seals *sealing, logger *slog.Logger) *baselines {
-	return &baselines{counts: counts, seals: seals, clocker: clocks.NewLearner(counts, logger)}
+	return &baselines{counts: counts, seals: seals, clocker: clocks.NewLearner(counts, logger), logger: logger}
 }
 
 // maxGroups bounds groups: catching up over a day makes a group per rule,
@@ -164,6 +168,7 @@ func (b *baselines) expect(ctx context.Context, set *ruleSet, obs map[string][]o
 	missing := map[spanGroupKey]map[normalKey][]ref{}
 	spansOf := map[spanGroupKey][]rules.Interval{}
 	slotOfGroup := map[spanGroupKey]time.Time{}
+	trendDays := map[time.Time]bool{}
 	for key, list := range obs {
 		for i, o := range list {
 			r := set.rules[o.pt.rule]
@@ -182,6 +187,9 @@ func (b *baselines) expect(ctx context.Context, set *ruleSet, obs map[string][]o
 				list[i].exp = c.exp
 				continue
 			}
+			if rules.FollowsTrend(r) {
+				trendDays[rules.TrendFrom(o.pt.to)] = true
+			}
 			gk := spanGroupKey{nk.spans, nk.measure}
 			if missing[gk] == nil {
 				missing[gk] = map[normalKey][]ref{}
@@ -189,6 +197,9 @@ func (b *baselines) expect(ctx context.Context, set *ruleSet, obs map[string][]o
 			}
 			missing[gk][nk] = append(missing[gk][nk], ref{key, i})
 		}
+	}
+	if err := b.trendsFor(ctx, set, trendDays); err != nil {
+		return err
 	}
 	for g, pages := range missing {
 		runs := byPathBytes(pages, maxQueryPathBytes)
@@ -364,7 +375,8 @@ func spanQuery(spans []rules.Interval, run []normalKey, all bool) traffic.SpanQu
 // the observations rs that wanted it and caches it for the half hour slot.
 func (b *baselines) give(set *ruleSet, obs map[string][]observation, slot time.Time, spans []rules.Interval, k normalKey, rs []ref, counts []uint64) {
 	first := obs[rs[0].key][rs[0].i]
-	e := set.rules[first.pt.rule].Normal(spans, counts)
+	r := set.rules[first.pt.rule]
+	e := r.Normal(spans, counts, b.trendOf(r, k, first.pt.to))
 	for _, r := range rs {
 		obs[r.key][r.i].exp = e
 	}

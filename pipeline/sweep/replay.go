@@ -130,6 +130,9 @@ func scanStart(set *ruleSet, from func(*rules.Rule) time.Time, since, now time.T
 			if q, ok := quietReach(r, pointAt(0, r, f, now)); ok {
 				start = minTime(start, q) // a page's weeks before its window, as a sweep reads them
 			}
+			if rules.FollowsTrend(r) {
+				start = minTime(start, rules.TrendFrom(f)) // the days its trend is read from
+			}
 		case rules.Calendar:
 			f, _ := r.Window.Bounds(since)
 			start = minTime(start, f)
@@ -238,6 +241,26 @@ type seriesRun struct {
 	launches  rules.Launches // its site's (rules.ReadsLaunches)
 	launched  bool           // it was in its launch at some moment (rules.InLaunch)
 	out       []crossing.Crossing
+	// trend is the page's trend for the UTC day trendDay, read once a day.
+	trendDay time.Time
+	trend    rules.Trend
+}
+
+// trendAt is the page's trend for windows ending at end
+// (rules.PageTrend), from its views per UTC day as a sweep reads them.
+func (run *seriesRun) trendAt(end time.Time) rules.Trend {
+	if !rules.FollowsTrend(run.r) {
+		return rules.Trend{}
+	}
+	from := rules.TrendFrom(end)
+	if from.Equal(run.trendDay) {
+		return run.trend
+	}
+	days := rules.DailyViews(end, run.dataStart, func(day time.Time) float64 {
+		return float64(run.upTo(day.AddDate(0, 0, 1)) - run.upTo(day))
+	})
+	run.trendDay, run.trend = from, rules.PageTrend(days)
+	return run.trend
 }
 
 // moment is a time a replayed state key is judged at.
@@ -339,7 +362,7 @@ func (run *seriesRun) expect(pt point) normalAt {
 	for i, sp := range spans {
 		counts[i] = run.upTo(sp.To) - run.upTo(sp.From)
 	}
-	n.exp = run.r.Normal(spans, counts)
+	n.exp = run.r.Normal(spans, counts, run.trendAt(pt.to))
 	run.expected[key] = n
 	return n
 }

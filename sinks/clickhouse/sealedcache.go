@@ -112,13 +112,13 @@ func (c *sealedCache) put(key string, mark sealMark, p *sealedPages) {
 // sealedPages is the page_days half of plan p over sites, kept or read.
 // The mark is read before page_days, so a seal in between leaves a newer
 // half under an older mark, read again next time, never the reverse.
-func (cs Counts) sealedPages(ctx context.Context, p windowPlan, sites []string) (*sealedPages, error) {
+func (cs Counts) sealedPages(ctx context.Context, p windowPlan, sites []string, keep bool) (*sealedPages, error) {
 	var mark sealMark
 	if err := cs.c.conn.QueryRow(ctx, querySealMark).Scan(&mark.days, &mark.batches); err != nil {
 		return nil, fmt.Errorf("window counts: sealed days: %w", err)
 	}
 	key := p.sealedKey(sites)
-	if s, ok := cs.c.sealed.get(key, mark); ok {
+	if s, ok := cs.c.sealed.get(key, mark); ok && keep {
 		return s, nil
 	}
 	n := len(p.starts)
@@ -137,6 +137,8 @@ func (cs Counts) sealedPages(ctx context.Context, p windowPlan, sites []string) 
 	if err != nil {
 		return nil, fmt.Errorf("window counts: sealed days to %d: %w", p.sealedTo, err)
 	}
-	cs.c.sealed.put(key, mark, s)
+	if keep {
+		cs.c.sealed.put(key, mark, s)
+	}
 	return s, nil
 }

@@ -302,6 +302,38 @@ func TestKeptSealedDaysFollowAnotherSweepersSeal(t *testing.T) {
 	checkWindows(t, b.client, tr, []time.Time{today}, 0)
 }
 
+// A query asked once a day (a page's trend: a start per day over 35
+// days) is exact, and keeps nothing: the sweep's own kept half stays,
+// and the day's every page is not held until the next.
+func TestOnceQueryKeepsNoSealedDays(t *testing.T) {
+	b := setup(t)
+	tr, today := sealedHistory(t, b.client, 21)
+	checkWindows(t, b.client, tr, []time.Time{today}, 0)
+	if n := clickhouse.KeptSealed(b.client); n != 1 {
+		t.Fatalf("%d halves kept after a sweep's counts, want 1", n)
+	}
+	var starts []time.Time
+	for d := 35; d > 0; d-- {
+		starts = append(starts, sweepEnd.Truncate(24*time.Hour).AddDate(0, 0, -d))
+	}
+	want := tr.count(starts, sweepEnd)
+	got, err := b.client.Counts().WindowCounts(context.Background(), traffic.WindowQuery{Starts: starts, End: sweepEnd, SealedBefore: today, Once: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Errorf("%d pages, want %d", len(got), len(want))
+	}
+	for _, p := range got {
+		if w := want[p.Site+" "+p.Path]; !slices.Equal(p.Counts, w) {
+			t.Errorf("%s%s: %v, want %v", p.Site, p.Path, p.Counts, w)
+		}
+	}
+	if n := clickhouse.KeptSealed(b.client); n != 1 {
+		t.Errorf("%d halves kept after a query asked once, want the sweep's 1", n)
+	}
+}
+
 func countOf(ps []traffic.PageCount, path string) uint64 {
 	for _, p := range ps {
 		if p.Path == path {

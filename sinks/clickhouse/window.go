@@ -38,7 +38,7 @@ func (cs Counts) WindowCounts(ctx context.Context, q traffic.WindowQuery) ([]tra
 	}
 	var days *sealedPages
 	if p.anySealed() {
-		if days, err = cs.sealedPages(ctx, p, q.Sites); err != nil {
+		if days, err = cs.sealedPages(ctx, p, q.Sites, !q.Once); err != nil {
 			return nil, err
 		}
 	}

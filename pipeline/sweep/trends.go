@@ -1,0 +1,88 @@
+package sweep
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/pagewatch/pagewatch/domain/rules"
+	"github.com/pagewatch/pagewatch/domain/traffic"
+)
+
+// Each page's slow trend (rules.PageTrend), which carries an unusual
+// rule's weekly samples forward to now. It is read from the page's views
+// per UTC day over the rules.TrendDays days before a window's day, so a
+// sweep reads it once a day, for every page of the rules' sites at once:
+// one WindowQuery with a start per day (a day's views are the difference
+// of two starts' counts). Pages under rules.TrendFloor views in those
+// days can have no trend and are not returned.
+
+// trendDays keeps the trends of this many UTC days: today's and, for a
+// sweep catching up over midnight, yesterday's.
+const trendDays = 2
+
+// trendsFor makes sure b.trends holds every page's trend for the days of
+// need (rules.TrendFrom of the windows' ends). b.mu is held.
+func (b *baselines) trendsFor(ctx context.Context, set *ruleSet, need map[time.Time]bool) error {
+	for from := range need {
+		if _, ok := b.trends[from]; ok {
+			continue
+		}
+		start := time.Now()
+		of, err := b.readTrends(ctx, set, from)
+		if err != nil {
+			return err
+		}
+		if b.trends == nil || len(b.trends) >= trendDays {
+			b.trends = map[time.Time]map[page]rules.Trend{}
+		}
+		b.trends[from] = of
+		b.logger.Info("page trends read", "day", from.AddDate(0, 0, rules.TrendDays).Format(time.DateOnly),
+			"pages", len(of), "took", time.Since(start).Round(time.Millisecond))
+	}
+	return nil
+}
+
+// readTrends reads the trends of the pages of set's sites for windows
+// ending on the day rules.TrendDays days after from.
+func (b *baselines) readTrends(ctx context.Context, set *ruleSet, from time.Time) (map[page]rules.Trend, error) {
+	end := from.AddDate(0, 0, rules.TrendDays)
+	q := traffic.WindowQuery{Measure: traffic.Views, Sites: set.sites, End: end,
+		SealedBefore: b.seals.daysBefore(), Floor: rules.TrendFloor - 1, Once: true}
+	for i := range rules.TrendDays {
+		q.Starts = append(q.Starts, from.AddDate(0, 0, i))
+	}
+	counts, err := b.counts.WindowCounts(ctx, q)
+	if err != nil {
+		return nil, fmt.Errorf("page trends from %s: %w", from.Format(time.DateOnly), err)
+	}
+	out := make(map[page]rules.Trend, len(counts))
+	for _, pc := range counts {
+		start, ok := b.starts[pc.Site]
+		if !ok {
+			continue
+		}
+		c := pc.Counts
+		days := rules.DailyViews(end, start, func(day time.Time) float64 {
+			i := int(day.Sub(from) / (24 * time.Hour))
+			next := uint64(0)
+			if i+1 < len(c) {
+				next = c[i+1]
+			}
+			return float64(c[i] - next)
+		})
+		if tr := rules.PageTrend(days); tr.OK {
+			out[page{pc.Site, pc.Path}] = tr
+		}
+	}
+	return out, nil
+}
+
+// trendOf is page k's trend for windows ending at end, if r follows one
+// (read by trendsFor). b.mu is held.
+func (b *baselines) trendOf(r *rules.Rule, k normalKey, end time.Time) rules.Trend {
+	if !rules.FollowsTrend(r) {
+		return rules.Trend{}
+	}
+	return b.trends[rules.TrendFrom(end)][page{k.site, k.path}]
+}
