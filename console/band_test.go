@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -170,5 +171,35 @@ func TestPageBandReadsTheSitesLearnedClocks(t *testing.T) {
 	}
 	if out := outside(band("")); len(out) == 0 {
 		t.Errorf("on UTC's clocks every hour was inside its band: the test does not show what learning does")
+	}
+}
+
+// A page growing 9 % a week gets its band from its normal carried
+// forward by its trend, as the sweep judges it: centred on the page as
+// it is now (612 for an hour of 599), not on the median of its 4 weeks'
+// samples (503, a range of 312–694).
+func TestPageBandFollowsAPagesTrend(t *testing.T) {
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	level := func(h time.Time) float64 { return 600 * math.Pow(1.09, -now.Sub(h).Hours()/(7*24)) }
+	var hours []traffic.MinuteHits
+	for h := now.Add(-49 * 24 * time.Hour); h.Before(now); h = h.Add(time.Hour) {
+		hours = append(hours, traffic.MinuteHits{Minute: h, Hits: uint64(math.Round(level(h)))})
+	}
+	unusual := rules.Rule{Name: "unusual", Match: rules.Match{Prefix: "/"}, Window: rules.ParseWindow("1h"),
+		Unusual: &rules.Unusual{}, Notify: rules.Notify{Recipients: []string{"a@example.com"}}}
+	if err := unusual.Validate("rules"); err != nil {
+		t.Fatal(err)
+	}
+	st := &fakeStore{series: hours}
+	p := &pagePages{&frame{deps: Deps{Store: st, Now: time.Now, Rules: func() []rules.Rule { return []rules.Rule{unusual} }}, starts: newSiteStarts(st, time.Now)}}
+	b, err := p.pageBand(context.Background(), "example.com", "/grows", now.Add(-24*time.Hour), now, time.Hour)
+	if err != nil || b == nil || len(b.Points) != 24 {
+		t.Fatalf("band %+v, %v; want 24 points", b, err)
+	}
+	for _, pt := range b.Points {
+		n := level(pt.T.Add(-time.Hour))
+		if mid := (pt.Low + pt.High) / 2; !(pt.Low <= n && n <= pt.High) || math.Abs(mid-n) > 0.05*n {
+			t.Errorf("%s: range %.0f–%.0f for an hour of %.0f: want it inside, centred within 5 %%", pt.T.Format("01-02 15:04"), pt.Low, pt.High, n)
+		}
 	}
 }

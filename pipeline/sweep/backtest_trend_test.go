@@ -46,7 +46,8 @@ func between(from, to time.Time, x float64) func(time.Time) float64 {
 // A page whose level grows 9 % a week (doubling in 8) has a normal that
 // follows it: the median of 4 weeks' samples alone lags a quarter behind,
 // and reads the trend's spread as noise. A day at 30 % of its normal is
-// heard, and nothing else is said of the page. A page whose views fall
+// heard at 02:55 (at 10:00 with the normal as read), and nothing else
+// is said of the page. A page whose views fall
 // to a quarter for six days, a drop the trend does not follow, is told
 // once and is back only when its views are.
 func TestBacktestNormalFollowsATrendNotADrop(t *testing.T) {
