@@ -55,7 +55,7 @@ func (h pageHours) trendAt(r *rules.Rule, end time.Time) rules.Trend {
 	if tr, ok := h.trends[from.Unix()]; ok {
 		return tr
 	}
-	days := rules.DailyViews(end, h.start, func(day time.Time) float64 {
+	days := rules.DailyViews(from, h.start, func(day time.Time) float64 {
 		var n uint64
 		for t := day; t.Before(day.AddDate(0, 0, 1)); t = t.Add(time.Hour) {
 			n += h.n[t.Unix()]

@@ -13,6 +13,9 @@ func ExampleWhy_ExpectedText() {
 	// Its site's clocks learned from its traffic (zone: auto):
 	w.Clock = "America/New_York"
 	fmt.Println(w.ExpectedText())
+	// A page growing 9 % a week: its normal carried forward by its trend.
+	w = &crossing.Why{Kind: "unusual", Count: 640, Low: 130.2, High: 190.6, Days: 28, Weekly: true, Trend: 0.087}
+	fmt.Println(w.ExpectedText())
 	w = &crossing.Why{Kind: "unusual", Count: 90, Low: 8, High: 21.5, Days: 3, Burst: 10 * time.Minute}
 	fmt.Println(w.ExpectedText())
 	w = &crossing.Why{Kind: "unusual", Count: 28, Low: 1, High: 28.6, Days: 9, Weekly: true,
@@ -35,6 +38,7 @@ func ExampleWhy_ExpectedText() {
 	// Output:
 	// expected 120–180 views, from 4 weeks of history (same weekday)
 	// expected 120–180 views, from 4 weeks of history (same weekday), on America/New_York time (its readers' clocks)
+	// expected 130–191 views, from 4 weeks of history (same weekday), rising 9 % a week
 	// expected 8–22 views, from 3 days of history; fired on a burst of 10 minutes
 	// expected 1–29 views, from 9 days of history
 	// 20 views in 10 minutes, expected 0–6 (now 12.0×)

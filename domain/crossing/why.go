@@ -34,6 +34,9 @@ type Why struct {
 	High   float64 `json:"high,omitempty"`
 	Days   int     `json:"days,omitempty"`
 	Weekly bool    `json:"weekly,omitempty"`
+	// Trend is the page's growth a week (0.09: 9 %) its normal's weekly
+	// samples were carried forward by (unusual rules; 0: none).
+	Trend float64 `json:"trend,omitempty"`
 	// Clock is the zone whose clocks the normal was read on when they
 	// were learned from the site's traffic (zone: auto), "" on UTC's.
 	Clock string        `json:"clock,omitempty"`
@@ -323,7 +326,7 @@ func (w *Why) ExpectedText() string {
 	s := w.RangeText() + " views"
 	switch {
 	case w.Days >= 14 && w.Weekly:
-		s += ", from " + strconv.Itoa(w.Days/7) + " weeks of history (same weekday)"
+		s += ", from " + strconv.Itoa(w.Days/7) + " weeks of history (same weekday)" + trendText(w.Trend)
 	case w.Days == 1:
 		s += ", from 1 day of history"
 	case w.Days > 0:
@@ -417,4 +420,18 @@ func SpanText(d time.Duration) string {
 		return strconv.Itoa(m/60) + " h"
 	}
 	return strconv.Itoa(m/60) + " h " + strconv.Itoa(m%60) + " min"
+}
+
+// trendText is ", rising 9 % a week" for a normal carried forward by the
+// page's trend, "" for one under half a percent a week.
+func trendText(g float64) string {
+	pct := math.Round(math.Abs(g) * 100)
+	switch {
+	case pct == 0:
+		return ""
+	case g > 0:
+		return ", rising " + strconv.FormatFloat(pct, 'f', 0, 64) + " % a week"
+	default:
+		return ", falling " + strconv.FormatFloat(pct, 'f', 0, 64) + " % a week"
+	}
 }

@@ -55,6 +55,9 @@ type Expected struct {
 	// weeks, DaysBack on past days (unusual): from 3 weeks those alone,
 	// under 3 read with the past days'.
 	WeeksBack, DaysBack int
+	// Trend is the page's growth a week (0.09: 9 %) its weekly samples
+	// were carried forward by (unusual; 0: none), for "rising 9 % a week".
+	Trend float64
 	// OK is false when there was not enough known history to say what is
 	// normal; such a page neither fires nor resolves.
 	OK bool

@@ -58,6 +58,7 @@ type Against struct {
 	Baseline, Low, High, Factor float64
 	Days                        int
 	Weekly                      bool
+	Trend                       float64 // Expected.Trend
 	Burst                       time.Duration
 	Direction                   string
 	// Short is the burst's own count, normal and usual range (Burst

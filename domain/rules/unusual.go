@@ -313,7 +313,7 @@ func (d *unusualDetector) weigh(o Observation, ep *Episode) judgement {
 // Against: the normal, its usual range and the history it came from.
 func (d *unusualDetector) Against(o Observation, f Firing) Against {
 	e := o.Expected
-	a := Against{Baseline: e.Value, Low: e.Low, High: e.High, Days: e.Days, Weekly: e.Weekly,
+	a := Against{Baseline: e.Value, Low: e.Low, High: e.High, Days: e.Days, Weekly: e.Weekly, Trend: e.Trend,
 		Burst: f.Short, Direction: direction(f.Episode), Lasted: f.Lasted, BurstsLast: f.BurstsLast, NewNormal: f.NewNormal,
 		Launch: f.Launch, LaunchPassed: f.LaunchPassed, LaunchRank: f.LaunchRank, Bursts: f.Bursts, BurstsPassed: f.BurstsPassed}
 	if l := e.Long; f.Short > 0 && f.Short == d.long() && f.Episode.Down && l.OK {

@@ -92,7 +92,8 @@ func (h *hourSamples) add(daysBack int, count uint64) {
 func (d *unusualDetector) expectHour(h *hourSamples) Expected {
 	daily, weekly := h.daily[:h.nd], h.weekly[:h.nw]
 	e := Expected{Samples: h.nd + h.nw, Days: h.days, WeeksBack: h.nw, DaysBack: h.nd}
-	if h.trend.OK {
+	if h.trend.OK && len(weekly) > 0 {
+		e.Trend = math.Expm1(h.trend.Weekly)
 		// φ too is read from the samples carried forward: a trend's
 		// spread is not noise (4 weeks of a page rising 9 % a week read
 		// as a page whose hours vary by 30 %).

@@ -44,16 +44,19 @@ func (t Trend) scale(weeksBack int) float64 {
 	return math.Exp(t.Weekly * float64(weeksBack))
 }
 
-// TrendFrom is the first of the UTC days a window ending at end reads
-// its page's trend from (TrendDays of them, up to end's UTC day): the
-// same for every window of a day, so a sweep reads it once a day.
+// TrendFrom is the first of the TrendDays UTC days a window ending at
+// end reads its page's trend from: they end the day before yesterday,
+// the newest day whose views are all sealed in page_days whenever a
+// sweep runs (a day is sealed once the next has passed), so a sweep
+// reads them from one table, over the pages above TrendFloor alone. The
+// same for every window of a day: a sweep reads them once a day.
 func TrendFrom(end time.Time) time.Time {
-	return end.UTC().Truncate(24*time.Hour).AddDate(0, 0, -TrendDays)
+	return end.UTC().Truncate(24*time.Hour).AddDate(0, 0, -TrendDays-1)
 }
 
 // PageTrend is a page's trend from its views on the TrendDays UTC days
-// before the day judged: days[0] the day before, days[i] i+1 days
-// before, NaN where unknown (before the site's data began).
+// from TrendFrom: days[0] the newest, days[i] i days before it, NaN
+// where unknown (before the site's data began).
 //
 // Each week's level is the median, over its weekdays, of the day's
 // views over that weekday's median across the weeks, so the week's
@@ -115,11 +118,10 @@ func PageTrend(days []float64) Trend {
 	return Trend{Weekly: min(maxTrend, max(-maxTrend, g)), OK: true}
 }
 
-// DailyViews is days for PageTrend from a page's views per UTC day
-// (Unix seconds of the day's start) and the first moment its site has
-// data: the days before end's UTC day.
-func DailyViews(end, dataStart time.Time, views func(day time.Time) float64) []float64 {
-	from := TrendFrom(end)
+// DailyViews is days for PageTrend from a page's views per UTC day and
+// the first moment its site has data, for the days from TrendFrom on:
+// days[0] the newest.
+func DailyViews(from, dataStart time.Time, views func(day time.Time) float64) []float64 {
 	days := make([]float64, TrendDays)
 	for i := range days {
 		day := from.AddDate(0, 0, TrendDays-1-i)

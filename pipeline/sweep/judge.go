@@ -209,7 +209,7 @@ func crossingOf(logger *slog.Logger, r *rules.Rule, o observation, f rules.Firin
 func whyOf(r *rules.Rule, o observation, f rules.Firing) *crossing.Why {
 	a := r.Detector().Against(o.ruleObservation(), f)
 	w := &crossing.Why{Kind: string(r.Kind()), Count: o.count, Step: f.Step,
-		Baseline: a.Baseline, Low: a.Low, High: a.High, Factor: a.Factor, Days: a.Days, Weekly: a.Weekly,
+		Baseline: a.Baseline, Low: a.Low, High: a.High, Factor: a.Factor, Days: a.Days, Weekly: a.Weekly, Trend: a.Trend,
 		Burst: a.Burst, BurstCount: a.Short, BurstBaseline: a.ShortBaseline, BurstLow: a.ShortLow, BurstHigh: a.ShortHigh,
 		Direction: a.Direction, Lasted: a.Lasted, BurstsLast: a.BurstsLast, NewNormal: a.NewNormal,
 		Launch: a.Launch, LaunchPassed: a.LaunchPassed, LaunchRank: a.LaunchRank,

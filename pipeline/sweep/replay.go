@@ -256,7 +256,7 @@ func (run *seriesRun) trendAt(end time.Time) rules.Trend {
 	if from.Equal(run.trendDay) {
 		return run.trend
 	}
-	days := rules.DailyViews(end, run.dataStart, func(day time.Time) float64 {
+	days := rules.DailyViews(from, run.dataStart, func(day time.Time) float64 {
 		return float64(run.upTo(day.AddDate(0, 0, 1)) - run.upTo(day))
 	})
 	run.trendDay, run.trend = from, rules.PageTrend(days)

@@ -3,6 +3,7 @@ package sweep
 import (
 	"context"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -35,6 +36,9 @@ func TestSweepFollowsAPagesTrendAsTheBacktestDoes(t *testing.T) {
 	live := fireOf(t, b.jobs(t), "/grow")
 	if live.Why.Baseline < 86 || live.Why.Baseline > 95 {
 		t.Errorf("live normal %.1f, want about 90: the page as it is now, not the 75 of its samples", live.Why.Baseline)
+	}
+	if text := live.Why.ExpectedText(); !strings.Contains(text, "(same weekday), rising 8 % a week") {
+		t.Errorf("its why %q, want it to say the trend", text)
 	}
 
 	xs, err := b.sweeper(t, &clock{t: now}).Backtest(context.Background(), now.Add(-2*time.Hour))

@@ -11,11 +11,13 @@ import (
 
 // Each page's slow trend (rules.PageTrend), which carries an unusual
 // rule's weekly samples forward to now. It is read from the page's views
-// per UTC day over the rules.TrendDays days before a window's day, so a
-// sweep reads it once a day, for every page of the rules' sites at once:
-// one WindowQuery with a start per day (a day's views are the difference
-// of two starts' counts). Pages under rules.TrendFloor views in those
-// days can have no trend and are not returned.
+// per UTC day over the rules.TrendDays days ending the day before
+// yesterday (rules.TrendFrom), so a sweep reads it once a day, for every
+// page of the rules' sites at once: one WindowQuery with a start per day
+// (a day's views are the difference of two starts' counts). Those days
+// are sealed, so the query reads page_days alone, and pages under
+// rules.TrendFloor views in them, which can have no trend, are not
+// returned (WindowQuery.Once).
 
 // trendDays keeps the trends of this many UTC days: today's and, for a
 // sweep catching up over midnight, yesterday's.
@@ -37,14 +39,14 @@ func (b *baselines) trendsFor(ctx context.Context, set *ruleSet, need map[time.T
 			b.trends = map[time.Time]map[page]rules.Trend{}
 		}
 		b.trends[from] = of
-		b.logger.Info("page trends read", "day", from.AddDate(0, 0, rules.TrendDays).Format(time.DateOnly),
+		b.logger.Info("page trends read", "day", from.AddDate(0, 0, rules.TrendDays+1).Format(time.DateOnly),
 			"pages", len(of), "took", time.Since(start).Round(time.Millisecond))
 	}
 	return nil
 }
 
 // readTrends reads the trends of the pages of set's sites for windows
-// ending on the day rules.TrendDays days after from.
+// ending on the day rules.TrendDays+1 days after from.
 func (b *baselines) readTrends(ctx context.Context, set *ruleSet, from time.Time) (map[page]rules.Trend, error) {
 	end := from.AddDate(0, 0, rules.TrendDays)
 	q := traffic.WindowQuery{Measure: traffic.Views, Sites: set.sites, End: end,
@@ -63,7 +65,7 @@ func (b *baselines) readTrends(ctx context.Context, set *ruleSet, from time.Time
 			continue
 		}
 		c := pc.Counts
-		days := rules.DailyViews(end, start, func(day time.Time) float64 {
+		days := rules.DailyViews(from, start, func(day time.Time) float64 {
 			i := int(day.Sub(from) / (24 * time.Hour))
 			next := uint64(0)
 			if i+1 < len(c) {

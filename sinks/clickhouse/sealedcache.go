@@ -112,7 +112,9 @@ func (c *sealedCache) put(key string, mark sealMark, p *sealedPages) {
 // sealedPages is the page_days half of plan p over sites, kept or read.
 // The mark is read before page_days, so a seal in between leaves a newer
 // half under an older mark, read again next time, never the reverse.
-func (cs Counts) sealedPages(ctx context.Context, p windowPlan, sites []string, keep bool) (*sealedPages, error) {
+// keep: a query asked once neither uses a kept half nor keeps its own;
+// cut: only pages over floor (windowDaysSQL's having).
+func (cs Counts) sealedPages(ctx context.Context, p windowPlan, sites []string, keep, cut bool, floor uint64) (*sealedPages, error) {
 	var mark sealMark
 	if err := cs.c.conn.QueryRow(ctx, querySealMark).Scan(&mark.days, &mark.batches); err != nil {
 		return nil, fmt.Errorf("window counts: sealed days: %w", err)
@@ -123,7 +125,7 @@ func (cs Counts) sealedPages(ctx context.Context, p windowPlan, sites []string, 
 	}
 	n := len(p.starts)
 	s := &sealedPages{n: n, bySite: map[string]*sitePages{}}
-	sql, args := windowDaysSQL(p, sites)
+	sql, args := windowDaysSQL(p, sites, cut, floor)
 	err := cs.scanCounts(ctx, sql, args, n, func(site, path string, c []uint64) {
 		sp := s.bySite[site]
 		if sp == nil {

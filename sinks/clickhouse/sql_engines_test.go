@@ -44,7 +44,11 @@ var sampleRuns = map[string]string{
 	"insertPageDays":   bind(insertPageDays, int64(1699920000), int64(1700006400)),
 	"insertSealedDays": insertSealedDays + " VALUES ('2023-11-14', 1)",
 	// All time, a month, an hour in a partial day, and one after End.
-	"queryWindowDays":    bindWindowDays(sampleWindows),
+	"queryWindowDays": bindWindowDays(sampleWindows, false),
+	// A query asked once over sealed days alone (pages' trends): the
+	// pages over its floor.
+	"queryWindowDaysOnce": bindWindowDays(traffic.WindowQuery{Starts: []time.Time{time.Unix(1699833600, 0), time.Unix(1699920000, 0)},
+		End: time.Unix(1700006400, 0), SealedBefore: time.Unix(1700100000, 0), Floor: 6, Once: true}, true),
 	"queryWindowMinutes": bindWindowMinutes(sampleWindows),
 	"querySealMark":      querySealMark,
 	// Visitors (visitorqueries.go), over a page_clients row of the same
@@ -115,12 +119,12 @@ var sampleWindows = traffic.WindowQuery{
 
 // bindWindowDays and bindWindowMinutes render the halves of
 // WindowCounts as it would.
-func bindWindowDays(q traffic.WindowQuery) string {
+func bindWindowDays(q traffic.WindowQuery, having bool) string {
 	p, err := planWindows(q)
 	if err != nil {
 		panic(err)
 	}
-	sql, args := windowDaysSQL(p, q.Sites)
+	sql, args := windowDaysSQL(p, q.Sites, having, q.Floor)
 	return bind(sql, args...)
 }
 
@@ -145,7 +149,7 @@ func bindWindowCounts(q traffic.WindowQuery) string {
 		names = append(names, fmt.Sprintf("n%d", i))
 	}
 	return fmt.Sprintf("SELECT site, path, %s FROM (%s UNION ALL %s) GROUP BY site, path HAVING arrayExists(c -> c > %d, [%s])",
-		strings.Join(sums, ", "), bindWindowDays(q), bindWindowMinutes(q), q.Floor, strings.Join(names, ", "))
+		strings.Join(sums, ", "), bindWindowDays(q, false), bindWindowMinutes(q), q.Floor, strings.Join(names, ", "))
 }
 
 // bindVisitorCounts renders queryVisitorCounts as WindowCounts would.

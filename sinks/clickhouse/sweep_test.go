@@ -332,6 +332,32 @@ func TestOnceQueryKeepsNoSealedDays(t *testing.T) {
 	if n := clickhouse.KeptSealed(b.client); n != 1 {
 		t.Errorf("%d halves kept after a query asked once, want the sweep's 1", n)
 	}
+
+	// Over sealed days alone, the pages under its floor are cut in
+	// ClickHouse (windowDaysSQL's having): the rest are exact.
+	starts = starts[len(starts)-14:]
+	end := today.Truncate(24 * time.Hour)
+	for _, floor := range []uint64{1, 20, 60} {
+		want := tr.count(starts, end)
+		got, err := b.client.Counts().WindowCounts(context.Background(), traffic.WindowQuery{Starts: starts, End: end, SealedBefore: today, Floor: floor, Once: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		over := 0
+		for _, w := range want {
+			if slices.Max(w) > floor {
+				over++
+			}
+		}
+		if len(got) != over || over == 0 {
+			t.Errorf("floor %d: %d pages, want %d (and some)", floor, len(got), over)
+		}
+		for _, p := range got {
+			if w := want[p.Site+" "+p.Path]; !slices.Equal(p.Counts, w) {
+				t.Errorf("floor %d: %s%s: %v, want %v", floor, p.Site, p.Path, p.Counts, w)
+			}
+		}
+	}
 }
 
 func countOf(ps []traffic.PageCount, path string) uint64 {

@@ -93,14 +93,18 @@ const (
 	// element of an array, which the driver scans by reflection (a fifth
 	// of a steady sweep's Go at 100k pages).
 	//
-	// queryWindowDays: %s are the columns, each summing the days from its
-	// start's first whole day (or 0). The ? bind the columns' days, the
-	// day range, and the sites.
+	// queryWindowDays: %[1]s are the columns, each summing the days from
+	// its start's first whole day (or 0). The ? bind the columns' days,
+	// the day range, and the sites. %[2]s is empty, or for a query asked
+	// once whose every day is sealed (WindowQuery.Once: pages' trends)
+	// "HAVING nK > ?", nK its earliest start's column (each page's
+	// largest) and ? the floor: the pages under it are not sent at all,
+	// most of a million pages' 35 days.
 	queryWindowDays = `SELECT site, path,
-    %s
+    %[1]s
 FROM page_days FINAL
 WHERE day >= toDate(toDateTime(?), 'UTC') AND day < toDate(toDateTime(?), 'UTC') AND (? OR site IN ?)
-GROUP BY site, path`
+GROUP BY site, path%[2]s`
 
 	// queryWindowMinutes: %[1]s are the columns, each summing its start's
 	// minute ranges (or 0), %[2]s every range any start reads. The ? bind

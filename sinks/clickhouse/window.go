@@ -38,7 +38,10 @@ func (cs Counts) WindowCounts(ctx context.Context, q traffic.WindowQuery) ([]tra
 	}
 	var days *sealedPages
 	if p.anySealed() {
-		if days, err = cs.sealedPages(ctx, p, q.Sites, !q.Once); err != nil {
+		// A query asked once keeps nothing; if it reads no minute, the
+		// pages under its floor need not be read.
+		cut := q.Once && p.allSealed() && q.Floor > 0
+		if days, err = cs.sealedPages(ctx, p, q.Sites, !q.Once, cut, q.Floor); err != nil {
 			return nil, err
 		}
 	}
@@ -204,7 +207,10 @@ func (p windowPlan) sealedKey(sites []string) string {
 
 // windowDaysSQL renders queryWindowDays for a plan that reads page_days:
 // one column per start. Every value is bound, in the order the ? appear.
-func windowDaysSQL(p windowPlan, sites []string) (string, []any) {
+// With having, only the pages whose earliest start counts more than
+// floor are returned: for a plan reading no minute (allSealed), they
+// are all the pages over the floor.
+func windowDaysSQL(p windowPlan, sites []string, having bool, floor uint64) (string, []any) {
 	var (
 		cols []string
 		args []any
@@ -220,7 +226,28 @@ func windowDaysSQL(p windowPlan, sites []string) (string, []any) {
 		from = min(from, s.from)
 	}
 	args = append(args, from, p.sealedTo, len(sites) == 0, siteSet(sites))
-	return fmt.Sprintf(queryWindowDays, strings.Join(cols, ",\n    ")), args
+	var cond string
+	if earliest := p.earliestSealed(); having && earliest >= 0 {
+		cond = fmt.Sprintf("\nHAVING n%d > ?", earliest)
+		args = append(args, floor)
+	}
+	return fmt.Sprintf(queryWindowDays, strings.Join(cols, ",\n    "), cond), args
+}
+
+// earliestSealed is the start reading the most of page_days (-1: none).
+func (p windowPlan) earliestSealed() int {
+	i := -1
+	for j, s := range p.starts {
+		if s.sealed && (i < 0 || s.from < p.starts[i].from) {
+			i = j
+		}
+	}
+	return i
+}
+
+// allSealed reports whether every start reads page_days alone.
+func (p windowPlan) allSealed() bool {
+	return !slices.ContainsFunc(p.starts, func(s startPlan) bool { return len(s.live) > 0 })
 }
 
 // windowMinutesSQL renders queryWindowMinutes for a plan: one column per
