@@ -19,12 +19,14 @@ import (
 // rules.TrendFloor views in them, which can have no trend, are not
 // returned (WindowQuery.Once).
 
-// trendDays keeps the trends of this many UTC days: today's and, for a
-// sweep catching up over midnight, yesterday's.
+// trendDays is how many UTC days' trends are kept: today's and, for a
+// sweep catching up over midnight, yesterday's. A sweep catching up
+// over more days keeps each it needs until it is done.
 const trendDays = 2
 
 // trendsFor makes sure b.trends holds every page's trend for the days of
-// need (rules.TrendFrom of the windows' ends). b.mu is held.
+// need (rules.TrendFrom of the windows' ends), then forgets the oldest
+// days no longer needed beyond trendDays. b.mu is held.
 func (b *baselines) trendsFor(ctx context.Context, set *ruleSet, need map[time.Time]bool) error {
 	for from := range need {
 		if _, ok := b.trends[from]; ok {
@@ -35,12 +37,24 @@ func (b *baselines) trendsFor(ctx context.Context, set *ruleSet, need map[time.T
 		if err != nil {
 			return err
 		}
-		if b.trends == nil || len(b.trends) >= trendDays {
+		if b.trends == nil {
 			b.trends = map[time.Time]map[page]rules.Trend{}
 		}
 		b.trends[from] = of
 		b.logger.Info("page trends read", "day", from.AddDate(0, 0, rules.TrendDays+1).Format(time.DateOnly),
 			"pages", len(of), "took", time.Since(start).Round(time.Millisecond))
+	}
+	for len(b.trends) > trendDays {
+		var oldest time.Time
+		for from := range b.trends {
+			if !need[from] && (oldest.IsZero() || from.Before(oldest)) {
+				oldest = from
+			}
+		}
+		if oldest.IsZero() {
+			break // every day kept is needed now
+		}
+		delete(b.trends, oldest)
 	}
 	return nil
 }
