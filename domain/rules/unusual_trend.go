@@ -36,22 +36,27 @@ type Trend struct {
 }
 
 // scale is what a sample weeksBack weeks back is multiplied by to read
-// as of now.
+// as of now. The trend is fitted to trendWeeks weeks: a sample further
+// back (a rule of more weeks) is carried as far as that, no further, so
+// a page flat for months that rose lately is not read as one that rose
+// all along.
 func (t Trend) scale(weeksBack int) float64 {
 	if !t.OK || weeksBack == 0 {
 		return 1
 	}
-	return math.Exp(t.Weekly * float64(weeksBack))
+	return math.Exp(t.Weekly * float64(min(weeksBack, trendWeeks)))
 }
 
 // TrendFrom is the first of the TrendDays UTC days a window ending at
-// end reads its page's trend from: they end the day before yesterday,
-// the newest day whose views are all sealed in page_days whenever a
-// sweep runs (a day is sealed once the next has passed), so a sweep
-// reads them from one table, over the pages above TrendFloor alone. The
-// same for every window of a day: a sweep reads them once a day.
+// end reads its page's trend from: they end three days before end's
+// day, the newest day sealed in page_days at every moment of that day
+// (a day is sealed a day and the lag tolerance after it ends: the day
+// before yesterday only minutes after midnight, when the first sweep of
+// the day reads the trends), so a sweep reads them from one table, over
+// the pages above TrendFloor alone. The same for every window of a day:
+// a sweep reads them once a day.
 func TrendFrom(end time.Time) time.Time {
-	return end.UTC().Truncate(24*time.Hour).AddDate(0, 0, -TrendDays-1)
+	return end.UTC().Truncate(24*time.Hour).AddDate(0, 0, -TrendDays-2)
 }
 
 // PageTrend is a page's trend from its views on the TrendDays UTC days

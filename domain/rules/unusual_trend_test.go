@@ -104,3 +104,15 @@ func TestTrendCarriesWeeklySamplesForward(t *testing.T) {
 		t.Errorf("φ %.4f carried forward, %.4f as read: a trend's spread is not noise", grown.Dispersion, flat.Dispersion)
 	}
 }
+
+// A rule of more weeks than the trend is fitted to carries its older
+// samples only as far as those weeks.
+func TestTrendCarriesNoFurtherThanItWasFitted(t *testing.T) {
+	tr := Trend{Weekly: math.Log(1.2), OK: true}
+	if got, want := tr.scale(12), math.Pow(1.2, trendWeeks); math.Abs(got-want) > 1e-9 {
+		t.Errorf("12 weeks back carried by %.2f, want %.2f (the %d weeks fitted)", got, want, trendWeeks)
+	}
+	if got := tr.scale(2); math.Abs(got-1.44) > 1e-9 {
+		t.Errorf("2 weeks back carried by %.3f, want 1.44", got)
+	}
+}

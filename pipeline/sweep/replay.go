@@ -35,6 +35,13 @@ func replay(ctx context.Context, src MinuteSource, keep func(site, path string, 
 	// Each rule is judged from what its states remember before since,
 	// its messages there left out: a sweeper running all along knew it.
 	scanFrom := scanStart(set, func(r *rules.Rule) time.Time { return warmFrom(r, since) }, since, now, base)
+	for _, r := range set.rules {
+		if rules.FollowsTrend(r) {
+			// The days its trend is read from: scanned, but not what a
+			// site's lateness is learnt from (settle, below).
+			scanFrom = minTime(scanFrom, rules.TrendFrom(warmFrom(r, since)))
+		}
+	}
 	rows := newSiteRows(src, keep)
 	if rows.clocksReach = rules.ClocksReach(set.rules); rows.clocksReach > 0 {
 		// A change of clocks within the normals' reach is weighed from
@@ -129,9 +136,6 @@ func scanStart(set *ruleSet, from func(*rules.Rule) time.Time, since, now time.T
 			start = minTime(start, own)
 			if q, ok := quietReach(r, pointAt(0, r, f, now)); ok {
 				start = minTime(start, q) // a page's weeks before its window, as a sweep reads them
-			}
-			if rules.FollowsTrend(r) {
-				start = minTime(start, rules.TrendFrom(f)) // the days its trend is read from
 			}
 		case rules.Calendar:
 			f, _ := r.Window.Bounds(since)

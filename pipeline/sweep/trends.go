@@ -3,6 +3,7 @@ package sweep
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/pagewatch/pagewatch/domain/rules"
@@ -11,8 +12,8 @@ import (
 
 // Each page's slow trend (rules.PageTrend), which carries an unusual
 // rule's weekly samples forward to now. It is read from the page's views
-// per UTC day over the rules.TrendDays days ending the day before
-// yesterday (rules.TrendFrom), so a sweep reads it once a day, for every
+// per UTC day over the rules.TrendDays days ending three days before a
+// window's day (rules.TrendFrom), so a sweep reads it once a day, for every
 // page of the rules' sites at once: one WindowQuery with a start per day
 // (a day's views are the difference of two starts' counts). Those days
 // are sealed, so the query reads page_days alone, and pages under
@@ -27,7 +28,16 @@ const trendDays = 2
 // trendsFor makes sure b.trends holds every page's trend for the days of
 // need (rules.TrendFrom of the windows' ends), then forgets the oldest
 // days no longer needed beyond trendDays. b.mu is held.
-func (b *baselines) trendsFor(ctx context.Context, set *ruleSet, need map[time.Time]bool) error {
+//
+// The trends kept are of the sites the rules read when they were read:
+// rules reloaded over other sites read them again. A read that fails is
+// logged and the sweep goes on without trends (its normals as read),
+// trying again at the next sweep: one slow query of 35 days must not
+// keep every page from being judged.
+func (b *baselines) trendsFor(ctx context.Context, set *ruleSet, need map[time.Time]bool) {
+	if !slices.Equal(b.trendSites, set.sites) {
+		b.trends, b.trendSites = nil, slices.Clone(set.sites)
+	}
 	for from := range need {
 		if _, ok := b.trends[from]; ok {
 			continue
@@ -35,13 +45,14 @@ func (b *baselines) trendsFor(ctx context.Context, set *ruleSet, need map[time.T
 		start := time.Now()
 		of, err := b.readTrends(ctx, set, from)
 		if err != nil {
-			return err
+			b.logger.Warn("page trends not read: normals as read until they are", "day", from.AddDate(0, 0, rules.TrendDays+3).Format(time.DateOnly), "err", err)
+			continue
 		}
 		if b.trends == nil {
 			b.trends = map[time.Time]map[page]rules.Trend{}
 		}
 		b.trends[from] = of
-		b.logger.Info("page trends read", "day", from.AddDate(0, 0, rules.TrendDays+1).Format(time.DateOnly),
+		b.logger.Info("page trends read", "day", from.AddDate(0, 0, rules.TrendDays+2).Format(time.DateOnly),
 			"pages", len(of), "took", time.Since(start).Round(time.Millisecond))
 	}
 	for len(b.trends) > trendDays {
@@ -56,11 +67,10 @@ func (b *baselines) trendsFor(ctx context.Context, set *ruleSet, need map[time.T
 		}
 		delete(b.trends, oldest)
 	}
-	return nil
 }
 
 // readTrends reads the trends of the pages of set's sites for windows
-// ending on the day rules.TrendDays+1 days after from.
+// ending on the day rules.TrendDays+2 days after from.
 func (b *baselines) readTrends(ctx context.Context, set *ruleSet, from time.Time) (map[page]rules.Trend, error) {
 	end := from.AddDate(0, 0, rules.TrendDays)
 	q := traffic.WindowQuery{Measure: traffic.Views, Sites: set.sites, End: end,
