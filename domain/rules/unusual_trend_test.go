@@ -116,3 +116,34 @@ func TestTrendCarriesNoFurtherThanItWasFitted(t *testing.T) {
 		t.Errorf("2 weeks back carried by %.3f, want 1.44", got)
 	}
 }
+
+// A trend is read as sure as the page's days allow: on a flat page whose
+// days vary by 25 %, five weeks' levels read slopes of a few percent a
+// week either way, which shrink draws towards 0; a page growing 9 % a
+// week whose days vary by 5 % keeps its 9 %.
+func TestPageTrendOfNoisyDaysIsShrunk(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, c := range []struct {
+		name          string
+		growth, noise float64
+		meanAbs       [2]float64 // the mean |weekly growth| read, within
+		mean          [2]float64 // the mean weekly growth read, within
+	}{
+		{"flat, days varying by 25 %", 1, 0.25, [2]float64{0, 0.015}, [2]float64{-0.01, 0.01}},
+		{"9 % a week, days varying by 5 %", 1.09, 0.05, [2]float64{0.075, 0.095}, [2]float64{0.075, 0.095}},
+	} {
+		const draws = 500
+		var sum, sumAbs float64
+		for range draws {
+			tr := PageTrend(trendDays(2000, c.growth, func(int) float64 { return math.Exp(c.noise * rng.NormFloat64()) }))
+			if !tr.OK {
+				t.Fatalf("%s: no trend", c.name)
+			}
+			sum += tr.Weekly / draws
+			sumAbs += math.Abs(tr.Weekly) / draws
+		}
+		if sumAbs < c.meanAbs[0] || sumAbs > c.meanAbs[1] || sum < c.mean[0] || sum > c.mean[1] {
+			t.Errorf("%s: mean growth read %.4f, mean |growth| %.4f; want %v and %v", c.name, sum, sumAbs, c.mean, c.meanAbs)
+		}
+	}
+}
