@@ -11,8 +11,8 @@ import (
 // trend's spread reads as noise. So each weekly sample is carried
 // forward by the page's trend, read once a day from its daily views.
 
-// TrendDays is how many whole UTC days before a window's day a page's
-// trend is read from: the last week and the four before it.
+// TrendDays is how many whole UTC days a page's trend is read from
+// (TrendFrom): five weeks.
 const TrendDays = 7 * trendWeeks
 
 // trendWeeks is how many weeks' levels the trend is fitted to.
@@ -53,8 +53,9 @@ func (t Trend) scale(weeksBack int) float64 {
 // (a day is sealed a day and the lag tolerance after it ends: the day
 // before yesterday only minutes after midnight, when the first sweep of
 // the day reads the trends), so a sweep reads them from one table, over
-// the pages above TrendFloor alone. The same for every window of a day:
-// a sweep reads them once a day.
+// the pages above TrendFloor alone (a lag tolerance over a day leaves
+// them unsealed: read from minutes then, as exact, and slower). The
+// same for every window of a day: a sweep reads them once a day.
 func TrendFrom(end time.Time) time.Time {
 	return end.UTC().Truncate(24*time.Hour).AddDate(0, 0, -TrendDays-2)
 }
