@@ -94,8 +94,12 @@ func readHours(ctx context.Context, st TrafficStore, r *rules.Rule, site, path s
 			reach = sp.From
 		}
 	}
-	if t := rules.TrendFrom(from); rules.FollowsTrend(r) && t.Before(reach) {
-		reach = t // the page's days its trend is read from
+	if t := rules.TrendFrom(from).AddDate(0, 0, -1); rules.FollowsTrend(r) && t.Before(reach) {
+		// The page's days its trend is read from, and the day before:
+		// read from the page's own first hit (the live view), a page
+		// with a view that day has every trend day known, as the sweep
+		// knows them from its site's start.
+		reach = t
 	}
 	raw, err := st.PageHourSeries(ctx, site, path, reach, to)
 	if err != nil {
