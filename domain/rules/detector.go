@@ -17,8 +17,9 @@ type Detector interface {
 	// zero. Nil: the kind has no normal (threshold).
 	Spans(end, dataStart time.Time) []Interval
 	// Expect makes the normal from spans' counts (counts[i] is spans[i]'s,
-	// in Spans' order with the unknown ones left out).
-	Expect(spans []Interval, counts []uint64) Expected
+	// in Spans' order with the unknown ones left out), and the page's
+	// trend (PageTrend), which a kind whose normal follows none ignores.
+	Expect(spans []Interval, counts []uint64, tr Trend) Expected
 	// Reach is what a count query reads besides the window: Short, a
 	// window ending with it for bursts (Observation.Short), Long, one
 	// for drops (Observation.Long). Zero: none.
@@ -179,12 +180,12 @@ func SpansOn(r *Rule, end, dataStart time.Time, clock *time.Location) []Interval
 // windows (Detector.Expect), carried forward by the page's trend where
 // the rule follows one (FollowsTrend; else tr is not read).
 func (r *Rule) Normal(spans []Interval, counts []uint64, tr Trend) Expected {
-	if d, ok := r.Detector().(*unusualDetector); ok && FollowsTrend(r) {
-		return expectCarried(d, spans, counts, tr)
+	if !FollowsTrend(r) {
+		tr = Trend{}
 	}
-	return r.Detector().Expect(spans, counts)
+	return r.Detector().Expect(spans, counts, tr)
 }
 
 // Expect makes the normal from counts alone, for kinds whose normal does
 // not depend on which window each count is of (spike, new_page).
-func (r *Rule) Expect(counts []uint64) Expected { return r.Detector().Expect(nil, counts) }
+func (r *Rule) Expect(counts []uint64) Expected { return r.Detector().Expect(nil, counts, Trend{}) }

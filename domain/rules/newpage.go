@@ -39,7 +39,7 @@ func (d *newPageDetector) Spans(end, dataStart time.Time) []Interval {
 }
 
 // Expect is the views over the lookback.
-func (d *newPageDetector) Expect(_ []Interval, counts []uint64) Expected {
+func (d *newPageDetector) Expect(_ []Interval, counts []uint64, _ Trend) Expected {
 	if len(counts) == 0 {
 		return Expected{}
 	}

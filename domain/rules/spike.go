@@ -404,7 +404,7 @@ func (d *spikeDetector) minSamples() int {
 }
 
 // Expect is the median of the counts, in any order, with their spread.
-func (d *spikeDetector) Expect(_ []Interval, counts []uint64) Expected {
+func (d *spikeDetector) Expect(_ []Interval, counts []uint64, _ Trend) Expected {
 	if len(counts) < d.minSamples() || len(counts) == 0 {
 		return Expected{Samples: len(counts)}
 	}

@@ -5,11 +5,11 @@ import "time"
 // thresholdDetector is a fixed number of views: no normal, no past.
 type thresholdDetector struct{ r *Rule }
 
-func (d *thresholdDetector) Kind() Kind                                { return KindThreshold }
-func (d *thresholdDetector) Spans(end, dataStart time.Time) []Interval { return nil }
-func (d *thresholdDetector) Expect([]Interval, []uint64) Expected      { return Expected{} }
-func (d *thresholdDetector) Reach() Reach                              { return Reach{} }
-func (d *thresholdDetector) LooksDown() bool                           { return false }
+func (d *thresholdDetector) Kind() Kind                                  { return KindThreshold }
+func (d *thresholdDetector) Spans(end, dataStart time.Time) []Interval   { return nil }
+func (d *thresholdDetector) Expect([]Interval, []uint64, Trend) Expected { return Expected{} }
+func (d *thresholdDetector) Reach() Reach                                { return Reach{} }
+func (d *thresholdDetector) LooksDown() bool                             { return false }
 
 // QuietBelow is the re-arm level plus one: a count at or under it
 // neither fires nor holds the threshold disarmed.

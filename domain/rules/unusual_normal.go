@@ -8,14 +8,8 @@ import "math"
 // Expect makes the normal from the samples (see Unusual): one for each
 // hour a window ending mid-hour touches, the top of the two the top,
 // the bottom of the two the bottom; and so the drop's long window's.
-func (d *unusualDetector) Expect(spans []Interval, counts []uint64) Expected {
-	return expectCarried(d, spans, counts, Trend{})
-}
-
-// expectCarried is d's Expect with each weekly sample carried forward by
-// the page's trend (Trend). A function, not a method: the detector's
-// methods are its interface and its parts.
-func expectCarried(d *unusualDetector, spans []Interval, counts []uint64, tr Trend) Expected {
+// Each weekly sample is carried forward by the page's trend tr.
+func (d *unusualDetector) Expect(spans []Interval, counts []uint64, tr Trend) Expected {
 	// A sweep makes one of these per page it reads, a million at a
 	// million pages: the samples stay in arrays on the stack.
 	var before, after, longBefore, longAfter hourSamples
