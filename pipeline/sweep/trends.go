@@ -45,15 +45,14 @@ func (b *baselines) trendsFor(ctx context.Context, set *ruleSet, need map[time.T
 		start := time.Now()
 		of, err := b.readTrends(ctx, set, from)
 		if err != nil {
-			b.logger.Warn("page trends not read: normals as read until they are", "day", from.AddDate(0, 0, rules.TrendDays+3).Format(time.DateOnly), "err", err)
+			b.logger.Warn("page trends not read: normals as read until they are", "day", judgedDay(from), "err", err)
 			continue
 		}
 		if b.trends == nil {
 			b.trends = map[time.Time]map[page]rules.Trend{}
 		}
 		b.trends[from] = of
-		b.logger.Info("page trends read", "day", from.AddDate(0, 0, rules.TrendDays+2).Format(time.DateOnly),
-			"pages", len(of), "took", time.Since(start).Round(time.Millisecond))
+		b.logger.Info("page trends read", "day", judgedDay(from), "pages", len(of), "took", time.Since(start).Round(time.Millisecond))
 	}
 	for len(b.trends) > trendDays {
 		var oldest time.Time
@@ -69,8 +68,14 @@ func (b *baselines) trendsFor(ctx context.Context, set *ruleSet, need map[time.T
 	}
 }
 
-// readTrends reads the trends of the pages of set's sites for windows
-// ending on the day rules.TrendDays+2 days after from.
+// judgedDay is the UTC day whose windows read their trends from the days
+// from from on (rules.TrendFrom), for the log.
+func judgedDay(from time.Time) string {
+	return from.AddDate(0, 0, rules.TrendDays+2).Format(time.DateOnly)
+}
+
+// readTrends reads the trends of the pages of set's sites for the
+// windows of judgedDay(from).
 func (b *baselines) readTrends(ctx context.Context, set *ruleSet, from time.Time) (map[page]rules.Trend, error) {
 	end := from.AddDate(0, 0, rules.TrendDays)
 	q := traffic.WindowQuery{Measure: traffic.Views, Sites: set.sites, End: end,

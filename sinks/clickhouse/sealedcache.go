@@ -120,8 +120,10 @@ func (cs Counts) sealedPages(ctx context.Context, p windowPlan, sites []string, 
 		return nil, fmt.Errorf("window counts: sealed days: %w", err)
 	}
 	key := p.sealedKey(sites)
-	if s, ok := cs.c.sealed.get(key, mark); ok && keep {
-		return s, nil
+	if keep {
+		if s, ok := cs.c.sealed.get(key, mark); ok {
+			return s, nil
+		}
 	}
 	n := len(p.starts)
 	s := &sealedPages{n: n, bySite: map[string]*sitePages{}}
