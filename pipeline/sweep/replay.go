@@ -238,7 +238,7 @@ type seriesRun struct {
 	logger    *slog.Logger
 	moments   []moment
 	upTo      func(time.Time) uint64
-	expected  map[time.Time]normalAt
+	expected  map[normalSlot]normalAt
 	reach     rules.Reach
 	lookDown  bool
 	st        rules.State
@@ -300,7 +300,7 @@ func newSeriesRun(k string, sr *series, r *rules.Rule, base uint64, from, allFro
 	})
 	moments = slices.CompactFunc(moments, func(a, b moment) bool { return a.t.Equal(b.t) })
 	run := &seriesRun{key: k, sr: sr, r: r, base: base, allFrom: allFrom, now: now, dataStart: dataStart, site: site, logger: logger,
-		moments: moments, upTo: sr.sums(mins).before, expected: map[time.Time]normalAt{},
+		moments: moments, upTo: sr.sums(mins).before, expected: map[normalSlot]normalAt{},
 		reach: r.Detector().Reach(), lookDown: r.Detector().LooksDown()}
 	if site.step > run.reach.Short {
 		// Rows further apart than the burst window (counts per 30
@@ -334,12 +334,22 @@ type normalAt struct {
 	reachOK bool
 }
 
+// normalSlot is what a window's normal is the same for: its half hour,
+// and whether it ends on the hour. A window ending at 20:00 is one
+// hour's; one ending at 20:01 to 20:29 touches two and is judged
+// against both (rules.Spans), as a sweep judges it: kept under the half
+// hour alone, the first a replay met stood for the others.
+type normalSlot struct {
+	half   time.Time
+	onHour bool
+}
+
 // expect is the normal for the window of pt: a baseline moves with the
 // hour (and, for same_time, the half hour it rounds at), so it is
-// computed once per half hour, with quietReach's start from the same
-// spans (before a site's data start too, as a sweep reads them).
+// computed once per half hour (normalSlot), with quietReach's start from
+// the same spans (before a site's data start too, as a sweep reads them).
 func (run *seriesRun) expect(pt point) normalAt {
-	key := pt.to.Truncate(30 * time.Minute)
+	key := normalSlot{pt.to.Truncate(30 * time.Minute), pt.to.Equal(pt.to.Truncate(time.Hour))}
 	if e, ok := run.expected[key]; ok {
 		return e
 	}
