@@ -46,7 +46,8 @@ type pageHours struct {
 	trends map[int64]rules.Trend
 }
 
-// trendAt is the page's trend for r's windows ending at end.
+// trendAt is the page's trend and noise for r's windows ending at end,
+// as the sweep reads them.
 func (h pageHours) trendAt(r *rules.Rule, end time.Time) rules.Trend {
 	if !rules.FollowsTrend(r) {
 		return rules.Trend{}
@@ -63,6 +64,11 @@ func (h pageHours) trendAt(r *rules.Rule, end time.Time) rules.Trend {
 		return float64(n)
 	})
 	tr := rules.PageTrend(days)
+	if nf, weeks := rules.NoiseHours(end, h.start); weeks > 0 {
+		tr.Noise, tr.NoiseOK = rules.PageNoise(rules.HourSlots(nf, weeks, func(t time.Time) float64 {
+			return float64(h.n[t.Unix()])
+		}))
+	}
 	if h.trends != nil {
 		h.trends[from.Unix()] = tr
 	}

@@ -134,8 +134,9 @@ func (d *unusualDetector) expectHour(h *hourSamples) Expected {
 		phi = max(0, (v-m)/(m*m))
 	}
 	// The prior keeps three alike samples from claiming a page has no
-	// noise beyond Poisson's; the page's own spread wins as they grow.
-	e.Dispersion = (n*phi + phiPriorWeight*phiPrior) / (n + phiPriorWeight)
+	// noise beyond Poisson's; the hour's own spread wins as they grow.
+	prior, weight := dispersionPrior(h.trend)
+	e.Dispersion = (n*phi + weight*prior) / (n + weight)
 	e.Samples = len(samples)
 	e.Bottom, e.Top = e.Low, e.High
 	e.Low, e.High = max(0, d.countAt(e, e.Bottom, -usualZ)), d.countAt(e, e.Top, usualZ)

@@ -28,11 +28,15 @@ const trendMinDay = 100
 // medians catch up with it in weeks), not a normal to follow.
 var maxTrend = math.Log(1.2)
 
-// Trend is a page's slow trend (PageTrend): its level's growth a week,
-// on the log scale; OK when its daily views could tell it.
+// Trend is what a page's sealed history says of it, read once a day:
+// its slow trend (PageTrend), its level's growth a week on the log
+// scale, OK when its daily views could tell it; and its own noise
+// (PageNoise, unusual_noise.go), NoiseOK when its hours could tell it.
 type Trend struct {
-	Weekly float64
-	OK     bool
+	Weekly  float64
+	OK      bool
+	Noise   float64
+	NoiseOK bool
 }
 
 // scale is what a sample weeksBack weeks back is multiplied by to read

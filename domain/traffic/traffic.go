@@ -117,3 +117,29 @@ type SpanQuery struct {
 
 // Span is [From, To) in whole hours.
 type Span struct{ From, To time.Time }
+
+// NoiseQuery asks for each page's own noise (rules.PageNoise) over whole
+// weeks of its sealed hours, computed where the hours are: each
+// hour-of-week's overdispersion from its Weeks samples, over those whose
+// median is at least MinMedian, their mean with TrimPercent left out at
+// each end. Pages with fewer than MinHours such hours are left out.
+type NoiseQuery struct {
+	Sites []string
+	// From is the first hour: Weeks weeks of hours from it, every one
+	// in page_hours (sealed).
+	From  time.Time
+	Weeks int
+	// MinMedian, MinHours and TrimPercent are rules.PageNoise's; Bias is
+	// what (1.4826 × MAD)² of Weeks samples is multiplied by to read as
+	// their variance (rules.NoiseBias).
+	MinMedian   float64
+	MinHours    int
+	TrimPercent int
+	Bias        float64
+}
+
+// PageNoise is one page's noise (NoiseQuery): its overdispersion φ.
+type PageNoise struct {
+	Site, Path string
+	Noise      float64
+}

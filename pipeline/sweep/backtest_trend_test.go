@@ -46,7 +46,7 @@ func between(from, to time.Time, x float64) func(time.Time) float64 {
 // A page whose level grows 9 % a week (doubling in 8) has a normal that
 // follows it: the median of 4 weeks' samples alone lags a quarter behind,
 // and reads the trend's spread as noise. A day at 30 % of its normal is
-// heard at 03:00 (at 10:00 with the normal as read), and nothing else
+// heard at 02:55 (at 10:00 with the normal as read), and nothing else
 // is said of the page. A page whose views fall
 // to a quarter for six days, a drop the trend does not follow, is told
 // once and is back only when its views are.
@@ -63,7 +63,7 @@ func TestBacktestNormalFollowsATrendNotADrop(t *testing.T) {
 		want   string
 	}{
 		{"growing 9 % a week, a day at 30 %", 1.09, between(day, day.AddDate(0, 0, 1), 0.3),
-			"fire down 04-15 03:00|resolve down 04-16 01:00"},
+			"fire down 04-15 02:55|resolve down 04-16 01:00"},
 		{"steady, six days at 25 %", 1, between(day, day.AddDate(0, 0, 6), 0.25),
 			"fire down 04-15 09:00|resolve down 04-21 01:20"},
 	} {

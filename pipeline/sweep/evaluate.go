@@ -23,6 +23,9 @@ type Counter interface {
 	// For the baselines of rules counting visitors, which are distinct
 	// over each span and cannot be summed from hours.
 	SpanVisitors(ctx context.Context, q traffic.SpanQuery, fn func(site, path string, span int, visitors uint64)) error
+	// For each page's own noise, read once a day with its trend
+	// (trends.go).
+	PageNoises(ctx context.Context, q traffic.NoiseQuery) ([]traffic.PageNoise, error)
 	DataStarts(ctx context.Context) (map[string]time.Time, error)
 	// For holding drops while a site's data is late (freshness.go): its
 	// newest minute, and how often its minutes have hits at each hour.

@@ -250,8 +250,9 @@ type seriesRun struct {
 	trend    rules.Trend
 }
 
-// trendAt is the page's trend for windows ending at end
-// (rules.PageTrend), from its views per UTC day as a sweep reads them.
+// trendAt is the page's trend and noise for windows ending at end
+// (rules.PageTrend, rules.PageNoise), from its views per UTC day and
+// hour as a sweep reads them.
 func (run *seriesRun) trendAt(end time.Time) rules.Trend {
 	if !rules.FollowsTrend(run.r) {
 		return rules.Trend{}
@@ -263,7 +264,13 @@ func (run *seriesRun) trendAt(end time.Time) rules.Trend {
 	days := rules.DailyViews(from, run.dataStart, func(day time.Time) float64 {
 		return float64(run.upTo(day.AddDate(0, 0, 1)) - run.upTo(day))
 	})
-	run.trendDay, run.trend = from, rules.PageTrend(days)
+	tr := rules.PageTrend(days)
+	if nf, weeks := rules.NoiseHours(end, run.dataStart); weeks > 0 {
+		tr.Noise, tr.NoiseOK = rules.PageNoise(rules.HourSlots(nf, weeks, func(h time.Time) float64 {
+			return float64(run.upTo(h.Add(time.Hour)) - run.upTo(h))
+		}))
+	}
+	run.trendDay, run.trend = from, tr
 	return run.trend
 }
 

@@ -3,6 +3,7 @@ package sweep
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -106,7 +107,54 @@ func (b *baselines) readTrends(ctx context.Context, set *ruleSet, from time.Time
 			out[page{pc.Site, pc.Path}] = tr
 		}
 	}
+	if err := b.readNoises(ctx, set, from, out); err != nil {
+		return nil, err
+	}
 	return out, nil
+}
+
+// readNoises adds to of the noise of the pages of set's sites for the
+// windows of judgedDay(from) (rules.PageNoise), computed in ClickHouse
+// over their sealed hours: one query per number of weeks the sites'
+// data covers. Hours not yet sealed are not read (the pages keep the
+// prior every page starts from); a query that fails is an error, and
+// the day's trends are read again at the next sweep.
+func (b *baselines) readNoises(ctx context.Context, set *ruleSet, from time.Time, of map[page]rules.Trend) error {
+	day := from.AddDate(0, 0, rules.TrendDays+2)
+	bySpan := map[time.Time][]string{}
+	weeksOf := map[time.Time]int{}
+	for _, site := range set.sites {
+		start, ok := b.starts[site]
+		if !ok {
+			continue
+		}
+		if nf, weeks := rules.NoiseHours(day, start); weeks > 0 {
+			bySpan[nf] = append(bySpan[nf], site)
+			weeksOf[nf] = weeks
+		}
+	}
+	sealed := b.seals.hoursBefore().UTC().Truncate(24 * time.Hour)
+	for _, nf := range slices.SortedFunc(maps.Keys(bySpan), time.Time.Compare) {
+		weeks := weeksOf[nf]
+		if to := nf.AddDate(0, 0, 7*weeks); sealed.Before(to) {
+			// A lag tolerance over a day: the hours are never sealed that
+			// soon, and the prior every page starts from stands in.
+			b.logger.Info("page noise not read: its hours are not sealed", "day", judgedDay(from), "sealed_before", sealed.Format(time.DateOnly), "needed", to.Format(time.DateOnly))
+			continue
+		}
+		noises, err := b.counts.PageNoises(ctx, traffic.NoiseQuery{Sites: bySpan[nf], From: nf, Weeks: weeks,
+			MinMedian: rules.NoiseMinMedian, MinHours: rules.NoiseMinHours, TrimPercent: rules.NoiseTrimPercent, Bias: rules.NoiseBias(weeks)})
+		if err != nil {
+			return fmt.Errorf("page noise over %d weeks from %s: %w", weeks, nf.Format(time.DateOnly), err)
+		}
+		for _, n := range noises {
+			k := page{n.Site, n.Path}
+			tr := of[k]
+			tr.Noise, tr.NoiseOK = n.Noise, true
+			of[k] = tr
+		}
+	}
+	return nil
 }
 
 // trendOf is page k's trend for windows ending at end, if r follows one

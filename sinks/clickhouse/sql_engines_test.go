@@ -71,6 +71,10 @@ var sampleRuns = map[string]string{
 	"queryHourCountsSealed": bindHourCounts(traffic.HourQuery{Sites: []string{"example.com"}, Paths: []string{"/p", "o'ther"},
 		Spans:        []traffic.Span{{From: time.Unix(1699912800, 0), To: time.Unix(1699920000, 0)}, {From: time.Unix(1699995600, 0), To: time.Unix(1700002800, 0)}},
 		SealedBefore: time.Unix(1700010000, 0)}, true),
+	// A page's noise over two weeks of page_hours around the row sealed
+	// above, every hour counting.
+	"queryPageNoise": bindPageNoise(traffic.NoiseQuery{Sites: []string{"example.com", "o'ther"}, From: time.Unix(1699315200, 0), Weeks: 2,
+		MinMedian: 0, MinHours: 1, TrimPercent: 10, Bias: 0.91}),
 	"queryDataStarts":  queryDataStarts,
 	"queryDataEnds":    bind(queryDataEnds, int64(1699990000), int64(1800000000)),
 	"querySiteHours":   bind(querySiteHours, int64(1699990000), int64(1700010000)),
@@ -172,6 +176,12 @@ func bindHourCounts(q traffic.HourQuery, sealed bool) string {
 	if sealed {
 		sql, args = hourCountsSQL(queryHourCountsSealed, "hour", q, s)
 	}
+	return bind(sql, args...)
+}
+
+// bindPageNoise renders queryPageNoise for q.
+func bindPageNoise(q traffic.NoiseQuery) string {
+	sql, args := noiseSQL(q)
 	return bind(sql, args...)
 }
 

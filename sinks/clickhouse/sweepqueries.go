@@ -135,6 +135,30 @@ GROUP BY site, path`
 FROM page_hours FINAL
 WHERE site IN ? AND (? OR path IN ?) AND (%s)`
 
+	// queryPageNoise is each page's own noise (traffic.NoiseQuery) over
+	// whole weeks of page_hours: per hour of the week, its samples
+	// (padded with 0 for the hours without hits) sorted, their median
+	// and median absolute deviation, and the overdispersion they read;
+	// per page, the mean of those, trimmed at each end. One row a page.
+	queryPageNoise = `SELECT site, path, arraySum(kept) / length(kept) AS noise FROM (
+    SELECT site, path, arraySort(groupArray(phi)) AS phis, intDiv(length(phis) * ?, 100) AS cut,
+        arraySlice(phis, cut + 1, length(phis) - 2 * cut) AS kept
+    FROM (
+        SELECT site, path,
+            arraySort(arrayConcat(groupArray(toFloat64(hits)), arrayMap(x -> 0., range(toUInt64(greatest(0, ? - toInt64(count()))))))) AS xs,
+            {median xs} AS m,
+            arraySort(arrayMap(x -> abs(x - m), xs)) AS ds,
+            {median ds} AS mad,
+            greatest(0., ((1.4826 * mad) * (1.4826 * mad) * ? - m) / (m * m)) AS phi
+        FROM page_hours FINAL
+        WHERE site IN ? AND hour >= toDateTime(?) AND hour < toDateTime(?)
+        GROUP BY site, path, intDiv(toUInt32(hour) - ?, 3600) % 168 AS slot
+        HAVING m >= ?
+    )
+    GROUP BY site, path
+    HAVING length(phis) >= ?
+)`
+
 	queryHourCounts = `SELECT site, path, toUInt32(intDiv(toUInt32(minute), 3600) * 3600) AS hour, sum(hits) AS n
 FROM page_minutes FINAL
 WHERE site IN ? AND (? OR path IN ?) AND (%s)
