@@ -233,21 +233,22 @@ func benchmarkSweep(b *testing.B, rs []rules.Rule) {
 		b.Fatal(err)
 	}
 	b.ReportMetric(float64(time.Since(began).Milliseconds()), "ms/refresh-sweep")
-	// The first sweep of a UTC day reads every page's trend too
-	// (trends.go): a refresh plus one count query over 35 days.
+	// The first sweep of a UTC day reads every page's trend and noise
+	// too (trends.go): a refresh, one count query over 35 days and one
+	// over 4 weeks of hours.
 	s.baselines.mu.Lock()
 	s.baselines.cache, s.baselines.trends = nil, nil
 	s.baselines.mu.Unlock()
 	clock.set(clock.now().Add(10 * time.Second))
-	timed.window = 0
+	timed.window, timed.noise, timed.noisy = 0, 0, 0
 	cpu0, chCPU0 = processCPU(), procstat.CPU(b, srv.PID())
 	began = time.Now()
 	if err := s.sweep(ctx, clock.now()); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportMetric(float64(time.Since(began).Milliseconds()), "ms/new-day-sweep")
-	b.Logf("the new day's sweep: %v counting, sweeper %v CPU, ClickHouse %v CPU", timed.window.Round(time.Millisecond),
-		(processCPU() - cpu0).Round(time.Millisecond), (procstat.CPU(b, srv.PID()) - chCPU0).Round(time.Millisecond))
+	b.Logf("the new day's sweep: %v counting, %v reading %d pages' noise, sweeper %v CPU, ClickHouse %v CPU", timed.window.Round(time.Millisecond),
+		timed.noise.Round(time.Millisecond), timed.noisy, (processCPU() - cpu0).Round(time.Millisecond), (procstat.CPU(b, srv.PID()) - chCPU0).Round(time.Millisecond))
 }
 
 // benchEnvInt is the positive integer in the environment variable name,
@@ -284,6 +285,16 @@ type timedCounter struct {
 	window time.Duration
 	calls  int
 	starts int
+	noise  time.Duration // PageNoises
+	noisy  int           // pages it returned
+}
+
+func (t *timedCounter) PageNoises(ctx context.Context, q traffic.NoiseQuery) ([]traffic.PageNoise, error) {
+	began := time.Now()
+	out, err := t.Counter.PageNoises(ctx, q)
+	t.noise += time.Since(began)
+	t.noisy += len(out)
+	return out, err
 }
 
 func (t *timedCounter) WindowCounts(ctx context.Context, q traffic.WindowQuery) ([]traffic.PageCount, error) {

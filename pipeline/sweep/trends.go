@@ -121,9 +121,14 @@ func (b *baselines) readTrends(ctx context.Context, set *ruleSet, from time.Time
 // the day's trends are read again at the next sweep.
 func (b *baselines) readNoises(ctx context.Context, set *ruleSet, from time.Time, of map[page]rules.Trend) error {
 	day := from.AddDate(0, 0, rules.TrendDays+2)
+	sites := set.sites
+	if sites == nil {
+		// Rules over every site (the shipped file): every site with data.
+		sites = slices.Sorted(maps.Keys(b.starts))
+	}
 	bySpan := map[time.Time][]string{}
 	weeksOf := map[time.Time]int{}
-	for _, site := range set.sites {
+	for _, site := range sites {
 		start, ok := b.starts[site]
 		if !ok {
 			continue
