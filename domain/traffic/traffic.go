@@ -129,6 +129,9 @@ type NoiseQuery struct {
 	// in page_hours (sealed).
 	From  time.Time
 	Weeks int
+	// Every: only every Every-th hour from From is read (168 a
+	// multiple of it).
+	Every int
 	// MinMedian, MinHours and TrimPercent are rules.PageNoise's; Bias is
 	// what (1.4826 × MAD)² of Weeks samples is multiplied by to read as
 	// their variance (rules.NoiseBias).

@@ -14,7 +14,7 @@ import (
 // docs/unusual-rules.md says: a change to the rules or the detector that
 // moves it must update the page.
 func TestShippedDefaultScoresAsDocumented(t *testing.T) {
-	const wantCaught, wantEvents, wantFalse = 534, 600, 23
+	const wantCaught, wantEvents, wantFalse = 535, 600, 25
 	const maxEpisode = 10 * 24 * time.Hour
 	rs, err := sweep.LoadRules(sweep.Config{RulesPath: "../../deploy/rules/spike-default.yaml"})
 	if err != nil {

@@ -107,19 +107,19 @@ func (b *baselines) readTrends(ctx context.Context, set *ruleSet, from time.Time
 			out[page{pc.Site, pc.Path}] = tr
 		}
 	}
-	if err := b.readNoises(ctx, set, from, out); err != nil {
-		return nil, err
-	}
+	b.readNoises(ctx, set, from, out)
 	return out, nil
 }
 
 // readNoises adds to of the noise of the pages of set's sites for the
 // windows of judgedDay(from) (rules.PageNoise), computed in ClickHouse
 // over their sealed hours: one query per number of weeks the sites'
-// data covers. Hours not yet sealed are not read (the pages keep the
-// prior every page starts from); a query that fails is an error, and
-// the day's trends are read again at the next sweep.
-func (b *baselines) readNoises(ctx context.Context, set *ruleSet, from time.Time, of map[page]rules.Trend) error {
+// data covers. Hours not yet sealed are not read, and a query that fails
+// is logged and not asked again that day: the pages keep the prior every
+// page starts from, and the trends read stand. Asked again at every
+// sweep, a query too big for ClickHouse's memory failed each time, and
+// took the trends with it (BenchmarkSweepShipped at 100M hits).
+func (b *baselines) readNoises(ctx context.Context, set *ruleSet, from time.Time, of map[page]rules.Trend) {
 	day := from.AddDate(0, 0, rules.TrendDays+2)
 	sites := set.sites
 	if sites == nil {
@@ -147,10 +147,11 @@ func (b *baselines) readNoises(ctx context.Context, set *ruleSet, from time.Time
 			b.logger.Info("page noise not read: its hours are not sealed", "day", judgedDay(from), "sealed_before", sealed.Format(time.DateOnly), "needed", to.Format(time.DateOnly))
 			continue
 		}
-		noises, err := b.counts.PageNoises(ctx, traffic.NoiseQuery{Sites: bySpan[nf], From: nf, Weeks: weeks,
+		noises, err := b.counts.PageNoises(ctx, traffic.NoiseQuery{Sites: bySpan[nf], From: nf, Weeks: weeks, Every: rules.NoiseEvery,
 			MinMedian: rules.NoiseMinMedian, MinHours: rules.NoiseMinHours, TrimPercent: rules.NoiseTrimPercent, Bias: rules.NoiseBias(weeks)})
 		if err != nil {
-			return fmt.Errorf("page noise over %d weeks from %s: %w", weeks, nf.Format(time.DateOnly), err)
+			b.logger.Warn("page noise not read: the prior stands in for the day", "day", judgedDay(from), "weeks", weeks, "sites", len(bySpan[nf]), "err", err)
+			continue
 		}
 		for _, n := range noises {
 			k := page{n.Site, n.Path}
@@ -159,7 +160,6 @@ func (b *baselines) readNoises(ctx context.Context, set *ruleSet, from time.Time
 			of[k] = tr
 		}
 	}
-	return nil
 }
 
 // trendOf is page k's trend for windows ending at end, if r follows one

@@ -44,8 +44,10 @@ func noiseSQL(q traffic.NoiseQuery) (string, []any) {
 		"{median xs}", medianOf("xs", q.Weeks),
 		"{median ds}", medianOf("ds", q.Weeks),
 	).Replace(queryPageNoise)
+	// The median of Weeks samples is at least MinMedian only if the
+	// upper middle one and those above it are: (Weeks+1)/2 of them.
 	return sql, []any{q.TrimPercent, q.Weeks, q.Bias, siteSet(q.Sites), from, from + int64(q.Weeks)*7*secondsPerDay,
-		from, q.MinMedian, q.MinHours}
+		from, max(q.Every, 1), from, q.MinMedian, (q.Weeks + 1) / 2, q.MinMedian, q.MinHours}
 }
 
 // medianOf is the SQL of the median of the sorted array a of n elements.

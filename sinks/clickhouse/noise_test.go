@@ -65,7 +65,7 @@ func TestPageNoiseAgreesWithClickHouse(t *testing.T) {
 
 	for _, weeks := range []int{2, 3, 4} {
 		start := from.AddDate(0, 0, 7*(4-weeks))
-		got, err := b.client.Counts().PageNoises(ctx, traffic.NoiseQuery{Sites: []string{"a.example"}, From: start, Weeks: weeks,
+		got, err := b.client.Counts().PageNoises(ctx, traffic.NoiseQuery{Sites: []string{"a.example"}, From: start, Weeks: weeks, Every: rules.NoiseEvery,
 			MinMedian: rules.NoiseMinMedian, MinHours: rules.NoiseMinHours, TrimPercent: rules.NoiseTrimPercent, Bias: rules.NoiseBias(weeks)})
 		if err != nil {
 			t.Fatal(err)

@@ -73,7 +73,7 @@ var sampleRuns = map[string]string{
 		SealedBefore: time.Unix(1700010000, 0)}, true),
 	// A page's noise over two weeks of page_hours around the row sealed
 	// above, every hour counting.
-	"queryPageNoise": bindPageNoise(traffic.NoiseQuery{Sites: []string{"example.com", "o'ther"}, From: time.Unix(1699315200, 0), Weeks: 2,
+	"queryPageNoise": bindPageNoise(traffic.NoiseQuery{Sites: []string{"example.com", "o'ther"}, From: time.Unix(1699315200, 0), Weeks: 2, Every: 1,
 		MinMedian: 0, MinHours: 1, TrimPercent: 10, Bias: 0.91}),
 	"queryDataStarts":  queryDataStarts,
 	"queryDataEnds":    bind(queryDataEnds, int64(1699990000), int64(1800000000)),
