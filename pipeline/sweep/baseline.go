@@ -47,6 +47,9 @@ type baselines struct {
 	// windows' day; a page without one is missing.
 	trends     map[time.Time]map[page]rules.Trend
 	trendSites []string // the sites trends were read of (ruleSet.sites)
+	// noiseLater: days whose pages' noise waits for their hours to be
+	// sealed (readNoises).
+	noiseLater map[time.Time]bool
 	logger     *slog.Logger
 }
 

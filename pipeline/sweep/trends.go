@@ -37,10 +37,13 @@ const trendDays = 2
 // keep every page from being judged.
 func (b *baselines) trendsFor(ctx context.Context, set *ruleSet, need map[time.Time]bool) {
 	if !slices.Equal(b.trendSites, set.sites) {
-		b.trends, b.trendSites = nil, slices.Clone(set.sites)
+		b.trends, b.trendSites, b.noiseLater = nil, slices.Clone(set.sites), nil
 	}
 	for from := range need {
 		if _, ok := b.trends[from]; ok {
+			if b.noiseLater[from] && !b.readNoises(ctx, set, from, b.trends[from]) {
+				delete(b.noiseLater, from)
+			}
 			continue
 		}
 		start := time.Now()
@@ -53,6 +56,12 @@ func (b *baselines) trendsFor(ctx context.Context, set *ruleSet, need map[time.T
 			b.trends = map[time.Time]map[page]rules.Trend{}
 		}
 		b.trends[from] = of
+		if b.readNoises(ctx, set, from, of) {
+			if b.noiseLater == nil {
+				b.noiseLater = map[time.Time]bool{}
+			}
+			b.noiseLater[from] = true
+		}
 		b.logger.Info("page trends read", "day", judgedDay(from), "pages", len(of), "took", time.Since(start).Round(time.Millisecond))
 	}
 	for len(b.trends) > trendDays {
@@ -66,6 +75,7 @@ func (b *baselines) trendsFor(ctx context.Context, set *ruleSet, need map[time.T
 			break // every day kept is needed now
 		}
 		delete(b.trends, oldest)
+		delete(b.noiseLater, oldest)
 	}
 }
 
@@ -107,19 +117,20 @@ func (b *baselines) readTrends(ctx context.Context, set *ruleSet, from time.Time
 			out[page{pc.Site, pc.Path}] = tr
 		}
 	}
-	b.readNoises(ctx, set, from, out)
 	return out, nil
 }
 
 // readNoises adds to of the noise of the pages of set's sites for the
 // windows of judgedDay(from) (rules.PageNoise), computed in ClickHouse
 // over their sealed hours: one query per number of weeks the sites'
-// data covers. Hours not yet sealed are not read, and a query that fails
-// is logged and not asked again that day: the pages keep the prior every
-// page starts from, and the trends read stand. Asked again at every
-// sweep, a query too big for ClickHouse's memory failed each time, and
-// took the trends with it (BenchmarkSweepShipped at 100M hits).
-func (b *baselines) readNoises(ctx context.Context, set *ruleSet, from time.Time, of map[page]rules.Trend) {
+// data covers. Hours not yet sealed (a backlog being sealed) are not
+// read, and later reports that: the next sweeps read them once they
+// are. A query that fails is logged and not asked again that day: the
+// pages keep the prior every page starts from, and the trends read
+// stand. Asked again at every sweep, a query too big for ClickHouse's
+// memory failed each time, and took the trends with it
+// (BenchmarkSweepShipped at 100M hits).
+func (b *baselines) readNoises(ctx context.Context, set *ruleSet, from time.Time, of map[page]rules.Trend) (later bool) {
 	day := from.AddDate(0, 0, rules.TrendDays+2)
 	sites := set.sites
 	if sites == nil {
@@ -142,9 +153,10 @@ func (b *baselines) readNoises(ctx context.Context, set *ruleSet, from time.Time
 	for _, nf := range slices.SortedFunc(maps.Keys(bySpan), time.Time.Compare) {
 		weeks := weeksOf[nf]
 		if to := nf.AddDate(0, 0, 7*weeks); sealed.Before(to) {
-			// A lag tolerance over a day: the hours are never sealed that
-			// soon, and the prior every page starts from stands in.
-			b.logger.Info("page noise not read: its hours are not sealed", "day", judgedDay(from), "sealed_before", sealed.Format(time.DateOnly), "needed", to.Format(time.DateOnly))
+			// Sealed a day and the lag tolerance after they end, they
+			// are by every day's first sweep, but for a backlog.
+			b.logger.Info("page noise not read yet: its hours are not sealed", "day", judgedDay(from), "sealed_before", sealed.Format(time.DateOnly), "needed", to.Format(time.DateOnly))
+			later = true
 			continue
 		}
 		noises, err := b.counts.PageNoises(ctx, traffic.NoiseQuery{Sites: bySpan[nf], From: nf, Weeks: weeks, Every: rules.NoiseEvery,
@@ -160,6 +172,7 @@ func (b *baselines) readNoises(ctx context.Context, set *ruleSet, from time.Time
 			of[k] = tr
 		}
 	}
+	return later
 }
 
 // trendOf is page k's trend for windows ending at end, if r follows one

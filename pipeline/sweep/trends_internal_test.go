@@ -82,3 +82,56 @@ func TestTrendsAreReadOnceADayAndForgotten(t *testing.T) {
 		}
 	}
 }
+
+// noiseCounter records each page-noise query; it has no trends.
+type noiseCounter struct {
+	Counter
+	noises []traffic.NoiseQuery
+}
+
+func (n *noiseCounter) WindowCounts(context.Context, traffic.WindowQuery) ([]traffic.PageCount, error) {
+	return nil, nil
+}
+
+func (n *noiseCounter) PageNoises(_ context.Context, q traffic.NoiseQuery) ([]traffic.PageNoise, error) {
+	n.noises = append(n.noises, q)
+	return []traffic.PageNoise{{Site: q.Sites[0], Path: "/p", Noise: 0.05}}, nil
+}
+
+// A day's page noise waits for its hours to be sealed (a backlog being
+// sealed at the day's first sweeps): not read before, read at the first
+// sweep after, once, for every site with data when the rules name none;
+// the day's trends are read once all along.
+func TestPageNoiseWaitsForItsHoursToBeSealed(t *testing.T) {
+	nc := &noiseCounter{}
+	seals := &sealing{}
+	b := &baselines{counts: nc, seals: seals, logger: testenv.Logger(t),
+		starts: map[string]time.Time{"a.example": time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), "b.example": time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)}}
+	set := newRuleSet(nil) // every site
+	from := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	to := from.AddDate(0, 0, rules.TrendDays)
+	need := map[time.Time]bool{from: true}
+	for i, step := range []struct {
+		sealed  time.Time
+		queries int
+	}{
+		{to.AddDate(0, 0, -1), 0}, // a day short
+		{to.AddDate(0, 0, -1), 0},
+		{to, 1},
+		{to, 1},
+	} {
+		seals.mu.Lock()
+		seals.hours = step.sealed
+		seals.mu.Unlock()
+		b.trendsFor(context.Background(), set, need)
+		if len(nc.noises) != step.queries {
+			t.Fatalf("sweep %d, hours sealed before %s: %d noise queries, want %d", i+1, step.sealed.Format(time.DateOnly), len(nc.noises), step.queries)
+		}
+	}
+	if q := nc.noises[0]; !slices.Equal(q.Sites, []string{"a.example", "b.example"}) || q.Weeks != rules.NoiseWeeks {
+		t.Errorf("asked %v over %d weeks, want both sites over %d", q.Sites, q.Weeks, rules.NoiseWeeks)
+	}
+	if tr := b.trends[from][page{"a.example", "/p"}]; !tr.NoiseOK || tr.Noise != 0.05 {
+		t.Errorf("the page's noise %+v, want 0.05 read", tr)
+	}
+}
