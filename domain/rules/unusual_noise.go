@@ -89,11 +89,9 @@ func HourSlots(from time.Time, weeks int, views func(hour time.Time) float64) []
 //
 // The trim takes more from the long upper tail of a φ read from a few
 // samples than from the lower, so this reads a page whose hours vary by
-// 15 % to 30 % as about 0.75 (4 weeks) or 0.65 (2 or 3) of its φ. Left
-// so: unbiased (÷ 0.75, 0.61, 0.66), syntheval heard 527 of its 600
-// events at 19 false alarms, not 534 at 23, and the tweets 27/33 at
-// 0.29, not 29/33 at 0.28 (docs/unusual-rules.md). Read low, a page's
-// noise stands in for 5 noise units of the normal as 4.4 would.
+// 15 % to 30 % as about 0.8 (4 weeks) or 0.7 (2 or 3) of its φ. Left
+// so: unbiased (÷ 0.78, 0.70, 0.73), make eval-synthetic and make eval
+// heard fewer events (docs/unusual-rules.md, the neighbours).
 //
 // sinks/clickhouse computes the same where the hours are
 // (traffic.NoiseQuery); TestPageNoiseAgreesWithClickHouse holds them to it.

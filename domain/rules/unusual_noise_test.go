@@ -34,15 +34,24 @@ func unchanged(int, int) float64 { return 1 }
 // page busy for 20 hours a week say nothing.
 func TestPageNoiseReadsHowMuchAPageVaries(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	mean := func(weeks int, base, spread float64, change func(k, w int) float64) (float64, bool) {
-		var sum float64
-		ok := true
+	// mean is the mean noise of 200 pages, and whether every page read
+	// one (all) and whether any did.
+	type reading struct {
+		mean     float64
+		all, any bool
+	}
+	read := func(weeks int, base, spread float64, change func(k, w int) float64) reading {
+		r := reading{all: true}
 		for range 200 {
-			phi, read := PageNoise(noisyHours(rng, weeks, base, spread, change))
-			sum += phi
-			ok = ok && read
+			phi, ok := PageNoise(noisyHours(rng, weeks, base, spread, change))
+			r.mean += phi / 200
+			r.all, r.any = r.all && ok, r.any || ok
 		}
-		return sum / 200, ok
+		return r
+	}
+	mean := func(weeks int, base, spread float64, change func(k, w int) float64) (float64, bool) {
+		r := read(weeks, base, spread, change)
+		return r.mean, r.all
 	}
 	truth := func(spread float64) float64 { return math.Exp(spread*spread) - 1 }
 	if phi, ok := mean(4, 200, 0, unchanged); !ok || phi > 0.002 {
@@ -66,7 +75,7 @@ func TestPageNoiseReadsHowMuchAPageVaries(t *testing.T) {
 		within float64
 	}{
 		{"a surge of 6 hours at 10 ×", func(k, w int) float64 { return map[bool]float64{true: 10, false: 1}[w == 1 && k >= 30 && k < 36] }, 0.1},
-		// A day is 24 hours of 168, more than the trim: each of its hours
+		// A day is 3 of the 24 hours read, more than the trim's 2: each
 		// has one sample of 4 far off, which their MAD does not quite
 		// ignore.
 		{"a holiday at 25 %", func(k, w int) float64 { return map[bool]float64{true: 0.25, false: 1}[w == 2 && k >= 72 && k < 96] }, 0.4},
@@ -75,10 +84,10 @@ func TestPageNoiseReadsHowMuchAPageVaries(t *testing.T) {
 			t.Errorf("%s: noise %.4f, %.4f without: want within %.0f %%", c.name, phi, plain[0.15], 100*c.within)
 		}
 	}
-	if _, ok := mean(4, 6, 0.3, unchanged); ok {
+	if read(4, 6, 0.3, unchanged).any {
 		t.Error("a page of a few views an hour: a noise read, want none")
 	}
-	if _, ok := mean(4, 200, 0.15, func(k, _ int) float64 { return map[bool]float64{true: 1, false: 0.01}[k < 20] }); ok {
+	if read(4, 200, 0.15, func(k, _ int) float64 { return map[bool]float64{true: 1, false: 0.01}[k < 20] }).any {
 		t.Error("a page busy 20 hours a week: a noise read, want none")
 	}
 }

@@ -87,9 +87,11 @@ func TestTrendsAreReadOnceADayAndForgotten(t *testing.T) {
 type noiseCounter struct {
 	Counter
 	noises []traffic.NoiseQuery
+	trends int
 }
 
 func (n *noiseCounter) WindowCounts(context.Context, traffic.WindowQuery) ([]traffic.PageCount, error) {
+	n.trends++
 	return nil, nil
 }
 
@@ -127,6 +129,9 @@ func TestPageNoiseWaitsForItsHoursToBeSealed(t *testing.T) {
 		if len(nc.noises) != step.queries {
 			t.Fatalf("sweep %d, hours sealed before %s: %d noise queries, want %d", i+1, step.sealed.Format(time.DateOnly), len(nc.noises), step.queries)
 		}
+	}
+	if nc.trends != 1 {
+		t.Errorf("the day's trends read %d times, want once", nc.trends)
 	}
 	if q := nc.noises[0]; !slices.Equal(q.Sites, []string{"a.example", "b.example"}) || q.Weeks != rules.NoiseWeeks {
 		t.Errorf("asked %v over %d weeks, want both sites over %d", q.Sites, q.Weeks, rules.NoiseWeeks)
