@@ -64,11 +64,9 @@ func (h pageHours) trendAt(r *rules.Rule, end time.Time) rules.Trend {
 		return float64(n)
 	})
 	tr := rules.PageTrend(days)
-	if nf, weeks := rules.NoiseHours(end, h.start); weeks > 0 {
-		tr.Noise, tr.NoiseOK = rules.PageNoise(rules.HourSlots(nf, weeks, func(t time.Time) float64 {
-			return float64(h.n[t.Unix()])
-		}))
-	}
+	tr.Noise, tr.NoiseOK = rules.ReadNoise(end, h.start, func(t time.Time) float64 {
+		return float64(h.n[t.Unix()])
+	})
 	if h.trends != nil {
 		h.trends[from.Unix()] = tr
 	}

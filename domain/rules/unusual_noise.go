@@ -14,8 +14,9 @@ import (
 // noise, and a page whose hours vary by 10 % as one of 20 %, deaf to a
 // holiday at half its views. Every hour of the page says how noisy it
 // is, so the prior is the page's own: read once a day, with its trend,
-// from all its hours of the weeks before, each hour-of-week's φ by the
-// same estimate as a normal's, their trimmed mean the page's.
+// from every 7th hour of the week over the weeks before, each such
+// hour's φ by the same estimate as a normal's, their trimmed mean the
+// page's.
 
 const (
 	// NoiseWeeks is how many weeks of hours a page's noise is read from.
@@ -46,7 +47,7 @@ const (
 	noiseFloor = 0.02
 	// noiseWeight is how many samples the page's own noise counts as
 	// against an hour's own: more than the global prior's 2, as it is
-	// read from some 100 hours of the page rather than assumed.
+	// read from some 100 of the page's hours rather than assumed.
 	noiseWeight = 4.0
 )
 
@@ -120,6 +121,17 @@ func PageNoise(slots [][]float64) (phi float64, ok bool) {
 		sum += p
 	}
 	return sum / float64(len(phis)-2*cut), true
+}
+
+// ReadNoise is a page's noise for windows ending at end, from its views
+// per UTC hour (hourViews) and its site's first moment with data: what
+// the backtest and the console read, and the sweep asks ClickHouse for.
+func ReadNoise(end, dataStart time.Time, hourViews func(hour time.Time) float64) (phi float64, ok bool) {
+	from, weeks := NoiseHours(end, dataStart)
+	if weeks == 0 {
+		return 0, false
+	}
+	return PageNoise(HourSlots(from, weeks, hourViews))
 }
 
 // NoiseBias is what (1.4826 × MAD)² of n samples is multiplied by to

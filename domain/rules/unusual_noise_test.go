@@ -30,8 +30,8 @@ func unchanged(int, int) float64 { return 1 }
 // over 200 pages each, a steady page near none, and one whose hours vary
 // by 15 % or 30 % at 0.6 to 0.9 of its φ (the trimmed mean's shortfall,
 // PageNoise), from 2 weeks or 4. A surge of 6 hours at 10 × moves it
-// by under a tenth, a holiday of a day by a third; a small page and a
-// page busy for 20 hours a week say nothing.
+// by under a tenth, a holiday of a day by under two fifths; a small
+// page and a page busy for 20 hours a week say nothing.
 func TestPageNoiseReadsHowMuchAPageVaries(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	// mean is the mean noise of 200 pages, and whether every page read

@@ -265,11 +265,9 @@ func (run *seriesRun) trendAt(end time.Time) rules.Trend {
 		return float64(run.upTo(day.AddDate(0, 0, 1)) - run.upTo(day))
 	})
 	tr := rules.PageTrend(days)
-	if nf, weeks := rules.NoiseHours(end, run.dataStart); weeks > 0 {
-		tr.Noise, tr.NoiseOK = rules.PageNoise(rules.HourSlots(nf, weeks, func(h time.Time) float64 {
-			return float64(run.upTo(h.Add(time.Hour)) - run.upTo(h))
-		}))
-	}
+	tr.Noise, tr.NoiseOK = rules.ReadNoise(end, run.dataStart, func(h time.Time) float64 {
+		return float64(run.upTo(h.Add(time.Hour)) - run.upTo(h))
+	})
 	run.trendDay, run.trend = from, tr
 	return run.trend
 }

@@ -132,37 +132,33 @@ func (b *baselines) readTrends(ctx context.Context, set *ruleSet, from time.Time
 // (BenchmarkSweepShipped at 100M hits).
 func (b *baselines) readNoises(ctx context.Context, set *ruleSet, from time.Time, of map[page]rules.Trend) (later bool) {
 	day := from.AddDate(0, 0, rules.TrendDays+2)
+	// Every site's hours end where the trend's days end: sealed for one,
+	// sealed for all.
+	to := from.AddDate(0, 0, rules.TrendDays)
+	if sealed := b.seals.hoursBefore().UTC().Truncate(24 * time.Hour); sealed.Before(to) {
+		// Sealed a day and the lag tolerance after they end, they are by
+		// every day's first sweep, but for a backlog.
+		b.logger.Info("page noise not read yet: its hours are not sealed", "day", judgedDay(from), "sealed_before", sealed.Format(time.DateOnly), "needed", to.Format(time.DateOnly))
+		return true
+	}
 	sites := set.sites
 	if sites == nil {
 		// Rules over every site (the shipped file): every site with data.
 		sites = slices.Sorted(maps.Keys(b.starts))
 	}
-	bySpan := map[time.Time][]string{}
-	weeksOf := map[time.Time]int{}
+	byWeeks := map[int][]string{} // the weeks of hours each site's data covers
 	for _, site := range sites {
-		start, ok := b.starts[site]
-		if !ok {
-			continue
-		}
-		if nf, weeks := rules.NoiseHours(day, start); weeks > 0 {
-			bySpan[nf] = append(bySpan[nf], site)
-			weeksOf[nf] = weeks
+		if start, ok := b.starts[site]; ok {
+			if _, weeks := rules.NoiseHours(day, start); weeks > 0 {
+				byWeeks[weeks] = append(byWeeks[weeks], site)
+			}
 		}
 	}
-	sealed := b.seals.hoursBefore().UTC().Truncate(24 * time.Hour)
-	for _, nf := range slices.SortedFunc(maps.Keys(bySpan), time.Time.Compare) {
-		weeks := weeksOf[nf]
-		if to := nf.AddDate(0, 0, 7*weeks); sealed.Before(to) {
-			// Sealed a day and the lag tolerance after they end, they
-			// are by every day's first sweep, but for a backlog.
-			b.logger.Info("page noise not read yet: its hours are not sealed", "day", judgedDay(from), "sealed_before", sealed.Format(time.DateOnly), "needed", to.Format(time.DateOnly))
-			later = true
-			continue
-		}
-		noises, err := b.counts.PageNoises(ctx, traffic.NoiseQuery{Sites: bySpan[nf], From: nf, Weeks: weeks, Every: rules.NoiseEvery,
+	for _, weeks := range slices.Sorted(maps.Keys(byWeeks)) {
+		noises, err := b.counts.PageNoises(ctx, traffic.NoiseQuery{Sites: byWeeks[weeks], From: to.AddDate(0, 0, -7*weeks), Weeks: weeks, Every: rules.NoiseEvery,
 			MinMedian: rules.NoiseMinMedian, MinHours: rules.NoiseMinHours, TrimPercent: rules.NoiseTrimPercent, Bias: rules.NoiseBias(weeks)})
 		if err != nil {
-			b.logger.Warn("page noise not read: the prior stands in for the day", "day", judgedDay(from), "weeks", weeks, "sites", len(bySpan[nf]), "err", err)
+			b.logger.Warn("page noise not read: the prior stands in for the day", "day", judgedDay(from), "weeks", weeks, "sites", len(byWeeks[weeks]), "err", err)
 			continue
 		}
 		for _, n := range noises {
@@ -172,7 +168,7 @@ func (b *baselines) readNoises(ctx context.Context, set *ruleSet, from time.Time
 			of[k] = tr
 		}
 	}
-	return later
+	return false
 }
 
 // trendOf is page k's trend for windows ending at end, if r follows one

@@ -10,7 +10,7 @@ import (
 
 // PageNoises returns each page's own noise over q's weeks of sealed
 // hours (traffic.NoiseQuery), one row per page read: the hours stay in
-// ClickHouse, some 700 a page.
+// ClickHouse (some 100 of a page's 672 are read).
 func (cs Counts) PageNoises(ctx context.Context, q traffic.NoiseQuery) ([]traffic.PageNoise, error) {
 	if len(q.Sites) == 0 || q.Weeks < 1 {
 		return nil, nil
