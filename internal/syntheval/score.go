@@ -26,6 +26,12 @@ type Result struct {
 	// scored: what a site sees in the days after installing pagewatch,
 	// while each page's normal has no week behind it.
 	Probation []time.Time
+	// NAB is the page scored as NAB's code scores a series, its
+	// probation min(15 %, 750 rows) (nabeval.Series.ProbationEnd): a
+	// page of 5-minute rows is scored from its third day, one of
+	// 30-minute rows from its sixteenth. Real series are scored so; the
+	// headline (Score) leaves out a page's first week whatever its rows.
+	NAB nabeval.Score
 	// Longest is the page's longest episode, from its fire to its
 	// resolve or, never resolved, to the page's last row: an episode
 	// that does not end hides every event after it.
@@ -110,6 +116,7 @@ func Score(ctx context.Context, pages []Page, rs []rules.Rule, logger *slog.Logg
 	for i, p := range pages {
 		sc, d := nabeval.ScoreDetailAfter(series[i], alarms, p.Probation())
 		out[i] = Result{Page: p, Score: sc, Detail: d, Longest: longest[p.Site()]}
+		out[i].NAB, _ = nabeval.ScoreDetailAfter(series[i], alarms, series[i].ProbationEnd())
 		_, whole := nabeval.ScoreDetailAfter(series[i], alarms, p.Start)
 		for _, t := range whole.FalseAlarms {
 			if t.Before(p.Probation()) {
