@@ -1,6 +1,8 @@
 package sweep
 
 import (
+	"bufio"
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/csv"
@@ -29,16 +31,26 @@ import (
 //	2015-02-26 21:40:00,104
 //
 // whose rows are the page / of a site named after the file (its base
-// name without extension). A header line is optional. Times are RFC 3339
-// (UTC or with an offset), or 2006-01-02 15:04:05 (with T or a space,
-// seconds optional) read as UTC. A row's count is put in the minute its
+// name without extension). A header line is optional; with one, its
+// columns are found by name (time: timestamp, time, date, datetime, ts;
+// count: count, value, views, hits, requests, visits; site: site, host,
+// domain; path: path, page, url, uri) and the others are ignored, so an
+// export with a label or a second metric reads as it is. Fields are
+// split by commas, or by tabs or semicolons when the first line has no
+// comma. Times are RFC 3339 (UTC or with an offset), 2006-01-02 15:04:05
+// (with T or a space, seconds and fractions optional) read as UTC, or
+// Unix seconds or milliseconds. A row's count is put in the minute its
 // timestamp falls in, so rows every 5 minutes are counts per 5 minutes.
 // Rows of 0 count nothing but say that the data covers that time: a
 // site's data begins at its first row, and baselines do not reach
-// before it.
+// before it. A row whose count is empty, NaN, null or NA is data that
+// is missing, as a row left out is (Missing): a hole, not a count of 0.
 type CountsFile struct {
 	rows        []countRow // by site, path, minute; one per minute
 	First, Last time.Time  // the first and last minute with a row
+	// Missing is how many rows had no count, and MissingLine the first
+	// of them: said to the user, as they are read as holes.
+	Missing, MissingLine int
 }
 
 type countRow struct {
@@ -53,12 +65,17 @@ const MaxCountsRows = 50_000_000
 // ReadCounts reads a counts file; name is for errors ("counts.csv:12: ...")
 // and names the site of a file of one series.
 func ReadCounts(r io.Reader, name string) (*CountsFile, error) {
-	cr := csv.NewReader(r)
+	br := bufio.NewReaderSize(r, 64<<10)
+	if bom, _ := br.Peek(3); string(bom) == "\ufeff" {
+		_, _ = br.Discard(3) // a spreadsheet's byte order mark
+	}
+	cr := csv.NewReader(br)
+	cr.Comma = sniffComma(br)
 	cr.FieldsPerRecord = -1 // the first row says which form; checked below
 	cr.ReuseRecord = true
 	byKey := map[countRow]int{}
 	f := &CountsFile{}
-	fields := 0
+	var cols countColumns
 	series := strings.TrimSuffix(filepath.Base(name), filepath.Ext(name))
 	for line := 1; ; line++ {
 		rec, err := cr.Read()
@@ -68,30 +85,39 @@ func ReadCounts(r io.Reader, name string) (*CountsFile, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
-		if fields == 0 {
-			fields = len(rec)
-			if fields != 2 && fields != 4 {
-				return nil, fmt.Errorf("%s:%d: want 4 fields (timestamp,site,path,count) or 2 (timestamp,count), got %d", name, line, fields)
+		if line == 1 {
+			header := false
+			if cols, header, err = readColumns(rec); err != nil {
+				return nil, fmt.Errorf("%s:%d: %w", name, line, err)
+			}
+			if header {
+				continue
 			}
 		}
-		if len(rec) != fields {
-			return nil, fmt.Errorf("%s:%d: want %d fields like the first line, got %d", name, line, fields, len(rec))
+		if len(rec) != cols.fields {
+			return nil, fmt.Errorf("%s:%d: want %d fields like the first line, got %d", name, line, cols.fields, len(rec))
 		}
-		if line == 1 && strings.EqualFold(strings.TrimSpace(rec[0]), "timestamp") {
-			continue
-		}
-		at, err := parseCountTime(strings.TrimSpace(rec[0]))
+		at, err := parseCountTime(strings.TrimSpace(rec[cols.at]))
 		if err != nil {
-			return nil, fmt.Errorf("%s:%d: timestamp: want RFC 3339 like 2026-03-29T12:00:00Z, or 2026-03-29 12:00:00 (UTC), got %q", name, line, rec[0])
+			return nil, fmt.Errorf("%s:%d: timestamp: want RFC 3339 like 2026-03-29T12:00:00Z, 2026-03-29 12:00:00 (UTC) or Unix seconds, got %q", name, line, rec[cols.at])
 		}
-		site, path, count := series, "/", rec[1]
-		if fields == 4 {
-			site, path, count = rec[1], rec[2], rec[3]
+		site, path, count := series, "/", strings.TrimSpace(rec[cols.count])
+		if cols.site >= 0 {
+			site = rec[cols.site]
+		}
+		if cols.path >= 0 {
+			path = rec[cols.path]
 		}
 		if path == "" || path[0] != '/' {
 			return nil, fmt.Errorf("%s:%d: path: must start with /, got %q", name, line, path)
 		}
-		n, ok := parseCount(strings.TrimSpace(count))
+		if missingCount(count) {
+			if f.Missing++; f.Missing == 1 {
+				f.MissingLine = line
+			}
+			continue
+		}
+		n, ok := parseCount(count)
 		if !ok {
 			return nil, fmt.Errorf("%s:%d: count: want a whole number, got %q", name, line, count)
 		}
@@ -147,11 +173,17 @@ func parseCount(s string) (uint64, bool) {
 	return uint64(f), true
 }
 
-// countTimeLayouts are the times a counts file may hold: RFC 3339, or
-// a date and time without a zone, read as UTC.
-var countTimeLayouts = []string{time.RFC3339, "2006-01-02 15:04:05", "2006-01-02T15:04:05", "2006-01-02 15:04", "2006-01-02T15:04"}
+// countTimeLayouts are the times a counts file may hold: RFC 3339 (a
+// space for its T, or an offset without its colon, as some exports
+// write it), or a date and time without a zone, read as UTC. Fractions
+// of a second are read by each.
+var countTimeLayouts = []string{time.RFC3339, "2006-01-02 15:04:05Z07:00", "2006-01-02T15:04:05Z0700", "2006-01-02 15:04:05Z0700",
+	"2006-01-02 15:04:05", "2006-01-02T15:04:05", "2006-01-02 15:04", "2006-01-02T15:04"}
 
 func parseCountTime(s string) (time.Time, error) {
+	if t, ok := parseUnixTime(s); ok {
+		return t, nil
+	}
 	var err error
 	for _, layout := range countTimeLayouts {
 		var t time.Time
@@ -160,6 +192,105 @@ func parseCountTime(s string) (time.Time, error) {
 		}
 	}
 	return time.Time{}, err
+}
+
+// parseUnixTime reads Unix seconds (1973 to 5138) or milliseconds,
+// fractions allowed, as spreadsheets and metrics exports write them.
+func parseUnixTime(s string) (time.Time, bool) {
+	if s == "" || s[0] < '0' || s[0] > '9' {
+		return time.Time{}, false
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	switch {
+	case err != nil || v < 1e8 || v >= 1e14:
+		return time.Time{}, false
+	case v >= 1e11:
+		v /= 1000 // milliseconds
+	}
+	sec, frac := math.Modf(v)
+	return time.Unix(int64(sec), int64(frac*1e9)).UTC(), true
+}
+
+// countColumns is where a row's fields are (-1: not in the file).
+type countColumns struct {
+	fields, at, site, path, count int
+}
+
+// columnNames are the header names each column is found by.
+var columnNames = map[string][]string{
+	"time":  {"timestamp", "time", "date", "datetime", "ts"},
+	"count": {"count", "value", "views", "hits", "requests", "visits"},
+	"site":  {"site", "host", "domain"},
+	"path":  {"path", "page", "url", "uri"},
+}
+
+// readColumns reads the first line: a header if its first field is not
+// a time, its columns then found by name; else the columns by position
+// (timestamp,count or timestamp,site,path,count).
+func readColumns(rec []string) (countColumns, bool, error) {
+	c := countColumns{fields: len(rec), site: -1, path: -1}
+	if _, err := parseCountTime(strings.TrimSpace(rec[0])); err == nil {
+		switch len(rec) {
+		case 2:
+			c.count = 1
+		case 4:
+			c.site, c.path, c.count = 1, 2, 3
+		default:
+			return c, false, fmt.Errorf("want 4 fields (timestamp,site,path,count) or 2 (timestamp,count), got %d", len(rec))
+		}
+		return c, false, nil
+	}
+	find := func(kind string) int {
+		for i, f := range rec {
+			if slices.Contains(columnNames[kind], strings.ToLower(strings.TrimSpace(f))) {
+				return i
+			}
+		}
+		return -1
+	}
+	c.at, c.count, c.site, c.path = find("time"), find("count"), find("site"), find("path")
+	if len(rec) == 2 {
+		// Two columns are a time and its count, whatever the count is
+		// called ("Time,pricing views", as a dashboard exports it).
+		c.at = max(c.at, 0)
+		c.count = 1 - c.at
+	}
+	switch {
+	case c.at < 0:
+		return c, true, fmt.Errorf("want a header naming a column of times (%s), or a row whose first field is a time (RFC 3339 like 2026-03-29T12:00:00Z, 2026-03-29 12:00:00 or Unix seconds), got %q",
+			strings.Join(columnNames["time"], ", "), strings.Join(rec, string(',')))
+	case c.count < 0:
+		return c, true, fmt.Errorf("header: no column of counts named %s", strings.Join(columnNames["count"], ", "))
+	}
+	return c, true, nil
+}
+
+// sniffComma is what the file's fields are split by: a tab or a
+// semicolon when its first line has one and no comma, else a comma.
+func sniffComma(br *bufio.Reader) rune {
+	head, _ := br.Peek(br.Size())
+	if i := bytes.IndexByte(head, '\n'); i >= 0 {
+		head = head[:i]
+	}
+	switch {
+	case bytes.IndexByte(head, ',') >= 0:
+		return ','
+	case bytes.IndexByte(head, '\t') >= 0:
+		return '\t'
+	case bytes.IndexByte(head, ';') >= 0:
+		return ';'
+	}
+	return ','
+}
+
+// missingCount reports whether a count field says the count is not
+// known, as exports write a gap.
+func missingCount(s string) bool {
+	switch strings.ToLower(s) {
+	case "", "nan", "null", "na", "n/a", "none":
+		return true
+	}
+	return false
 }
 
 func maxTime(a, b time.Time) time.Time {

@@ -82,6 +82,10 @@ func (q Query) File(ctx context.Context, rs []rules.Rule, logger *slog.Logger) (
 	if err != nil {
 		return nil, time.Time{}, inputError("--counts: %w", err)
 	}
+	if cf.Missing > 0 {
+		logger.Warn("counts file rows without a count read as holes in the data (no drop is judged over a hole)",
+			"file", q.Counts, "rows", cf.Missing, "first_line", cf.MissingLine)
+	}
 	now := cf.Last.Add(time.Minute)
 	from := cf.First
 	if q.Since != "" {
