@@ -50,7 +50,16 @@ type baselines struct {
 	// noiseLater: days whose pages' noise waits for their hours to be
 	// sealed (readNoises).
 	noiseLater map[time.Time]bool
-	logger     *slog.Logger
+	// reads is told of each day's reads of trends and noise (the
+	// sweeper's metrics); nil: none is.
+	reads  normalReads
+	logger *slog.Logger
+}
+
+// normalReads is told of each daily read of the pages' trends ("trend")
+// or noise ("noise"): whether it was read, and for how many pages.
+type normalReads interface {
+	normalRead(read string, ok bool, pages int)
 }
 
 func newBaselines(counts Counter, seals *sealing, logger *slog.Logger) *baselines {

@@ -23,6 +23,9 @@ type metrics struct {
 	sitesLate      prometheus.Gauge
 	sitesOnClocks  *prometheus.GaugeVec   // by zone: the candidates, so bounded
 	reloads        *prometheus.CounterVec // by result: ok, rejected
+	normalReads    *prometheus.CounterVec // by read (trend, noise) and result (ok, failed)
+	pagesWith      *prometheus.GaugeVec   // by read (trend, noise)
+	normalFailing  *prometheus.GaugeVec   // by read (trend, noise)
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -67,10 +70,26 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pagewatch_sweeper_rule_reloads_total", Help: "Rule reloads, by result: ok, or rejected (the previous rules stayed).",
 		}, []string{"result"}),
+		normalReads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pagewatch_sweeper_page_normal_reads_total", Help: "Daily reads of every page's slow trend and own noise, by read (trend, noise) and result (ok, failed: the pages' normals do without it that day).",
+		}, []string{"read", "result"}),
+		pagesWith: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "pagewatch_sweeper_pages_with_own_normal", Help: "Pages whose normal follows their own slow trend (read=trend) or reads their own noise (read=noise), as last read.",
+		}, []string{"read"}),
+		normalFailing: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "pagewatch_sweeper_page_normal_read_failing", Help: "1 while this replica's last read of the pages' trends (read=trend) or noise (read=noise) failed, until one succeeds.",
+		}, []string{"read"}),
 	}
-	reg.MustRegister(m.sweeps, m.errors, m.duration, m.rows, m.crossings, m.folded, m.claimConflicts, m.lag, m.leader, m.rules, m.sitesLate, m.sitesOnClocks, m.reloads)
+	reg.MustRegister(m.sweeps, m.errors, m.duration, m.rows, m.crossings, m.folded, m.claimConflicts, m.lag, m.leader, m.rules, m.sitesLate, m.sitesOnClocks, m.reloads,
+		m.normalReads, m.pagesWith, m.normalFailing)
 	m.reloads.WithLabelValues("ok")
 	m.reloads.WithLabelValues("rejected")
+	for _, read := range []string{"trend", "noise"} {
+		m.normalReads.WithLabelValues(read, "ok")
+		m.normalReads.WithLabelValues(read, "failed")
+		m.pagesWith.WithLabelValues(read)
+		m.normalFailing.WithLabelValues(read)
+	}
 	m.setClocks(nil) // every zone served from the start, at 0
 	return m
 }
@@ -84,6 +103,19 @@ func (m *metrics) setClocks(of map[string]*time.Location) {
 	for _, c := range clocks.Candidates {
 		m.sitesOnClocks.WithLabelValues(c.Name).Set(float64(n[c.Name]))
 	}
+}
+
+// normalRead counts one daily read of the pages' trends or noise
+// (baselines.trendsFor), and how many pages it gave one, if it did.
+func (m *metrics) normalRead(read string, ok bool, pages int) {
+	if !ok {
+		m.normalReads.WithLabelValues(read, "failed").Inc()
+		m.normalFailing.WithLabelValues(read).Set(1)
+		return
+	}
+	m.normalReads.WithLabelValues(read, "ok").Inc()
+	m.normalFailing.WithLabelValues(read).Set(0)
+	m.pagesWith.WithLabelValues(read).Set(float64(pages))
 }
 
 // cronLogger adapts slog to robfig/cron's logger.

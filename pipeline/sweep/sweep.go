@@ -103,6 +103,7 @@ func New(cfg Config, rs []rules.Rule, deps Deps) (*Sweeper, error) {
 	state, m := newStateStore(nil, deps.Logger), newMetrics(deps.Registry)
 	seals := newSealing(deps.Counts, cfg, deps.Logger)
 	baselines := newBaselines(deps.Counts, seals, deps.Logger)
+	baselines.reads = m
 	return &Sweeper{cfg: cfg, bus: deps.Bus, counts: deps.Counts, explainer: deps.Explain, state: state,
 		leader: newLeadership(nil, cfg.LeaderTTL), logger: deps.Logger, metrics: m, now: time.Now,
 		rules:     newLiveRules(rs, deps.Rules, m, deps.Logger),

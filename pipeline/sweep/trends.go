@@ -50,8 +50,10 @@ func (b *baselines) trendsFor(ctx context.Context, set *ruleSet, need map[time.T
 		of, err := b.readTrends(ctx, set, from)
 		if err != nil {
 			b.logger.Warn("page trends not read: normals as read until they are", "day", judgedDay(from), "err", err)
+			b.told("trend", false, 0)
 			continue
 		}
+		b.told("trend", true, len(of))
 		if b.trends == nil {
 			b.trends = map[time.Time]map[page]rules.Trend{}
 		}
@@ -154,13 +156,17 @@ func (b *baselines) readNoises(ctx context.Context, set *ruleSet, from time.Time
 			}
 		}
 	}
+	ok, pages := true, 0
+	defer func() { b.told("noise", ok, pages) }()
 	for _, weeks := range slices.Sorted(maps.Keys(byWeeks)) {
 		noises, err := b.counts.PageNoises(ctx, traffic.NoiseQuery{Sites: byWeeks[weeks], From: to.AddDate(0, 0, -7*weeks), Weeks: weeks, Every: rules.NoiseEvery,
 			MinMedian: rules.NoiseMinMedian, MinHours: rules.NoiseMinHours, TrimPercent: rules.NoiseTrimPercent, Bias: rules.NoiseBias(weeks)})
 		if err != nil {
 			b.logger.Warn("page noise not read: the prior stands in for the day", "day", judgedDay(from), "weeks", weeks, "sites", len(byWeeks[weeks]), "err", err)
+			ok = false
 			continue
 		}
+		pages += len(noises)
 		for _, n := range noises {
 			k := page{n.Site, n.Path}
 			tr := of[k]
@@ -169,6 +175,13 @@ func (b *baselines) readNoises(ctx context.Context, set *ruleSet, from time.Time
 		}
 	}
 	return false
+}
+
+// told tells b.reads of a read, if anyone listens.
+func (b *baselines) told(read string, ok bool, pages int) {
+	if b.reads != nil {
+		b.reads.normalRead(read, ok, pages)
+	}
 }
 
 // trendOf is page k's trend for windows ending at end, if r follows one

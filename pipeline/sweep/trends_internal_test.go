@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/pagewatch/pagewatch/domain/rules"
 	"github.com/pagewatch/pagewatch/domain/traffic"
 	"github.com/pagewatch/pagewatch/internal/testenv"
@@ -83,11 +86,13 @@ func TestTrendsAreReadOnceADayAndForgotten(t *testing.T) {
 	}
 }
 
-// noiseCounter records each page-noise query; it has no trends.
+// noiseCounter records each page-noise query; it has no trends. Its
+// noise queries fail while fail is set.
 type noiseCounter struct {
 	Counter
 	noises []traffic.NoiseQuery
 	trends int
+	fail   bool
 }
 
 func (n *noiseCounter) WindowCounts(context.Context, traffic.WindowQuery) ([]traffic.PageCount, error) {
@@ -97,6 +102,9 @@ func (n *noiseCounter) WindowCounts(context.Context, traffic.WindowQuery) ([]tra
 
 func (n *noiseCounter) PageNoises(_ context.Context, q traffic.NoiseQuery) ([]traffic.PageNoise, error) {
 	n.noises = append(n.noises, q)
+	if n.fail {
+		return nil, errors.New("memory limit (total) exceeded")
+	}
 	return []traffic.PageNoise{{Site: q.Sites[0], Path: "/p", Noise: 0.05}}, nil
 }
 
@@ -138,5 +146,47 @@ func TestPageNoiseWaitsForItsHoursToBeSealed(t *testing.T) {
 	}
 	if tr := b.trends[from][page{"a.example", "/p"}]; !tr.NoiseOK || tr.Noise != 0.05 {
 		t.Errorf("the page's noise %+v, want 0.05 read", tr)
+	}
+}
+
+// A daily read that fails is counted and raised (PagewatchPageNormalsNotRead)
+// until one succeeds: the trends at the next sweep, the noise the next
+// day; each read that succeeds says how many pages it gave one.
+func TestAFailedNormalReadIsRaisedUntilOneSucceeds(t *testing.T) {
+	m := newMetrics(prometheus.NewRegistry())
+	dc := &dayCounter{fail: true}
+	b := &baselines{counts: dc, seals: &sealing{}, logger: testenv.Logger(t), reads: m}
+	set := newRuleSet(nil)
+	day := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	failing := func(read string) float64 { return testutil.ToFloat64(m.normalFailing.WithLabelValues(read)) }
+	reads := func(read, result string) float64 {
+		return testutil.ToFloat64(m.normalReads.WithLabelValues(read, result))
+	}
+	b.trendsFor(context.Background(), set, map[time.Time]bool{day: true})
+	if failing("trend") != 1 || reads("trend", "failed") != 1 {
+		t.Fatalf("a failed trend read: failing %v, %v failed reads; want 1, 1", failing("trend"), reads("trend", "failed"))
+	}
+	dc.fail = false
+	b.trendsFor(context.Background(), set, map[time.Time]bool{day: true})
+	if failing("trend") != 0 || reads("trend", "ok") != 1 {
+		t.Errorf("read at the next sweep: failing %v, %v reads; want 0, 1", failing("trend"), reads("trend", "ok"))
+	}
+
+	nc := &noiseCounter{fail: true}
+	seals := &sealing{hours: day.AddDate(0, 0, rules.TrendDays+1)}
+	b = &baselines{counts: nc, seals: seals, logger: testenv.Logger(t), reads: m,
+		starts: map[string]time.Time{"a.example": day.AddDate(0, 0, -60)}}
+	b.trendsFor(context.Background(), set, map[time.Time]bool{day: true})
+	b.trendsFor(context.Background(), set, map[time.Time]bool{day: true})
+	if failing("noise") != 1 || reads("noise", "failed") != 1 || len(nc.noises) != 1 {
+		t.Fatalf("a failed noise read: failing %v, %v failed reads, asked %d times; want 1, 1, once that day", failing("noise"), reads("noise", "failed"), len(nc.noises))
+	}
+	nc.fail = false
+	next := day.AddDate(0, 0, 1)
+	seals.hours = next.AddDate(0, 0, rules.TrendDays+1)
+	b.trendsFor(context.Background(), set, map[time.Time]bool{next: true})
+	with := testutil.ToFloat64(m.pagesWith.WithLabelValues("noise"))
+	if failing("noise") != 0 || reads("noise", "ok") != 1 || with != 1 {
+		t.Errorf("read the next day: failing %v, %v reads, %v pages with a noise; want 0, 1, 1", failing("noise"), reads("noise", "ok"), with)
 	}
 }
