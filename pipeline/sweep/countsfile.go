@@ -97,9 +97,13 @@ func ReadCounts(r io.Reader, name string) (*CountsFile, error) {
 		if len(rec) != cols.fields {
 			return nil, fmt.Errorf("%s:%d: want %d fields like the first line, got %d", name, line, cols.fields, len(rec))
 		}
-		at, err := parseCountTime(strings.TrimSpace(rec[cols.at]))
+		stamp := strings.TrimSpace(rec[cols.at])
+		if cols.clock >= 0 {
+			stamp += " " + strings.TrimSpace(rec[cols.clock])
+		}
+		at, err := parseCountTime(stamp)
 		if err != nil {
-			return nil, fmt.Errorf("%s:%d: timestamp: want RFC 3339 like 2026-03-29T12:00:00Z, 2026-03-29 12:00:00 (UTC) or Unix seconds, got %q", name, line, rec[cols.at])
+			return nil, fmt.Errorf("%s:%d: timestamp: want RFC 3339 like 2026-03-29T12:00:00Z, 2026-03-29 12:00:00 (UTC) or Unix seconds, got %q", name, line, stamp)
 		}
 		site, path, count := series, "/", strings.TrimSpace(rec[cols.count])
 		if cols.site >= 0 {
@@ -214,6 +218,9 @@ func parseUnixTime(s string) (time.Time, bool) {
 // countColumns is where a row's fields are (-1: not in the file).
 type countColumns struct {
 	fields, at, site, path, count int
+	// clock is a column of times of day beside a column of dates (at):
+	// "date,time,value", as spreadsheets write them.
+	clock int
 }
 
 // columnNames are the header names each column is found by.
@@ -228,7 +235,7 @@ var columnNames = map[string][]string{
 // a time, its columns then found by name; else the columns by position
 // (timestamp,count or timestamp,site,path,count).
 func readColumns(rec []string) (countColumns, bool, error) {
-	c := countColumns{fields: len(rec), site: -1, path: -1}
+	c := countColumns{fields: len(rec), site: -1, path: -1, clock: -1}
 	if _, err := parseCountTime(strings.TrimSpace(rec[0])); err == nil {
 		switch len(rec) {
 		case 2:
@@ -248,7 +255,13 @@ func readColumns(rec []string) (countColumns, bool, error) {
 		}
 		return -1
 	}
+	named := func(rec []string, name string) int {
+		return slices.IndexFunc(rec, func(f string) bool { return strings.EqualFold(strings.TrimSpace(f), name) })
+	}
 	c.at, c.count, c.site, c.path = find("time"), find("count"), find("site"), find("path")
+	if d, tm := named(rec, "date"), named(rec, "time"); d >= 0 && tm >= 0 && len(rec) > 2 {
+		c.at, c.clock = d, tm
+	}
 	if len(rec) == 2 {
 		// Two columns are a time and its count, whatever the count is
 		// called ("Time,pricing views", as a dashboard exports it).
