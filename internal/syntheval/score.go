@@ -28,9 +28,10 @@ type Result struct {
 	Probation []time.Time
 	// NAB is the page scored as NAB's code scores a series, its
 	// probation min(15 %, 750 rows) (nabeval.Series.ProbationEnd): a
-	// page of 5-minute rows is scored from its third day, one of
-	// 30-minute rows from its sixteenth. Real series are scored so; the
-	// headline (Score) leaves out a page's first week whatever its rows.
+	// page of 8 weeks is scored after 2.6 days of 5-minute rows, 7.8 of
+	// 15-minute rows and 8.4 of 30-minute rows. Real series are scored
+	// so; the headline (Score) leaves out a page's first week whatever
+	// its rows.
 	NAB nabeval.Score
 	// Longest is the page's longest episode, from its fire to its
 	// resolve or, never resolved, to the page's last row: an episode

@@ -43,8 +43,11 @@ import (
 // timestamp falls in, so rows every 5 minutes are counts per 5 minutes.
 // Rows of 0 count nothing but say that the data covers that time: a
 // site's data begins at its first row, and baselines do not reach
-// before it. A row whose count is empty, NaN, null or NA is data that
-// is missing, as a row left out is (Missing): a hole, not a count of 0.
+// before it. A row whose count is empty, NaN, null, NA, N/A or None is
+// left out, as if not written (Missing): for a file of one series a
+// hole in its site's data, over which no drop is judged; a page's row
+// left out beside its site's other rows is, as in ClickHouse, a minute
+// without its views.
 type CountsFile struct {
 	rows        []countRow // by site, path, minute; one per minute
 	First, Last time.Time  // the first and last minute with a row
@@ -73,11 +76,12 @@ func ReadCounts(r io.Reader, name string) (*CountsFile, error) {
 	cr.Comma = sniffComma(br)
 	cr.FieldsPerRecord = -1 // the first row says which form; checked below
 	cr.ReuseRecord = true
+	cr.TrimLeadingSpace = true // "2026-03-02 00:00:00; example.com; /p; 3"
 	byKey := map[countRow]int{}
 	f := &CountsFile{}
 	var cols countColumns
 	series := strings.TrimSuffix(filepath.Base(name), filepath.Ext(name))
-	for line := 1; ; line++ {
+	for first := true; ; first = false {
 		rec, err := cr.Read()
 		if errors.Is(err, io.EOF) {
 			break
@@ -85,7 +89,8 @@ func ReadCounts(r io.Reader, name string) (*CountsFile, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
-		if line == 1 {
+		line, _ := cr.FieldPos(0) // blank lines are skipped, and counted
+		if first {
 			header := false
 			if cols, header, err = readColumns(rec); err != nil {
 				return nil, fmt.Errorf("%s:%d: %w", name, line, err)
@@ -103,7 +108,7 @@ func ReadCounts(r io.Reader, name string) (*CountsFile, error) {
 		}
 		at, err := parseCountTime(stamp)
 		if err != nil {
-			return nil, fmt.Errorf("%s:%d: timestamp: want RFC 3339 like 2026-03-29T12:00:00Z, 2026-03-29 12:00:00 (UTC) or Unix seconds, got %q", name, line, stamp)
+			return nil, fmt.Errorf("%s:%d: timestamp: want RFC 3339 like 2026-03-29T12:00:00Z, 2026-03-29 12:00:00 (UTC) or Unix seconds or milliseconds, got %q", name, line, stamp)
 		}
 		site, path, count := series, "/", strings.TrimSpace(rec[cols.count])
 		if cols.site >= 0 {
@@ -198,7 +203,11 @@ func parseCountTime(s string) (time.Time, error) {
 	return time.Time{}, err
 }
 
-// parseUnixTime reads Unix seconds (1973 to 5138) or milliseconds,
+// Unix times are read between these (2000 to 2100): a compact date
+// (201502262140) is a number too, and is no time.
+const minUnix, maxUnix = 946684800, 4102444800
+
+// parseUnixTime reads Unix seconds or milliseconds of 2000 to 2100,
 // fractions allowed, as spreadsheets and metrics exports write them.
 func parseUnixTime(s string) (time.Time, bool) {
 	if s == "" || s[0] < '0' || s[0] > '9' {
@@ -206,10 +215,12 @@ func parseUnixTime(s string) (time.Time, bool) {
 	}
 	v, err := strconv.ParseFloat(s, 64)
 	switch {
-	case err != nil || v < 1e8 || v >= 1e14:
+	case err != nil:
 		return time.Time{}, false
-	case v >= 1e11:
+	case v >= minUnix*1000 && v < maxUnix*1000:
 		v /= 1000 // milliseconds
+	case v < minUnix || v >= maxUnix:
+		return time.Time{}, false
 	}
 	sec, frac := math.Modf(v)
 	return time.Unix(int64(sec), int64(frac*1e9)).UTC(), true
@@ -232,11 +243,18 @@ var columnNames = map[string][]string{
 }
 
 // readColumns reads the first line: a header if its first field is not
-// a time, its columns then found by name; else the columns by position
-// (timestamp,count or timestamp,site,path,count).
+// a time and it names a column, or is two fields the second of which is
+// no count ("Time,pricing views"); its columns then found by name. Else
+// the columns by position (timestamp,count or timestamp,site,path,count),
+// a first field that is no time an error on this line, not a header
+// quietly left out.
 func readColumns(rec []string) (countColumns, bool, error) {
 	c := countColumns{fields: len(rec), site: -1, path: -1, clock: -1}
-	if _, err := parseCountTime(strings.TrimSpace(rec[0])); err == nil {
+	_, err := parseCountTime(strings.TrimSpace(rec[0]))
+	if err != nil && !namesAColumn(rec) && (len(rec) != 2 || isCount(strings.TrimSpace(rec[1]))) {
+		return c, false, fmt.Errorf("timestamp: want RFC 3339 like 2026-03-29T12:00:00Z, 2026-03-29 12:00:00 (UTC) or Unix seconds or milliseconds, or a header naming the columns, got %q", rec[0])
+	}
+	if err == nil {
 		switch len(rec) {
 		case 2:
 			c.count = 1
@@ -266,7 +284,7 @@ func readColumns(rec []string) (countColumns, bool, error) {
 		// Two columns are a time and its count, whatever the count is
 		// called ("Time,pricing views", as a dashboard exports it).
 		c.at = max(c.at, 0)
-		c.count = 1 - c.at
+		c.count, c.site, c.path = 1-c.at, -1, -1
 	}
 	switch {
 	case c.at < 0:
@@ -276,6 +294,25 @@ func readColumns(rec []string) (countColumns, bool, error) {
 		return c, true, fmt.Errorf("header: no column of counts named %s", strings.Join(columnNames["count"], ", "))
 	}
 	return c, true, nil
+}
+
+// namesAColumn reports whether a first line names one of the columns.
+func namesAColumn(rec []string) bool {
+	for _, f := range rec {
+		f = strings.ToLower(strings.TrimSpace(f))
+		for _, names := range columnNames {
+			if slices.Contains(names, f) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// isCount reports whether a field is a count, or says one is missing.
+func isCount(s string) bool {
+	_, ok := parseCount(s)
+	return ok || missingCount(s)
 }
 
 // sniffComma is what the file's fields are split by: a tab or a

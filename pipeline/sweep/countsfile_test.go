@@ -28,6 +28,8 @@ func TestReadCountsAsExportsWriteThem(t *testing.T) {
 		{"unix seconds", "1424986800,104\n1424987100,0\n1424987400.5,7\n"},
 		{"unix milliseconds", "ts,hits\n1424986800000,104\n1424987100000,0\n1424987400000,7\n"},
 		{"a date and a time of day", "Date,Time,Value\n2015-02-26,21:40:00,104\n2015-02-26,21:45:00,0\n2015-02-26,21:50,7\n"},
+		{"two columns, any names", "Time,pricing views\n2015-02-26T21:40:00Z,104\n2015-02-26T21:45:00Z,0\n2015-02-26T21:50:00Z,7\n"},
+		{"spaces after semicolons", "Date; Count\n2015-02-26 21:40; 104\n2015-02-26 21:45; 0\n2015-02-26 21:50; 7\n"},
 		{"offsets", "timestamp,value\n2015-02-26 22:40:00+01:00,104\n2015-02-26T21:45:00.000+0000,0\n2015-02-26 16:50:00-0500,7\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

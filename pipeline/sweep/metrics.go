@@ -71,10 +71,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "pagewatch_sweeper_rule_reloads_total", Help: "Rule reloads, by result: ok, or rejected (the previous rules stayed).",
 		}, []string{"result"}),
 		normalReads: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "pagewatch_sweeper_page_normal_reads_total", Help: "Daily reads of every page's slow trend and own noise, by read (trend, noise) and result (ok, failed: the pages' normals do without it that day).",
+			Name: "pagewatch_sweeper_page_normal_reads_total", Help: "Reads of every page's slow trend and own noise for a day, by read (trend, noise) and result (ok, failed: the pages' normals do without it until it is read).",
 		}, []string{"read", "result"}),
 		pagesWith: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "pagewatch_sweeper_pages_with_own_normal", Help: "Pages whose normal follows their own slow trend (read=trend) or reads their own noise (read=noise), as last read.",
+			Name: "pagewatch_sweeper_pages_with_own_normal", Help: "Pages whose normal follows their own slow trend (read=trend) or reads their own noise (read=noise), as the last read found them.",
 		}, []string{"read"}),
 		normalFailing: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "pagewatch_sweeper_page_normal_read_failing", Help: "1 while this replica's last read of the pages' trends (read=trend) or noise (read=noise) failed, until one succeeds.",
@@ -105,9 +105,12 @@ func (m *metrics) setClocks(of map[string]*time.Location) {
 	}
 }
 
-// normalRead counts one daily read of the pages' trends or noise
-// (baselines.trendsFor), and how many pages it gave one, if it did.
+// normalRead counts one read of the pages' trends or noise for a day
+// (baselines.trendsFor), and how many pages it gave one.
 func (m *metrics) normalRead(read string, ok bool, pages int) {
+	// pages is set either way: a noise read that failed for some sites
+	// gave the others theirs, and a trend read that failed gave none.
+	m.pagesWith.WithLabelValues(read).Set(float64(pages))
 	if !ok {
 		m.normalReads.WithLabelValues(read, "failed").Inc()
 		m.normalFailing.WithLabelValues(read).Set(1)
@@ -115,7 +118,6 @@ func (m *metrics) normalRead(read string, ok bool, pages int) {
 	}
 	m.normalReads.WithLabelValues(read, "ok").Inc()
 	m.normalFailing.WithLabelValues(read).Set(0)
-	m.pagesWith.WithLabelValues(read).Set(float64(pages))
 }
 
 // cronLogger adapts slog to robfig/cron's logger.

@@ -32,9 +32,10 @@ const trendDays = 2
 //
 // The trends kept are of the sites the rules read when they were read:
 // rules reloaded over other sites read them again. A read that fails is
-// logged and the sweep goes on without trends (its normals as read),
-// trying again at the next sweep: one slow query of 35 days must not
-// keep every page from being judged.
+// logged and the sweep goes on without trends (its normals as read, and
+// without the pages' noise, read with them), trying again when normals
+// are next read (the next half hour's): one slow query of 35 days must
+// not keep every page from being judged.
 func (b *baselines) trendsFor(ctx context.Context, set *ruleSet, need map[time.Time]bool) {
 	if !slices.Equal(b.trendSites, set.sites) {
 		b.trends, b.trendSites, b.noiseLater = nil, slices.Clone(set.sites), nil

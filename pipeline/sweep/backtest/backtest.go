@@ -83,7 +83,7 @@ func (q Query) File(ctx context.Context, rs []rules.Rule, logger *slog.Logger) (
 		return nil, time.Time{}, inputError("--counts: %w", err)
 	}
 	if cf.Missing > 0 {
-		logger.Warn("counts file rows without a count read as holes in the data (no drop is judged over a hole)",
+		logger.Warn("counts file rows without a count left out, as if not written (a file of one series: a hole in its data, no drop judged over it)",
 			"file", q.Counts, "rows", cf.Missing, "first_line", cf.MissingLine)
 	}
 	now := cf.Last.Add(time.Minute)
