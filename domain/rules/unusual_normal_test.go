@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+	"time"
 )
 
 // nbQuantile is the least count whose negative binomial (mean mu,
@@ -75,5 +76,51 @@ func TestDispersionFromFewSamplesIsUnbiased(t *testing.T) {
 		if got := sum / draws; math.Abs(got-phi) > 0.06*phi {
 			t.Errorf("%d samples: φ read %.4f on average, want %.2f", c.n, got, phi)
 		}
+	}
+}
+
+// The examples of significance, on a steady page whose 4 weekly
+// samples and 6 days of the hour are alike (docs/unusual-rules.md says
+// these figures): 70 views against 20 is news, 7 against 2 is not, and
+// a page of 50,000 views an hour needs a smaller ratio than one of 50.
+func TestUnusualSignificanceIsOfCounts(t *testing.T) {
+	r := unusualRule(t, Unusual{})
+	start := monday
+	at := start.Add(40*24*time.Hour + 14*time.Hour + 10*time.Minute)
+	steady := func(mu uint64) Expected {
+		spans := r.BaselineSpans(at, start)
+		counts := make([]uint64, len(spans))
+		for i, sp := range spans {
+			counts[i] = uint64(float64(mu) * float64(sp.To.Sub(sp.From)) / float64(time.Hour))
+		}
+		return r.Normal(spans, counts, Trend{})
+	}
+	fires := func(mu, count uint64) bool {
+		_, f := r.StepEpisode(State{}, Observation{At: at, Count: count, Short: count / 6, Expected: steady(mu)})
+		return len(f) > 0
+	}
+	for _, tc := range []struct {
+		mu, count uint64
+		z         float64 // noise units above the normal, to a tenth
+		fires     bool
+	}{
+		{20, 70, 5.8, true},
+		{2, 7, 2.0, false},
+	} {
+		e := steady(tc.mu)
+		if z := NoiseZ(e, e.Value, tc.count); math.Abs(z-tc.z) > 0.05 || fires(tc.mu, tc.count) != tc.fires {
+			t.Errorf("%d views against %d: %.2f noise units, fires %v; want %.1f, %v", tc.count, tc.mu, z, fires(tc.mu, tc.count), tc.z, tc.fires)
+		}
+	}
+	from := func(mu uint64) float64 { // the least multiple of mu that fires
+		for c := mu; c < 10*mu; c += max(1, mu/1000) {
+			if fires(mu, c) {
+				return float64(c) / float64(mu)
+			}
+		}
+		return math.Inf(1)
+	}
+	if big, small := from(50000), from(50); math.Abs(big-1.8) > 0.05 || math.Abs(small-2.4) > 0.05 {
+		t.Errorf("a page of 50,000 an hour fires from %.2f ×, one of 50 from %.2f ×; want about 1.8 and 2.4", big, small)
 	}
 }
