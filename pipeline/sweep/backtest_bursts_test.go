@@ -59,8 +59,9 @@ func burstyCSV(seed uint64, pages int, sigma, steady float64) (string, time.Time
 // they vary by 100 % (there 10 × the median is 1 in 100 of a page's own
 // bursts, and the highest of its others often 5 ×). A page of 3 views an
 // hour between sends of 300 is judged so at the hours whose normal is
-// 10 × under its sends (burstsApart): 25 fires, 9 of them in its 2nd
-// week, and all 8 of its big bursts told (36 fires before burstsApart;
+// 10 × under its sends (burstsApart): 20 fires, 9 of them in its 2nd
+// week, and all 8 of its big bursts told (25 while its site of 24 views
+// an hour was late by chance at night: 5 "no data" messages; 36 fires before burstsApart;
 // 21, and 7 big bursts, while a hold at hours that cannot tell was begun
 // again by any look past the range: episodes then lasted days longer,
 // and one held a big burst inside it).
@@ -73,7 +74,7 @@ func TestBacktestAPageAtNothingBetweenBurstsIsToldOfItsLargest(t *testing.T) {
 		{0.1, 0, 1, 4, 8},
 		{0.5, 0, 2, 5, 8},
 		{1, 0, 7, 8, 6},
-		{0.5, 3, 9, 16, 8},
+		{0.5, 3, 9, 11, 8},
 	} {
 		csv, start, big := burstyCSV(uint64(c.sigma*10)+1, 8, c.sigma, c.steady)
 		r := unusualBoth()

@@ -64,11 +64,6 @@ func newFreshness(counts Counter, rates func(end time.Time) map[string]float64, 
 		hazards: &siteHazards{counts: counts}}
 }
 
-// surelyQuiet is how unlikely a site's silence must be, at the views a
-// minute its normals expect, before it is taken for late data: a gap of
-// ln(1000)/rate minutes happens once in a thousand by chance.
-var surelyQuiet = math.Log(1000)
-
 // lateAfterFor is how old a site's newest hit may be before its data is
 // late: data_late_after, or longer for a site whose normals expect so
 // few views a minute that a longer gap is its normal (a blog of a view
@@ -78,7 +73,10 @@ func (f *freshness) lateAfterFor(rate float64) (time.Duration, bool) {
 	if rate <= 0 {
 		return 0, false
 	}
-	quiet := time.Duration(surelyQuiet / rate * float64(time.Minute))
+	// As hourHazards.bar: a gap this long comes by chance once in
+	// lateOdds days of minutes with hits at this rate.
+	rows := -math.Expm1(-rate) * 24 * 60
+	quiet := time.Duration(math.Log(lateOdds*max(rows, 1)) / rate * float64(time.Minute))
 	return max(f.lateAfter, quiet), true
 }
 

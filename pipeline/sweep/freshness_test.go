@@ -414,7 +414,7 @@ func TestSparseSiteIsNotLateBetweenItsViews(t *testing.T) {
 // A blog's visitors read a few pages each, within a minute or two: its
 // views come in visits, 8 at a time, 30 or 70 minutes apart. Its normals
 // expect a view every 6 minutes, after which a 70-minute silence would
-// be a one-in-a-thousand chance (43 minutes), but visits that far apart
+// be a chance of one in a thousand silences (43 minutes), but visits that far apart
 // are its rhythm: counted by the minutes with hits, as a sweep now does,
 // it is not late between them. Before, by its views, it said "no data"
 // and "data again" twice in these 6 hours.

@@ -17,9 +17,10 @@ import (
 // (siterows.go) judge it the same way: from the share of each hour's
 // minutes (or a backtest's steps) that have hits, on the site's median
 // day, a Poisson stream's hazard per step, -ln(1 - share); a silence is
-// late once those hazards add up to surelyQuiet (a one-in-a-thousand
-// chance). Counting minutes with hits rather than views is what keeps a
-// visit of five views in a minute from counting as five chances.
+// late once those hazards add up to its bar (hourHazards.bar): a silence
+// that long comes by chance once in a thousand of the site's days.
+// Counting minutes with hits rather than views is what keeps a visit of
+// five views in a minute from counting as five chances.
 
 // hourHazards is a site's hazard per step at each UTC hour of the day.
 type hourHazards [24]float64
@@ -46,12 +47,36 @@ func hazardsOf(shares *[24][]float64) hourHazards {
 	return out
 }
 
+// lateOdds is how rarely a silence as long as a late site's comes by
+// chance: once in a thousand days of the site's traffic. Asked of each
+// silence alone (once in a thousand silences), a site of a few views an
+// hour at night, which begins hundreds of silences a day, read as late
+// about once a week, and told its receivers "no data" and "data again"
+// each time (3 to 6 times in 5 weeks of a simulated small site's minutes;
+// none now, TestSmallSiteIsNotLateAtNight).
+const lateOdds = 1000.0
+
+// bar is the hazard a silence must add up to for the site to be late:
+// ln(lateOdds × the silences it begins a day, its steps with rows), so
+// that it comes by chance once in lateOdds days whatever the site's
+// size. A site with a row every minute of the day asks ln(1.4M) = 14.2,
+// 14 of its minutes at 1 view a minute, where one silence in a thousand
+// asked 6.9; at 10 views an hour 85 minutes, where it asked 41.
+func (hz *hourHazards) bar(step time.Duration) float64 {
+	perHour := float64(time.Hour / step)
+	rows := 0.0
+	for _, h := range hz {
+		rows += -math.Expm1(-h) * perHour // the hour's share of steps with rows
+	}
+	return math.Log(lateOdds * max(rows, 1))
+}
+
 // quietUntil is when a silence that began at from (a step boundary) has
-// been long enough to be late: its steps' hazards added up to
-// surelyQuiet. ok is false if that comes after limit.
+// been long enough to be late: its steps' hazards added up to the bar.
+// ok is false if that comes after limit.
 func (hz *hourHazards) quietUntil(from time.Time, step time.Duration, limit time.Time) (time.Time, bool) {
-	at, sum := from, 0.0
-	for sum < surelyQuiet {
+	at, sum, bar := from, 0.0, hz.bar(step)
+	for sum < bar {
 		if at.Add(step).After(limit) {
 			return time.Time{}, false
 		}

@@ -113,7 +113,7 @@ func (f *siteRows) settle(now time.Time, lateAfter time.Duration, fitFrom time.T
 
 // gapsLate is, for each gap after a row, when a sweep would have found
 // the site late: as freshness does live, once no row for this long is a
-// one-in-a-thousand chance (surelyQuiet) given how often the site has
+// chance of once in a thousand days (hourHazards.bar) given how often the site has
 // rows at those hours of the day, and never before lateAfter
 // (data_late_after) nor two of its steps. A site with a row every minute
 // is late after lateAfter; a blog with a view every 20 minutes by day
