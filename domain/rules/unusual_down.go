@@ -61,7 +61,8 @@ func (d *unusualDetector) weighDown(o Observation) judgement {
 
 // weighLongDown: the drop's hours together (Reach.Long: the window and
 // down_for) far enough below the bottom of their own normal, past the
-// same floors, for down_for as the hour must be. A page of 30 views at
+// same floors, for down_for as the hour must be, while the hour itself
+// is under its usual range. A page of 30 views at
 // its busiest hour falling to a quarter for a day is 5 noise units
 // down in an hour only at its busiest, and back in its evening's range
 // by its evening; its 3 hours together say so from the morning. Heard
@@ -71,6 +72,15 @@ func (d *unusualDetector) weighDown(o Observation) judgement {
 func (d *unusualDetector) weighLongDown(o Observation) (judgement, bool) {
 	l, u := o.Expected.Long, d.u
 	if !l.OK || o.LongLate || l.Bottom < float64(u.MinCount) {
+		return judgement{}, false
+	}
+	if float64(o.Count) >= o.Expected.Low {
+		// The hour itself is in its usual range: its hours together are
+		// low against a normal its bursts lifted. A page with a burst of
+		// 10 × at an hour of its day that moves from day to day has one
+		// in 3 of its 3-hour samples lifted, their median often; its
+		// ordinary afternoons were "drops" twice a month
+		// (TestUnusualIrregularBurstsAreNoDrops).
 		return judgement{}, false
 	}
 	level := d.dropLevel(o.Expected, l.expected(), l.Bottom)

@@ -396,3 +396,33 @@ func TestUnusualHoldBeginsAgainOnlyPastItsRangeForSettle(t *testing.T) {
 		}
 	}
 }
+
+// A page with a burst of 10 × for an hour every day, at an hour of its
+// day that moves (8:00 to 17:00), is not down between them: one in 3 of
+// its 3-hour samples holds a burst, and their median is often lifted,
+// so its ordinary afternoons were 4 noise units under its hours
+// together. A drop heard on its hours together asks its hour to be
+// under its usual range too: over weeks 2 to 6 of 10 such pages, no
+// drop, where weeks 4 to 6 had 15. A page's bursts themselves are its normal
+// (unusual_bursts.go), told only past what they reach.
+func TestUnusualIrregularBurstsAreNoDrops(t *testing.T) {
+	for seed := uint64(1); seed <= 10; seed++ {
+		r := unusualRule(t, Unusual{})
+		rng := rand.New(rand.NewPCG(seed, 3))
+		var bursts []time.Time
+		for d := range 42 {
+			bursts = append(bursts, monday.Add(time.Duration(d)*24*time.Hour+time.Duration(8+rng.IntN(10))*time.Hour))
+		}
+		s := newSynth(monday, 42, seed, func(t time.Time) float64 {
+			if within(t, bursts, time.Hour) {
+				return 10 * daily(60)(t)
+			}
+			return daily(60)(t)
+		})
+		for _, m := range s.run(t, r, monday.Add(7*24*time.Hour)) {
+			if strings.HasPrefix(m, "fire down") {
+				t.Errorf("page %d: %s", seed, m)
+			}
+		}
+	}
+}
