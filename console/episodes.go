@@ -64,7 +64,7 @@ func markOf(x crossingView, why *crossing.Why) markView {
 	m := markView{Event: ev, Short: ev}
 	views := traffic.FormatCount(x.Count) + " views in " + x.Window
 	switch {
-	case why == nil || why.Kind == "threshold" || why.Kind == "":
+	case why.ByThreshold():
 		// As the history has always named them.
 		m.Label = fmt.Sprintf("%s crossed at %s: %s", x.Rule, x.Shown, views)
 	case ev == "resolve" && why.NewNormal:
@@ -92,7 +92,7 @@ func markOf(x crossingView, why *crossing.Why) markView {
 // "resolved, peak 2,300"). A crossing whose why is not kept (an older
 // store's) says what its key says.
 func judgedText(x crossingView, why *crossing.Why) string {
-	if why == nil || why.Kind == "threshold" || why.Kind == "" {
+	if why.ByThreshold() {
 		if x.Threshold == 0 {
 			return eventOfKey(x.Key) // an episode's crossing, its why not kept
 		}

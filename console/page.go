@@ -348,7 +348,7 @@ func (s *pagePages) drawPage(v pageView, rg pageRange, whys map[string]crossing.
 		}
 		m := markOf(x, why)
 		cm := chart.Mark{T: x.CrossedAt, Label: m.Label}
-		if why != nil && why.Kind != "threshold" && why.Kind != "" {
+		if !why.ByThreshold() {
 			cm.Event, cm.Short = m.Event, m.Short
 		}
 		spec.Marks = append(spec.Marks, cm)

@@ -105,9 +105,9 @@ func (s *rulePages) normalPage(ctx context.Context, rule *rules.Rule, site, path
 		// twice the evidence, a drop not yet down_for long, a floor), or
 		// has not swept it yet.
 		switch c := float64(count); {
-		case rule.Kind() != rules.KindUnusual:
-			// A spike rule's normal is one figure, not a range: any
-			// count but the median would read outside it.
+		case e.High == 0:
+			// A normal of one figure, not a range (a spike rule's):
+			// any count but it would read outside.
 		case c > high:
 			p.State, p.Detail = "outside", "above its usual range, no episode"
 		case c < low:

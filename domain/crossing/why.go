@@ -252,6 +252,24 @@ const KindNoData = "no_data"
 // SiteWide reports whether the message is of a whole site, not a page.
 func (w *Why) SiteWide() bool { return w != nil && w.Kind == KindNoData }
 
+// What a crossing was measured against, asked here rather than of its
+// kind by each sink and page: a detector added with a normal of its own
+// is spoken of as one by every message without touching them.
+
+// ByThreshold reports whether the count passed a fixed threshold (a
+// threshold rule, or a crossing kept before its why had a kind): no
+// normal to speak of.
+func (w *Why) ByThreshold() bool { return w == nil || w.Kind == "" || w.Kind == "threshold" }
+
+// NewPage reports whether it is a new page's first views passing its
+// rule's count (a new_page rule): nothing before is its normal.
+func (w *Why) NewPage() bool { return w != nil && w.Kind == "new_page" }
+
+// AgainstNormal reports whether the page was judged against its own
+// normal (spike and unusual rules, and any detector with one): not a
+// threshold, a new page, or a site's data.
+func (w *Why) AgainstNormal() bool { return !w.ByThreshold() && !w.NewPage() && !w.SiteWide() }
+
 // RangeText is the usual range, short, for headlines: "expected
 // 120–180"; "" when the rule has none.
 func (w *Why) RangeText() string {

@@ -41,3 +41,27 @@ func TestClassesTextTellsOnlySharesWorthTelling(t *testing.T) {
 		t.Errorf("MostlyText = %q", got)
 	}
 }
+
+// What a crossing was measured against is said by its why, for every
+// kind, and a kind it does not know (a detector added later) with a
+// normal is spoken of as one.
+func TestWhySaysWhatItWasMeasuredAgainst(t *testing.T) {
+	for _, tc := range []struct {
+		why                             *crossing.Why
+		threshold, newPage, againstNorm bool
+	}{
+		{nil, true, false, false},
+		{&crossing.Why{}, true, false, false},
+		{&crossing.Why{Kind: "threshold"}, true, false, false},
+		{&crossing.Why{Kind: "new_page"}, false, true, false},
+		{&crossing.Why{Kind: crossing.KindNoData}, false, false, false},
+		{&crossing.Why{Kind: "spike"}, false, false, true},
+		{&crossing.Why{Kind: "unusual"}, false, false, true},
+		{&crossing.Why{Kind: "seasonal"}, false, false, true},
+	} {
+		if tc.why.ByThreshold() != tc.threshold || tc.why.NewPage() != tc.newPage || tc.why.AgainstNormal() != tc.againstNorm {
+			t.Errorf("%+v: threshold %v, new page %v, against a normal %v; want %v, %v, %v", tc.why,
+				tc.why.ByThreshold(), tc.why.NewPage(), tc.why.AgainstNormal(), tc.threshold, tc.newPage, tc.againstNorm)
+		}
+	}
+}

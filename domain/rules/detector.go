@@ -6,7 +6,9 @@ import "time"
 // which past windows make a page's normal, what the normal and its usual
 // range are, whether a count fires, is back, or is too small to matter.
 // The sweep, the backtest, the console and the messages ask the rule's
-// detector and switch on nothing. Each kind is one file implementing it
+// detector and switch on nothing; a message, rendered from a crossing's
+// kept why rather than its rule, asks the why what it was measured
+// against (crossing.Why.AgainstNormal). Each kind is one file implementing it
 // (threshold.go, spike.go, newpage.go, unusual.go); Validate compiles the
 // rule's detector once.
 type Detector interface {

@@ -29,15 +29,11 @@ func (n Notification) Predicate(clean func(string) string) string {
 	count := traffic.FormatViews
 	views := func(c uint64) string { return count(c) + in }
 	w := n.Why
-	kind := ""
-	down := false
-	if w != nil {
-		kind, down = w.Kind, w.Direction == "down"
-	}
+	down := w != nil && w.Direction == "down"
 	// Rules with a normal (spike, unusual) and new pages speak of their
 	// page against its past; threshold rules of their threshold.
-	normal := kind == "spike" || kind == "unusual"
-	spiky := normal || kind == "new_page"
+	normal := w.AgainstNormal()
+	spiky := normal || w.NewPage()
 	if w.SiteWide() {
 		since := w.Since.UTC().Format("15:04 UTC, 2 Jan")
 		if n.Event == string(rules.EventResolve) {
@@ -126,7 +122,7 @@ func (n Notification) Predicate(clean func(string) string) string {
 		return "took off as a new page: " + views(n.Count) + n.mostlyFrom(clean) + mostlyClients(w)
 	case normal:
 		return "took off from nothing: " + views(n.Count) + n.mostlyFrom(clean) + mostlyClients(w)
-	case kind == "new_page":
+	case w.NewPage():
 		return "took off as a new page: " + views(n.Count) + n.mostlyFrom(clean) + mostlyClients(w)
 	}
 	return "passed " + views(n.Threshold) + mostlyClients(w)

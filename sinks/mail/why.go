@@ -48,9 +48,9 @@ func newWhyView(w *crossing.Why, chartPeak string) *whyView {
 		return nil
 	}
 	v := &whyView{}
-	if w.Kind != "" && w.Kind != "threshold" {
+	if !w.ByThreshold() {
 		switch {
-		case w.Kind == "new_page":
+		case w.NewPage():
 			v.Normal = "no views before"
 		case w.ExpectedText() != "":
 			v.Normal = w.ExpectedText()

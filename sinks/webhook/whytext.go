@@ -15,7 +15,7 @@ import (
 // each service escapes them for its markup.
 func whyFacts(w *crossing.Why) []fact {
 	var out []fact
-	if w.Kind != "threshold" && w.Kind != "" {
+	if !w.ByThreshold() {
 		normal := traffic.FormatViews(uint64(math.Round(w.Baseline)))
 		if e := w.ExpectedText(); e != "" {
 			normal = e

@@ -203,7 +203,7 @@ func printJSON(out io.Writer, xs []crossing.Crossing) error {
 		case x.Why.SiteWide():
 			since := x.Why.Since.UTC()
 			l.Since = &since
-		case x.Why != nil && x.Why.Kind != string(rules.KindThreshold):
+		case !x.Why.ByThreshold():
 			b := x.Why.Baseline
 			l.Baseline, l.Expected, l.Direction, l.NewNormal = &b, &b, x.Why.Direction, x.Why.NewNormal
 			l.Launch, l.LaunchPassed, l.LaunchRank = x.Why.Launch, x.Why.LaunchPassed, x.Why.LaunchRank
