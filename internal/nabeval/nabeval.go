@@ -159,6 +159,18 @@ type Alarm struct {
 	Direction string `json:"direction"`
 }
 
+// OfDirection is the alarms looking dir (up or down): make eval's line
+// per direction. A threshold rule's alarms, without one, look up.
+func OfDirection(alarms []Alarm, dir string) []Alarm {
+	var out []Alarm
+	for _, a := range alarms {
+		if a.Direction == dir || (dir == "up" && a.Direction == "") {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
 // ReadAlarms reads backtest JSON lines, keeping fire and escalate.
 func ReadAlarms(r io.Reader) ([]Alarm, error) {
 	var out []Alarm

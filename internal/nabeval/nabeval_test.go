@@ -112,6 +112,7 @@ func TestShippedDefaultScoresAsDocumented(t *testing.T) {
 	const (
 		wantCaught, wantFalse               = 29, 21 // NAB's code's probation: the headline
 		wantCaughtLiteral, wantFalseLiteral = 21, 17 // the first 15%
+		wantUp, wantDown                    = 58, 4  // alarms per direction, make eval's lines
 	)
 	ss, err := Load(realdata.Path(t, "nab-tweets"))
 	if err != nil {
@@ -136,7 +137,11 @@ func TestShippedDefaultScoresAsDocumented(t *testing.T) {
 	var alarms []Alarm
 	for _, x := range xs {
 		if x.Event != "resolve" {
-			alarms = append(alarms, Alarm{Rule: x.Rule, Site: x.Site, Path: x.Path, FiredAt: x.CrossedAt, Kind: x.Event})
+			dir := ""
+			if x.Why != nil {
+				dir = x.Why.Direction
+			}
+			alarms = append(alarms, Alarm{Rule: x.Rule, Site: x.Site, Path: x.Path, FiredAt: x.CrossedAt, Kind: x.Event, Direction: dir})
 		}
 	}
 	// The headline: NAB's code's probation (at most 750 rows); and the
@@ -154,6 +159,17 @@ func TestShippedDefaultScoresAsDocumented(t *testing.T) {
 	caught, windows, perWeek := Total(scores)
 	if caught != wantCaught || windows != 33 || fa != wantFalse || perWeek > 0.5 {
 		t.Errorf("caught %d/%d, %d false alarms (%.2f per series-week); docs/spike-rules.md says %d/33 and %d", caught, windows, fa, perWeek, wantCaught, wantFalse)
+	}
+	// The windows are surges: what looks down adds only false alarms.
+	var down []Score
+	for _, s := range ss {
+		down = append(down, ScoreSeries(s, OfDirection(alarms, "down")))
+	}
+	if up, dn := len(OfDirection(alarms, "up")), len(OfDirection(alarms, "down")); up != wantUp || dn != wantDown {
+		t.Errorf("%d alarms up, %d down; docs/unusual-rules.md says %d and %d", up, dn, wantUp, wantDown)
+	}
+	if c, _, _ := Total(down); c != 0 {
+		t.Errorf("alarms down caught %d windows, want none: the tweets' windows are surges", c)
 	}
 	caught, windows, perWeek = Total(literal)
 	if caught != wantCaughtLiteral || windows != 33 || faLiteral != wantFalseLiteral {

@@ -101,12 +101,7 @@ func run(data, sweeper, rulesPath string, verbose bool) error {
 	// A line per direction: the NAB windows are surges, so what looks
 	// down can only add false alarms here; its line says how many.
 	for _, dir := range []string{"up", "down"} {
-		var only []nabeval.Alarm
-		for _, a := range alarms {
-			if a.Direction == dir || (dir == "up" && a.Direction == "") {
-				only = append(only, a)
-			}
-		}
+		only := nabeval.OfDirection(alarms, dir)
 		var sc []nabeval.Score
 		for _, s := range ss {
 			sc = append(sc, nabeval.ScoreSeries(s, only))
