@@ -247,6 +247,11 @@ func TestUnusualShortHistory(t *testing.T) {
 	if len(got) == 0 || !strings.HasPrefix(got[0], "fire up 03-05 Thu 13:") {
 		t.Fatalf("a 5x surge on the 4th day: got %v", got)
 	}
+	// What the fire was measured against, which its why says ("from 3
+	// days of history": crossing.Why.ExpectedText, its example).
+	if a := s.against[0]; a.Days != 3 || a.Weekly {
+		t.Errorf("the fire measured against %+v, want 3 days of history, not the week", a)
+	}
 	spans := r.BaselineSpans(surge.Add(time.Hour), monday)
 	counts := make([]uint64, len(spans))
 	for i, sp := range spans {
