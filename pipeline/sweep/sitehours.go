@@ -75,7 +75,13 @@ func (hz *hourHazards) bar(step time.Duration) float64 {
 // been long enough to be late: its steps' hazards added up to the bar.
 // ok is false if that comes after limit.
 func (hz *hourHazards) quietUntil(from time.Time, step time.Duration, limit time.Time) (time.Time, bool) {
-	at, sum, bar := from, 0.0, hz.bar(step)
+	return hz.quietPast(hz.bar(step), from, step, limit)
+}
+
+// quietPast is quietUntil with the bar given: a backtest asks it after
+// each of a site's rows.
+func (hz *hourHazards) quietPast(bar float64, from time.Time, step time.Duration, limit time.Time) (time.Time, bool) {
+	at, sum := from, 0.0
 	for sum < bar {
 		if at.Add(step).After(limit) {
 			return time.Time{}, false

@@ -128,6 +128,7 @@ func (d *siteData) gapsLate(now time.Time, lateAfter time.Duration, fit []time.T
 		return out
 	}
 	hazard := d.hourlyHazard(fit)
+	bar := hazard.bar(d.step)
 	floor := max(lateAfter, 2*d.step)
 	for i, m := range ms {
 		newest := m.Add(time.Minute)
@@ -137,7 +138,7 @@ func (d *siteData) gapsLate(now time.Time, lateAfter time.Duration, fit []time.T
 		}
 		// Add up the empty steps after the row's own until the gap is
 		// unlikely, or the next row comes.
-		at, ok := hazard.quietUntil(m.Truncate(d.step).Add(d.step), d.step, next)
+		at, ok := hazard.quietPast(bar, m.Truncate(d.step).Add(d.step), d.step, next)
 		if !ok {
 			continue
 		}
