@@ -59,9 +59,11 @@ const lateOdds = 1000.0
 // bar is the hazard a silence must add up to for the site to be late:
 // ln(lateOdds × the silences it begins a day, its steps with rows), so
 // that it comes by chance once in lateOdds days whatever the site's
-// size. A site with a row every minute of the day asks ln(1.4M) = 14.2,
-// 14 of its minutes at 1 view a minute, where one silence in a thousand
-// asked 6.9; at 10 views an hour 85 minutes, where it asked 41.
+// size. A site of a view a minute all day (910 minutes with hits) asks
+// ln(910,000) = 13.7, 14 minutes of silence, where one silence in a
+// thousand asked 6.9, 7 (both under data_late_after's 10); one of 10
+// views an hour all day (221 minutes) asks 12.3, 74 minutes, where it
+// asked 41.
 func (hz *hourHazards) bar(step time.Duration) float64 {
 	perHour := float64(time.Hour / step)
 	rows := 0.0
