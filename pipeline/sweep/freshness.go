@@ -127,7 +127,7 @@ func (f *freshness) check(ctx context.Context, set *ruleSet, obs map[string][]ob
 		switch hz := hazards[site]; {
 		case !ok:
 		case hz != nil:
-			_, late[site] = hz.quietUntil(end.Add(time.Minute), time.Minute, now)
+			_, late[site] = hz.quietUntil(end.Add(time.Minute), now)
 		default:
 			late[site] = end.Before(now.Add(-after))
 		}

@@ -73,15 +73,16 @@ func (hz *hourHazards) bar(step time.Duration) float64 {
 	return math.Log(lateOdds * max(rows, 1))
 }
 
-// quietUntil is when a silence that began at from (a step boundary) has
-// been long enough to be late: its steps' hazards added up to the bar.
-// ok is false if that comes after limit.
-func (hz *hourHazards) quietUntil(from time.Time, step time.Duration, limit time.Time) (time.Time, bool) {
-	return hz.quietPast(hz.bar(step), from, step, limit)
+// quietUntil is when a silence of a sweep's minutes that began at from
+// (a whole minute) has been long enough to be late: its minutes'
+// hazards added up to the bar. ok is false if that comes after limit.
+func (hz *hourHazards) quietUntil(from, limit time.Time) (time.Time, bool) {
+	return hz.quietPast(hz.bar(time.Minute), from, time.Minute, limit)
 }
 
-// quietPast is quietUntil with the bar given: a backtest asks it after
-// each of a site's rows.
+// quietPast is when a silence of steps that began at from (a step
+// boundary) has added up to bar (hourHazards.bar): a backtest's rows
+// come every step, and it works the bar out once per site.
 func (hz *hourHazards) quietPast(bar float64, from time.Time, step time.Duration, limit time.Time) (time.Time, bool) {
 	at, sum := from, 0.0
 	for sum < bar {
