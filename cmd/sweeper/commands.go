@@ -136,6 +136,10 @@ func runBacktest(ctx context.Context, env *daemon.Env[sweeperconf.Config], f bac
 	if err != nil {
 		return err
 	}
+	if len(rs) == 0 {
+		// "0 crossings" from no rules reads as "nothing unusual".
+		return &daemon.UsageError{Err: errors.New("no rules to replay: set sweeper.rules, or sweeper.rules_path (deploy/rules/spike-default.yaml is the recommended file), in the --config file")}
+	}
 	var (
 		xs   []crossing.Crossing
 		from time.Time

@@ -96,3 +96,14 @@ func TestDryRunAndBacktestRecordNothing(t *testing.T) {
 		t.Errorf("crossings recorded: %s", got)
 	}
 }
+
+// A backtest with no rules is refused, naming the keys to set: its "0
+// crossings" read as "nothing unusual" in data with a surge in it.
+func TestBacktestWithoutRulesIsRefused(t *testing.T) {
+	counts := filepath.Join(t.TempDir(), "views.csv")
+	writeFile(t, counts, "timestamp,value\n2026-03-02 00:00:00,10\n2026-03-02 00:05:00,12\n")
+	code, out, errs := runSweeper(t, "sweeper: {}\n", "backtest", "--counts", counts)
+	if code != daemon.ExitUsage || !strings.Contains(errs, "no rules to replay: set sweeper.rules, or sweeper.rules_path") || out != "" {
+		t.Errorf("exit %d, want %d and the keys to set\nstdout %q\nstderr %s", code, daemon.ExitUsage, out, errs)
+	}
+}
