@@ -54,6 +54,12 @@ type CountsFile struct {
 	// Missing is how many rows had no count, and MissingLine the first
 	// of them: said to the user, as they are read as holes.
 	Missing, MissingLine int
+	// Repeated is how many rows had the time of an earlier row of the
+	// same page, and were added to it (RepeatedLine the first): a file
+	// concatenated twice, or a column of several series read as one.
+	Repeated, RepeatedLine int
+	// Totals is the line of a totals row left out ("Total,12345"), or 0.
+	Totals int
 }
 
 type countRow struct {
@@ -77,7 +83,9 @@ func ReadCounts(r io.Reader, name string) (*CountsFile, error) {
 	cr.FieldsPerRecord = -1 // the first row says which form; checked below
 	cr.ReuseRecord = true
 	cr.TrimLeadingSpace = true // "2026-03-02 00:00:00; example.com; /p; 3"
+	cr.Comment = '#'           // an export's preamble
 	byKey := map[countRow]int{}
+	var exact []int64 // each row's first time, to tell a repeated one
 	f := &CountsFile{}
 	var cols countColumns
 	series := strings.TrimSuffix(filepath.Base(name), filepath.Ext(name))
@@ -103,12 +111,16 @@ func ReadCounts(r io.Reader, name string) (*CountsFile, error) {
 			return nil, fmt.Errorf("%s:%d: want %d fields like the first line, got %d", name, line, cols.fields, len(rec))
 		}
 		stamp := strings.TrimSpace(rec[cols.at])
+		if isTotals(stamp) {
+			f.Totals = line
+			continue
+		}
 		if cols.clock >= 0 {
-			stamp += " " + strings.TrimSpace(rec[cols.clock])
+			stamp += " " + clockOf(strings.TrimSpace(rec[cols.clock]))
 		}
 		at, err := parseCountTime(stamp)
 		if err != nil {
-			return nil, fmt.Errorf("%s:%d: timestamp: want RFC 3339 like 2026-03-29T12:00:00Z, 2026-03-29 12:00:00 (UTC) or Unix seconds or milliseconds, got %q", name, line, stamp)
+			return nil, fmt.Errorf("%s:%d: timestamp: %s, got %q", name, line, timeWanted(stamp), stamp)
 		}
 		site, path, count := series, "/", strings.TrimSpace(rec[cols.count])
 		if cols.site >= 0 {
@@ -133,6 +145,11 @@ func ReadCounts(r io.Reader, name string) (*CountsFile, error) {
 		row := countRow{site: site, path: path, minute: at.UTC().Truncate(time.Minute)}
 		if i, ok := byKey[row]; ok {
 			f.rows[i].hits += n
+			if exact[i] == at.UnixNano() {
+				if f.Repeated++; f.Repeated == 1 {
+					f.RepeatedLine = line
+				}
+			}
 			continue
 		}
 		if len(f.rows) >= MaxCountsRows {
@@ -141,6 +158,7 @@ func ReadCounts(r io.Reader, name string) (*CountsFile, error) {
 		byKey[row] = len(f.rows)
 		row.hits = n
 		f.rows = append(f.rows, row)
+		exact = append(exact, at.UnixNano())
 	}
 	if len(f.rows) == 0 {
 		return nil, fmt.Errorf("%s: no counts", name)
@@ -175,6 +193,9 @@ func parseCount(s string) (uint64, bool) {
 	if n, err := strconv.ParseUint(s, 10, 64); err == nil {
 		return n, true
 	}
+	if thousands.MatchString(s) {
+		s = strings.ReplaceAll(s, ",", "") // "1,190", as a spreadsheet writes it
+	}
 	f, err := strconv.ParseFloat(s, 64)
 	if err != nil || f < 0 || f != math.Trunc(f) || f >= 1<<53 {
 		return 0, false
@@ -187,9 +208,12 @@ func parseCount(s string) (uint64, bool) {
 // write it), or a date and time without a zone, read as UTC. Fractions
 // of a second are read by each.
 var countTimeLayouts = []string{time.RFC3339, "2006-01-02 15:04:05Z07:00", "2006-01-02T15:04:05Z0700", "2006-01-02 15:04:05Z0700",
-	"2006-01-02 15:04:05", "2006-01-02T15:04:05", "2006-01-02 15:04", "2006-01-02T15:04"}
+	"2006-01-02 15:04:05", "2006-01-02T15:04:05", "2006-01-02 15:04", "2006-01-02T15:04", "20060102 15:04"}
 
 func parseCountTime(s string) (time.Time, error) {
+	if t, ok := parseCompactTime(s); ok {
+		return t, nil
+	}
 	if t, ok := parseUnixTime(s); ok {
 		return t, nil
 	}
@@ -236,8 +260,8 @@ type countColumns struct {
 
 // columnNames are the header names each column is found by.
 var columnNames = map[string][]string{
-	"time":  {"timestamp", "time", "date", "datetime", "ts"},
-	"count": {"count", "value", "views", "hits", "requests", "visits"},
+	"time":  {"timestamp", "time", "date", "datetime", "ts", "date hour", "datehour", "hour"},
+	"count": {"count", "value", "views", "pageviews", "page_views", "page views", "hits", "requests", "visits", "events"},
 	"site":  {"site", "host", "domain"},
 	"path":  {"path", "page", "url", "uri"},
 }
@@ -277,7 +301,7 @@ func readColumns(rec []string) (countColumns, bool, error) {
 		return slices.IndexFunc(rec, func(f string) bool { return strings.EqualFold(strings.TrimSpace(f), name) })
 	}
 	c.at, c.count, c.site, c.path = find("time"), find("count"), find("site"), find("path")
-	if d, tm := named(rec, "date"), named(rec, "time"); d >= 0 && tm >= 0 && len(rec) > 2 {
+	if d, tm := named(rec, "date"), max(named(rec, "time"), named(rec, "hour")); d >= 0 && tm >= 0 && len(rec) > 2 {
 		c.at, c.clock = d, tm
 	}
 	if len(rec) == 2 {
@@ -290,6 +314,8 @@ func readColumns(rec []string) (countColumns, bool, error) {
 	case c.at < 0:
 		return c, true, fmt.Errorf("want a header naming a column of times (%s), or a row whose first field is a time (RFC 3339 like 2026-03-29T12:00:00Z, 2026-03-29 12:00:00 or Unix seconds), got %q",
 			strings.Join(columnNames["time"], ", "), strings.Join(rec, string(',')))
+	case c.count < 0 && slices.ContainsFunc(rec[1:], func(f string) bool { return strings.HasPrefix(strings.TrimSpace(f), "/") }):
+		return c, true, errors.New("header: a column per page is not read; write a row per page and time: timestamp,site,path,count")
 	case c.count < 0:
 		return c, true, fmt.Errorf("header: no column of counts named %s", strings.Join(columnNames["count"], ", "))
 	}

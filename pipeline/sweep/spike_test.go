@@ -112,7 +112,7 @@ func TestReadCountsNamesTheBadLine(t *testing.T) {
 		{"2026/03/02 00:00:00,s,/p,1\n", "c.csv:1: timestamp: want RFC 3339"},
 		{",5\n", "c.csv:1: timestamp: want RFC 3339"},
 		{"2026-03-02 00:00:00 UTC,5\n", "c.csv:1: timestamp: want RFC 3339"},
-		{"201502262140,5\n", "c.csv:1: timestamp: want RFC 3339"},
+		{"20150226214,5\n", "c.csv:1: timestamp: want RFC 3339"},
 		{"timestamp,value\n\n\n2026-03-02 00:00:00,x\n", "c.csv:4: count: want a whole number"},
 		{"timestamp,value\n2026/03/02 00:00:00,1\n", "c.csv:2: timestamp: want RFC 3339"},
 		{"timestamp,site,path\n", "c.csv:1: header: no column of counts named count, value"},

@@ -86,6 +86,20 @@ func (q Query) File(ctx context.Context, rs []rules.Rule, logger *slog.Logger) (
 		logger.Warn("counts file rows without a count left out, as if not written (a file of one series: a hole in its data, no drop judged over it)",
 			"file", q.Counts, "rows", cf.Missing, "first_line", cf.MissingLine)
 	}
+	if cf.Repeated > 0 {
+		logger.Warn("counts file rows at the time of an earlier row of the same page were added to it: a file concatenated twice, or several series in one column of counts (give each its own path: timestamp,site,path,count)",
+			"file", q.Counts, "rows", cf.Repeated, "first_line", cf.RepeatedLine)
+	}
+	if cf.Totals > 0 {
+		logger.Info("counts file totals row left out", "file", q.Counts, "line", cf.Totals)
+	}
+	step := cf.RowStep()
+	for _, r := range rs {
+		if w := r.Window.Rolling; w > 0 && step > w {
+			logger.Warn("counts file rows are further apart than the rule's window: each window holds one row or none, judged as that window's views",
+				"file", q.Counts, "rows_every", step.String(), "rule", r.Name, "window", w.String())
+		}
+	}
 	now := cf.Last.Add(time.Minute)
 	from := cf.First
 	if q.Since != "" {
