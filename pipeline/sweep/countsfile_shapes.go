@@ -59,10 +59,12 @@ func isTotals(s string) bool {
 // thousands is a count written with thousands separators.
 var thousands = regexp.MustCompile(`^[0-9]{1,3}(,[0-9]{3})+$`)
 
-// RowStep is how far apart a page's rows usually are: the median gap
+// RowStep is the file's resolution: the tenth percentile of the gaps
 // between one row of a page and its next (0 with no two rows of a
-// page). Rows further apart than a rule's window leave it a row or none
-// each time it is judged.
+// page), as a backtest reads a site's step. Rows further apart than a
+// rule's window (counts per day) leave it a row or none each time it is
+// judged; a sparse page of minutes, its rows hours apart at night, has
+// a step of minutes.
 func (f *CountsFile) RowStep() time.Duration {
 	var gaps []time.Duration
 	for i := 1; i < len(f.rows); i++ {
@@ -74,5 +76,5 @@ func (f *CountsFile) RowStep() time.Duration {
 		return 0
 	}
 	slices.Sort(gaps)
-	return gaps[len(gaps)/2]
+	return gaps[len(gaps)/10]
 }

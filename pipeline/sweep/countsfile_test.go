@@ -95,6 +95,15 @@ func TestReadCountsOfAnalyticsExports(t *testing.T) {
 	if step := cf.RowStep(); step != time.Hour {
 		t.Errorf("rows every %s, want 1h", step)
 	}
+	var sparse strings.Builder
+	sparse.WriteString("timestamp,value\n")
+	for i := range 60 { // a visit of two minutes' views every 4 hours: gaps of a minute and of hours
+		at := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC).Add(time.Duration(i) * 4 * time.Hour)
+		fmt.Fprintf(&sparse, "%s,1\n%s,2\n", at.Format(time.RFC3339), at.Add(time.Minute).Format(time.RFC3339))
+	}
+	if cf, err := ReadCounts(strings.NewReader(sparse.String()), "s.csv"); err != nil || cf.RowStep() > time.Hour {
+		t.Errorf("a sparse page of minutes: step %v (%v), want under its rules' window", cf.RowStep(), err)
+	}
 	cf, err = ReadCounts(strings.NewReader("Date Hour,Pageviews\n2025030314,119\n"), "ga.csv")
 	if err != nil || len(cf.rows) != 1 || !cf.rows[0].minute.Equal(time.Date(2025, 3, 3, 14, 0, 0, 0, time.UTC)) {
 		t.Errorf("a date and hour as one number: %v %v, want 2025-03-03 14:00, not a Unix time", cf, err)
