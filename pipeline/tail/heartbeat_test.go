@@ -87,7 +87,9 @@ func TestHeartbeat(t *testing.T) {
 	waitFor(t, 10*time.Second, "the stopped tailer's record to expire", func() bool {
 		recs, err := tailstatus.Read(context.Background(), b.bus)
 		if err != nil {
-			t.Fatal(err)
+			// Listed as it expired (tailstatus.listTimeout): read again.
+			t.Logf("read while the record expires: %v", err)
+			return false
 		}
 		return len(recs) == 0
 	})

@@ -104,6 +104,13 @@ func keyRune(r rune) rune {
 // maxRead bounds the records Read returns: a console page lists them all.
 const maxRead = 500
 
+// listTimeout bounds listing the bucket's keys. A record that expires
+// (its TTL) while the keys are listed can leave the lister waiting for
+// it for good: its watcher counted it pending when it began. That hung
+// TestHeartbeat for 20 minutes in a CI rehearsal, and would hang the
+// console's pipeline page.
+const listTimeout = 5 * time.Second
+
 // Read returns every tailer's record, by instance then host. A bucket no
 // tailer has made yet reads as none.
 func Read(ctx context.Context, b *bus.Bus) ([]Tailer, error) {
@@ -114,15 +121,28 @@ func Read(ctx context.Context, b *bus.Bus) ([]Tailer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open bucket %s: %w", Bucket, err)
 	}
-	keys, err := kv.ListKeys(ctx)
+	lctx, cancel := context.WithTimeout(ctx, listTimeout)
+	defer cancel()
+	keys, err := kv.ListKeys(lctx)
 	if err != nil {
 		return nil, fmt.Errorf("bucket %s: %w", Bucket, err)
 	}
+	defer func() { _ = keys.Stop() }()
 	var out []Tailer
-	for k := range keys.Keys() {
+	ch := keys.Keys()
+	for {
+		var k string
+		select {
+		case key, ok := <-ch:
+			if !ok {
+				return sorted(out), nil
+			}
+			k = key
+		case <-lctx.Done():
+			return nil, fmt.Errorf("bucket %s: listing its keys: %w (a record expiring while listed; read again)", Bucket, lctx.Err())
+		}
 		if len(out) >= maxRead {
-			_ = keys.Stop()
-			break
+			return sorted(out), nil
 		}
 		e, err := kv.Get(ctx, k)
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
@@ -137,8 +157,12 @@ func Read(ctx context.Context, b *bus.Bus) ([]Tailer, error) {
 		}
 		out = append(out, t)
 	}
+}
+
+// sorted orders records by instance then host.
+func sorted(out []Tailer) []Tailer {
 	slices.SortFunc(out, func(a, b Tailer) int {
 		return strings.Compare(a.Instance+"\x00"+a.Host, b.Instance+"\x00"+b.Host)
 	})
-	return out, nil
+	return out
 }
