@@ -297,11 +297,11 @@ func readColumns(rec []string) (countColumns, bool, error) {
 		}
 		return -1
 	}
-	named := func(rec []string, name string) int {
+	named := func(name string) int {
 		return slices.IndexFunc(rec, func(f string) bool { return strings.EqualFold(strings.TrimSpace(f), name) })
 	}
 	c.at, c.count, c.site, c.path = find("time"), find("count"), find("site"), find("path")
-	if d, tm := named(rec, "date"), max(named(rec, "time"), named(rec, "hour")); d >= 0 && tm >= 0 && len(rec) > 2 {
+	if d, tm := named("date"), max(named("time"), named("hour")); d >= 0 && tm >= 0 && len(rec) > 2 {
 		c.at, c.clock = d, tm
 	}
 	if len(rec) == 2 {

@@ -73,10 +73,9 @@ func (f *freshness) lateAfterFor(rate float64) (time.Duration, bool) {
 	if rate <= 0 {
 		return 0, false
 	}
-	// As hourHazards.bar: a gap this long comes by chance once in
-	// lateOdds days of minutes with hits at this rate.
-	rows := -math.Expm1(-rate) * 24 * 60
-	quiet := time.Duration(math.Log(lateOdds*max(rows, 1)) / rate * float64(time.Minute))
+	// A gap this long comes by chance once in lateOdds days of minutes
+	// with hits at this rate.
+	quiet := time.Duration(lateBar(-math.Expm1(-rate)*24*60) / rate * float64(time.Minute))
 	return max(f.lateAfter, quiet), true
 }
 

@@ -70,8 +70,13 @@ func (hz *hourHazards) bar(step time.Duration) float64 {
 	for _, h := range hz {
 		rows += -math.Expm1(-h) * perHour // the hour's share of steps with rows
 	}
-	return math.Log(lateOdds * max(rows, 1))
+	return lateBar(rows)
 }
+
+// lateBar is the hazard a silence must add up to on a site whose data
+// begins rowsPerDay silences a day (its steps with rows): once in
+// lateOdds days by chance.
+func lateBar(rowsPerDay float64) float64 { return math.Log(lateOdds * max(rowsPerDay, 1)) }
 
 // quietUntil is when a silence of a sweep's minutes that began at from
 // (a whole minute) has been long enough to be late: its minutes'
