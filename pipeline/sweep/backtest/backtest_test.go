@@ -108,3 +108,36 @@ func TestPrintSummarisesPerRule(t *testing.T) {
 		t.Errorf("json output of a burst:\n%s\nwant\n%s", out.String(), want)
 	}
 }
+
+// The table says which way a page went and what its count was measured
+// against: a threshold, the page's usual range, and the burst of minutes
+// a message fired on, not a threshold column a burst never passed.
+func TestTableSaysTheEventAndWhatItWasMeasuredAgainst(t *testing.T) {
+	at := time.Date(2026, 11, 24, 11, 0, 0, 0, time.UTC)
+	xs := []crossing.Crossing{
+		{Rule: "pricing", Path: "/pricing", CrossedAt: at, Threshold: 1000, Count: 1200, Window: "1h", Key: "k1"},
+		{Rule: "unusual", Path: "/a", CrossedAt: at, Threshold: 29, Count: 28, Window: "1h", Key: "k2",
+			Why: &crossing.Why{Kind: "unusual", Direction: "up", Low: 1, High: 29, Baseline: 12,
+				Burst: 10 * time.Minute, BurstCount: 20, BurstLow: 0, BurstHigh: 3}},
+		{Rule: "unusual", Path: "/b", CrossedAt: at, Event: "resolve", Count: 150, Window: "1h", Key: "k3",
+			Why: &crossing.Why{Kind: "unusual", Direction: "down", Low: 120, High: 180, Baseline: 150}},
+		{Rule: "unusual", Site: "example.com", CrossedAt: at, Key: "k4",
+			Why: &crossing.Why{Kind: crossing.KindNoData, Since: at.Add(-3 * time.Hour)}},
+	}
+	var b bytes.Buffer
+	backtest.PrintCrossings(&b, xs)
+	lines := strings.Split(b.String(), "\n")
+	for i, want := range [][]string{
+		{"EVENT", "AGAINST"},
+		{"fire", "threshold 1000"},
+		{"fire up", "expected 1–29; fired on 20 views in 10 minutes, expected 0–3"},
+		{"resolve down", "expected 120–180"},
+		{"no data", "no data since 2026-11-24T08:00:00Z"},
+	} {
+		for _, w := range want {
+			if !strings.Contains(lines[i], w) {
+				t.Errorf("line %d = %q; want %q in it", i, lines[i], w)
+			}
+		}
+	}
+}

@@ -14,19 +14,66 @@ import (
 )
 
 // PrintCrossings writes crossings as a table, as a backtest and a dry run
-// show them.
+// show them. EVENT says fire, escalate or resolve, and which way a page
+// with a normal went; AGAINST what the count was measured against: a
+// threshold, or the page's usual range, and the burst of minutes or the
+// drop's hours a message fired on when not its window's count.
 func PrintCrossings(out io.Writer, xs []crossing.Crossing) {
 	w := tabwriter.NewWriter(out, 2, 8, 2, ' ', 0)
-	fmt.Fprintln(w, "CROSSED AT\tRULE\tSITE\tPATH\tTHRESHOLD\tCOUNT\tWINDOW\tKEY")
+	fmt.Fprintln(w, "CROSSED AT\tRULE\tSITE\tPATH\tEVENT\tCOUNT\tWINDOW\tAGAINST\tKEY")
 	for _, x := range xs {
 		window := x.Window
 		if x.Why.SiteWide() {
 			window = "no data since " + x.Why.Since.UTC().Format(time.RFC3339)
 		}
 		// %q: paths are written by strangers and this is a terminal.
-		fmt.Fprintf(w, "%s\t%s\t%q\t%q\t%d\t%d\t%s\t%s\n", x.CrossedAt.UTC().Format(time.RFC3339), x.Rule, x.Site, x.Path, x.Threshold, x.Count, window, x.Key)
+		fmt.Fprintf(w, "%s\t%s\t%q\t%q\t%s\t%d\t%s\t%s\t%s\n", x.CrossedAt.UTC().Format(time.RFC3339), x.Rule, x.Site, x.Path,
+			eventText(x), x.Count, window, againstText(x), x.Key)
 	}
 	w.Flush()
+}
+
+// eventText is a crossing's event, with its direction for a page judged
+// against its normal: "fire up", "resolve down"; "no data" and "data
+// again" for a site's.
+func eventText(x crossing.Crossing) string {
+	ev := x.Event
+	if ev == "" {
+		ev = string(rules.EventFire)
+	}
+	switch {
+	case x.Why.SiteWide() && ev == string(rules.EventResolve):
+		return "data again"
+	case x.Why.SiteWide():
+		return "no data"
+	case x.Why.AgainstNormal() && x.Why.Direction != "":
+		return ev + " " + x.Why.Direction
+	}
+	return ev
+}
+
+// againstText is what the count was measured against: "threshold 1000",
+// "expected 120–180", "expected 120–180; fired on 20 views in 10
+// minutes, expected 0–3", a spike's "normal 40", a new page's "new
+// page".
+func againstText(x crossing.Crossing) string {
+	w := x.Why
+	switch {
+	case w.SiteWide():
+		return "-"
+	case w.ByThreshold():
+		return "threshold " + strconv.FormatUint(x.Threshold, 10)
+	case w.NewPage():
+		return "new page"
+	}
+	s := w.RangeText()
+	if s == "" {
+		s = "normal " + strconv.FormatFloat(w.Baseline, 'f', 0, 64)
+	}
+	if b := w.BurstText(); b != "" {
+		s += "; fired on " + b
+	}
+	return s
 }
 
 // PrintDryRun writes what a dry run found would fire now.
