@@ -14,14 +14,23 @@ import (
 
 var program = daemon.Program[sweeperconf.Config]{Defaults: sweeperconf.Default,
 	Name: "sweeper",
-	Description: `sweeper finds the pages whose view counts crossed a rule's threshold
-("/pricing had more than 1000 views in the last 1h", "/blog/* pages each
-reaching 10000 views in a day", milestones 100/1000/10000 in all time),
-records each crossing once in ClickHouse, and enqueues one notification
-job per crossing for the workers. It runs on the cron schedule in
-sweeper.schedule; with --once it sweeps once and exits, for driving it
-from system cron. Run two or more for availability: one leads (a lease in
-NATS KV) and the others take over within sweeper.leader_ttl.
+	Description: `sweeper judges every page against its rules: whether it is unusual now
+("/launch is at 4.3× its normal: 640 views in 1h, expected 120–180",
+"/checkout went quiet: 3 views in 3 hours, expected 140–260", each
+against the normal of the page's own week: deploy/rules/spike-default.yaml,
+docs/unusual-rules.md),
+or passed a threshold ("/pricing had more than 1000 views in the last
+1h", milestones 100/1000/10000 in all time). It records each crossing
+once in ClickHouse and enqueues one notification job per crossing for
+the workers; while a site's data is late it holds drops and says "no
+data" once. It runs on the cron schedule in sweeper.schedule; with
+--once it sweeps once and exits, for driving it from system cron. Run
+two or more for availability: one leads (a lease in NATS KV) and the
+others take over within sweeper.leader_ttl.
+
+Try a rule on a series before using it: sweeper --config F backtest
+--counts views.csv (a CSV as dashboards export it; no NATS or
+ClickHouse needed).
 
 Rules live in sweeper.rules and in the file or directory sweeper.rules_path.
 They are read again on SIGHUP and when a rules file changes; a set with an
