@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/pagewatch/pagewatch/broker/bus"
 	"github.com/pagewatch/pagewatch/config/file"
 	"github.com/pagewatch/pagewatch/config/sweeperconf"
 	"github.com/pagewatch/pagewatch/domain/crossing"
@@ -54,7 +55,7 @@ func unmatchablePaths(env *daemon.Env[sweeperconf.Config], rs []rules.Rule) []st
 	return backtest.UnmatchablePaths(env.Config.Ingest.Pages, rs)
 }
 
-func newSweeper(ctx context.Context, env *daemon.Env[sweeperconf.Config]) (*sweep.Sweeper, error) {
+func newSweeper(ctx context.Context, env *daemon.Env[sweeperconf.Config], oneShot bool) (*sweep.Sweeper, error) {
 	rs, err := loadRules(env)
 	if err != nil {
 		return nil, err
@@ -62,7 +63,7 @@ func newSweeper(ctx context.Context, env *daemon.Env[sweeperconf.Config]) (*swee
 	for _, w := range unmatchablePaths(env, rs) {
 		env.Logger.Warn(w)
 	}
-	b, err := env.NATS(ctx)
+	b, err := connectNATS(ctx, env, oneShot)
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +87,7 @@ func newSweeper(ctx context.Context, env *daemon.Env[sweeperconf.Config]) (*swee
 }
 
 func run(ctx context.Context, env *daemon.Env[sweeperconf.Config], f runFlags) error {
-	s, err := newSweeper(ctx, env)
+	s, err := newSweeper(ctx, env, false)
 	if err != nil {
 		return err
 	}
@@ -113,7 +114,7 @@ func check(_ context.Context, env *daemon.Env[sweeperconf.Config]) error {
 }
 
 func dryRun(ctx context.Context, env *daemon.Env[sweeperconf.Config]) error {
-	s, err := newSweeper(ctx, env)
+	s, err := newSweeper(ctx, env, true)
 	if err != nil {
 		return err
 	}
@@ -123,6 +124,25 @@ func dryRun(ctx context.Context, env *daemon.Env[sweeperconf.Config]) error {
 	}
 	backtest.PrintDryRun(env.Stdout, xs)
 	return nil
+}
+
+// oneShotWait bounds how long a command run by hand (dry-run, backtest
+// from ClickHouse) waits for NATS: a daemon waits for its servers to come
+// up, in any order, but a person at a terminal wants to be told.
+var oneShotWait = 15 * time.Second
+
+// connectNATS is env.NATS, waiting at most oneShotWait when oneShot.
+func connectNATS(ctx context.Context, env *daemon.Env[sweeperconf.Config], oneShot bool) (*bus.Bus, error) {
+	if !oneShot {
+		return env.NATS(ctx)
+	}
+	wait, cancel := context.WithTimeout(ctx, oneShotWait)
+	defer cancel()
+	b, err := env.NATS(wait)
+	if err != nil && ctx.Err() == nil && wait.Err() != nil {
+		return nil, fmt.Errorf("%w: no answer in %s (this command connects to NATS and ClickHouse as the sweeper does; a backtest of a CSV needs neither: --counts FILE)", err, oneShotWait)
+	}
+	return b, err
 }
 
 // runBacktest replays the counts file (--counts), or asks the sweep for
@@ -160,7 +180,7 @@ func backtestStored(ctx context.Context, env *daemon.Env[sweeperconf.Config], q 
 	if err != nil {
 		return nil, from, err
 	}
-	sw, err := newSweeper(ctx, env)
+	sw, err := newSweeper(ctx, env, true)
 	if err != nil {
 		return nil, from, err
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -105,5 +106,23 @@ func TestBacktestWithoutRulesIsRefused(t *testing.T) {
 	code, out, errs := runSweeper(t, "sweeper: {}\n", "backtest", "--counts", counts)
 	if code != daemon.ExitUsage || !strings.Contains(errs, "no rules to replay: set sweeper.rules, or sweeper.rules_path") || out != "" {
 		t.Errorf("exit %d, want %d and the keys to set\nstdout %q\nstderr %s", code, daemon.ExitUsage, out, errs)
+	}
+}
+
+// A backtest of the stored counts run by hand with NATS down says so and
+// how to do without it, rather than waiting for it as a daemon does.
+func TestBacktestWithoutNATSFailsSayingHowToDoWithout(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing answers there now
+	defer func(w time.Duration) { oneShotWait = w }(oneShotWait)
+	oneShotWait = time.Second
+	cfg := fmt.Sprintf("nats: {url: nats://%s}\nsweeper:\n  rules:\n    - {name: pricing, site: example.com, path: /pricing, threshold: 10, window: 1h, notify: {recipients: [ops@example.com]}}\n", addr)
+	code, out, errs := runSweeper(t, cfg, "backtest", "--since", "1d")
+	if code == 0 || !strings.Contains(errs, "no answer in 1s") || !strings.Contains(errs, "--counts FILE") || out != "" {
+		t.Errorf("exit %d, want an error saying NATS did not answer and how to do without\nstdout %q\nstderr %s", code, out, errs)
 	}
 }
