@@ -243,20 +243,7 @@ func ago(now, t time.Time) string {
 }
 
 // bytesShown writes a byte count people read: "1,234,567 B (1.2 MiB)".
-func bytesShown(n int64) string {
-	n = max(n, 0)
-	s := traffic.FormatCount(uint64(n)) + " B"
-	const mib = 1 << 20
-	switch {
-	case n >= 1<<30:
-		s += fmt.Sprintf(" (%.1f GiB)", float64(n)/(1<<30))
-	case n >= mib:
-		s += fmt.Sprintf(" (%.1f MiB)", float64(n)/mib)
-	case n >= 1<<10:
-		s += fmt.Sprintf(" (%.1f KiB)", float64(n)/(1<<10))
-	}
-	return s
-}
+func bytesShown(n int64) string { return traffic.FormatBytes(n) }
 
 // span writes a threshold as people say it: "1 min", "10 s".
 func span(d time.Duration) string {

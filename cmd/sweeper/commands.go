@@ -14,6 +14,7 @@ import (
 	"github.com/pagewatch/pagewatch/internal/daemon"
 	"github.com/pagewatch/pagewatch/pipeline/sweep"
 	"github.com/pagewatch/pagewatch/pipeline/sweep/backtest"
+	"github.com/pagewatch/pagewatch/pipeline/tail/tailstatus"
 )
 
 // ruleSource reads the rules again from the config file and rules path.
@@ -76,7 +77,7 @@ func newSweeper(ctx context.Context, env *daemon.Env[sweeperconf.Config], oneSho
 		return nil, err
 	}
 	s, err := sweep.New(env.Config.Sweeper, rs, sweep.Deps{
-		Bus: b, Counts: ch.Counts(), History: ch.History(), Explain: ch.Traffic(), Rules: ruleSource{env},
+		Bus: b, Counts: ch.Counts(), History: ch.History(), Explain: ch.Traffic(), Feeds: tailstatus.Feeds{Bus: b}, Rules: ruleSource{env},
 		Logger: env.Logger, Registry: env.Registry,
 	})
 	if err != nil {

@@ -107,6 +107,9 @@ type Why struct {
 	// (hits loaded before visitors were counted, or past retention).
 	// Only numbers and class names: nothing in it is a stranger's text.
 	Clients *Clients `json:"clients,omitempty"`
+	// Feeds is, for a "no data" message (KindNoData), what the tailers
+	// said of the site's logs when it was sent: nil when not asked.
+	Feeds *Feeds `json:"feeds,omitempty"`
 }
 
 // Clients is the why's part on who sent a page's hits in the window.

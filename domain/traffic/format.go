@@ -1,6 +1,9 @@
 package traffic
 
-import "strconv"
+import (
+	"fmt"
+	"strconv"
+)
 
 // FormatCount writes a count as people read it, with thousands
 // separators: 1234567 → "1,234,567". Mails, chat messages and reports all
@@ -23,4 +26,20 @@ func FormatViews(n uint64) string {
 		return "1 view"
 	}
 	return FormatCount(n) + " views"
+}
+
+// FormatBytes writes a byte count people read: "1,234,567 B (1.2 MiB)".
+func FormatBytes(n int64) string {
+	n = max(n, 0)
+	s := FormatCount(uint64(n)) + " B"
+	const mib = 1 << 20
+	switch {
+	case n >= 1<<30:
+		s += fmt.Sprintf(" (%.1f GiB)", float64(n)/(1<<30))
+	case n >= mib:
+		s += fmt.Sprintf(" (%.1f MiB)", float64(n)/mib)
+	case n >= 1<<10:
+		s += fmt.Sprintf(" (%.1f KiB)", float64(n)/(1<<10))
+	}
+	return s
 }

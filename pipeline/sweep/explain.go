@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pagewatch/pagewatch/domain/crossing"
+	"github.com/pagewatch/pagewatch/domain/rules"
 	"github.com/pagewatch/pagewatch/domain/traffic"
 )
 
@@ -14,6 +15,13 @@ import (
 // earlier period and its busiest minute (sinks/clickhouse).
 type Explainer interface {
 	Explain(ctx context.Context, q traffic.ExplainQuery) (traffic.Explanation, error)
+}
+
+// Feeder says what the tailers and the loaders report of the logs that
+// carry a site's hits (pipeline/tail/tailstatus): a "no data" message
+// then says whether the pipeline lost them or the site wrote none.
+type Feeder interface {
+	Feeds(ctx context.Context, site string, now time.Time) (*crossing.Feeds, error)
 }
 
 // The sweeper, not the worker, explains a crossing: the why then goes
@@ -50,6 +58,7 @@ const (
 // so the history gets it too. Failures are logged: the mail goes out with
 // what the sweep knows.
 func (s *Sweeper) explain(ctx context.Context, jobs []job) {
+	s.explainNoData(ctx, jobs)
 	if s.explainer == nil {
 		return
 	}
@@ -169,3 +178,31 @@ func addClients(w *crossing.Why, c *traffic.Clients, limits [2]float64) {
 const markShare = 0.5
 
 func round3(f float64) float64 { return math.Round(f*1000) / 1000 }
+
+// explainNoData adds to each "no data" message (its fire: the resolve
+// says data flows) what the tailers and loaders report of the site's
+// logs. A failure is logged: the message goes out saying when the data
+// stopped, as without a Feeder.
+func (s *Sweeper) explainNoData(ctx context.Context, jobs []job) {
+	if s.feeds == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, explainTimeout)
+	defer cancel()
+	read := map[string]*crossing.Feeds{} // a site told by two rules is read once
+	for _, j := range jobs {
+		x := j.x
+		if !x.Why.SiteWide() || x.Event != string(rules.EventFire) {
+			continue
+		}
+		f, ok := read[x.Site]
+		if !ok {
+			var err error
+			if f, err = s.feeds.Feeds(ctx, x.Site, s.now()); err != nil {
+				s.logger.Warn("a no data message goes without what the tailers say of the site's logs", "site", x.Site, "err", err)
+			}
+			read[x.Site] = f
+		}
+		x.Why.Feeds = f
+	}
+}

@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 	"github.com/pagewatch/pagewatch/domain/crossing"
 	"github.com/pagewatch/pagewatch/domain/hit"
 	"github.com/pagewatch/pagewatch/domain/rules"
+	"github.com/pagewatch/pagewatch/pipeline/tail/tailstatus"
 )
 
 // addSteady loads perHour views of path, spread every 10 minutes, over
@@ -64,6 +66,18 @@ func TestTailerStoppedSendsNoDataNotDrops(t *testing.T) {
 	b.addSteady(t, "/checkout", 120, now.Add(-8*24*time.Hour), stop)
 	b.addSteady(t, "/home", 60, now.Add(-8*24*time.Hour), stop)
 
+	// The tailer of the site's log is stopped: its last record says so
+	// (until its TTL), and the message says it.
+	kv, err := b.bus.KV(context.Background(), tailstatus.Bucket, tailstatus.TTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, _ := json.Marshal(tailstatus.Tailer{Instance: "web-1", Host: "h1", At: now.Add(-time.Minute), Interval: tailstatus.Interval, Stopped: true,
+		Inputs: []tailstatus.Input{{Kind: tailstatus.KindFile, Name: "/var/log/nginx/example.log", Site: "example.com"}}})
+	if _, err := kv.Put(context.Background(), tailstatus.Key("web-1", "h1"), rec); err != nil {
+		t.Fatal(err)
+	}
+
 	c := &clock{t: now}
 	a, z := b.sweeper(t, c), b.sweeper(t, c)
 	var wg sync.WaitGroup
@@ -78,6 +92,9 @@ func TestTailerStoppedSendsNoDataNotDrops(t *testing.T) {
 	x := b.jobs(t)[0]
 	if !x.Why.Since.Equal(stop.Add(-10*time.Minute)) || x.Path != "" {
 		t.Errorf("no-data message %+v, why %+v: want it of the site, since its newest hit %s", x, x.Why, stop.Add(-10*time.Minute))
+	}
+	if want := "not heard from: web-1 on h1, stopped at " + now.Add(-time.Minute).Format("15:04 UTC"); x.Why.Feeds.Text() != want {
+		t.Errorf("no-data message's logs: %q, want %q", x.Why.Feeds.Text(), want)
 	}
 	if got := testMetric(t, a.metrics.sitesLate); got != 1 {
 		t.Errorf("pagewatch_sweeper_sites_late = %v while the tailer is stopped, want 1", got)

@@ -63,6 +63,10 @@ type Deps struct {
 	// Explain adds the rank, referrers and busiest minute to each
 	// crossing's why (explain.go). Nil: the why has the sweep's part only.
 	Explain Explainer
+	// Feeds says what the tailers and loaders report of a site's logs,
+	// for its "no data" message (explain.go). Nil: the message says
+	// when its data stopped only.
+	Feeds Feeder
 	// Rules reads the rules again on TriggerReload and when one of its
 	// files changes. Nil: the rules given to New stay.
 	Rules    Reloader
@@ -77,6 +81,7 @@ type Sweeper struct {
 	bus       *bus.Bus
 	counts    Counter
 	explainer Explainer
+	feeds     Feeder
 	state     *stateStore
 	leader    *leadership
 	logger    *slog.Logger
@@ -104,7 +109,7 @@ func New(cfg Config, rs []rules.Rule, deps Deps) (*Sweeper, error) {
 	seals := newSealing(deps.Counts, cfg, deps.Logger)
 	baselines := newBaselines(deps.Counts, seals, deps.Logger)
 	baselines.reads = m
-	return &Sweeper{cfg: cfg, bus: deps.Bus, counts: deps.Counts, explainer: deps.Explain, state: state,
+	return &Sweeper{cfg: cfg, bus: deps.Bus, counts: deps.Counts, explainer: deps.Explain, feeds: deps.Feeds, state: state,
 		leader: newLeadership(nil, cfg.LeaderTTL), logger: deps.Logger, metrics: m, now: time.Now,
 		rules:     newLiveRules(rs, deps.Rules, m, deps.Logger),
 		seals:     seals,

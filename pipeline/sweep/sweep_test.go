@@ -18,6 +18,7 @@ import (
 	"github.com/pagewatch/pagewatch/domain/rules"
 	"github.com/pagewatch/pagewatch/internal/testenv"
 	"github.com/pagewatch/pagewatch/internal/testserver/clickhousetest"
+	"github.com/pagewatch/pagewatch/pipeline/tail/tailstatus"
 	"github.com/pagewatch/pagewatch/sinks/clickhouse"
 )
 
@@ -66,7 +67,8 @@ func (b *bundle) sweeper(t *testing.T, c *clock) *Sweeper {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel) // stops the state watcher
-	s, err := New(b.cfg, rs, Deps{Bus: b.bus, Counts: b.ch.Counts(), History: b.ch.History(), Explain: b.ch.Traffic(), Logger: b.logger, Registry: prometheus.NewRegistry()})
+	s, err := New(b.cfg, rs, Deps{Bus: b.bus, Counts: b.ch.Counts(), History: b.ch.History(), Explain: b.ch.Traffic(),
+		Feeds: tailstatus.Feeds{Bus: b.bus}, Logger: b.logger, Registry: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -315,7 +315,7 @@ func (r *fileRun) add(p string, pat int, fromStart bool) *follower {
 	in.Path = p
 	// The file label is the matched path: as many series as files
 	// followed, which max_files bounds.
-	st := &fileState{path: p}
+	st := &fileState{path: p, site: in.Site}
 	fw := r.t.newGlobFollower(in, r.t.parsers[i], st)
 	fw.key, fw.fromStart = p, fromStart
 	r.set.byPath[p] = fw

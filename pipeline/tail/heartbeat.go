@@ -130,7 +130,7 @@ func (t *Tailer) inputStatus() []tailstatus.Input {
 
 func (s *fileState) status() tailstatus.Input {
 	size, offset := s.size.Load(), s.offset.Load()
-	return tailstatus.Input{Kind: tailstatus.KindFile, Name: absPath(s.path), Size: size, Offset: offset,
+	return tailstatus.Input{Kind: tailstatus.KindFile, Name: absPath(s.path), Site: s.site, Size: size, Offset: offset,
 		Behind: max(size-offset, 0), LastPublish: unixNano(s.lastPublish.Load()),
 		UnpublishedSince: unixNano(s.since.Load()), Lines: s.lines.Load(), Standby: s.standby.Load()}
 }
@@ -139,7 +139,7 @@ func (s *stream) status() tailstatus.Input {
 	s.mu.Lock()
 	offset, lines := s.offset, s.total
 	s.mu.Unlock()
-	return tailstatus.Input{Kind: tailstatus.KindStream, Name: s.name, Offset: offset,
+	return tailstatus.Input{Kind: tailstatus.KindStream, Name: s.name, Site: s.in.Site, Offset: offset,
 		LastPublish: unixNano(s.lastPublish.Load()), Lines: lines}
 }
 

@@ -12,6 +12,7 @@ import (
 // the follower is stuck in a publish (JetStream away).
 type fileState struct {
 	path string
+	site string       // the input's site; "": each line's virtual host
 	lag  atomic.Int64 // bytes of the file past its published end
 	// since is when the oldest unpublished bytes were first seen (unix
 	// nanoseconds), 0 when every complete line is published. The time a

@@ -138,7 +138,7 @@ func New(cfg Config, d Deps, opts ...Option) (*Tailer, error) {
 	}
 	states := make([]*fileState, len(cfg.Inputs))
 	for i, in := range cfg.Inputs {
-		states[i] = &fileState{path: in.Path}
+		states[i] = &fileState{path: in.Path, site: in.Site}
 	}
 	t := &Tailer{
 		states:  states,

@@ -14,6 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/pagewatch/pagewatch/domain/crossing"
 	"github.com/pagewatch/pagewatch/domain/traffic"
 	"github.com/pagewatch/pagewatch/internal/testserver/smtptest"
 	"github.com/pagewatch/pagewatch/pipeline/notify"
@@ -228,5 +229,31 @@ func TestSMTPMessageWithChart(t *testing.T) {
 	img, _ := png.Decode(bytes.NewReader(p.Images[0].Data))
 	if img == nil || img.Bounds() != image.Rect(0, 0, 600, 200) {
 		t.Error("chart did not survive SMTP")
+	}
+}
+
+// A site's "no data" message says when its gap began and what its
+// tailers said of its logs, not a page's views, threshold and normal,
+// which it has none of.
+func TestNoDataMessageSaysTheGapAndTheLogs(t *testing.T) {
+	at := time.Date(2026, 12, 6, 3, 0, 0, 0, time.UTC)
+	n := notify.Notification{Key: "_nodata.unusual.example_com.1", Rule: "unusual", Site: "example.com", Event: "fire",
+		Recipients: []string{"ops@example.com"}, CrossedAt: at.Add(80 * time.Minute),
+		Why: &crossing.Why{Kind: crossing.KindNoData, Since: at, Feeds: &crossing.Feeds{Logs: 1,
+			Silent: []string{"web-2 on <b>host</b>, last heard 03:01 UTC"}}}}
+	p := sendToFile(t, n)
+	for _, want := range []string{"example.com sent no data since 03:00 UTC, 6 Dec", "Gap began:  2026-12-06 03:00 UTC",
+		"Logs:       not heard from: web-2 on <b>host</b>, last heard 03:01 UTC"} {
+		if !strings.Contains(p.Text, want) {
+			t.Errorf("text part lacks %q:\n%s", want, p.Text)
+		}
+	}
+	if !strings.Contains(p.HTML, "not heard from: web-2 on &lt;b&gt;host&lt;/b&gt;") {
+		t.Errorf("HTML part lacks the escaped logs line:\n%s", p.HTML)
+	}
+	for _, unwanted := range []string{"Views:", "Threshold:", "Normal", "Window:"} {
+		if strings.Contains(p.Text, unwanted) {
+			t.Errorf("text part says %q, which a site's gap has none of:\n%s", unwanted, p.Text)
+		}
 	}
 }

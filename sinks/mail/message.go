@@ -77,6 +77,13 @@ type view struct {
 	ChartW, ChartH int
 	Peak           string // "04:42 UTC, 87 views"
 
+	// A "no data" message's, of a whole site (SiteWide): when its gap
+	// began (its newest hit before it), and what its tailers said of its
+	// logs (crossing.Feeds.Text), or empty.
+	SiteWide bool
+	GapBegan string
+	Logs     string
+
 	// The recipient's links (links.go), or empty.
 	Unsubscribe, Snooze, SnoozeFor string
 }
@@ -129,6 +136,11 @@ func newView(n notify.Notification) view {
 		if n.Subject == "" {
 			v.Subject = "[pagewatch] " + v.DigestN + " pages matching " + orPlaceholder(clean(n.Path, maxSubjectRunes)) + " passed their thresholds"
 		}
+	}
+	if n.Why.SiteWide() {
+		v.SiteWide = true
+		v.GapBegan = n.Why.Since.UTC().Format("2006-01-02 15:04 UTC")
+		v.Logs = clean(n.Why.Feeds.Text(), maxBodyRunes)
 	}
 	v.Referrers = topReferrers(n.Referrers)
 	if !n.WindowStart.IsZero() && !n.WindowEnd.IsZero() {
@@ -193,6 +205,13 @@ Rule {{.Rule}} mails the busiest one by one; these are the rest.
 {{end}}
 Crossed at: {{.CrossedAt}}
 Rule:       {{.Rule}}
+{{- else if .SiteWide}}
+Site:       {{.Site}}
+Gap began:  {{.GapBegan}}
+{{- if .Logs}}
+Logs:       {{.Logs}}{{end}}
+Crossed at: {{.CrossedAt}}
+Rule:       {{.Rule}}
 {{- else}}
 Site:       {{.Site}}
 Page:       {{.Path}}
@@ -248,7 +267,16 @@ const htmlBody = `<!DOCTYPE html>
 {{- else}}
 <p><strong>{{.Path}}</strong> on {{.Site}} {{.Predicate}}.</p>
 {{- end}}
-{{- if not .Digest}}
+{{- if .SiteWide}}
+<table cellpadding="4">
+<tr><th align="left">Site</th><td>{{.Site}}</td></tr>
+<tr><th align="left">Gap began</th><td>{{.GapBegan}}</td></tr>
+{{- if .Logs}}
+<tr><th align="left">Logs</th><td style="word-break: break-all">{{.Logs}}</td></tr>{{end}}
+<tr><th align="left">Crossed at</th><td>{{.CrossedAt}}</td></tr>
+<tr><th align="left">Rule</th><td>{{.Rule}}</td></tr>
+</table>
+{{- else if not .Digest}}
 <table cellpadding="4">
 <tr><th align="left">Site</th><td>{{.Site}}</td></tr>
 <tr><th align="left">Page</th><td>{{.Path}}</td></tr>

@@ -44,8 +44,8 @@ const maxNewDomains = 10
 // newWhyView is nil when there is nothing worth a section: no why, or a
 // why with nothing beyond the count shown above it.
 func newWhyView(w *crossing.Why, chartPeak string) *whyView {
-	if w == nil {
-		return nil
+	if w == nil || w.SiteWide() {
+		return nil // a site's "no data": its facts say it all
 	}
 	v := &whyView{}
 	if !w.ByThreshold() {

@@ -76,6 +76,17 @@ func newMessage(n notify.Notification) message {
 		window = "all time"
 	}
 	m.facts = []fact{{"Site", clean(orEmpty(n.Site), 200)}}
+	if n.Why.SiteWide() {
+		// A site's "no data": when its gap began and what its tailers
+		// said of its logs; it has no page, views or window.
+		m.facts = append(m.facts, fact{"Gap began", n.Why.Since.UTC().Format(time.RFC3339)})
+		if l := n.Why.Feeds.Text(); l != "" {
+			m.facts = append(m.facts, fact{"Logs", clean(l, maxLine)})
+		}
+		m.facts = append(m.facts, fact{"Crossed at", m.at.Format(time.RFC3339)}, fact{"Rule", clean(n.Rule, 100)})
+		m.footer = "Sent by pagewatch for crossing " + clean(n.Key, 200) + "."
+		return m
+	}
 	if len(m.digest) == 0 {
 		m.facts = append(m.facts, fact{"Page", clean(orEmpty(n.Path), maxLine)}, fact{"Views", traffic.FormatCount(n.Count)}, fact{"Threshold", traffic.FormatCount(n.Threshold)})
 		if n.Why != nil {

@@ -66,6 +66,9 @@ type Input struct {
 	// Name is the file's real path, or the stream's name ("stdin",
 	// "syslog-udp", "syslog-tcp").
 	Name string `json:"name"`
+	// Site is the site the input's hits are recorded under, "" when
+	// each line's virtual host names it.
+	Site string `json:"site,omitempty"`
 	// Size is the file's size when last looked at, Offset how far it is
 	// stored in JetStream, Behind the difference (an incomplete last
 	// line included). A stream has no size: Offset is the bytes read.

@@ -1,0 +1,111 @@
+package tailstatus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pagewatch/pagewatch/broker/bus"
+	"github.com/pagewatch/pagewatch/domain/crossing"
+	"github.com/pagewatch/pagewatch/domain/traffic"
+)
+
+// behindAfter is how long an input's oldest unpublished line may wait
+// before the input is called behind: a batch waits for its size or its
+// age, a few seconds, as a matter of course.
+const behindAfter = time.Minute
+
+// Feeds reads what the tailers and the loaders say of a site's hits, for
+// the sweeper's "no data" messages (sweep.Feeder).
+type Feeds struct{ Bus *bus.Bus }
+
+// Feeds reads the tailers' records and the loaders' backlog: which of
+// the logs that can carry site's hits are heard from and published to
+// their end, and how many hits are published but not stored.
+func (f Feeds) Feeds(ctx context.Context, site string, now time.Time) (*crossing.Feeds, error) {
+	ts, err := Read(ctx, f.Bus)
+	if err != nil {
+		return nil, err
+	}
+	out := FeedsOf(ts, site, now)
+	if out.Unloaded, err = unloaded(ctx, f.Bus); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// unloaded is the hits stream's messages its consumers have not
+// acknowledged: delivered or not, not yet stored.
+func unloaded(ctx context.Context, b *bus.Bus) (uint64, error) {
+	st, err := b.JS.Stream(ctx, b.HitsStreamName())
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("stream %s: %w", b.HitsStreamName(), err)
+	}
+	var n uint64
+	lister := st.ListConsumers(ctx)
+	for c := range lister.Info() {
+		n = max(n, c.NumPending+uint64(c.NumAckPending)) // loaders share one consumer; a second (a replay) is not more hits
+	}
+	if err := lister.Err(); err != nil {
+		return 0, fmt.Errorf("consumers of %s: %w", b.HitsStreamName(), err)
+	}
+	return n, nil
+}
+
+// FeedsOf is what the records ts say of site's logs at now: every input
+// named for the site or taking sites from virtual hosts, not on standby
+// (another tailer holds its file), of a tailer heard from; and the
+// tailers with such inputs that are not.
+func FeedsOf(ts []Tailer, site string, now time.Time) *crossing.Feeds {
+	f := &crossing.Feeds{At: now.UTC()}
+	for _, t := range ts {
+		var mine []Input
+		for _, in := range t.Inputs {
+			if !in.Standby && (in.Site == "" || strings.EqualFold(in.Site, site)) {
+				mine = append(mine, in)
+			}
+		}
+		if len(mine) == 0 {
+			continue
+		}
+		interval := t.Interval
+		if interval <= 0 {
+			interval = Interval
+		}
+		who := t.Instance + " on " + t.Host
+		switch {
+		case t.Stopped:
+			add(&f.Silent, &f.SilentMore, who+", stopped at "+clock(t.At))
+			continue
+		case now.Sub(t.At) > SilentAfter(interval):
+			add(&f.Silent, &f.SilentMore, who+", last heard "+clock(t.At))
+			continue
+		}
+		for _, in := range mine {
+			f.Logs++
+			if in.UnpublishedSince.IsZero() || now.Sub(in.UnpublishedSince) < behindAfter {
+				f.AtEnd++
+				continue
+			}
+			add(&f.Behind, &f.BehindMore, t.Instance+": "+in.Name+", "+traffic.FormatBytes(in.Behind)+" behind since "+clock(in.UnpublishedSince))
+		}
+	}
+	return f
+}
+
+func add(list *[]string, more *int, s string) {
+	if len(*list) < crossing.MaxFeeds {
+		*list = append(*list, s)
+		return
+	}
+	*more++
+}
+
+func clock(t time.Time) string { return t.UTC().Format("15:04 UTC") }
