@@ -56,7 +56,7 @@ func unmatchablePaths(env *daemon.Env[sweeperconf.Config], rs []rules.Rule) []st
 	return backtest.UnmatchablePaths(env.Config.Ingest.Pages, rs)
 }
 
-func newSweeper(ctx context.Context, env *daemon.Env[sweeperconf.Config], oneShot bool) (*sweep.Sweeper, error) {
+func newSweeper(ctx context.Context, env *daemon.Env[sweeperconf.Config], wait time.Duration) (*sweep.Sweeper, error) {
 	rs, err := loadRules(env)
 	if err != nil {
 		return nil, err
@@ -64,7 +64,7 @@ func newSweeper(ctx context.Context, env *daemon.Env[sweeperconf.Config], oneSho
 	for _, w := range unmatchablePaths(env, rs) {
 		env.Logger.Warn(w)
 	}
-	b, err := connectNATS(ctx, env, oneShot)
+	b, err := connectNATS(ctx, env, wait)
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +88,7 @@ func newSweeper(ctx context.Context, env *daemon.Env[sweeperconf.Config], oneSho
 }
 
 func run(ctx context.Context, env *daemon.Env[sweeperconf.Config], f runFlags) error {
-	s, err := newSweeper(ctx, env, false)
+	s, err := newSweeper(ctx, env, 0)
 	if err != nil {
 		return err
 	}
@@ -115,7 +115,7 @@ func check(_ context.Context, env *daemon.Env[sweeperconf.Config]) error {
 }
 
 func dryRun(ctx context.Context, env *daemon.Env[sweeperconf.Config]) error {
-	s, err := newSweeper(ctx, env, true)
+	s, err := newSweeper(ctx, env, oneShotWait)
 	if err != nil {
 		return err
 	}
@@ -130,18 +130,19 @@ func dryRun(ctx context.Context, env *daemon.Env[sweeperconf.Config]) error {
 // oneShotWait bounds how long a command run by hand (dry-run, backtest
 // from ClickHouse) waits for NATS: a daemon waits for its servers to come
 // up, in any order, but a person at a terminal wants to be told.
-var oneShotWait = 15 * time.Second
+const oneShotWait = 15 * time.Second
 
-// connectNATS is env.NATS, waiting at most oneShotWait when oneShot.
-func connectNATS(ctx context.Context, env *daemon.Env[sweeperconf.Config], oneShot bool) (*bus.Bus, error) {
-	if !oneShot {
+// connectNATS is env.NATS, waiting at most wait (0: as long as it takes,
+// as a daemon does).
+func connectNATS(ctx context.Context, env *daemon.Env[sweeperconf.Config], wait time.Duration) (*bus.Bus, error) {
+	if wait <= 0 {
 		return env.NATS(ctx)
 	}
-	wait, cancel := context.WithTimeout(ctx, oneShotWait)
+	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	b, err := env.NATS(wait)
-	if err != nil && ctx.Err() == nil && wait.Err() != nil {
-		return nil, fmt.Errorf("%w: no answer in %s (this command connects to NATS and ClickHouse as the sweeper does; a backtest of a CSV needs neither: --counts FILE)", err, oneShotWait)
+	b, err := env.NATS(wctx)
+	if err != nil && ctx.Err() == nil && wctx.Err() != nil {
+		return nil, fmt.Errorf("%w: no answer in %s (this command connects to NATS and ClickHouse as the sweeper does; a backtest of a CSV needs neither: --counts FILE)", err, wait)
 	}
 	return b, err
 }
@@ -168,7 +169,7 @@ func runBacktest(ctx context.Context, env *daemon.Env[sweeperconf.Config], f bac
 	if q.Counts != "" {
 		xs, from, err = backtestFile(ctx, env, q)
 	} else {
-		xs, from, err = backtestStored(ctx, env, q)
+		xs, from, err = backtestStored(ctx, env, q, f.wait)
 	}
 	if err != nil {
 		return asUsage(err)
@@ -176,12 +177,12 @@ func runBacktest(ctx context.Context, env *daemon.Env[sweeperconf.Config], f bac
 	return q.Print(env.Stdout, xs, from, backtest.Learnt(rs))
 }
 
-func backtestStored(ctx context.Context, env *daemon.Env[sweeperconf.Config], q backtest.Query) ([]crossing.Crossing, time.Time, error) {
+func backtestStored(ctx context.Context, env *daemon.Env[sweeperconf.Config], q backtest.Query, wait time.Duration) ([]crossing.Crossing, time.Time, error) {
 	from, err := q.From(time.Now())
 	if err != nil {
 		return nil, from, err
 	}
-	sw, err := newSweeper(ctx, env, true)
+	sw, err := newSweeper(ctx, env, wait)
 	if err != nil {
 		return nil, from, err
 	}

@@ -118,10 +118,8 @@ func TestBacktestWithoutNATSFailsSayingHowToDoWithout(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close() // nothing answers there now
-	defer func(w time.Duration) { oneShotWait = w }(oneShotWait)
-	oneShotWait = time.Second
 	cfg := fmt.Sprintf("nats: {url: nats://%s}\nsweeper:\n  rules:\n    - {name: pricing, site: example.com, path: /pricing, threshold: 10, window: 1h, notify: {recipients: [ops@example.com]}}\n", addr)
-	code, out, errs := runSweeper(t, cfg, "backtest", "--since", "1d")
+	code, out, errs := runSweeper(t, cfg, "backtest", "--since", "1d", "--wait", "1s")
 	if code == 0 || !strings.Contains(errs, "no answer in 1s") || !strings.Contains(errs, "--counts FILE") || out != "" {
 		t.Errorf("exit %d, want an error saying NATS did not answer and how to do without\nstdout %q\nstderr %s", code, out, errs)
 	}
