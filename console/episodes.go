@@ -173,6 +173,9 @@ func normalText(w *crossing.Why) string {
 	case w.High > 0 && w.Lasted > 0:
 		// Heard under its usual bursts' count: say for how long.
 		return ", usual " + rangeText(w.Low, w.High) + " " + w.LastedText()
+	case w.High > 0 && w.HoursBefore > 0:
+		// Heard against its hours before: say those.
+		return ", usual " + rangeText(w.Low, w.High) + "; after " + w.BeforeText()
 	case w.High > 0:
 		return ", usual " + rangeText(w.Low, w.High)
 	case w.Baseline > 0 && w.Ratio > 0:

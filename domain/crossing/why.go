@@ -107,6 +107,14 @@ type Why struct {
 	// (hits loaded before visitors were counted, or past retention).
 	// Only numbers and class names: nothing in it is a stranger's text.
 	Clients *Clients `json:"clients,omitempty"`
+	// HoursBefore, when set, is the views of the HoursBeforeSpan before
+	// the window that a surge was heard against: on the page's past days
+	// the window was HoursBeforeRatio × them ("726 views in 1h after 806 in the 2 hours
+	// before, usually 0.48 × them"), now far more. A page whose days
+	// vary widely is told of a surge its usual range alone would hold.
+	HoursBefore      uint64        `json:"hours_before,omitempty"`
+	HoursBeforeRatio float64       `json:"hours_before_ratio,omitempty"`
+	HoursBeforeSpan  time.Duration `json:"hours_before_span,omitempty"`
 	// Feeds is, for a "no data" message (KindNoData), what the tailers
 	// said of the site's logs when it was sent: nil when not asked.
 	Feeds *Feeds `json:"feeds,omitempty"`
@@ -455,4 +463,16 @@ func trendText(g float64) string {
 	default:
 		return ", falling " + strconv.FormatFloat(pct, 'f', 0, 64) + " % a week"
 	}
+}
+
+// BeforeText is what a surge heard against its hours before was
+// measured against: "806 views in the 2 hours before, where it is
+// usually 0.48 × them (now 0.9 ×)"; "" when it was not.
+func (w *Why) BeforeText() string {
+	if w == nil || w.HoursBefore == 0 || w.HoursBeforeSpan <= 0 {
+		return ""
+	}
+	now := float64(w.Count) / float64(w.HoursBefore)
+	return traffic.FormatViews(w.HoursBefore) + " in the " + minutesText(w.HoursBeforeSpan) + " before, where it is usually " +
+		strconv.FormatFloat(w.HoursBeforeRatio, 'f', 2, 64) + " × them (now " + strconv.FormatFloat(now, 'f', 2, 64) + " ×)"
 }

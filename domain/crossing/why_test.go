@@ -2,6 +2,7 @@ package crossing_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/pagewatch/pagewatch/domain/crossing"
 )
@@ -63,5 +64,17 @@ func TestWhySaysWhatItWasMeasuredAgainst(t *testing.T) {
 			t.Errorf("%+v: threshold %v, new page %v, against a normal %v; want %v, %v, %v", tc.why,
 				tc.why.ByThreshold(), tc.why.NewPage(), tc.why.AgainstNormal(), tc.threshold, tc.newPage, tc.againstNorm)
 		}
+	}
+}
+
+// A surge heard against its hours before says those hours, and how far
+// from its usual share of them it is.
+func TestBeforeTextSaysTheHoursBefore(t *testing.T) {
+	w := &crossing.Why{Kind: "unusual", Count: 726, HoursBefore: 806, HoursBeforeRatio: 0.477, HoursBeforeSpan: 2 * time.Hour}
+	if got, want := w.BeforeText(), "806 views in the 2 hours before, where it is usually 0.48 × them (now 0.90 ×)"; got != want {
+		t.Errorf("BeforeText() = %q, want %q", got, want)
+	}
+	if got := (&crossing.Why{Kind: "unusual", Count: 726}).BeforeText(); got != "" {
+		t.Errorf("BeforeText() of a surge heard on its normal = %q, want empty", got)
 	}
 }

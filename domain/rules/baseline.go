@@ -58,12 +58,30 @@ type Expected struct {
 	// Trend is the page's growth a week (0.09: 9 %) its weekly samples
 	// were carried forward by (unusual; 0: none), for "rising 9 % a week".
 	Trend float64
+	// Noise is the page's own overdispersion (unusual, its trend's: read
+	// from some 100 of its hours), 0 when not read.
+	Noise float64
 	// OK is false when there was not enough known history to say what is
 	// normal; such a page neither fires nor resolves.
 	OK bool
 	// Long is the normal of a drop's hours (unusual rules looking down:
 	// the window and down_for together, Reach.Long).
 	Long LongNormal
+	// Recent is the window against the hours just before it (unusual):
+	// on the days its normal read, the window's count over theirs.
+	Recent RecentNormal
+}
+
+// RecentNormal is how a page's window compares with its two hours before
+// it on the days its normal read: the median of their ratios, and the
+// spread of their logarithms. A day whose level is high or low for all
+// its hours (weather, news) moves the window and its hours before
+// together, so a window far above its own hours before is a surge even
+// on a page whose days vary too much for its normal alone to tell.
+type RecentNormal struct {
+	Ratio, Spread float64
+	Samples       int
+	OK            bool
 }
 
 // LongNormal is the normal of the longer window a drop is also judged

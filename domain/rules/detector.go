@@ -84,6 +84,11 @@ type Against struct {
 	// normal, past what they reach.
 	Bursts       int
 	BurstsPassed uint64
+	// HoursBefore and HoursBeforeRatio are Firing's: a surge heard against the
+	// hours before its window.
+	HoursBefore      uint64
+	HoursBeforeRatio float64
+	HoursBeforeSpan  time.Duration // how long those hours are
 }
 
 // direction is "down" for an episode of a page gone quiet, else "up".

@@ -46,6 +46,9 @@ type Observation struct {
 	// SettledLow is when the page's last drop that resolved at a new
 	// normal began (State.SettledLow), from its state; zero: none.
 	SettledLow time.Time
+	// Clock is the clock a rule that learns its sites' clocks read the
+	// normal on ("America/New_York"; "": UTC's, none learned yet).
+	Clock string
 	// Late is set when the site's data is behind, or was at some time
 	// in the window: a low count may be hits not loaded yet, or a hole
 	// whose hits never came, so detectors looking down judge no drop on
@@ -134,6 +137,11 @@ type judgement struct {
 	// when it outlasted its bursts (whose runs last burstsLast) and was
 	// judged at its normal's level, under their count.
 	lasted, burstsLast time.Duration
+	// before, when set, is the views of the hours before the window
+	// that a surge was heard against (weighRecent), and beforeRatio
+	// what the window usually is of them.
+	before      uint64
+	beforeRatio float64
 	// bursts, when set, is how many remembered bursts of a page whose
 	// bursts are its normal level was read from (burstBound).
 	bursts int
@@ -206,7 +214,8 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 		if r.Kind() == KindThreshold {
 			next.Fired = []uint64{r.Thresholds[0]}
 		}
-		f := Firing{Event: EventFire, Level: j.level, Severity: j.severity, Short: shortOf(det, j), Lasted: j.lasted, BurstsLast: j.burstsLast}
+		f := Firing{Event: EventFire, Level: j.level, Severity: j.severity, Short: shortOf(det, j), Lasted: j.lasted, BurstsLast: j.burstsLast,
+			HoursBefore: j.before, HoursBeforeRatio: j.beforeRatio}
 		if j.bursts > 0 {
 			f.Bursts, f.BurstsPassed = j.bursts, uint64(math.Ceil(j.level))
 		}

@@ -112,6 +112,12 @@ type Firing struct {
 	// but 1 in 50, or factor × the highest (unusual rules, burstBound).
 	Bursts       int
 	BurstsPassed uint64
+	// HoursBefore, when set, is the views of the hours before the window
+	// a surge was heard against, the window usually HoursBeforeRatio ×
+	// them
+	// (unusual rules, weighRecent).
+	HoursBefore      uint64
+	HoursBeforeRatio float64
 }
 
 // Crossed is the one comparison every rule uses: "passed 1,000 views"

@@ -89,6 +89,10 @@ const (
 	// level, which a surge is not asked, so its level can sit nearer
 	// (unusualDetector.dropLevel).
 	dropZ = 0.9
+	// recentFloor is the least spread (of the logarithm) a window's
+	// ratio to its hours before is taken to have: the 14 % a page's
+	// noise is never taken under (noiseFloor, 0.02, its square).
+	recentFloor = 0.1414
 	// usualZ is how wide the usual range is: about 19 in 20 normal
 	// windows fall inside ±2 noise units.
 	usualZ = 2.0
@@ -315,7 +319,11 @@ func (d *unusualDetector) Against(o Observation, f Firing) Against {
 	e := o.Expected
 	a := Against{Baseline: e.Value, Low: e.Low, High: e.High, Days: e.Days, Weekly: e.Weekly, Trend: e.Trend,
 		Burst: f.Short, Direction: direction(f.Episode), Lasted: f.Lasted, BurstsLast: f.BurstsLast, NewNormal: f.NewNormal,
-		Launch: f.Launch, LaunchPassed: f.LaunchPassed, LaunchRank: f.LaunchRank, Bursts: f.Bursts, BurstsPassed: f.BurstsPassed}
+		Launch: f.Launch, LaunchPassed: f.LaunchPassed, LaunchRank: f.LaunchRank, Bursts: f.Bursts, BurstsPassed: f.BurstsPassed,
+		HoursBefore: f.HoursBefore, HoursBeforeRatio: f.HoursBeforeRatio}
+	if f.HoursBefore > 0 {
+		a.HoursBeforeSpan = d.long() - d.r.Window.Rolling
+	}
 	if l := e.Long; f.Short > 0 && f.Short == d.long() && f.Episode.Down && l.OK {
 		// Heard on its hours: those, as a burst's minutes are said.
 		a.Short, a.ShortBaseline, a.ShortLow, a.ShortHigh = o.Long, l.Value, l.Low, l.High
@@ -429,6 +437,9 @@ func (d *unusualDetector) weighUpOver(o Observation, floor float64) judgement {
 		}
 		j.fires = j.fires || float64(o.Short) >= lb
 	}
+	if !j.fires {
+		weighRecent(o, d.r, floor, &j)
+	}
 	return j
 }
 
@@ -456,7 +467,15 @@ func (d *unusualDetector) back(_ judgement, o Observation, ep *Episode) bool {
 		// would say so, and is judged on its hour.
 		return false
 	}
-	return float64(o.Count) <= min(e.High, d.u.Factor*e.Top)
+	// Within factor of the top, or as far above it as an ordinary hour
+	// of the page reaches by its own noise (2 units): a page whose days
+	// vary by 25 % passes 1.5 × its normal on one hour in 20, and an
+	// episode of it stayed open 12 days waiting for an hour without one.
+	back := d.u.Factor
+	if e.Noise > 0 {
+		back = max(back, math.Exp(usualZ*math.Sqrt(e.Noise)))
+	}
+	return float64(o.Count) <= min(e.High, back*e.Top)
 }
 
 // outlasts: the page's current run of surges has lasted longer

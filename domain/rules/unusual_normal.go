@@ -28,6 +28,9 @@ func (d *unusualDetector) Expect(spans []Interval, counts []uint64, tr Trend) Ex
 		}
 	}
 	e := d.expectWindow(&before, &after)
+	if e.OK {
+		e.Recent = recentNormal(spans, counts)
+	}
 	if e.OK && longBefore.nd+longBefore.nw > 0 {
 		l := d.expectWindow(&longBefore, &longAfter)
 		e.Long = LongNormal{Value: l.Value, Bottom: l.Bottom, Low: l.Low, High: l.High, Dispersion: l.Dispersion, Samples: l.Samples, OK: l.OK}
@@ -86,6 +89,9 @@ func (h *hourSamples) add(daysBack int, count uint64) {
 func (d *unusualDetector) expectHour(h *hourSamples) Expected {
 	daily, weekly := h.daily[:h.nd], h.weekly[:h.nw]
 	e := Expected{Samples: h.nd + h.nw, Days: h.days, WeeksBack: h.nw, DaysBack: h.nd}
+	if h.trend.NoiseOK {
+		e.Noise = h.trend.Noise
+	}
 	if h.trend.OK && len(weekly) > 0 {
 		e.Trend = math.Expm1(h.trend.Weekly)
 		// φ too is read from the samples carried forward: a trend's

@@ -213,7 +213,7 @@ func whyOf(r *rules.Rule, o observation, f rules.Firing) *crossing.Why {
 		Burst: a.Burst, BurstCount: a.Short, BurstBaseline: a.ShortBaseline, BurstLow: a.ShortLow, BurstHigh: a.ShortHigh,
 		Direction: a.Direction, Lasted: a.Lasted, BurstsLast: a.BurstsLast, NewNormal: a.NewNormal,
 		Launch: a.Launch, LaunchPassed: a.LaunchPassed, LaunchRank: a.LaunchRank,
-		Bursts: a.Bursts, BurstsPassed: a.BurstsPassed, Clock: o.clock,
+		Bursts: a.Bursts, BurstsPassed: a.BurstsPassed, HoursBefore: a.HoursBefore, HoursBeforeRatio: a.HoursBeforeRatio, HoursBeforeSpan: a.HoursBeforeSpan, Clock: o.clock,
 		Since: f.Episode.Since, Peak: f.Episode.Peak, PeakAt: f.Episode.PeakAt}
 	if !f.Episode.PeakAt.IsZero() {
 		w.PeakAt = f.Episode.PeakAt.UTC()

@@ -21,12 +21,15 @@ type whyView struct {
 	// BurstLabel names it: "Fired on burst", or "Fired on hours" for a
 	// drop heard on its hours together.
 	BurstLabel string
-	Fires      string // "the rule fires at 4 × normal", or empty
-	Rank       string // "2nd of 3 pages on the site in the window", or empty
-	Busiest    string // "10:42 UTC, 70 views", or empty (the chart's caption says it)
-	Since      string // the episode's start, or empty
-	Referrers  []domainView
-	New        string // "news.example, blog.example", or empty
+	// Before is what a surge heard against the hours before its window
+	// was measured against (crossing.Why.BeforeText), or empty.
+	Before    string
+	Fires     string // "the rule fires at 4 × normal", or empty
+	Rank      string // "2nd of 3 pages on the site in the window", or empty
+	Busiest   string // "10:42 UTC, 70 views", or empty (the chart's caption says it)
+	Since     string // the episode's start, or empty
+	Referrers []domainView
+	New       string // "news.example, blog.example", or empty
 	// Clients and Classes are who sent the window's views: "1,000 views
 	// from 3 visitors; one client sent 82% (mostly one client)" and
 	// "bots 40% of hits, AI crawlers 5%". Numbers and class names only.
@@ -63,6 +66,7 @@ func newWhyView(w *crossing.Why, chartPeak string) *whyView {
 			v.Ratio = strconv.FormatFloat(w.Ratio, 'f', 1, 64) + " × normal"
 		}
 		v.Burst, v.BurstLabel = w.BurstLine(), w.BurstLabel()
+		v.Before = w.BeforeText()
 		if w.Factor > 0 {
 			v.Fires = "the rule fires at " + trimFloat(w.Factor) + " × normal"
 			if w.Direction == "down" {
@@ -130,6 +134,8 @@ Why:
   Normal:         {{.Normal}}{{if .Ratio}}; now {{.Ratio}}{{end}}{{if .Fires}} ({{.Fires}}){{end}}{{end}}
 {{- if .Burst}}
   {{.BurstLabel}}: {{.Burst}}{{end}}
+{{- if .Before}}
+  Hours before:   {{.Before}}{{end}}
 {{- if .Since}}
   Since:          {{.Since}}{{end}}
 {{- if .Rank}}
@@ -156,6 +162,8 @@ const htmlWhy = `{{define "why"}}{{with .Why}}
 <tr><th align="left">Normal</th><td>{{.Normal}}{{if .Ratio}}; now {{.Ratio}}{{end}}{{if .Fires}} ({{.Fires}}){{end}}</td></tr>{{end}}
 {{- if .Burst}}
 <tr><th align="left">{{.BurstLabel}}</th><td>{{.Burst}}</td></tr>{{end}}
+{{- if .Before}}
+<tr><th align="left">Hours before</th><td>{{.Before}}</td></tr>{{end}}
 {{- if .Since}}
 <tr><th align="left">Since</th><td>{{.Since}}</td></tr>{{end}}
 {{- if .Rank}}

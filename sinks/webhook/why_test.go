@@ -152,3 +152,17 @@ func TestChatFactsOfNoDataSayTheGapAndTheLogs(t *testing.T) {
 		}
 	}
 }
+
+// A surge heard against its hours before says them among its facts.
+func TestChatFactsSayTheHoursBefore(t *testing.T) {
+	n := notify.Notification{Key: "k", Rule: "r", Site: "s", Path: "/p", Count: 726, Threshold: 600, Window: "1h",
+		Why: &crossing.Why{Kind: "unusual", Count: 726, Baseline: 230, Low: 70, High: 497, Ratio: 3.2, Direction: "up",
+			HoursBefore: 806, HoursBeforeRatio: 0.477, HoursBeforeSpan: 2 * time.Hour}}
+	got := map[string]string{}
+	for _, f := range webhook.ChatFacts(n) {
+		got[f[0]] = f[1]
+	}
+	if got["Hours before"] != "806 views in the 2 hours before, where it is usually 0.48 × them (now 0.90 ×)" {
+		t.Errorf("facts %q", got)
+	}
+}

@@ -27,6 +27,9 @@ func whyFacts(w *crossing.Why) []fact {
 		if b := w.BurstLine(); b != "" {
 			out = append(out, fact{w.BurstLabel(), b})
 		}
+		if b := w.BeforeText(); b != "" {
+			out = append(out, fact{"Hours before", b})
+		}
 	}
 	if w.Rank > 0 {
 		out = append(out, fact{"Rank on site", fmt.Sprintf("%d of %s pages", w.Rank, traffic.FormatCount(uint64(w.RankOf)))})

@@ -171,6 +171,10 @@ type line struct {
 	// count because it outlasted them, how long it had been past its
 	// normal and how long those bursts last, in minutes.
 	Lasted *lastedLine `json:"lasted,omitempty"`
+	// Before is, for a surge heard against the hours before its window,
+	// those hours' views and length, and what the window usually is of
+	// them on the page's past days.
+	HoursBefore *beforeLine `json:"hours_before,omitempty"`
 	// NewNormal marks a resolve whose page had not come back: its normal
 	// followed it, down or up.
 	NewNormal bool `json:"new_normal,omitempty"`
@@ -201,6 +205,12 @@ type burstLine struct {
 	High     float64 `json:"high"`
 }
 
+type beforeLine struct {
+	Minutes int     `json:"minutes"`
+	Count   uint64  `json:"count"`
+	Ratio   float64 `json:"usual_ratio"`
+}
+
 type lastedLine struct {
 	Minutes       int `json:"minutes"`
 	BurstsMinutes int `json:"bursts_minutes"`
@@ -229,6 +239,9 @@ func printJSON(out io.Writer, xs []crossing.Crossing) error {
 			if w := x.Why; w.Burst > 0 && w.BurstHigh > 0 {
 				l.Burst = &burstLine{Minutes: int(w.Burst / time.Minute), Count: w.BurstCount,
 					Expected: w.BurstBaseline, Low: w.BurstLow, High: w.BurstHigh}
+			}
+			if w := x.Why; w.HoursBefore > 0 {
+				l.HoursBefore = &beforeLine{Minutes: int(w.HoursBeforeSpan / time.Minute), Count: w.HoursBefore, Ratio: w.HoursBeforeRatio}
 			}
 			if w := x.Why; w.Lasted > 0 {
 				l.Lasted = &lastedLine{Minutes: int(w.Lasted / time.Minute), BurstsMinutes: int(w.BurstsLast / time.Minute)}

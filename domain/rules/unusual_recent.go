@@ -1,0 +1,106 @@
+package rules
+
+import (
+	"math"
+	"time"
+
+	"github.com/pagewatch/pagewatch/domain/clocks"
+)
+
+// A window against its hours before. A page whose days vary (weather,
+// news: a Thursday at 1.7 × the last) has a wide usual range, and a
+// night at 2.5 × its normal sits in it. Its day's level is in its own
+// hours before the window, though: on the same weekday of past weeks the
+// window was about the same share of them, and a window far above that
+// share is a surge whatever the day's level. The sweep reads those hours
+// already (a drop's: Reach.Long) on the same days back as the normal, so
+// this asks nothing more of ClickHouse.
+
+// weighRecent: a window far above what its own hours before make it
+// (Expected.Recent), by sensitivity noise units of that ratio's own
+// spread, and past the floors and above its usual range as any surge. A
+// hole in the data of those hours (late) says nothing.
+func weighRecent(o Observation, rule *Rule, floor float64, j *judgement) {
+	e, u, c := o.Expected, rule.Unusual, float64(o.Count)
+	r := e.Recent
+	if !r.OK || o.Late || o.LongLate || o.Long <= o.Count || clockMayLag(rule, o) {
+		return
+	}
+	before := float64(o.Long - o.Count)
+	mu := before * r.Ratio
+	s := max(r.Spread, recentFloor)
+	// The spread of the ratio on n days, the median's own uncertainty
+	// (as a normal's), and this window's counting noise.
+	sd := math.Sqrt(s*s*(1+1.57/float64(r.Samples)) + 1/max(mu, 1))
+	level := max(mu*math.Exp(u.Sensitivity*sd), floor, u.Factor*e.Top, e.High, float64(u.MinCount))
+	if c >= level {
+		j.fires, j.level, j.severity = true, level, c/level
+		j.before, j.beforeRatio = o.Long-o.Count, r.Ratio
+	}
+}
+
+// recentNormal pairs each sample window with the long window ending with
+// it, the same days back (Spans): the window's count against the two
+// hours before it. Only the same weekday's (3 or more): a Friday's night
+// rises from its evening as a Tuesday's does not, and before the normal
+// knows the week its days' rhythm is not known either. The spread is
+// of the logarithms, unbiased for its few samples as a normal's is.
+func recentNormal(spans []Interval, counts []uint64) RecentNormal {
+	type sample struct {
+		tag   int
+		count float64
+	}
+	// On the stack, as Expect's samples: a sweep makes one per page.
+	var hours, longs [2 * maxSamples]sample
+	nh, nl := 0, 0
+	for i, sp := range spans {
+		switch t := sp.Tag; {
+		case t >= longSpan && nl < len(longs) && ((t-longSpan)%nextHour)%7 == 0:
+			longs[nl] = sample{t - longSpan, float64(counts[i])}
+			nl++
+		case t < longSpan && nh < len(hours) && (t%nextHour)%7 == 0:
+			hours[nh] = sample{t, float64(counts[i])}
+			nh++
+		}
+	}
+	var logs [2 * maxSamples]float64
+	n := 0
+	for _, l := range longs[:nl] {
+		for _, h := range hours[:nh] {
+			if h.tag != l.tag {
+				continue
+			}
+			if before := l.count - h.count; h.count > 0 && before > 0 {
+				logs[n] = math.Log(h.count / before)
+				n++
+			}
+			break
+		}
+	}
+	if n < 3 {
+		return RecentNormal{}
+	}
+	xs := logs[:n]
+	m := median(xs)
+	var dev [2 * maxSamples]float64
+	for i, x := range xs {
+		dev[i] = math.Abs(x - m)
+	}
+	s := 1.4826 * median(dev[:n]) * math.Sqrt(madBias[min(n, len(madBias)-1)])
+	return RecentNormal{Ratio: math.Exp(m), Spread: s, Samples: n, OK: true}
+}
+
+// clockMayLag: the rule learns its sites' clocks, this site's is not
+// learned (UTC's), and some clock changed in the last week. A site on
+// New York's clocks is known to be only from the week after a change
+// (package clocks); in that week its normal is read an hour off. A
+// window against its hours before is what an hour off moves most: a
+// Friday night that begins at 22:00 read at 21:00 was 7 false alarms
+// on the generated city pages, in the week after 8 March.
+func clockMayLag(r *Rule, o Observation) bool {
+	return LearnsClocks(r) && o.Clock == "" && len(clocks.Changes(o.At.Add(-clockLag), o.At)) > 0
+}
+
+// clockLag is how long after a change a site's clock may not be known:
+// the week its evidence is read in.
+const clockLag = 7 * 24 * time.Hour
