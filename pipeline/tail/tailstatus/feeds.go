@@ -38,8 +38,10 @@ func (f Feeds) Feeds(ctx context.Context, site string, now time.Time) (*crossing
 	return out, nil
 }
 
-// unloaded is the hits stream's messages its consumers have not
-// acknowledged: delivered or not, not yet stored.
+// unloaded is the hits stream's messages its durable consumers have not
+// acknowledged: delivered or not, not yet stored. The loaders share one
+// durable consumer (ingest's load.consumer); an ephemeral one is a
+// reader's (a replay, an inspection), whose backlog is no hit unloaded.
 func unloaded(ctx context.Context, b *bus.Bus) (uint64, error) {
 	st, err := b.JS.Stream(ctx, b.HitsStreamName())
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
@@ -51,7 +53,9 @@ func unloaded(ctx context.Context, b *bus.Bus) (uint64, error) {
 	var n uint64
 	lister := st.ListConsumers(ctx)
 	for c := range lister.Info() {
-		n = max(n, c.NumPending+uint64(c.NumAckPending)) // loaders share one consumer; a second (a replay) is not more hits
+		if c.Config.Durable != "" {
+			n = max(n, c.NumPending+uint64(c.NumAckPending))
+		}
 	}
 	if err := lister.Err(); err != nil {
 		return 0, fmt.Errorf("consumers of %s: %w", b.HitsStreamName(), err)
