@@ -92,6 +92,18 @@ func markOf(x crossingView, why *crossing.Why) markView {
 // "resolved, peak 2,300"). A crossing whose why is not kept (an older
 // store's) says what its key says.
 func judgedText(x crossingView, why *crossing.Why) string {
+	if why.SiteWide() {
+		// A site's "no data": when its gap began, and what its tailers
+		// said of its logs.
+		since := why.Since.UTC().Format("15:04 UTC, 2 Jan")
+		if eventOfKey(x.Key) == "resolve" {
+			return "data again, none since " + since
+		}
+		if l := why.Feeds.Text(); l != "" {
+			return "no data since " + since + "; " + l
+		}
+		return "no data since " + since
+	}
 	if why.ByThreshold() {
 		if x.Threshold == 0 {
 			return eventOfKey(x.Key) // an episode's crossing, its why not kept

@@ -33,6 +33,10 @@ func TestJudgedText(t *testing.T) {
 		{"resolve, not back", crossingView{Key: "u.abc.4.resolved"}, &crossing.Why{Kind: "unusual", Direction: "down", Peak: 0, NewNormal: true}, "resolved, not back: its normal followed it"},
 		{"spike", crossingView{Key: "s.abc.2"}, &crossing.Why{Kind: "spike", Baseline: 100, Ratio: 4.2, Direction: "up"}, "above normal 100 (4.2×)"},
 		{"an episode's crossing, its why not kept", crossingView{Key: "u.abc.3.resolved"}, nil, "resolve"},
+		{"no data", crossingView{Key: "_nodata.unusual.example_com.2"}, &crossing.Why{Kind: crossing.KindNoData, Since: time.Date(2026, 12, 6, 3, 0, 0, 0, time.UTC),
+			Feeds: &crossing.Feeds{Logs: 1, AtEnd: 1}}, "no data since 03:00 UTC, 6 Dec; its log is published to the end and loaded: its web servers wrote no lines for it"},
+		{"data again", crossingView{Key: "_nodata.unusual.example_com.2.resolved"}, &crossing.Why{Kind: crossing.KindNoData, Since: time.Date(2026, 12, 6, 3, 0, 0, 0, time.UTC)},
+			"data again, none since 03:00 UTC, 6 Dec"},
 	} {
 		if got := judgedText(c.x, c.why); got != c.want {
 			t.Errorf("%s: %q, want %q", c.name, got, c.want)
