@@ -392,6 +392,11 @@ func (d *unusualDetector) weighUp(o Observation, open bool) judgement {
 		}
 	}
 	j := d.weighUpOver(o, floor)
+	if !j.fires && !open {
+		// Not in an open episode: its level is the one it fired at,
+		// which escalation is measured against.
+		weighRecent(o, d.r, floor, &j)
+	}
 	if j.fires && bursts > 0 && j.level == floor {
 		j.bursts = bursts
 	}
@@ -436,9 +441,6 @@ func (d *unusualDetector) weighUpOver(o Observation, floor float64) judgement {
 			j.severity, j.short = s, true
 		}
 		j.fires = j.fires || float64(o.Short) >= lb
-	}
-	if !j.fires {
-		weighRecent(o, d.r, floor, &j)
 	}
 	return j
 }

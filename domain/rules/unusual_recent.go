@@ -23,20 +23,44 @@ import (
 func weighRecent(o Observation, rule *Rule, floor float64, j *judgement) {
 	e, u, c := o.Expected, rule.Unusual, float64(o.Count)
 	r := e.Recent
-	if !r.OK || o.Late || o.LongLate || o.Long <= o.Count || clockMayLag(rule, o) {
+	if !r.OK || o.Late || o.LongLate || o.Long <= o.Count {
 		return
 	}
 	before := float64(o.Long - o.Count)
+	if !dayLevelUsual(e, before) {
+		return
+	}
 	mu := before * r.Ratio
 	s := max(r.Spread, recentFloor)
-	// The spread of the ratio on n days, the median's own uncertainty
+	// The spread of the ratio on n weeks, the median's own uncertainty
 	// (as a normal's), and this window's counting noise.
 	sd := math.Sqrt(s*s*(1+1.57/float64(r.Samples)) + 1/max(mu, 1))
 	level := max(mu*math.Exp(u.Sensitivity*sd), floor, u.Factor*e.Top, e.High, float64(u.MinCount))
-	if c >= level {
-		j.fires, j.level, j.severity = true, level, c/level
-		j.before, j.beforeRatio = o.Long-o.Count, r.Ratio
+	if c < level || clockMayLag(rule, o) {
+		return
 	}
+	j.fires, j.level, j.severity = true, level, c/level
+	j.short, j.long, j.burst = false, false, true // heard on its window, a surge to remember
+	j.before, j.beforeRatio = o.Long-o.Count, r.Ratio
+}
+
+// dayLevelUsual: the hours before are at a level the page's days have
+// (within 2 units of its own noise of their normal), so they say the
+// day's level. Hours before far under it are a drop, an outage or a
+// quiet spell, not a day: a window back at its normal after them is no
+// surge (a page at 20 in its hours before, back to 160 of a normal near
+// 150, fired at 150 against them).
+func dayLevelUsual(e Expected, before float64) bool {
+	l := e.Long
+	normal := l.Value - e.Value // the hours before's own normal
+	if !l.OK || normal <= 0 {
+		return false
+	}
+	phi := e.Noise
+	if phi <= 0 {
+		phi = e.Dispersion
+	}
+	return before >= normal*math.Exp(-usualZ*math.Sqrt(max(phi, noiseFloor)))
 }
 
 // recentNormal pairs each sample window with the long window ending with
@@ -64,7 +88,8 @@ func recentNormal(spans []Interval, counts []uint64) RecentNormal {
 		}
 	}
 	var logs [2 * maxSamples]float64
-	n := 0
+	var seen [MaxUnusualWeeks + 1]bool
+	n, weeks := 0, 0
 	for _, l := range longs[:nl] {
 		for _, h := range hours[:nh] {
 			if h.tag != l.tag {
@@ -73,11 +98,17 @@ func recentNormal(spans []Interval, counts []uint64) RecentNormal {
 			if before := l.count - h.count; h.count > 0 && before > 0 {
 				logs[n] = math.Log(h.count / before)
 				n++
+				if w := (h.tag % nextHour) / 7; w <= MaxUnusualWeeks && !seen[w] {
+					seen[w] = true
+					weeks++
+				}
 			}
 			break
 		}
 	}
-	if n < 3 {
+	// Samples are weeks: a window ending mid-hour pairs two hours of
+	// each, which are not two weeks' evidence.
+	if weeks < 3 {
 		return RecentNormal{}
 	}
 	xs := logs[:n]
@@ -86,8 +117,8 @@ func recentNormal(spans []Interval, counts []uint64) RecentNormal {
 	for i, x := range xs {
 		dev[i] = math.Abs(x - m)
 	}
-	s := 1.4826 * median(dev[:n]) * math.Sqrt(madBias[min(n, len(madBias)-1)])
-	return RecentNormal{Ratio: math.Exp(m), Spread: s, Samples: n, OK: true}
+	s := 1.4826 * median(dev[:n]) * math.Sqrt(madBias[min(weeks, len(madBias)-1)])
+	return RecentNormal{Ratio: math.Exp(m), Spread: s, Samples: weeks, OK: true}
 }
 
 // clockMayLag: the page's readers' clocks may have changed lately
