@@ -34,7 +34,7 @@ func TestJudgedText(t *testing.T) {
 		{"spike", crossingView{Key: "s.abc.2"}, &crossing.Why{Kind: "spike", Baseline: 100, Ratio: 4.2, Direction: "up"}, "above normal 100 (4.2×)"},
 		{"an episode's crossing, its why not kept", crossingView{Key: "u.abc.3.resolved"}, nil, "resolve"},
 		{"no data", crossingView{Key: "_nodata.unusual.example_com.2"}, &crossing.Why{Kind: crossing.KindNoData, Since: time.Date(2026, 12, 6, 3, 0, 0, 0, time.UTC),
-			Feeds: &crossing.Feeds{Logs: 1, AtEnd: 1}}, "no data since 03:00 UTC, 6 Dec; its log is published to the end and loaded: its web servers wrote no lines for it"},
+			Feeds: &crossing.Feeds{Logs: 1, AtEnd: 1, Named: 1}}, "no data since 03:00 UTC, 6 Dec; its log named for it, of the tailers heard from, is published to the end and loaded: its web servers wrote no lines for it"},
 		{"data again", crossingView{Key: "_nodata.unusual.example_com.2.resolved"}, &crossing.Why{Kind: crossing.KindNoData, Since: time.Date(2026, 12, 6, 3, 0, 0, 0, time.UTC)},
 			"data again, none since 03:00 UTC, 6 Dec"},
 	} {

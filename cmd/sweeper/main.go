@@ -84,7 +84,7 @@ func (f *backtestFlags) bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.since, "since", "", `backtest: how far back: a duration ("7d", "36h") or an RFC 3339 time; default 7d, or with --counts the file's start (an unusual rule is replayed from 4 weeks before, unreported, to learn what its pages remember)`)
 	fs.StringVar(&f.counts, "counts", "", "backtest: read counts from this CSV file (timestamp,site,path,count, or timestamp,value for one series, or columns named by a header; RFC 3339 times, 2006-01-02 15:04:05 as UTC, or Unix seconds or milliseconds; docs/spike-rules.md) instead of ClickHouse; needs neither NATS nor ClickHouse")
 	fs.StringVar(&f.format, "format", "text", "backtest: text (a table and a summary) or json (one object per line)")
-	fs.DurationVar(&f.wait, "wait", oneShotWait, "backtest without --counts: how long to wait for NATS before giving up")
+	fs.DurationVar(&f.wait, "wait", oneShotWait, "backtest without --counts: how long to wait for NATS before giving up (0: as long as it takes, as the daemon does)")
 }
 
 func backtestCommand() daemon.Command[sweeperconf.Config] {

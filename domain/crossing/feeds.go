@@ -20,6 +20,9 @@ type Feeds struct {
 	// JetStream up to their end.
 	Logs  int `json:"logs"`
 	AtEnd int `json:"at_end"`
+	// Named are the Logs named for the site (the rest take sites from
+	// virtual hosts).
+	Named int `json:"named,omitempty"`
 	// Silent are the tailers with such inputs not heard from for three
 	// heartbeats, or stopped ("web-1 on host-a, last heard 03:02 UTC");
 	// Behind the inputs not published to their end ("web-1:
@@ -29,8 +32,9 @@ type Feeds struct {
 	SilentMore int      `json:"silent_more,omitempty"`
 	Behind     []string `json:"behind,omitempty"`
 	BehindMore int      `json:"behind_more,omitempty"`
-	// Unloaded is how many hits were published but not yet stored in
-	// ClickHouse by the loaders, of every site.
+	// Unloaded is how many hits of every site were published but not
+	// yet acknowledged by the hits stream's durable consumers (the
+	// loaders').
 	Unloaded uint64 `json:"unloaded,omitempty"`
 	// At is when the tailers' records were read.
 	At time.Time `json:"at,omitzero"`
@@ -40,9 +44,12 @@ type Feeds struct {
 const MaxFeeds = 5
 
 // Text says it in a sentence, for a "no data" message's "Logs" line:
-// "tailer web-1 on host-a not heard from since 03:02 UTC", or, when
-// nothing upstream is missing, "its 2 logs are published to their end
-// and loaded: its web servers wrote no lines for it".
+// what is missing upstream ("not yet published: web-1: /var/log/…,
+// 3.0 MiB behind since 03:50 UTC"), or, when nothing is, what the
+// tailers heard from say of the site's logs. A tailer's record lasts 30
+// seconds past its last heartbeat, so one gone longer is in none of it:
+// the sentence says what was heard, and claims the site wrote nothing
+// only of logs named for it.
 func (f *Feeds) Text() string {
 	if f == nil {
 		return ""
@@ -61,13 +68,29 @@ func (f *Feeds) Text() string {
 	case len(parts) > 0:
 		return strings.Join(parts, "; ")
 	case f.Logs == 0:
-		return "no tailer heard from reads a log of this site (none running, or none names it or takes sites from virtual hosts)"
+		return "no tailer heard from in the last 30 s reads a log of this site: one stopped or lost longer ago, or none names it or takes sites from virtual hosts"
+	case f.Named == 0:
+		take := " that take"
+		if f.Logs == 1 {
+			take = " that takes"
+		}
+		return "the " + logsText(f.Logs) + take + " sites from virtual hosts, of the tailers heard from, " + isAre(f.Logs) + " published to the end and loaded, with no line for it; a tailer of its own stopped or lost over 30 s ago is not listed"
 	}
-	logs := "its log is"
-	if f.Logs > 1 {
-		logs = "its " + strconv.Itoa(f.Logs) + " logs are"
+	return "its " + logsText(f.Named) + " named for it, of the tailers heard from, " + isAre(f.Named) + " published to the end and loaded: its web servers wrote no lines for it"
+}
+
+func logsText(n int) string {
+	if n == 1 {
+		return "log"
 	}
-	return logs + " published to the end and loaded: its web servers wrote no lines for it"
+	return strconv.Itoa(n) + " logs"
+}
+
+func isAre(n int) string {
+	if n == 1 {
+		return "is"
+	}
+	return "are"
 }
 
 func listMore(xs []string, more int) string {

@@ -3,6 +3,7 @@ package sweep
 import (
 	"context"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/pagewatch/pagewatch/domain/crossing"
@@ -21,7 +22,7 @@ type Explainer interface {
 // carry a site's hits (pipeline/tail/tailstatus): a "no data" message
 // then says whether the pipeline lost them or the site wrote none.
 type Feeder interface {
-	Feeds(ctx context.Context, site string, now time.Time) (*crossing.Feeds, error)
+	Feeds(ctx context.Context, sites []string, now time.Time) (map[string]*crossing.Feeds, error)
 }
 
 // The sweeper, not the worker, explains a crossing: the why then goes
@@ -181,28 +182,30 @@ func round3(f float64) float64 { return math.Round(f*1000) / 1000 }
 
 // explainNoData adds to each "no data" message (its fire: the resolve
 // says data flows) what the tailers and loaders report of the site's
-// logs. A failure is logged: the message goes out saying when the data
-// stopped, as without a Feeder.
+// logs, read once for all of them. A failure is logged: the message
+// goes out saying when the data stopped, as without a Feeder.
 func (s *Sweeper) explainNoData(ctx context.Context, jobs []job) {
 	if s.feeds == nil {
 		return
 	}
+	var sites []string
+	for _, j := range jobs {
+		if j.x.Why.SiteWide() && j.x.Event == string(rules.EventFire) && !slices.Contains(sites, j.x.Site) {
+			sites = append(sites, j.x.Site)
+		}
+	}
+	if len(sites) == 0 {
+		return
+	}
 	ctx, cancel := context.WithTimeout(ctx, explainTimeout)
 	defer cancel()
-	read := map[string]*crossing.Feeds{} // a site told by two rules is read once
+	feeds, err := s.feeds.Feeds(ctx, sites, s.now())
+	if err != nil {
+		s.logger.Warn("no data messages go without all the tailers and loaders say of their sites' logs", "sites", len(sites), "err", err)
+	}
 	for _, j := range jobs {
-		x := j.x
-		if !x.Why.SiteWide() || x.Event != string(rules.EventFire) {
-			continue
+		if f, ok := feeds[j.x.Site]; ok && j.x.Why.SiteWide() && j.x.Event == string(rules.EventFire) {
+			j.x.Why.Feeds = f
 		}
-		f, ok := read[x.Site]
-		if !ok {
-			var err error
-			if f, err = s.feeds.Feeds(ctx, x.Site, s.now()); err != nil {
-				s.logger.Warn("a no data message goes without what the tailers say of the site's logs", "site", x.Site, "err", err)
-			}
-			read[x.Site] = f
-		}
-		x.Why.Feeds = f
 	}
 }

@@ -138,12 +138,12 @@ func TestChatFactsSayWhoSentTheViews(t *testing.T) {
 func TestChatFactsOfNoDataSayTheGapAndTheLogs(t *testing.T) {
 	at := time.Date(2026, 12, 6, 3, 0, 0, 0, time.UTC)
 	n := notify.Notification{Key: "k", Rule: "unusual", Site: "example.com", Event: "fire", CrossedAt: at.Add(time.Hour),
-		Why: &crossing.Why{Kind: crossing.KindNoData, Since: at, Feeds: &crossing.Feeds{Logs: 2, AtEnd: 2}}}
+		Why: &crossing.Why{Kind: crossing.KindNoData, Since: at, Feeds: &crossing.Feeds{Logs: 2, AtEnd: 2, Named: 2}}}
 	got := map[string]string{}
 	for _, f := range webhook.ChatFacts(n) {
 		got[f[0]] = f[1]
 	}
-	if got["Gap began"] != "2026-12-06T03:00:00Z" || got["Logs"] != "its 2 logs are published to the end and loaded: its web servers wrote no lines for it" {
+	if got["Gap began"] != "2026-12-06T03:00:00Z" || got["Logs"] != "its 2 logs named for it, of the tailers heard from, are published to the end and loaded: its web servers wrote no lines for it" {
 		t.Errorf("facts %q", got)
 	}
 	for _, k := range []string{"Page", "Views", "Threshold", "Window", "Normal"} {

@@ -54,8 +54,9 @@ func eventText(x crossing.Crossing) string {
 
 // againstText is what the count was measured against: "threshold 1000",
 // "expected 120–180", "expected 120–180; fired on 20 views in 10
-// minutes, expected 0–3", a spike's "normal 40", a new page's "new
-// page".
+// minutes, expected 0–3", "...; fired after 806 views in the 2 hours
+// before, where it is usually 0.48 × them (now 0.90 ×)", a spike's
+// "normal 40", a new page's "new page".
 func againstText(x crossing.Crossing) string {
 	w := x.Why
 	switch {
@@ -72,6 +73,9 @@ func againstText(x crossing.Crossing) string {
 	}
 	if b := w.BurstText(); b != "" {
 		s += "; fired on " + b
+	}
+	if b := w.BeforeText(); b != "" {
+		s += "; fired after " + b
 	}
 	return s
 }

@@ -19,23 +19,27 @@ import (
 // age, a few seconds, as a matter of course.
 const behindAfter = time.Minute
 
-// Feeds reads what the tailers and the loaders say of a site's hits, for
+// Feeds reads what the tailers and the loaders say of sites' hits, for
 // the sweeper's "no data" messages (sweep.Feeder).
 type Feeds struct{ Bus *bus.Bus }
 
-// Feeds reads the tailers' records and the loaders' backlog: which of
-// the logs that can carry site's hits are heard from and published to
-// their end, and how many hits are published but not stored.
-func (f Feeds) Feeds(ctx context.Context, site string, now time.Time) (*crossing.Feeds, error) {
+// Feeds reads the tailers' records and the loaders' backlog once, and
+// says of each site which of the logs that can carry its hits are heard
+// from and published to their end. The backlog unread (a consumer
+// listing that failed) is an error beside the sites' feeds, which are
+// still returned.
+func (f Feeds) Feeds(ctx context.Context, sites []string, now time.Time) (map[string]*crossing.Feeds, error) {
 	ts, err := Read(ctx, f.Bus)
 	if err != nil {
 		return nil, err
 	}
-	out := FeedsOf(ts, site, now)
-	if out.Unloaded, err = unloaded(ctx, f.Bus); err != nil {
-		return nil, err
+	n, err := unloaded(ctx, f.Bus)
+	out := make(map[string]*crossing.Feeds, len(sites))
+	for _, site := range sites {
+		out[site] = FeedsOf(ts, site, now)
+		out[site].Unloaded = n
 	}
-	return out, nil
+	return out, err
 }
 
 // unloaded is the hits stream's messages its durable consumers have not
@@ -94,6 +98,9 @@ func FeedsOf(ts []Tailer, site string, now time.Time) *crossing.Feeds {
 		}
 		for _, in := range mine {
 			f.Logs++
+			if in.Site != "" {
+				f.Named++
+			}
 			if in.UnpublishedSince.IsZero() || now.Sub(in.UnpublishedSince) < behindAfter {
 				f.AtEnd++
 				continue

@@ -29,8 +29,8 @@ func TestFeedsReadsRecordsAndTheLoadersBacklog(t *testing.T) {
 	t.Cleanup(b.Close)
 	now := time.Now().UTC()
 
-	f, err := tailstatus.Feeds{Bus: b}.Feeds(ctx, "example.com", now)
-	if err != nil || f.Logs != 0 || f.Unloaded != 0 {
+	fs, err := tailstatus.Feeds{Bus: b}.Feeds(ctx, []string{"example.com"}, now)
+	if f := fs["example.com"]; err != nil || f == nil || f.Logs != 0 || f.Unloaded != 0 {
 		t.Fatalf("before any tailer or hit: %+v, %v; want nothing", f, err)
 	}
 
@@ -59,14 +59,18 @@ func TestFeedsReadsRecordsAndTheLoadersBacklog(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	f, err = tailstatus.Feeds{Bus: b}.Feeds(ctx, "example.com", now)
+	fs, err = tailstatus.Feeds{Bus: b}.Feeds(ctx, []string{"example.com", "other.example"}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
+	f := fs["example.com"]
 	if f.Logs != 1 || f.AtEnd != 1 || f.Unloaded != 3 {
 		t.Errorf("feeds %+v, want web-1's log of every virtual host at its end and 3 hits unloaded", f)
 	}
 	if got, want := f.Text(), "the loaders have 3 hits of all sites not yet stored"; got != want {
 		t.Errorf("text %q, want %q", got, want)
+	}
+	if o := fs["other.example"]; o == nil || o.Logs != 1 || o.Unloaded != 3 {
+		t.Errorf("the other site's feeds %+v, read with the same records", o)
 	}
 }

@@ -40,9 +40,17 @@ func TestFeedsOfASite(t *testing.T) {
 		t.Errorf("text\n%s\nwant\n%s", got, want)
 	}
 
-	// A site whose only log is read to its end, and loaded.
+	// A site whose own log is read to its end, and loaded: it wrote
+	// nothing. One whose logs only take sites from virtual hosts: they
+	// had no line for it, but a tailer of its own gone over 30 s ago
+	// would be in no record.
+	at := file("/var/log/c.log", "c.example")
+	f = tailstatus.FeedsOf([]tailstatus.Tailer{{Instance: "web-9", Host: "h9", At: now, Inputs: []tailstatus.Input{at, busy}}}, "c.example", now)
+	if got, want := f.Text(), "its log named for it, of the tailers heard from, is published to the end and loaded: its web servers wrote no lines for it"; got != want {
+		t.Errorf("text %q, want %q", got, want)
+	}
 	f = tailstatus.FeedsOf(ts[:1], "c.example", now)
-	if got, want := f.Text(), "its log is published to the end and loaded: its web servers wrote no lines for it"; got != want {
+	if got, want := f.Text(), "the log that takes sites from virtual hosts, of the tailers heard from, is published to the end and loaded, with no line for it; a tailer of its own stopped or lost over 30 s ago is not listed"; got != want {
 		t.Errorf("text %q, want %q", got, want)
 	}
 	// ...and not yet loaded.
@@ -52,7 +60,7 @@ func TestFeedsOfASite(t *testing.T) {
 	}
 	// A site no tailer heard from reads.
 	f = tailstatus.FeedsOf(ts[1:2], "c.example", now)
-	if got, want := f.Text(), "no tailer heard from reads a log of this site (none running, or none names it or takes sites from virtual hosts)"; got != want {
+	if got, want := f.Text(), "no tailer heard from in the last 30 s reads a log of this site: one stopped or lost longer ago, or none names it or takes sites from virtual hosts"; got != want {
 		t.Errorf("text %q, want %q", got, want)
 	}
 }
