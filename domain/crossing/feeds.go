@@ -36,6 +36,9 @@ type Feeds struct {
 	// yet acknowledged by the hits stream's durable consumers (the
 	// loaders').
 	Unloaded uint64 `json:"unloaded,omitempty"`
+	// BacklogUnread is set when the consumers could not be listed: how
+	// many hits are unloaded is not known, and nothing is said loaded.
+	BacklogUnread bool `json:"backlog_unread,omitempty"`
 	// At is when the tailers' records were read.
 	At time.Time `json:"at,omitzero"`
 }
@@ -69,6 +72,8 @@ func (f *Feeds) Text() string {
 		return strings.Join(parts, "; ")
 	case f.Logs == 0:
 		return "no tailer heard from in the last 30 s reads a log of this site: one stopped or lost longer ago, or none names it or takes sites from virtual hosts"
+	case f.BacklogUnread:
+		return "the tailers heard from have published their " + logsText(f.Logs) + " that can carry its hits to the end; whether the loaders stored them is not known (their backlog could not be read)"
 	case f.Named == 0:
 		take := " that take"
 		if f.Logs == 1 {

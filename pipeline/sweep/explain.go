@@ -188,9 +188,10 @@ func (s *Sweeper) explainNoData(ctx context.Context, jobs []job) {
 	if s.feeds == nil {
 		return
 	}
+	noData := func(x crossing.Crossing) bool { return x.Why.SiteWide() && x.Event == string(rules.EventFire) }
 	var sites []string
 	for _, j := range jobs {
-		if j.x.Why.SiteWide() && j.x.Event == string(rules.EventFire) && !slices.Contains(sites, j.x.Site) {
+		if noData(j.x) && !slices.Contains(sites, j.x.Site) {
 			sites = append(sites, j.x.Site)
 		}
 	}
@@ -204,7 +205,7 @@ func (s *Sweeper) explainNoData(ctx context.Context, jobs []job) {
 		s.logger.Warn("no data messages go without all the tailers and loaders say of their sites' logs", "sites", len(sites), "err", err)
 	}
 	for _, j := range jobs {
-		if f, ok := feeds[j.x.Site]; ok && j.x.Why.SiteWide() && j.x.Event == string(rules.EventFire) {
+		if f, ok := feeds[j.x.Site]; ok && noData(j.x) {
 			j.x.Why.Feeds = f
 		}
 	}

@@ -37,7 +37,7 @@ func (f Feeds) Feeds(ctx context.Context, sites []string, now time.Time) (map[st
 	out := make(map[string]*crossing.Feeds, len(sites))
 	for _, site := range sites {
 		out[site] = FeedsOf(ts, site, now)
-		out[site].Unloaded = n
+		out[site].Unloaded, out[site].BacklogUnread = n, err != nil
 	}
 	return out, err
 }

@@ -58,6 +58,11 @@ func TestFeedsOfASite(t *testing.T) {
 	if got, want := f.Text(), "the loaders have 12,000 hits of all sites not yet stored"; got != want {
 		t.Errorf("text %q, want %q", got, want)
 	}
+	// ...and its backlog unread: nothing is said loaded.
+	f.Unloaded, f.BacklogUnread = 0, true
+	if got, want := f.Text(), "the tailers heard from have published their log that can carry its hits to the end; whether the loaders stored them is not known (their backlog could not be read)"; got != want {
+		t.Errorf("text %q, want %q", got, want)
+	}
 	// A site no tailer heard from reads.
 	f = tailstatus.FeedsOf(ts[1:2], "c.example", now)
 	if got, want := f.Text(), "no tailer heard from in the last 30 s reads a log of this site: one stopped or lost longer ago, or none names it or takes sites from virtual hosts"; got != want {
