@@ -140,7 +140,7 @@ func judgedText(x crossingView, why *crossing.Why) string {
 	return side + " " + usual
 }
 
-// withJudged sets each crossing's Judged from its why.
+// withJudged sets each crossing's Judged and SiteWide from its why.
 func withJudged(xs []crossingView, whys map[string]crossing.Why) {
 	for i := range xs {
 		var why *crossing.Why
@@ -148,6 +148,9 @@ func withJudged(xs []crossingView, whys map[string]crossing.Why) {
 			why = &w
 		}
 		xs[i].Judged = judgedText(xs[i], why)
+		// Without its why (an older store's), a crossing of no page is
+		// still the site's: a link to it would be a /page without a path.
+		xs[i].SiteWide = why.SiteWide() || xs[i].Path == ""
 	}
 }
 

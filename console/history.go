@@ -54,6 +54,10 @@ type crossingView struct {
 	CrossedAt time.Time     `json:"crossed_at"`
 	Shown     string        `json:"-"`
 	Outcomes  []outcomeView `json:"outcomes"`
+	// SiteWide marks a crossing of a whole site ("no data" and its
+	// resolve): no page to link, no window, and a Count of 0 that is no
+	// measured count of views.
+	SiteWide bool `json:"site_wide,omitempty"`
 }
 
 type outcomeView struct {

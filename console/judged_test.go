@@ -1,6 +1,9 @@
 package console
 
 import (
+	"bytes"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -49,5 +52,62 @@ func TestMarkOfAResolveNotBack(t *testing.T) {
 	m := markOf(x, &crossing.Why{Kind: "unusual", Direction: "down", NewNormal: true})
 	if want := "unusual resolved at 2026-03-15 13:10: not back, 0 views in 1h, its normal followed it"; m.Label != want || m.Event != "resolve" {
 		t.Errorf("mark %+v, want label %q", m, want)
+	}
+}
+
+// A site's "no data" and its resolve have no page, window or count of
+// views: the history says "whole site" and dashes, with no empty link
+// to a page and no count of 0, even without their whys (the fake store
+// keeps none); a page's crossing beside them reads as before. Try a
+// rule's messages say so too.
+func TestSiteWideCrossingsRead(t *testing.T) {
+	b := setup(t, nil)
+	b.store.mu.Lock()
+	b.store.crossings = append(b.store.crossings,
+		CrossingRow{Key: "_nodata.unusual.example_com.2", Rule: "unusual", Site: "example.com", CrossedAt: b.store.crossings[0].CrossedAt})
+	b.store.mu.Unlock()
+	alice, _, _ := b.login(t, "alice", "pw-alice")                  //nolint:bodyclose // login reads and closes it
+	_, body := get(t, alice, b.srv.URL+"/history?site=example.com") //nolint:bodyclose // get reads and closes it
+	row := func(key string) string {
+		m := regexp.MustCompile(`(?s)<tr data-testid="crossing"[^>]*data-key="` + regexp.QuoteMeta(key) + `">(.*?)</tr>`).FindStringSubmatch(body)
+		if m == nil {
+			t.Fatalf("no row %s:\n%s", key, body)
+		}
+		return m[1]
+	}
+	nodata := row("_nodata.unusual.example_com.2")
+	for _, want := range []string{`<td class="path" data-testid="page"><span class="muted">whole site</span></td>`,
+		`<td data-testid="window"><span class="muted">–</span></td>`, `<td class="num" data-testid="count"><span class="muted">–</span></td>`} {
+		if !strings.Contains(nodata, want) {
+			t.Errorf("no data row lacks %s:\n%s", want, nodata)
+		}
+	}
+	if strings.Contains(nodata, "/page?") || strings.Contains(nodata, "data-value") {
+		t.Errorf("no data row links a page or counts:\n%s", nodata)
+	}
+	pricing := row("pricing.k.1")
+	for _, want := range []string{`<a href="/page?path=%2Fpricing&amp;site=example.com">/pricing</a>`, `<td data-testid="window">1h</td>`,
+		`data-testid="count" data-value="1234">1234<`} {
+		if !strings.Contains(pricing, want) {
+			t.Errorf("pricing row lacks %s:\n%s", want, pricing)
+		}
+	}
+
+	tmpl, err := parseTemplates()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	v := tryView{Ran: true, Total: 2, Messages: []tryMessage{
+		{Rule: "unusual", Site: "example.com", Event: "fire", SiteWide: true, Subject: "no data"},
+		{Rule: "unusual", Site: "example.com", Path: "/pricing", Event: "fire", Count: 590, Subject: "up"}}}
+	if err := tmpl.pages["try"].ExecuteTemplate(&buf, "layout", view{Data: v}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`<td class="path">example.com <span class="muted">whole site</span></td><td class="ev-fire">fire</td><td class="num"><span class="muted">–</span></td>`,
+		`<td class="path">example.com/pricing</td><td class="ev-fire">fire</td><td class="num">590</td>`} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("try messages lack %s:\n%s", want, buf.String())
+		}
 	}
 }

@@ -95,9 +95,32 @@ func TestNoDataInBrowserHistory(t *testing.T) {
 			!strings.Contains(got, site) || !strings.Contains(got, "sent 250") {
 			t.Errorf("/history: %s reads %q", c.key, got)
 		}
+		// No page, window or count: said so, not an empty link (reached
+		// by the keyboard, read out by a screen reader) nor a count of 0.
+		if got := p.Text(row(c.key) + " [data-testid=page]"); got != "whole site" {
+			t.Errorf("/history: %s page %q, want whole site", c.key, got)
+		}
+		if n := p.Count(row(c.key) + " a:not([href^='/history?'])"); n != 0 {
+			t.Errorf("/history: %s has %d links but its rule's", c.key, n)
+		}
+		for _, cell := range []string{"window", "count"} {
+			if got := p.Text(row(c.key) + " [data-testid=" + cell + "]"); got != "–" {
+				t.Errorf("/history: %s %s %q, want –", c.key, cell, got)
+			}
+		}
 	}
 	if got := p.Text(row(page.Key) + " [data-testid=judged]"); got != "above usual 70–125" {
 		t.Errorf("/history: the page's crossing judged %q, want above usual 70–125", got)
+	}
+	// The page's crossing as before: its page linked, its window and count.
+	link := "/page?" + url.Values{"site": {site}, "path": {"/pricing"}}.Encode()
+	if href, _ := p.Attr(row(page.Key)+" [data-testid=page] a", "href"); href != link {
+		t.Errorf("/history: the page's crossing links %q, want %q", href, link)
+	}
+	for cell, want := range map[string]string{"page": "/pricing", "window": "1h", "count": "590"} {
+		if got := p.Text(row(page.Key) + " [data-testid=" + cell + "]"); got != want {
+			t.Errorf("/history: the page's crossing %s %q, want %q", cell, got, want)
+		}
 	}
 	// The names' markup is text: nothing of it became an element (a
 	// dialog or a script's error would fail the step already).

@@ -36,7 +36,9 @@ func (s *rulePages) normalPages(r *http.Request, rule rules.Rule, fired []Crossi
 		}
 	}
 	for _, x := range fired {
-		if x.Rule == rule.Name {
+		// A site's "no data" (no path) is no page, though a regex
+		// match may take "".
+		if x.Rule == rule.Name && x.Path != "" {
 			add(x.Site, x.Path)
 		}
 	}

@@ -100,6 +100,9 @@ type tryMessage struct {
 	Event   string    `json:"event"`
 	Count   uint64    `json:"count"`
 	Subject string    `json:"subject"`
+	// SiteWide: a site's "no data" or its resolve, of no page, its
+	// Count (0) no count of views.
+	SiteWide bool `json:"site_wide,omitempty"`
 }
 
 type tryChart struct {
@@ -298,7 +301,7 @@ func (s *tryPages) summarise(v *tryView, xs []crossing.Crossing, since, to time.
 		}
 		if i < tryMaxMessages {
 			v.Messages = append(v.Messages, tryMessage{At: x.CrossedAt, Time: s.timeIn(x.CrossedAt), Rule: x.Rule, Site: x.Site,
-				Path: x.Path, Event: eventOf(x), Count: x.Count, Subject: subjectOf(x)})
+				Path: x.Path, Event: eventOf(x), SiteWide: x.Why.SiteWide(), Count: x.Count, Subject: subjectOf(x)})
 		}
 	}
 }
@@ -322,6 +325,9 @@ func (s *tryPages) draw(v *tryView, xs []crossing.Crossing, rs []rules.Rule, src
 	byKey := map[chartKey][]crossing.Crossing{}
 	var keys []chartKey
 	for _, x := range xs {
+		if x.Why.SiteWide() {
+			continue // no page whose views to chart
+		}
 		k := chartKey{x.Rule, x.Site, x.Path}
 		if _, ok := byKey[k]; !ok {
 			keys = append(keys, k)
