@@ -12,6 +12,10 @@ type Interval struct {
 	// Tag says which of a detector's windows this is (unusual: how many
 	// days back); the detector that listed it reads it.
 	Tag int
+	// Weekend: the window ends on a Saturday or a Sunday on the clocks
+	// its detector reads the page on (unusual: a weekday's noise is read
+	// from the weekdays among its past days).
+	Weekend bool
 }
 
 // OfWindow reports whether the span is a sample of the rule's window

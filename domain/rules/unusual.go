@@ -228,7 +228,7 @@ func unusualSpans(d *unusualDetector, end, dataStart time.Time, zone *time.Locat
 		add := func(k int) {
 			to := time.Date(y, m, dd-k, hh, mm, 0, 0, near.Location()).UTC().Truncate(time.Hour)
 			if from := to.Add(-w); !from.Before(dataStart) {
-				out = append(out, Interval{From: from, To: to, Tag: k + i*nextHour})
+				out = append(out, Interval{From: from, To: to, Tag: k + i*nextHour, Weekend: weekend(to, zone)})
 			}
 		}
 		for k := 1; k <= dailyDays; k++ {
@@ -243,11 +243,22 @@ func unusualSpans(d *unusualDetector, end, dataStart time.Time, zone *time.Locat
 		n := len(out)
 		for _, sp := range out[:n] {
 			if from := sp.To.Add(-l); !from.Before(dataStart) {
-				out = append(out, Interval{From: from, To: sp.To, Tag: sp.Tag + longSpan})
+				out = append(out, Interval{From: from, To: sp.To, Tag: sp.Tag + longSpan, Weekend: sp.Weekend})
 			}
 		}
 	}
 	return out
+}
+
+// weekend reports whether a window ending at to ends on a Saturday or a
+// Sunday on zone's clocks (its last minute's day: a window ending at
+// midnight is the day before's).
+func weekend(to time.Time, zone *time.Location) bool {
+	switch to.Add(-time.Minute).In(zone).Weekday() {
+	case time.Saturday, time.Sunday:
+		return true
+	}
+	return false
 }
 
 // longSpan tags the spans of a drop's long window (see Spans).

@@ -129,7 +129,7 @@ func TestAPagesNoiseWidensOrNarrowsItsRange(t *testing.T) {
 		var h hourSamples
 		h.trend = tr
 		for i, x := range alike {
-			h.add(7*(i+1), uint64(x))
+			h.add(7*(i+1), uint64(x), false)
 		}
 		e := d.expectHour(&h)
 		return (e.High - e.Low) / e.Value

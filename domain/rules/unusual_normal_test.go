@@ -69,7 +69,7 @@ func TestDispersionFromFewSamplesIsUnbiased(t *testing.T) {
 				if c.weekly {
 					back = 7 * k
 				}
-				h.add(back, uint64(math.Max(0, math.Round(mu+sd*rng.NormFloat64()))))
+				h.add(back, uint64(math.Max(0, math.Round(mu+sd*rng.NormFloat64()))), false)
 			}
 			sum += d.expectHour(&h).Dispersion
 		}

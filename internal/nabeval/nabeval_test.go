@@ -110,9 +110,9 @@ func TestLoadsTheRealSeries(t *testing.T) {
 // the rules or the spike logic that moves it must update the page.
 func TestShippedDefaultScoresAsDocumented(t *testing.T) {
 	const (
-		wantCaught, wantFalse               = 29, 21 // NAB's code's probation: the headline
-		wantCaughtLiteral, wantFalseLiteral = 21, 17 // the first 15%
-		wantUp, wantDown                    = 58, 4  // alarms per direction, make eval's lines
+		wantCaught, wantFalse               = 29, 22 // NAB's code's probation: the headline
+		wantCaughtLiteral, wantFalseLiteral = 21, 18 // the first 15%
+		wantUp, wantDown                    = 59, 4  // alarms per direction, make eval's lines
 	)
 	ss, err := Load(realdata.Path(t, "nab-tweets"))
 	if err != nil {
@@ -160,16 +160,19 @@ func TestShippedDefaultScoresAsDocumented(t *testing.T) {
 	if caught != wantCaught || windows != 33 || fa != wantFalse || perWeek > 0.5 {
 		t.Errorf("caught %d/%d, %d false alarms (%.2f per series-week); docs/spike-rules.md says %d/33 and %d", caught, windows, fa, perWeek, wantCaught, wantFalse)
 	}
-	// The windows are surges: what looks down adds only false alarms.
-	var down []Score
+	// The windows are surges: what looks down adds only false alarms. (A
+	// drop may fall inside a window, as the Twitter collection's hole of
+	// 11 March falls in AMZN's window of that day, which its surge that
+	// evening catches; it adds no window the surges do not catch.)
+	var up []Score
 	for _, s := range ss {
-		down = append(down, ScoreSeries(s, OfDirection(alarms, "down")))
+		up = append(up, ScoreSeries(s, OfDirection(alarms, "up")))
 	}
 	if up, dn := len(OfDirection(alarms, "up")), len(OfDirection(alarms, "down")); up != wantUp || dn != wantDown {
 		t.Errorf("%d alarms up, %d down; docs/unusual-rules.md says %d and %d", up, dn, wantUp, wantDown)
 	}
-	if c, _, _ := Total(down); c != 0 {
-		t.Errorf("alarms down caught %d windows, want none: the tweets' windows are surges", c)
+	if c, _, _ := Total(up); c != caught {
+		t.Errorf("alarms up caught %d windows, all %d: the drops caught what no surge did, but the tweets' windows are surges", c, caught)
 	}
 	caught, windows, perWeek = Total(literal)
 	if caught != wantCaughtLiteral || windows != 33 || faLiteral != wantFalseLiteral {

@@ -99,6 +99,13 @@ var Families = []Family{
 			{At: 3*day + 12*hour, Len: 2 * hour, Factor: 5},
 		}
 	}},
+	{Name: "second-weeks", About: "3 weeks of rows, weekends at 30 %; 3 hours at 4 × on the 2nd week's Wednesday and on the 3rd week's Thursday", Shape: func(p *Page) {
+		p.Days, p.Weekend = 21, 0.3
+		p.Events = []Event{
+			{At: 1*week + 2*day + 14*hour, Len: 3 * hour, Factor: 4},
+			{At: 2*week + 3*day + 11*hour, Len: 3 * hour, Factor: 4},
+		}
+	}},
 	{Name: "daily-bursts", About: "a newsletter of 3 × the peak hour's views in 10 minutes every morning; 2 hours at 20 ×, then 6 hours at 4 ×", Shape: func(p *Page) {
 		p.Bursts = []Burst{{First: 8 * hour, Every: day, Len: 10 * time.Minute, Views: 3 * p.Peak}}
 		p.Events = []Event{
