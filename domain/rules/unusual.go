@@ -228,7 +228,7 @@ func unusualSpans(d *unusualDetector, end, dataStart time.Time, zone *time.Locat
 		add := func(k int) {
 			to := time.Date(y, m, dd-k, hh, mm, 0, 0, near.Location()).UTC().Truncate(time.Hour)
 			if from := to.Add(-w); !from.Before(dataStart) {
-				out = append(out, Interval{From: from, To: to, Tag: k + i*nextHour, Weekend: weekend(to, zone)})
+				out = append(out, Interval{From: from, To: to, Tag: k + i*nextHour, Weekend: weekend(y, m, dd-k, hh, mm)})
 			}
 		}
 		for k := 1; k <= dailyDays; k++ {
@@ -250,11 +250,15 @@ func unusualSpans(d *unusualDetector, end, dataStart time.Time, zone *time.Locat
 	return out
 }
 
-// weekend reports whether a window ending at to ends on a Saturday or a
-// Sunday on zone's clocks (its last minute's day: a window ending at
-// midnight is the day before's).
-func weekend(to time.Time, zone *time.Location) bool {
-	switch to.Add(-time.Minute).In(zone).Weekday() {
+// weekend reports whether a window ending at hh:mm on the civil date
+// y-m-d (the zone's) ends on a Saturday or a Sunday: its last minute's
+// day, so a window ending at midnight is the day before's. Read from the
+// date, not the instant in the zone: a sweep lists some 40 spans a page.
+func weekend(y int, m time.Month, d, hh, mm int) bool {
+	if hh == 0 && mm == 0 {
+		d--
+	}
+	switch time.Date(y, m, d, 12, 0, 0, 0, time.UTC).Weekday() {
 	case time.Saturday, time.Sunday:
 		return true
 	}
