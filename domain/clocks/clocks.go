@@ -13,7 +13,11 @@
 // Only the rule of summer time matters, not the offset: the normal is
 // read a whole number of days back, and a day back is 24 hours on every
 // clock that does not change. So the candidates are one zone per rule in
-// use, and a site on a clock that never changes is on UTC's.
+// use, and a site on a clock that never changes is on UTC's. (Which day
+// is a Saturday does depend on the offset: the unusual rule reads a
+// weekday's noise from weekdays in a page's second and third weeks, on
+// the learned clock, so a Tokyo site on UTC's has its Saturday's first 9
+// hours read as a Friday's; docs/unusual-rules.md, "The normal".)
 package clocks
 
 import (

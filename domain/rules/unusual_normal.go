@@ -138,12 +138,12 @@ func (d *unusualDetector) expectHour(h *hourSamples) Expected {
 		// The noise of a page's second and third weeks is read from its
 		// last 6 days; on a weekday, from the weekdays among them when
 		// there are 3 or more. A page whose weekends are at 30 % of its
-		// weekdays read as one whose hours vary by half, and missed 3
-		// hours at 4 × on a weekday of its second or third week on 16 of
-		// 72 generated pages (second-weeks), one of 3,000 views an hour.
-		// (Its weekend days have at most 2 like days among the 6,
-		// and read all 6.) The value stays the mean of both medians: the
-		// weekly samples are of its own weekday already.
+		// weekdays read as one whose hours vary by half, and missed 16
+		// of the 72 surges of 3 hours at 4 × on weekdays of its second
+		// and third weeks (second-weeks; on 13 of its 36 pages, one of
+		// 3,000 views an hour). (A weekend day has 1 like day among the
+		// 6, and reads all 6.) The value stays the mean of both medians:
+		// the weekly samples are of its own weekday already.
 		var like [maxSamples]float64
 		nl := h.likeDays(&like)
 		w, dd := median(weekly), median(daily)

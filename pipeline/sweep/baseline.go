@@ -71,7 +71,7 @@ func newBaselines(counts Counter, seals *sealing, logger *slog.Logger) *baseline
 const maxGroups = 100_000
 
 // normalKey names one normal: a page's, under rules of one kind reading
-// the same spans (a kind's normal follows from the spans' counts:
+// the same spans (a kind's normal follows from the spans and their counts:
 // spike's minimum of samples from the same settings as its spans).
 type normalKey struct {
 	spans      int // the spans' number in baselines.spanIDs
@@ -438,13 +438,19 @@ func (b *baselines) known(r *rules.Rule, o observation) (rules.Expected, bool) {
 	return c.exp, true
 }
 
-// spanKey is spans as text, to group the pages that read the same hours.
+// spanKey is spans as text, to group the pages that read the same hours
+// and make the same normal of them: the same hours on two zones' clocks
+// (UTC's and Tokyo's, which has no summer time) may end on a weekend on
+// one and not the other, and a weekday's noise is read from weekdays.
 func spanKey(spans []rules.Interval) string {
 	var b strings.Builder
 	for _, sp := range spans {
 		b.WriteString(strconv.FormatInt(sp.From.Unix(), 36))
 		b.WriteByte('-')
 		b.WriteString(strconv.FormatInt(sp.To.Unix(), 36))
+		if sp.Weekend {
+			b.WriteByte('w')
+		}
 		b.WriteByte(',')
 	}
 	return b.String()

@@ -55,11 +55,13 @@ func TestShippedSpikeDefaultOnSeasonalTraffic(t *testing.T) {
 		// the two days at half one drop, told in the small hours of the
 		// first and back on the Saturday (a page whose hours vary by
 		// Poisson's noise alone: its own noise says half is far). The
+		// day at a third, in the page's third week, is told at 2:45, not
+		// 6:00, since a weekday's noise then is read from its weekdays. The
 		// big surge does not escalate here: the sale day is a surge the
 		// page remembers, and its level is higher.
 		{"weekends at 30%, holidays", 0.3, map[string]float64{"2026-03-20": 0.33, "2026-03-25": 2, "2026-04-02": 0.5, "2026-04-03": 0.5}, "" +
 			"/pricing fire up 03-17 02:05|/pricing resolve up 03-17 04:50|" +
-			"/pricing fire down 03-20 06:00|/pricing resolve down 03-21 01:00|" +
+			"/pricing fire down 03-20 02:45|/pricing resolve down 03-21 01:00|" +
 			"/small fire up 03-24 20:20|/small resolve up 03-24 22:55|" +
 			"/pricing fire up 03-25 01:20|/pricing resolve up 03-26 03:05|" +
 			"/pricing fire down 03-26 15:30|/pricing resolve down 03-26 18:45|" +
