@@ -51,9 +51,14 @@ func loadRules(env *daemon.Env[sweeperconf.Config]) ([]rules.Rule, error) {
 	return rs, nil
 }
 
-// unmatchablePaths is backtest.UnmatchablePaths under ingest.tail.pages.
-func unmatchablePaths(env *daemon.Env[sweeperconf.Config], rs []rules.Rule) []string {
-	return backtest.UnmatchablePaths(env.Config.Ingest.Pages, rs)
+// ruleWarnings: rules that match nothing as ingest records paths, and
+// settings that judge worse than the defaults (rules.Advice).
+func ruleWarnings(env *daemon.Env[sweeperconf.Config], rs []rules.Rule) []string {
+	out := backtest.UnmatchablePaths(env.Config.Ingest.Pages, rs)
+	for i := range rs {
+		out = append(out, rules.Advice(&rs[i])...)
+	}
+	return out
 }
 
 func newSweeper(ctx context.Context, env *daemon.Env[sweeperconf.Config], wait time.Duration) (*sweep.Sweeper, error) {
@@ -61,7 +66,7 @@ func newSweeper(ctx context.Context, env *daemon.Env[sweeperconf.Config], wait t
 	if err != nil {
 		return nil, err
 	}
-	for _, w := range unmatchablePaths(env, rs) {
+	for _, w := range ruleWarnings(env, rs) {
 		env.Logger.Warn(w)
 	}
 	b, err := connectNATS(ctx, env, wait)
@@ -110,7 +115,7 @@ func check(_ context.Context, env *daemon.Env[sweeperconf.Config]) error {
 	if err != nil {
 		return err
 	}
-	backtest.PrintRules(env.Stdout, rs, unmatchablePaths(env, rs))
+	backtest.PrintRules(env.Stdout, rs, ruleWarnings(env, rs))
 	return nil
 }
 

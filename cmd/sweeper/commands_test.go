@@ -49,6 +49,11 @@ func TestCheckListsRulesOrNamesTheBadLine(t *testing.T) {
 		t.Errorf("check with lowercase pages: exit %d\n%s\n%s", code, out, errs)
 	}
 
+	twoWeeks := "sweeper:\n  rules:\n    - {name: short, match: {prefix: /}, window: 1h, unusual: {weeks: 2}, notify: {recipients: [ops@example.com]}}\n"
+	if code, out, errs := runSweeper(t, twoWeeks, "check"); code != 0 || !strings.Contains(out, "warning: rule short: unusual.weeks 2: under 3, a weekend day's normal") {
+		t.Errorf("check with unusual.weeks 2: exit %d\n%s\n%s", code, out, errs)
+	}
+
 	bad := filepath.Join(dir, "b.yaml")
 	writeFile(t, bad, "rules:\n  - name: pricing\n    site: example.com\n    path: /p\n    threshold: 0\n    window: 1h\n    notify: {recipients: [ops@example.com]}\n")
 	code, _, errs = runSweeper(t, cfg, "check")

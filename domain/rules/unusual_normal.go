@@ -1,6 +1,9 @@
 package rules
 
-import "math"
+import (
+	"fmt"
+	"math"
+)
 
 // The unusual detector's normal (Expect) and its noise model: what a
 // count is measured against, and how far from it is far.
@@ -56,6 +59,16 @@ func (d *unusualDetector) expectWindow(before, after *hourSamples) Expected {
 	e.Samples = min(e.Samples, f.Samples)
 	e.WeeksBack, e.DaysBack = min(e.WeeksBack, f.WeeksBack), min(e.DaysBack, f.DaysBack)
 	return e
+}
+
+// advice: with under 3 weeks a page never leaves the regime of its
+// second and third weeks, where a weekend day's normal is read mostly
+// from weekdays (docs/unusual-rules.md, "Not done yet").
+func (d *unusualDetector) advice() []string {
+	if d.u.Weeks >= 3 {
+		return nil
+	}
+	return []string{fmt.Sprintf("rule %s: unusual.weeks %d: under 3, a weekend day's normal is read mostly from weekdays, and a surge on a quiet weekend goes unheard; use 3 or more", d.r.Name, d.u.Weeks)}
 }
 
 // minLikeDays is how many daily samples of the judged day's kind a
