@@ -196,16 +196,3 @@ func (r *Rule) Normal(spans []Interval, counts []uint64, tr Trend) Expected {
 // Expect makes the normal from counts alone, for kinds whose normal does
 // not depend on which window each count is of (spike, new_page).
 func (r *Rule) Expect(counts []uint64) Expected { return r.Detector().Expect(nil, counts, Trend{}) }
-
-// Advice is what `sweeper check` and a sweeper starting say of a valid
-// rule whose settings judge worse than its kind's defaults would, each
-// naming the rule and the setting.
-func Advice(r *Rule) []string {
-	if a, ok := r.Detector().(adviser); ok {
-		return a.advice()
-	}
-	return nil
-}
-
-// adviser is a detector with something to say of its settings.
-type adviser interface{ advice() []string }

@@ -61,14 +61,17 @@ func (d *unusualDetector) expectWindow(before, after *hourSamples) Expected {
 	return e
 }
 
-// advice: with under 3 weeks a page never leaves the regime of its
-// second and third weeks, where a weekend day's normal is read mostly
-// from weekdays (docs/unusual-rules.md, "Not done yet").
-func (d *unusualDetector) advice() []string {
-	if d.u.Weeks >= 3 {
+// Advice is what `sweeper check` and a sweeper starting say of a valid
+// rule whose settings judge worse than its kind's defaults would, each
+// naming the rule and the setting: with under 3 weeks an unusual rule's
+// pages never leave the regime of their second and third weeks, where a
+// weekend day's normal is read mostly from weekdays (docs/unusual-rules.md,
+// "Not done yet"). Only that kind has any.
+func Advice(r *Rule) []string {
+	if r.Unusual == nil || r.Unusual.Weeks >= 3 {
 		return nil
 	}
-	return []string{fmt.Sprintf("rule %s: unusual.weeks %d: under 3, a weekend day's normal is read mostly from weekdays, and a surge on a quiet weekend goes unheard; use 3 or more", d.r.Name, d.u.Weeks)}
+	return []string{fmt.Sprintf("rule %s: unusual.weeks %d: under 3, a weekend day's normal is read mostly from weekdays, and a surge on a quiet weekend goes unheard; use 3 or more", r.Name, r.Unusual.Weeks)}
 }
 
 // minLikeDays is how many daily samples of the judged day's kind a
