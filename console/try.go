@@ -214,10 +214,11 @@ func (s *tryPages) backtest(ctx context.Context, rs []rules.Rule, v *tryView) er
 			" pages the rule matches were tried: the most viewed (on sealed days), then the first seen. "+
 			"Narrow its site or match to try the others; a sum rule's count here is of these pages only.")
 	}
-	for _, rl := range rs {
+	for i, rl := range rs {
 		if rl.Count == rules.CountVisitors {
 			v.Notes = append(v.Notes, "Rule "+rl.Name+" counts visitors, which a backtest cannot replay from per-minute views: it was left out, as sweeper backtest leaves it out.")
 		}
+		v.Notes = append(v.Notes, rules.Advice(&rs[i])...) // as sweeper check warns
 	}
 	if len(xs) > tryMaxMessages {
 		v.Notes = append(v.Notes, "The first "+strconv.Itoa(tryMaxMessages)+" of "+strconv.Itoa(len(xs))+" would-be messages are listed; the weeks count them all.")

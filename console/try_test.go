@@ -11,6 +11,7 @@ import (
 	"net/http/cookiejar"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -304,6 +305,16 @@ func TestTryRuleBacktests(t *testing.T) {
 	}
 	if len(month.Weeks) != 5 || month.Total != got.Total || f != 1 || e != 1 || r != 1 {
 		t.Errorf("30 days: %d messages, weeks %+v", month.Total, month.Weeks)
+	}
+	// A setting that judges worse than the default is said, as sweeper
+	// check says it.
+	_, body = c.try(t, "/api/v1/rules/try", "name: two-weeks\nsite: example.com\nmatch: {prefix: /}\nwindow: 1h\nunusual: {weeks: 2}\nnotify: {recipients: [ops@example.com]}\n", 7)
+	var short tryResult
+	if err := json.Unmarshal([]byte(body), &short); err != nil {
+		t.Fatalf("%v\n%s", err, body)
+	}
+	if !slices.ContainsFunc(short.Notes, func(n string) bool { return strings.HasPrefix(n, "rule two-weeks: unusual.weeks 2: under 3") }) {
+		t.Errorf("unusual.weeks 2: notes %q", short.Notes)
 	}
 }
 
