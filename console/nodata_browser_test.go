@@ -136,6 +136,19 @@ func TestNoDataInBrowserHistory(t *testing.T) {
 		t.Errorf("/history: dialogs %q", d)
 	}
 	p.Screenshot("history-no-data")
+
+	// In a narrow window the table scrolls inside the page, not the page
+	// sideways under a top bar cut at the window's width.
+	narrow := br.NewPageWith(t, browsertest.PageOptions{Width: 760, Height: 800})
+	if st := narrow.Goto(base + "/history?" + url.Values{"site": {site}}.Encode()); st != http.StatusOK {
+		t.Fatalf("/history at 760 px: %d", st)
+	}
+	var widths struct{ Page, Window, Header float64 }
+	narrow.Eval(`() => ({Page: document.documentElement.scrollWidth, Window: window.innerWidth, Header: document.querySelector("header").getBoundingClientRect().width})`, nil, &widths)
+	if widths.Page > widths.Window || widths.Header < widths.Window {
+		t.Errorf("at 760 px: the page %v px wide, the window %v, its top bar %v", widths.Page, widths.Window, widths.Header)
+	}
+	narrow.Screenshot("history-no-data-760")
 }
 
 // historyStore is a migrated database of a real ClickHouse, closed when
