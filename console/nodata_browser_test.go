@@ -144,7 +144,9 @@ func TestNoDataInBrowserHistory(t *testing.T) {
 		t.Fatalf("/history at 760 px: %d", st)
 	}
 	var widths struct{ Page, Window, Header float64 }
-	narrow.Eval(`() => ({Page: document.documentElement.scrollWidth, Window: window.innerWidth, Header: document.querySelector("header").getBoundingClientRect().width})`, nil, &widths)
+	// clientWidth, not innerWidth: a browser with scrollbars counts the
+	// vertical one in innerWidth and not in the page or its top bar.
+	narrow.Eval(`() => ({Page: document.documentElement.scrollWidth, Window: document.documentElement.clientWidth, Header: document.querySelector("header").getBoundingClientRect().width})`, nil, &widths)
 	if widths.Page > widths.Window || widths.Header < widths.Window {
 		t.Errorf("at 760 px: the page %v px wide, the window %v, its top bar %v", widths.Page, widths.Window, widths.Header)
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/pagewatch/pagewatch/console/chart"
@@ -218,7 +219,9 @@ func (s *tryPages) backtest(ctx context.Context, rs []rules.Rule, v *tryView) er
 		if rl.Count == rules.CountVisitors {
 			v.Notes = append(v.Notes, "Rule "+rl.Name+" counts visitors, which a backtest cannot replay from per-minute views: it was left out, as sweeper backtest leaves it out.")
 		}
-		v.Notes = append(v.Notes, rules.Advice(&rs[i])...) // as sweeper check warns
+		for _, a := range rules.Advice(&rs[i]) { // as sweeper check warns
+			v.Notes = append(v.Notes, "R"+strings.TrimPrefix(a, "r")+".")
+		}
 	}
 	if len(xs) > tryMaxMessages {
 		v.Notes = append(v.Notes, "The first "+strconv.Itoa(tryMaxMessages)+" of "+strconv.Itoa(len(xs))+" would-be messages are listed; the weeks count them all.")

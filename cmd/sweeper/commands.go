@@ -52,7 +52,8 @@ func loadRules(env *daemon.Env[sweeperconf.Config]) ([]rules.Rule, error) {
 }
 
 // ruleWarnings: rules that match nothing as ingest records paths, and
-// settings that judge worse than the defaults (rules.Advice).
+// settings known to misjudge (rules.Advice). Said at start and by check,
+// not on a reload.
 func ruleWarnings(env *daemon.Env[sweeperconf.Config], rs []rules.Rule) []string {
 	out := backtest.UnmatchablePaths(env.Config.Ingest.Pages, rs)
 	for i := range rs {

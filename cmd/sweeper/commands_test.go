@@ -50,7 +50,7 @@ func TestCheckListsRulesOrNamesTheBadLine(t *testing.T) {
 	}
 
 	twoWeeks := "sweeper:\n  rules:\n    - {name: short, match: {prefix: /}, window: 1h, unusual: {weeks: 2}, notify: {recipients: [ops@example.com]}}\n"
-	if code, out, errs := runSweeper(t, twoWeeks, "check"); code != 0 || !strings.Contains(out, "warning: rule short: unusual.weeks 2: under 3, a weekend day's normal") {
+	if code, out, errs := runSweeper(t, twoWeeks, "check"); code != 0 || !strings.Contains(out, "warning: rule short: unusual.weeks 2: under 3, a weekend day's normal is read mostly from weekdays; use 3 or more") {
 		t.Errorf("check with unusual.weeks 2: exit %d\n%s\n%s", code, out, errs)
 	}
 

@@ -93,3 +93,27 @@ func TestUnusualSpansKnowTheirWeekendsOnTheRulesClocks(t *testing.T) {
 		}
 	}
 }
+
+// Advice names an unusual rule whose weeks never leave a page's second
+// and third weeks, and nothing else.
+func TestAdviceOfWeeksUnderThree(t *testing.T) {
+	threshold := &Rule{Name: "t", Match: Match{Prefix: "/"}, Window: ParseWindow("1h"), Thresholds: Thresholds{10}, Notify: Notify{Recipients: []string{"ops@example.com"}}}
+	if err := threshold.Validate("rule"); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		r    *Rule
+		want int
+	}{
+		{threshold, 0},
+		{unusualRule(t, Unusual{}), 0}, // weeks 0 validated: 4
+		{unusualRule(t, Unusual{Weeks: 2}), 1},
+		{unusualRule(t, Unusual{Weeks: 1, Direction: Down}), 1},
+		{unusualRule(t, Unusual{Weeks: 3}), 0},
+		{&Rule{Name: "raw", Unusual: &Unusual{}}, 0}, // not validated: says nothing of a default it has not had
+	} {
+		if got := Advice(c.r); len(got) != c.want {
+			t.Errorf("rule %s: %q, want %d warnings", c.r.Name, got, c.want)
+		}
+	}
+}

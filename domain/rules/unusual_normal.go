@@ -61,17 +61,18 @@ func (d *unusualDetector) expectWindow(before, after *hourSamples) Expected {
 	return e
 }
 
-// Advice is what `sweeper check` and a sweeper starting say of a valid
-// rule whose settings judge worse than its kind's defaults would, each
-// naming the rule and the setting: with under 3 weeks an unusual rule's
-// pages never leave the regime of their second and third weeks, where a
-// weekend day's normal is read mostly from weekdays (docs/unusual-rules.md,
-// "Not done yet"). Only that kind has any.
+// Advice is what `sweeper check` and a sweeper starting say of a
+// validated rule with a setting known to misjudge, each naming the rule
+// and the setting: with under 3 weeks an unusual rule's pages never
+// leave the regime of their second and third weeks, where a weekend
+// day's normal is read mostly from weekdays (docs/unusual-rules.md, "Not
+// done yet"). Only that kind has any. (Weeks 0 is a rule not yet
+// validated, which validation makes 4.)
 func Advice(r *Rule) []string {
-	if r.Unusual == nil || r.Unusual.Weeks >= 3 {
+	if r.Unusual == nil || r.Unusual.Weeks == 0 || r.Unusual.Weeks >= 3 {
 		return nil
 	}
-	return []string{fmt.Sprintf("rule %s: unusual.weeks %d: under 3, a weekend day's normal is read mostly from weekdays, and a surge on a quiet weekend goes unheard; use 3 or more", r.Name, r.Unusual.Weeks)}
+	return []string{fmt.Sprintf("rule %s: unusual.weeks %d: under 3, a weekend day's normal is read mostly from weekdays; use 3 or more", r.Name, r.Unusual.Weeks)}
 }
 
 // minLikeDays is how many daily samples of the judged day's kind a
