@@ -201,6 +201,11 @@ func backtestFile(ctx context.Context, env *daemon.Env[sweeperconf.Config], q ba
 	if err != nil {
 		return nil, time.Time{}, err
 	}
+	for i := range rs { // as newSweeper warns; a CSV has no ingest paths to check
+		for _, w := range rules.Advice(&rs[i]) {
+			env.Logger.Warn(w)
+		}
+	}
 	return q.File(ctx, rs, env.Logger)
 }
 

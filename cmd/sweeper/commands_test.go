@@ -114,6 +114,18 @@ func TestBacktestWithoutRulesIsRefused(t *testing.T) {
 	}
 }
 
+// A backtest of a CSV warns of a setting known to misjudge, as check
+// and a starting sweeper do, and runs all the same.
+func TestBacktestOfACSVWarnsOfWeeksUnderThree(t *testing.T) {
+	counts := filepath.Join(t.TempDir(), "views.csv")
+	writeFile(t, counts, "timestamp,value\n2026-03-02 00:00:00,10\n2026-03-02 00:05:00,12\n")
+	cfg := "sweeper:\n  rules:\n    - {name: short, match: {prefix: /}, window: 1h, unusual: {weeks: 2}, notify: {recipients: [ops@example.com]}}\n"
+	code, out, errs := runSweeper(t, cfg, "backtest", "--counts", counts)
+	if code != 0 || !strings.Contains(errs, "rule short: unusual.weeks 2: under 3") || !strings.Contains(out, "0 crossing(s)") {
+		t.Errorf("exit %d, want 0, the warning and the backtest\nstdout %q\nstderr %s", code, out, errs)
+	}
+}
+
 // A backtest of the stored counts run by hand with NATS down says so and
 // how to do without it, rather than waiting for it as a daemon does.
 func TestBacktestWithoutNATSFailsSayingHowToDoWithout(t *testing.T) {
