@@ -220,7 +220,7 @@ func (s *tryPages) backtest(ctx context.Context, rs []rules.Rule, v *tryView) er
 			v.Notes = append(v.Notes, "Rule "+rl.Name+" counts visitors, which a backtest cannot replay from per-minute views: it was left out, as sweeper backtest leaves it out.")
 		}
 		for _, a := range rules.Advice(&rs[i]) { // as sweeper check warns
-			v.Notes = append(v.Notes, "R"+strings.TrimPrefix(a, "r")+".")
+			v.Notes = append(v.Notes, strings.ToUpper(a[:1])+a[1:]+".")
 		}
 	}
 	if len(xs) > tryMaxMessages {

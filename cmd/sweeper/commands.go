@@ -55,7 +55,12 @@ func loadRules(env *daemon.Env[sweeperconf.Config]) ([]rules.Rule, error) {
 // settings known to misjudge (rules.Advice). Said at start and by check,
 // not on a reload.
 func ruleWarnings(env *daemon.Env[sweeperconf.Config], rs []rules.Rule) []string {
-	out := backtest.UnmatchablePaths(env.Config.Ingest.Pages, rs)
+	return append(backtest.UnmatchablePaths(env.Config.Ingest.Pages, rs), adviceOf(rs)...)
+}
+
+// adviceOf is rules.Advice of each of rs.
+func adviceOf(rs []rules.Rule) []string {
+	var out []string
 	for i := range rs {
 		out = append(out, rules.Advice(&rs[i])...)
 	}
@@ -173,7 +178,7 @@ func runBacktest(ctx context.Context, env *daemon.Env[sweeperconf.Config], f bac
 		from time.Time
 	)
 	if q.Counts != "" {
-		xs, from, err = backtestFile(ctx, env, q)
+		xs, from, err = backtestFile(ctx, env, q, rs)
 	} else {
 		xs, from, err = backtestStored(ctx, env, q, f.wait)
 	}
@@ -196,15 +201,11 @@ func backtestStored(ctx context.Context, env *daemon.Env[sweeperconf.Config], q 
 	return xs, from, err
 }
 
-func backtestFile(ctx context.Context, env *daemon.Env[sweeperconf.Config], q backtest.Query) ([]crossing.Crossing, time.Time, error) {
-	rs, err := loadRules(env)
-	if err != nil {
-		return nil, time.Time{}, err
-	}
-	for i := range rs { // as newSweeper warns; a CSV has no ingest paths to check
-		for _, w := range rules.Advice(&rs[i]) {
-			env.Logger.Warn(w)
-		}
+// backtestFile replays the counts file through rs, warning of their
+// settings as newSweeper does (a CSV has no ingest paths to check).
+func backtestFile(ctx context.Context, env *daemon.Env[sweeperconf.Config], q backtest.Query, rs []rules.Rule) ([]crossing.Crossing, time.Time, error) {
+	for _, w := range adviceOf(rs) {
+		env.Logger.Warn(w)
 	}
 	return q.File(ctx, rs, env.Logger)
 }
