@@ -60,16 +60,17 @@ func BenchmarkMatches(b *testing.B) {
 }
 
 // BenchmarkUnusualNormal makes one page's normal for the shipped unusual
-// rule from its 40 spans (a window ending mid-hour: 6 days and 4 weeks,
-// each at the hour before and after, and each again for a drop's 3
-// hours), as a sweep does for every page it reads at each half hour: a
-// million pages make a million of these.
+// rule from its 50 spans (a window ending mid-hour: 6 days and 4 weeks,
+// each at the hour before and after, each again for a drop's 3 hours,
+// and at the hour after those for a burst's climb), as a sweep does for
+// every page it reads at each half hour: a million pages make a million
+// of these.
 func BenchmarkUnusualNormal(b *testing.B) {
 	r := unusualRule(b, Unusual{})
 	end := monday.Add(5*7*24*time.Hour + 14*time.Hour + 10*time.Minute)
 	spans := r.BaselineSpans(end, monday)
-	if len(spans) != 40 {
-		b.Fatalf("%d spans, want 40", len(spans))
+	if len(spans) != 50 {
+		b.Fatalf("%d spans, want 50", len(spans))
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
 	counts := make([]uint64, len(spans))

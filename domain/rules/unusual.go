@@ -247,6 +247,20 @@ func unusualSpans(d *unusualDetector, end, dataStart time.Time, zone *time.Locat
 			}
 		}
 	}
+	if u := d.u; u.burst() > 0 && u.Direction != Down {
+		// A burst's minutes late in an hour are measured against how the
+		// page climbs into the next (Expected.Rise): the window an hour
+		// after the latest one read, the same days back (Tag: slopeSpan
+		// on).
+		onHour := end.UTC().Truncate(time.Hour).Equal(end.UTC())
+		n := len(out)
+		for _, sp := range out[:n] {
+			if sp.Tag >= longSpan || (sp.Tag >= nextHour) == onHour {
+				continue
+			}
+			out = append(out, Interval{From: sp.From.Add(time.Hour), To: sp.To.Add(time.Hour), Tag: sp.Tag%nextHour + slopeSpan, Weekend: sp.Weekend})
+		}
+	}
 	return out
 }
 
@@ -265,8 +279,12 @@ func weekend(y int, m time.Month, d, hh, mm int) bool {
 	return false
 }
 
-// longSpan tags the spans of a drop's long window (see Spans).
-const longSpan = 1 << 20
+// longSpan tags the spans of a drop's long window, slopeSpan those of
+// the window an hour before an on-the-hour one (see Spans).
+const (
+	longSpan  = 1 << 20
+	slopeSpan = 1 << 19
+)
 
 func (d *unusualDetector) weigh(o Observation, ep *Episode) judgement {
 	e, u := o.Expected, d.u
@@ -346,7 +364,7 @@ func (d *unusualDetector) Against(o Observation, f Firing) Against {
 		scale := float64(f.Short) / float64(d.r.Window.Rolling)
 		a.Short, a.ShortBaseline = o.Short, e.Value*scale
 		a.ShortLow = max(0, d.countAt(e, e.Bottom*scale, -usualZ))
-		a.ShortHigh = d.countAt(e, e.Top*scale, usualZ)
+		a.ShortHigh = d.countAt(e, burstTop(o, d.r.Window.Rolling, f.Short), usualZ)
 	}
 	return a
 }
@@ -441,7 +459,7 @@ func (d *unusualDetector) weighUpOver(o Observation, floor float64) judgement {
 	j.fires = c >= j.level
 	j.burst = c >= profile
 	if b := u.burst(); b > 0 && u.Direction != Down {
-		mu := e.Top * float64(b) / float64(d.r.Window.Rolling)
+		mu := burstTop(o, d.r.Window.Rolling, b)
 		pb := max(d.countAt(e, mu, u.Sensitivity), u.Factor*mu, float64(d.burstMin()))
 		j.burst = j.burst || float64(o.Short) >= pb
 		lb := max(pb, floor)

@@ -8,7 +8,32 @@ import (
 )
 
 // A page's memory of its own surges (State.Bursts): which are its
-// normal, and how long they last.
+// normal, and how long they last; and a burst's own normal.
+
+// burstTop is the top of the normal of the burst of minutes b ending
+// with the window w judged at o: the window's top spread evenly over it,
+// or, late in an hour before a busier one (Expected.Rise), read on the
+// line from the middle of the latest window the normal read (ending at
+// the whole hour after o, or at o when on the hour) to the middle of the
+// one an hour later: a page climbing from 30 views an hour at 8:00 to
+// 3,000 at 9:00 has its 8:50s at 2,500 an hour, not at the hour's
+// 1,500, and was told a surge of its own mornings. Before that middle
+// the window's top stands (a line read from the hour before would be
+// under it).
+func burstTop(o Observation, w, b time.Duration) float64 {
+	e := o.Expected
+	top := e.Top
+	if e.Rise > 0 {
+		hourEnd := o.At.UTC().Truncate(time.Hour)
+		if !hourEnd.Equal(o.At.UTC()) {
+			hourEnd = hourEnd.Add(time.Hour)
+		}
+		if past := o.At.Add(-b / 2).Sub(hourEnd.Add(-w / 2)); past > 0 {
+			top += e.Rise * min(past, time.Hour).Hours()
+		}
+	}
+	return top * float64(b) / float64(w)
+}
 
 // secondHighest is the second highest count of bursts at or after since
 // (0 with fewer than two).

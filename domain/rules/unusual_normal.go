@@ -15,14 +15,18 @@ import (
 func (d *unusualDetector) Expect(spans []Interval, counts []uint64, tr Trend) Expected {
 	// A sweep makes one of these per page it reads, a million at a
 	// million pages: the samples stay in arrays on the stack.
-	var before, after, longBefore, longAfter hourSamples
-	before.trend, after.trend, longBefore.trend, longAfter.trend = tr, tr, tr, tr
+	var before, after, longBefore, longAfter, next hourSamples
+	before.trend, after.trend, longBefore.trend, longAfter.trend, next.trend = tr, tr, tr, tr, tr
 	for i, sp := range spans {
 		t := sp.Tag
 		b, a := &before, &after
-		if t >= longSpan {
+		switch {
+		case t >= longSpan:
 			t -= longSpan
 			b, a = &longBefore, &longAfter
+		case t >= slopeSpan:
+			next.add(t-slopeSpan, counts[i], sp.Weekend)
+			continue
 		}
 		if t >= nextHour {
 			a.add(t-nextHour, counts[i], sp.Weekend)
@@ -30,27 +34,34 @@ func (d *unusualDetector) Expect(spans []Interval, counts []uint64, tr Trend) Ex
 			b.add(t, counts[i], sp.Weekend)
 		}
 	}
-	e := d.expectWindow(&before, &after)
+	e, latest := d.expectWindow(&before, &after)
 	if e.OK {
 		e.Recent = recentNormal(spans, counts)
+		if next.nd+next.nw > 0 {
+			// The hour after the latest one read over it.
+			if n := d.expectHour(&next); n.OK {
+				e.Rise = max(0, n.Top-latest)
+			}
+		}
 	}
 	if e.OK && longBefore.nd+longBefore.nw > 0 {
-		l := d.expectWindow(&longBefore, &longAfter)
+		l, _ := d.expectWindow(&longBefore, &longAfter)
 		e.Long = LongNormal{Value: l.Value, Bottom: l.Bottom, Low: l.Low, High: l.High, Dispersion: l.Dispersion, Samples: l.Samples, OK: l.OK}
 	}
 	return e
 }
 
 // expectWindow is the normal of one window from its samples ending at
-// the hour before its end and the one after.
-func (d *unusualDetector) expectWindow(before, after *hourSamples) Expected {
+// the hour before its end and the one after, and the top of the latter's
+// (of the former's, when the window ends on the hour).
+func (d *unusualDetector) expectWindow(before, after *hourSamples) (Expected, float64) {
 	e := d.expectHour(before)
 	if after.nd+after.nw == 0 || !e.OK {
-		return e
+		return e, e.Top
 	}
 	f := d.expectHour(after)
 	if !f.OK {
-		return e
+		return e, e.Top
 	}
 	e.Value = (e.Value + f.Value) / 2
 	e.Bottom, e.Top = min(e.Bottom, f.Bottom), max(e.Top, f.Top)
@@ -58,7 +69,7 @@ func (d *unusualDetector) expectWindow(before, after *hourSamples) Expected {
 	e.Dispersion = max(e.Dispersion, f.Dispersion)
 	e.Samples = min(e.Samples, f.Samples)
 	e.WeeksBack, e.DaysBack = min(e.WeeksBack, f.WeeksBack), min(e.DaysBack, f.DaysBack)
-	return e
+	return e, f.Top
 }
 
 // Advice is what `sweeper check` and a sweeper starting say of a

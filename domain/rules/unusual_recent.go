@@ -82,7 +82,7 @@ func recentNormal(spans []Interval, counts []uint64) RecentNormal {
 		case t >= longSpan && nl < len(longs) && ((t-longSpan)%nextHour)%7 == 0:
 			longs[nl] = sample{t - longSpan, float64(counts[i])}
 			nl++
-		case t < longSpan && nh < len(hours) && (t%nextHour)%7 == 0:
+		case t < slopeSpan && nh < len(hours) && (t%nextHour)%7 == 0:
 			hours[nh] = sample{t, float64(counts[i])}
 			nh++
 		}

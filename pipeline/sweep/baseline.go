@@ -442,12 +442,16 @@ func (b *baselines) known(r *rules.Rule, o observation) (rules.Expected, bool) {
 // and make the same normal of them: the same hours on two zones' clocks
 // (UTC's and Tokyo's, which has no summer time) may end on a weekend on
 // one and not the other, and a weekday's noise is read from weekdays.
+// The tags too: the same hours are an hour's normal to one rule and the
+// hour after it, read for a burst's climb only, to another.
 func spanKey(spans []rules.Interval) string {
 	var b strings.Builder
 	for _, sp := range spans {
 		b.WriteString(strconv.FormatInt(sp.From.Unix(), 36))
 		b.WriteByte('-')
 		b.WriteString(strconv.FormatInt(sp.To.Unix(), 36))
+		b.WriteByte('#')
+		b.WriteString(strconv.Itoa(sp.Tag))
 		if sp.Weekend {
 			b.WriteByte('w')
 		}

@@ -82,7 +82,7 @@ func TestSweepLearnsEachSitesClocks(t *testing.T) {
 	end := to.Add(5 * time.Minute)
 	spans := rules.SpansOn(r, end, from, clocks["ny.example"])
 	for _, sp := range spans {
-		if sp.To.Before(change) && sp.To.Sub(sp.From) == r.Window.Rolling {
+		if sp.To.Before(change) && sp.OfWindow() {
 			if h := sp.To.In(ny).Hour(); h != end.In(ny).Hour() && h != end.In(ny).Add(time.Hour).Hour() {
 				t.Errorf("span %v before the change ends at %d:00 in New York, want the hour of %s there", sp, h, end.In(ny).Format("15:04"))
 			}
