@@ -19,8 +19,8 @@ type Interval struct {
 }
 
 // OfWindow reports whether the span is a sample of the rule's window
-// itself, not of one read beside it (a drop's hours, the hour before
-// an on-the-hour window's, which a burst's climb is read from): what the
+// itself, not of one read beside it (a drop's hours, the hour after
+// the latest read, which a burst's climb is read from): what the
 // normal of the window alone, its value and usual range, is made from.
 // The console's band and live normal draw that, and need not sum three
 // times the hours.
@@ -60,12 +60,13 @@ type Expected struct {
 	// weeks, DaysBack on past days (unusual): from 3 weeks those alone,
 	// under 3 read with the past days'.
 	WeeksBack, DaysBack int
-	// Rise is how much the top of the normal of the window ending at the
-	// whole hour after the judged window's end (at its end, when that is
-	// on the hour) is above that of the window ending an hour before (a
-	// window's count; 0: not above, or not read): how steeply the page
-	// climbs into the hour a burst's minutes are in (unusual).
-	Rise float64
+	// Rise is how much the top of the normal of the window an hour
+	// after the latest one read (the window ending at the whole hour
+	// after the judged window's end, or at its end when that is on the
+	// hour) is above RiseFrom, the latest's top (a window's count; 0:
+	// not above, or not read): how steeply the page climbs out of the
+	// hour a burst's minutes are in (unusual).
+	Rise, RiseFrom float64
 	// Trend is the page's growth a week (0.09: 9 %) its weekly samples
 	// were carried forward by (unusual; 0: none), for "rising 9 % a week".
 	Trend float64

@@ -10,7 +10,10 @@ import (
 // the count over the window, and the page's normal (spike and new_page
 // rules; zero for threshold rules).
 type Observation struct {
-	At       time.Time
+	At time.Time
+	// End is when the window ends: in a sweep the minute after At's (a
+	// sweep at 10:00:00 judges the window ending at 10:01); zero: At.
+	End      time.Time
 	Count    uint64
 	Expected Expected
 	// Short is the count over the detector's short window ending with

@@ -280,7 +280,8 @@ func weekend(y int, m time.Month, d, hh, mm int) bool {
 }
 
 // longSpan tags the spans of a drop's long window, slopeSpan those of
-// the window an hour before an on-the-hour one (see Spans).
+// the window an hour after the latest one read, which a burst's climb is
+// read from (see Spans).
 const (
 	longSpan  = 1 << 20
 	slopeSpan = 1 << 19
@@ -361,10 +362,15 @@ func (d *unusualDetector) Against(o Observation, f Firing) Against {
 		// Heard on its hours: those, as a burst's minutes are said.
 		a.Short, a.ShortBaseline, a.ShortLow, a.ShortHigh = o.Long, l.Value, l.Low, l.High
 	} else if f.Short > 0 && e.OK {
+		// In a climb (burstTop) its normal is raised as its top is.
 		scale := float64(f.Short) / float64(d.r.Window.Rolling)
+		top := burstTop(o, d.r.Window.Rolling, f.Short)
 		a.Short, a.ShortBaseline = o.Short, e.Value*scale
+		if e.Top > 0 {
+			a.ShortBaseline *= top / (e.Top * scale)
+		}
 		a.ShortLow = max(0, d.countAt(e, e.Bottom*scale, -usualZ))
-		a.ShortHigh = d.countAt(e, burstTop(o, d.r.Window.Rolling, f.Short), usualZ)
+		a.ShortHigh = d.countAt(e, top, usualZ)
 	}
 	return a
 }

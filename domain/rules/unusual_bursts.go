@@ -12,24 +12,28 @@ import (
 
 // burstTop is the top of the normal of the burst of minutes b ending
 // with the window w judged at o: the window's top spread evenly over it,
-// or, late in an hour before a busier one (Expected.Rise), read on the
-// line from the middle of the latest window the normal read (ending at
-// the whole hour after o, or at o when on the hour) to the middle of the
-// one an hour later: a page climbing from 30 views an hour at 8:00 to
-// 3,000 at 9:00 has its 8:50s at 2,500 an hour, not at the hour's
-// 1,500, and was told a surge of its own mornings. Before that middle
-// the window's top stands (a line read from the hour before would be
-// under it).
+// or, late in an hour before a busier one (Expected.Rise), the line from
+// the latest window the normal read (ending at the whole hour after the
+// window's end, or at its end when on the hour) to the one an hour
+// later, read at the burst's middle, where that is higher: a page
+// climbing from 30 views an hour at 8:00 to 3,000 at 9:00 has its 8:50s
+// at 2,500 an hour, not at the hour's 1,500, and was told a surge of its
+// own mornings. Before the latest window's middle the window's top
+// stands (a line read from the hour before would be under it).
 func burstTop(o Observation, w, b time.Duration) float64 {
 	e := o.Expected
 	top := e.Top
 	if e.Rise > 0 {
-		hourEnd := o.At.UTC().Truncate(time.Hour)
-		if !hourEnd.Equal(o.At.UTC()) {
+		end := o.End
+		if end.IsZero() {
+			end = o.At
+		}
+		hourEnd := end.UTC().Truncate(time.Hour)
+		if !hourEnd.Equal(end.UTC()) {
 			hourEnd = hourEnd.Add(time.Hour)
 		}
-		if past := o.At.Add(-b / 2).Sub(hourEnd.Add(-w / 2)); past > 0 {
-			top += e.Rise * min(past, time.Hour).Hours()
+		if past := end.Add(-b / 2).Sub(hourEnd.Add(-w / 2)); past > 0 {
+			top = max(top, e.RiseFrom+e.Rise*min(past, time.Hour).Hours())
 		}
 	}
 	return top * float64(b) / float64(w)

@@ -79,3 +79,75 @@ func TestUnusualBurstInAClimbIsHeard(t *testing.T) {
 		wantMessages(t, s.runEvery(t, r, monday.Add(24*time.Hour), 5*time.Minute), []string{"fire up 03-25 Wed 08:45", "resolve up 03-25 Wed 10:05"})
 	}
 }
+
+// The hour a burst's climb is read from is the one after the latest the
+// normal reads, the same days back; a rule hearing no bursts reads none.
+func TestUnusualClimbSpans(t *testing.T) {
+	end := monday.Add(5*7*24*time.Hour + 14*time.Hour) // a Monday 14:00
+	climbs := func(r *Rule, end time.Time) (n, all int) {
+		for _, sp := range r.BaselineSpans(end, monday) {
+			if sp.OfWindow() || sp.Tag >= longSpan {
+				continue
+			}
+			n++
+			k := sp.Tag - slopeSpan
+			want := end.UTC().Truncate(time.Hour).Add(time.Hour)
+			if !end.UTC().Truncate(time.Hour).Equal(end.UTC()) {
+				want = want.Add(time.Hour)
+			}
+			if want = want.AddDate(0, 0, -k); !sp.To.Equal(want) || sp.To.Sub(sp.From) != r.Window.Rolling {
+				t.Errorf("climb span %v (%d days back) of the window ending %s, want one ending %s", sp, k, end.Format("15:04"), want.Format("01-02 15:04"))
+			}
+		}
+		return n, len(r.BaselineSpans(end, monday))
+	}
+	r := unusualRule(t, Unusual{})
+	for _, c := range []struct {
+		end        time.Time
+		climb, all int
+	}{{end, 10, 30}, {end.Add(10 * time.Minute), 10, 50}} {
+		if n, all := climbs(r, c.end); n != c.climb || all != c.all {
+			t.Errorf("window ending %s: %d climb spans of %d, want %d of %d", c.end.Format("15:04"), n, all, c.climb, c.all)
+		}
+	}
+	off := time.Duration(0)
+	for _, u := range []Unusual{{Direction: Down}, {Burst: &off}} {
+		r := unusualRule(t, u)
+		if n, _ := climbs(r, end.Add(10*time.Minute)); n != 0 {
+			t.Errorf("%+v: %d climb spans, want none", u, n)
+		}
+	}
+}
+
+// burstTop reads the line from the latest hour's top, and only above the
+// window's top; a sweep's window ends the minute after its instant.
+func TestBurstTopReadsTheLine(t *testing.T) {
+	noon := monday.Add(12 * time.Hour)
+	for _, c := range []struct {
+		name string
+		o    Observation
+		w    time.Duration
+		want float64
+	}{
+		// The hour before 3,000, its own 2,000, the next 3,000: at 12:50
+		// the line is at 2,333, under the window's top.
+		{"a lunch dip", Observation{At: noon.Add(55 * time.Minute), Expected: Expected{Top: 3000, Rise: 1000, RiseFrom: 2000}}, time.Hour, 500},
+		// A climb from 1,500 to 3,000: at 12:50, 2,000.
+		{"a climb", Observation{At: noon.Add(55 * time.Minute), Expected: Expected{Top: 1500, Rise: 1500, RiseFrom: 1500}}, time.Hour, 2000.0 / 6},
+		// Before the latest hour's middle the top stands.
+		{"early in the hour", Observation{At: noon.Add(25 * time.Minute), Expected: Expected{Top: 1500, Rise: 1500, RiseFrom: 1500}}, time.Hour, 250},
+		// A window ending on the hour reads on to the hour after it: at
+		// 11:55, 1,500 + 1,500 × 25/60.
+		{"on the hour", Observation{At: noon, Expected: Expected{Top: 1500, Rise: 1500, RiseFrom: 1500}}, time.Hour, 2125.0 / 6},
+		// A sweep at 12:00:00 judges the window ending at 12:01: mid-hour,
+		// the line not yet begun.
+		{"a sweep at the hour", Observation{At: noon, End: noon.Add(time.Minute), Expected: Expected{Top: 1500, Rise: 1500, RiseFrom: 1500}}, time.Hour, 250},
+		// 3 hours ending 14:00 (middle 12:30): at 13:55 the line is 85
+		// minutes on, capped at the next window's middle an hour on.
+		{"a 3-hour window", Observation{At: noon.Add(2 * time.Hour), Expected: Expected{Top: 4500, Rise: 900, RiseFrom: 4500}}, 3 * time.Hour, 5400.0 / 18},
+	} {
+		if got := burstTop(c.o, c.w, 10*time.Minute); math.Abs(got-c.want) > 1e-9 {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}

@@ -40,7 +40,7 @@ func (d *unusualDetector) Expect(spans []Interval, counts []uint64, tr Trend) Ex
 		if next.nd+next.nw > 0 {
 			// The hour after the latest one read over it.
 			if n := d.expectHour(&next); n.OK {
-				e.Rise = max(0, n.Top-latest)
+				e.Rise, e.RiseFrom = max(0, n.Top-latest), latest
 			}
 		}
 	}

@@ -215,7 +215,7 @@ type observation struct {
 
 // ruleObservation is what the rule's detector is shown of o.
 func (o observation) ruleObservation() rules.Observation {
-	return rules.Observation{At: o.pt.at, Count: o.count, Expected: o.exp, Short: o.short, Long: o.long, Late: o.late, LongLate: o.late || o.longLate,
+	return rules.Observation{At: o.pt.at, End: o.pt.to, Count: o.count, Expected: o.exp, Short: o.short, Long: o.long, Late: o.late, LongLate: o.late || o.longLate,
 		Launches: o.launches, Page: o.key, Before: o.before, BeforeOK: o.beforeOK, Clock: o.clock}
 }
 
