@@ -210,6 +210,9 @@ const nextHour = 1000
 // (Tag: days back, plus nextHour for the latter): a window ending at
 // 20:10 holds minutes of two hours, and a page whose evening starts at
 // 20:00, or whose newsletter goes out at 9:00, is judged against both.
+// A rule hearing bursts also reads the window an hour after the latest
+// of those (Tag: slopeSpan on), which a burst's climb is read from
+// (burstTop); one looking down, a drop's hours (Tag: longSpan on).
 func (d *unusualDetector) Spans(end, dataStart time.Time) []Interval {
 	return unusualSpans(d, end, dataStart, d.r.Window.zone())
 }
