@@ -71,6 +71,15 @@ type Episode struct {
 	// it is, which an hour whose range is wider cannot tell from back
 	// (unusual rules).
 	Ratio float64 `json:"ratio,omitempty"`
+	// DayFrom is when a surge's latest day began, Hours[:NHours] its
+	// count over its normal once an hour since (the latest at HourAt),
+	// LastDay the median of those of the day before (unusual rules): a
+	// surge as high two days running is a new level (unusual_level.go).
+	DayFrom time.Time   `json:"day_from,omitzero"`
+	HourAt  time.Time   `json:"hour_at,omitzero"`
+	Hours   [24]float32 `json:"hours,omitzero"`
+	NHours  int         `json:"n_hours,omitempty"`
+	LastDay float64     `json:"last_day,omitempty"`
 	// Steps is how many escalate steps were reached (and claimed).
 	Steps int `json:"steps,omitempty"`
 	// Down is set for an episode of a page that went quiet.
@@ -162,7 +171,19 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 	if !prev.Seen.IsZero() && !o.At.After(prev.Seen) {
 		return prev, nil
 	}
+	var ended *Firing
+	var level float64
 	defer func() {
+		for i := range fire {
+			if fire[i].Raised == 0 && level > 0 {
+				// Judged at its new level: what its normal was read at.
+				n := o.Expected
+				fire[i].Raised, fire[i].RaisedSince, fire[i].Normal = level, prev.Raised.Since, &n
+			}
+		}
+		if ended != nil {
+			fire = append(r.firings(next, *ended), fire...)
+		}
 		if len(fire) > 0 || !sameEpisode(prev.Open, next.Open) {
 			next.Seen = o.At
 		}
@@ -179,6 +200,7 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 		next.SettledLow = time.Time{}
 	}
 	o.SettledLow = next.SettledLow
+	o.Expected, level, ended = raisedNormal(r, &next, o)
 	o.Above = aboveFrom(r, prev, o.At)
 	var launch, first bool
 	if ReadsLaunches(r) {
@@ -269,6 +291,21 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 	// Every sweep of a run, not only its peaks: how long it lasted is
 	// remembered too.
 	next.stepRun(o, j, false)
+	if k := stepLevel(r, ep, o); k > 0 && !back {
+		// As high two days running: a new level, not a surge
+		// (unusual_level.go). It resolves, and the page is judged at
+		// that level from now.
+		raised := Raised{Since: ep.Since.Add(-r.Window.Rolling), Ratio: k, Trend: o.Expected.Trend, Noise: o.Expected.Noise}
+		if level > 0 {
+			// Judged at one already: the new is on top of it.
+			raised = *next.Raised
+			raised.Ratio *= k
+		}
+		next.Raised = &raised
+		next.Open, next.Fired = nil, nil
+		return next, r.firings(next, Firing{Event: EventResolve, Level: j.level, Severity: j.severity, Episode: *ep, NewNormal: true,
+			Raised: raised.Ratio, RaisedSince: raised.Since})
+	}
 	if back {
 		if ep.Back.IsZero() {
 			ep.Back = o.At
@@ -336,8 +373,11 @@ func (r *Rule) firings(s State, f Firing) []Firing {
 		f.Key = ep + ".x" + strconv.FormatFloat(f.Step, 'f', -1, 64)
 	case EventResolve:
 		f.Key = ep + ".resolved"
+		if f.LevelEnded {
+			f.Key = ep + ".level.resolved"
+		}
 	}
-	if s.Open != nil {
+	if s.Open != nil && !f.LevelEnded {
 		f.Episode = *s.Open
 	}
 	if len(r.Thresholds) > 0 {

@@ -48,10 +48,28 @@ type State struct {
 	// normal (unusual rules: it had not come back) began: a drop is not
 	// judged again against a normal read mostly from before then.
 	SettledLow time.Time `json:"settled_low,omitzero"`
+	// Raised is the level a page that rose for good held (unusual
+	// rules, unusual_level.go): its normal is read at that multiple
+	// until it has followed the page; nil: none.
+	Raised *Raised `json:"raised,omitempty"`
 	// Site is the page's site, set by the sweeper on a state that
 	// remembers a launch (Burst.Launch): a site's launches are read from
 	// its pages' states, whose keys do not name the site.
 	Site string `json:"site,omitempty"`
+}
+
+// Raised is a page's new level: Ratio × its normal since Since (when
+// the surge that held it began), its normal then carried forward by a
+// trend of Trend a week (Expected.Trend), the page's own noise then
+// Noise (Expected.Noise; 0: not read).
+type Raised struct {
+	Since time.Time `json:"since"`
+	Ratio float64   `json:"ratio"`
+	Trend float64   `json:"trend,omitempty"`
+	Noise float64   `json:"noise,omitempty"`
+	// Back is when the page was first seen back at its old level, with
+	// every look since finding it there; zero: it was not.
+	Back time.Time `json:"back,omitzero"`
 }
 
 // Burst is one surge of a page: when, its highest count, and how long
@@ -118,6 +136,17 @@ type Firing struct {
 	// (unusual rules, weighRecent).
 	HoursBefore      uint64
 	HoursBeforeRatio float64
+	// Raised, when set, is the multiple of its normal the page was
+	// judged at, having risen for good (State.Raised), and Normal that
+	// normal; on a resolve with NewNormal, the level it is judged at
+	// from now. RaisedSince is when it rose.
+	Raised      float64
+	RaisedSince time.Time
+	Normal      *Expected
+	// LevelEnded is set on the resolve of a page that had risen for
+	// good back at its old level (Raised and RaisedSince: the level it
+	// left), keyed "<episode>.level.resolved".
+	LevelEnded bool
 }
 
 // Crossed is the one comparison every rule uses: "passed 1,000 views"

@@ -353,6 +353,9 @@ func (d *unusualDetector) weigh(o Observation, ep *Episode) judgement {
 
 // Against: the normal, its usual range and the history it came from.
 func (d *unusualDetector) Against(o Observation, f Firing) Against {
+	if f.Normal != nil {
+		o.Expected = *f.Normal // a page at its new level (unusual_level.go)
+	}
 	e := o.Expected
 	a := Against{Baseline: e.Value, Low: e.Low, High: e.High, Days: e.Days, Weekly: e.Weekly, Trend: e.Trend,
 		Burst: f.Short, Direction: direction(f.Episode), Lasted: f.Lasted, BurstsLast: f.BurstsLast, NewNormal: f.NewNormal,

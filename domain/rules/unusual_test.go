@@ -98,7 +98,10 @@ func (s *synth) runEvery(t *testing.T, r *Rule, judgeFrom time.Time, step time.D
 			}
 			line := fmt.Sprintf("%s %s %s", f.Event, dir, at.Format("01-02 Mon 15:04"))
 			if f.NewNormal {
-				line += " not back" // its normal followed it (unusual_moved.go)
+				line += " not back" // its normal followed it (unusual_moved.go), or a new level (unusual_level.go)
+			}
+			if f.LevelEnded {
+				line += " from its level" // back at its old level (unusual_level.go)
 			}
 			out = append(out, line)
 			s.against = append(s.against, r.Detector().Against(o, f))
@@ -395,7 +398,10 @@ func TestUnusualSettledChangesNothing(t *testing.T) {
 // nights, 30 views an hour against 10, sit inside the night's wide range
 // ("expected 0–29"), and under min_count: the rule once resolved there
 // while the surge went on, and fired again the next day. Back now means
-// within factor of the normal's top as well as inside the range.
+// within factor of the normal's top as well as inside the range. Held
+// as high two days running, it is a new level ("not back", then judged
+// at it: unusual_level.go); back where it was on its fifth day, that
+// level ends: "back to normal", once, and no drop from the new level.
 func TestUnusualSurgeOfDaysIsOneEpisodeToItsEnd(t *testing.T) {
 	r := unusualRule(t, Unusual{})
 	surge := monday.Add(35*24*time.Hour + 10*time.Hour) // Monday of the 6th week, 10:00
@@ -403,10 +409,13 @@ func TestUnusualSurgeOfDaysIsOneEpisodeToItsEnd(t *testing.T) {
 		peak, times float64
 		want        []string
 	}{
-		// Resolved on its second night before.
-		{1000, 3, []string{"fire up 04-06 Mon 10:10", "resolve up 04-10 Fri 13:10"}},
-		// Two episodes before, resolved at 3:30 on its first night.
-		{60, 2.5, []string{"fire up 04-06 Mon 13:00", "resolve up 04-10 Fri 13:10"}},
+		// Resolved on its second night before; one episode to its end
+		// at 13:10 before new levels were read.
+		{1000, 3, []string{"fire up 04-06 Mon 10:10", "resolve up 04-08 Wed 10:10 not back", "resolve up 04-10 Fri 12:00 from its level"}},
+		// Two episodes before, resolved at 3:30 on its first night. Its
+		// ranges overlap at every hour: before back at its old level
+		// ended its new one, it was told gone quiet at 14:00.
+		{60, 2.5, []string{"fire up 04-06 Mon 13:00", "resolve up 04-08 Wed 13:00 not back", "resolve up 04-10 Fri 12:00 from its level"}},
 	} {
 		s := newSynth(monday, 42, 13, func(t time.Time) float64 {
 			v := daily(c.peak)(t)
@@ -421,8 +430,10 @@ func TestUnusualSurgeOfDaysIsOneEpisodeToItsEnd(t *testing.T) {
 }
 
 // A page that rises for good (linked from a home page, a search ranking
-// gained) is told once, and its resolve, once its normal has followed it
-// up, says it stayed up. A surge that has lasted longer than its hours
+// gained) is told once, and its resolve, once it has held its new level
+// two days running (unusual_level.go; before, once its normal had
+// followed it up: 5 days, and 3 weeks with weeks of history), says it
+// stayed up. A surge that has lasted longer than its hours
 // together (Reach.Long) is back when they are back too, and is held at
 // hours whose range would hold it at its size: a page twice its size
 // sits inside its night's wide range, and was told back each night and
@@ -443,12 +454,12 @@ func upForGood(t *testing.T, dir Direction) {
 		times float64
 		want  []string
 	}{
-		// In its second week a weekday's noise is read from its weekdays
-		// (likeDays): its range holds the new level from the Tuesday, a
-		// day later than with the weekend's days in it.
-		{10, 2, []string{"fire up 03-12 Thu 12:10", "resolve up 03-17 Tue 14:00 not back"}},
-		{30, 2, []string{"fire up 04-01 Wed 12:10", "resolve up 04-22 Wed 14:00 not back"}},
-		{30, 3, []string{"fire up 04-01 Wed 12:10", "resolve up 04-22 Wed 14:00 not back"}},
+		// As high on the Friday and the Saturday as on the Thursday: a
+		// new level, two days after it rose (its normal, read from its
+		// days, would have held it from the Tuesday).
+		{10, 2, []string{"fire up 03-12 Thu 12:10", "resolve up 03-14 Sat 12:10 not back"}},
+		{30, 2, []string{"fire up 04-01 Wed 12:10", "resolve up 04-03 Fri 12:10 not back"}},
+		{30, 3, []string{"fire up 04-01 Wed 12:10", "resolve up 04-03 Fri 12:10 not back"}},
 	} {
 		r := unusualRule(t, Unusual{Direction: dir})
 		rise := monday.Add(time.Duration(c.day)*24*time.Hour + 12*time.Hour)

@@ -1,0 +1,231 @@
+package rules
+
+import (
+	"math"
+	"time"
+)
+
+// A page that rises for good. A page linked from a home page, or one
+// that gained a search ranking, steps up and stays: its surge is told
+// once, and its normal, the median of past weeks, follows it only once
+// half of them lie after the step, two to three weeks on. Until then
+// the episode stayed open, and a surge on top of the new level (the
+// page on a news site's front page days after it tripled) was no news:
+// 15 × its old normal was under escalate's 4 × the level it fired at,
+// measured against its second highest remembered burst, itself the new
+// level. So a surge whose views over a day are the same multiple of its
+// normal as over the day before, within steadyBand, and past factor, is
+// a new level: the episode resolves ("has stayed up", Firing.Raised)
+// and the page is judged against its normal × that multiple
+// (State.Raised) until its normal has followed it. A surge that fades
+// (a launch settling) changes from day to day and is not one.
+
+// steadyBand is how far apart two days' multiples may be and still be
+// one level: a page's days vary by 10 to 25 %, a surge settling by more.
+const steadyBand = 1.25
+
+// stepLevel adds o's count over its normal to its open surge's latest
+// day, once an hour, and returns the new level once the surge has held
+// it two days running (0: not yet). A day's level is the median of its
+// hours': a burst of a few hours on top of it moves it little.
+func stepLevel(r *Rule, ep *Episode, o Observation) float64 {
+	e := o.Expected
+	if r.Unusual == nil || ep.Down || !e.OK {
+		return 0
+	}
+	if ep.DayFrom.IsZero() {
+		ep.DayFrom = ep.Since
+	}
+	if e.Value > 0 && ep.NHours < len(ep.Hours) && (ep.HourAt.IsZero() || o.At.Sub(ep.HourAt) >= time.Hour) {
+		ep.Hours[ep.NHours] = float32(float64(o.Count) / e.Value)
+		ep.NHours++
+		ep.HourAt = o.At
+	}
+	if o.At.Sub(ep.DayFrom) < 24*time.Hour {
+		return 0
+	}
+	day := 0.0
+	if ep.NHours >= 12 {
+		var hours [len(ep.Hours)]float64
+		for i, h := range ep.Hours[:ep.NHours] {
+			hours[i] = float64(h)
+		}
+		day = median(hours[:ep.NHours])
+	}
+	last := ep.LastDay
+	ep.DayFrom, ep.Hours, ep.NHours, ep.LastDay = o.At, [len(ep.Hours)]float32{}, 0, day
+	if last <= 0 || day < r.Unusual.Factor || day > last*steadyBand || day < last/steadyBand {
+		return 0
+	}
+	return day
+}
+
+// raisedNormal is o's normal as the page's new level makes it
+// (State.Raised), and the multiple it was read at (0: none): while the
+// normal, the page's trend or its noise are read in part from before
+// the rise (levelScale, levelNoise). The level is kept until
+// settledMemory, as a drop's SettledLow is: a page's normal reads past
+// days under 3 weeks of history and past weeks from then, and a page
+// that rose in its second week is read from before the rise again in
+// its fourth. Under its new level's range and inside its old one's, the
+// page is judged against its old normal: a page back where it was is
+// not a drop from its new level (a small page's ranges overlap, and it
+// was told gone quiet before its level could end). Back there for
+// rearm.settle at a stretch, the level ends, in s, and that is told, as
+// the end of the surge that held it ("back to normal"): ended.
+func raisedNormal(r *Rule, s *State, o Observation) (e Expected, ratio float64, ended *Firing) {
+	e, l := o.Expected, s.Raised
+	if l == nil {
+		return e, 0, nil
+	}
+	if o.At.Sub(l.Since) > settledMemory {
+		s.Raised = nil
+		return e, 0, nil
+	}
+	k, straddles, bent := levelScale(e, r.Window.Rolling, o.At, l)
+	if !e.OK || (k == 1 && !bent) {
+		return e, 0, nil
+	}
+	n := levelNoise(scaleNormal(e, k), l, straddles)
+	c := float64(o.Count)
+	if c >= n.Low || c > e.High {
+		// At its new level, or between the two ranges (a quiet hour of
+		// it, which its drop's sustain and depth tell from a drop).
+		s.Raised = backAt(l, time.Time{})
+		return n, k, nil
+	}
+	// Under its new level's range and inside its old one's (or under
+	// it): judged against its old normal, where it is no drop, or one
+	// from there. Back for rearm.settle at a stretch, the level ends.
+	if l.Back.IsZero() {
+		l = backAt(l, o.At)
+		s.Raised = l
+	}
+	if o.At.Sub(l.Back) < r.Rearm.Settle {
+		return e, 0, nil
+	}
+	s.Raised = nil
+	return e, 0, &Firing{Event: EventResolve, Episode: Episode{Since: l.Since}, Raised: l.Ratio, RaisedSince: l.Since, LevelEnded: true}
+}
+
+// backAt is l, back at its old level since at (zero: not back).
+func backAt(l *Raised, at time.Time) *Raised {
+	if l.Back.Equal(at) {
+		return l
+	}
+	b := *l
+	b.Back = at
+	return &b
+}
+
+// bentFor is how long after a rise the page's trend and its own noise
+// are read in part from days before it: its trend from TrendDays days
+// ending 3 days back, its noise from NoiseWeeks weeks ending there too.
+const bentFor = (TrendDays + 3) * 24 * time.Hour
+
+// levelScale is what the normal e is multiplied by to read at the page's
+// new level l.
+//
+// Under 3 weeks of history the normal reads past days and past weeks
+// together, and its range's top is the days': the ratio until half its
+// days lie after the rise, then 1 (the page's trend, read from 4 weeks
+// of days, is none yet).
+//
+// From 3 weeks it is the median of past weeks, each carried forward by
+// the page's trend, which a rise bends: once the rise's days are most of
+// a week, the weeks before it are carried by up to 20 % a week more, and
+// the normal rises without the page, until the trend's days all lie
+// after the rise (bent). So the median is modelled: a page flat before
+// the rise (as its normal at the rise said: the ratio over the median of
+// its weeks then, carried by the trend then) and at its new level after,
+// its weeks carried by the trend now. The scale is the level over that
+// median: with one week of four after the rise and a trend of 20 % a
+// week it is 1.3 (not 2.5, the ratio); at two of four about 1 (the mean
+// of a week before and one after, both carried); at four of four 0.64
+// (the new level carried by a trend it does not have).
+//
+// straddles: some of its samples lie on each side of the rise, so their
+// spread is the rise's, not the page's noise (levelNoise).
+func levelScale(e Expected, window time.Duration, at time.Time, l *Raised) (k float64, straddles, bent bool) {
+	wa, w, da, d := normalParts(e, window, at, l.Since)
+	bent = at.Sub(l.Since) < bentFor
+	switch {
+	case d > 0 && 2*da >= d:
+		return 1, false, bent
+	case d > 0 || w == 0:
+		return l.Ratio, wa > 0 || da > 0, bent
+	case wa == w && !bent:
+		return 1, false, false
+	}
+	level := l.Ratio * carriedMedian(w, 0, 1, l.Trend)
+	return level / carriedMedian(w, wa, level, e.Trend), wa > 0 && wa < w, bent
+}
+
+// carriedMedian is the median of w weekly samples of a page at 1 before
+// a rise and at level for the after latest weeks, each carried forward
+// by a trend of trend a week as Trend.scale carries them.
+func carriedMedian(w, after int, level, trend float64) float64 {
+	var xs [MaxUnusualWeeks]float64
+	n := min(w, len(xs))
+	g := math.Log1p(trend)
+	for i := range n {
+		k := i + 1
+		xs[i] = math.Exp(g * float64(min(k, trendWeeks)))
+		if k <= after {
+			xs[i] *= level
+		}
+	}
+	return median(xs[:n])
+}
+
+// levelNoise is e with the page's noise as it was read at the rise
+// (Raised.Noise; else the prior every page starts from) where the rise
+// is in what it was read from, and its range read again. Samples on
+// both sides of a rise of 2.5 × spread as a page whose hours vary by
+// half: straddles, the noise at the rise in place of theirs. The page's
+// own noise, read from 4 weeks of its hours, spreads so too until they
+// all lie after the rise (bentFor): its share of the normal's φ, the
+// prior it was shrunk towards, is the one at the rise. Left as it was,
+// a surge of 3 × on a page risen 2.5 × sat under a level of 7 × its new
+// normal.
+func levelNoise(e Expected, l *Raised, straddles bool) Expected {
+	clean := phiPrior
+	if l.Noise > 0 {
+		clean = max(l.Noise, noiseFloor)
+	}
+	phi := e.Dispersion
+	switch {
+	case straddles:
+		phi = clean
+	case e.Noise > 0:
+		n := float64(max(e.Samples, 1))
+		own := ((n+noiseWeight)*e.Dispersion - noiseWeight*max(e.Noise, noiseFloor)) / n
+		phi = (n*max(0, own) + noiseWeight*clean) / (n + noiseWeight)
+	}
+	if phi >= e.Dispersion {
+		return e // never wider: a median's own spread is robust to one week after the rise
+	}
+	e.Dispersion = phi
+	e.Low = max(0, lowerCountAt(e, e.Bottom, -usualZ))
+	r := math.Sqrt(e.Top+0.375) + usualZ*noise(e, e.Top)/2
+	e.High = r*r - 0.375
+	return e
+}
+
+// scaleNormal is e at k × its level: its range scaled with it, which at
+// the higher count is a little wider than its noise makes it.
+func scaleNormal(e Expected, k float64) Expected {
+	e.Value *= k
+	e.Bottom *= k
+	e.Top *= k
+	e.Low *= k
+	e.High *= k
+	e.Scale *= k
+	e.Rise *= k
+	e.RiseFrom *= k
+	e.Long.Value *= k
+	e.Long.Bottom *= k
+	e.Long.Low *= k
+	e.Long.High *= k
+	return e
+}

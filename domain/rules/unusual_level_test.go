@@ -1,0 +1,148 @@
+package rules
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+// stepThenSurge is a page of daily(2000) that rises step × for good on
+// the Wednesday of its 5th week at 12:00, and surges surge × on top of
+// that for 4 hours gap days later from 10:00.
+func stepThenSurge(step, surge float64, gap int) (*synth, time.Time) {
+	rise := monday.Add(30*24*time.Hour + 12*time.Hour)
+	at := rise.Add(time.Duration(gap)*24*time.Hour - 2*time.Hour)
+	return newSynth(monday, 30+25, 43, func(t time.Time) float64 {
+		v := daily(2000)(t)
+		if !t.Before(rise) {
+			v *= step
+		}
+		if !t.Before(at) && t.Before(at.Add(4*time.Hour)) {
+			v *= surge
+		}
+		return v
+	}), at
+}
+
+// A page that rose for good, and surges on top of its new level days
+// later, is told the surge. Before, its rise's episode stayed open until
+// its normal followed it (2 to 3 weeks), and a surge in it had to reach
+// escalate's 4 × the level it fired at, measured against its own
+// remembered bursts, which its new level was: a rise of 3 × with a surge
+// of 5 × on top (15 × its old normal) was not told. Now a surge as high
+// two days running is a new level: its episode resolves "not back", and
+// the page is judged at that level (unusual_level.go).
+func TestUnusualSurgeOnANewLevelIsHeard(t *testing.T) {
+	r := unusualRule(t, Unusual{})
+	s, _ := stepThenSurge(3, 5, 5)
+	wantMessages(t, s.run(t, r, monday.Add(24*time.Hour)), []string{
+		"fire up 04-01 Wed 12:10",
+		"resolve up 04-03 Fri 12:10 not back", // as high Thursday and Friday: its new level
+		"fire up 04-06 Mon 10:20",
+		"resolve up 04-06 Mon 17:50",
+	})
+	if a := s.against[2]; a.Baseline < 2*daily(2000)(monday.Add(10*time.Hour)) {
+		t.Errorf("the surge on its new level was measured against %.0f, its old normal", a.Baseline)
+	}
+	for _, step := range []float64{2, 3} {
+		for _, surge := range []float64{2, 3, 5} {
+			for _, gap := range []int{2, 5, 10} {
+				t.Run(fmt.Sprintf("step %g surge %g gap %d", step, surge, gap), func(t *testing.T) {
+					s, at := stepThenSurge(step, surge, gap)
+					got := s.run(t, r, monday.Add(24*time.Hour))
+					heard, level := false, 0
+					for _, m := range got {
+						if strings.HasSuffix(m, "not back") {
+							level++
+						}
+						if w, err := time.Parse("01-02 Mon 15:04", strings.TrimPrefix(m, "fire up ")); err == nil && strings.HasPrefix(m, "fire up") {
+							w = w.AddDate(at.Year(), 0, 0)
+							heard = heard || (!w.Before(at) && w.Before(at.Add(6*time.Hour)))
+						}
+					}
+					if !heard || level != 1 {
+						t.Errorf("surge from %s heard %v, new levels %d:\n%s", at.Format("01-02 15:04"), heard, level, strings.Join(got, "\n"))
+					}
+				})
+			}
+		}
+	}
+}
+
+// A surge that fades (a launch settling: 6 × its normal at first, half
+// as far above it a day later) is not as high two days running: one
+// episode to its end, no new level.
+func TestUnusualFadingSurgeIsNoNewLevel(t *testing.T) {
+	r := unusualRule(t, Unusual{})
+	rise := monday.Add(30*24*time.Hour + 12*time.Hour)
+	s := newSynth(monday, 40, 43, func(t time.Time) float64 {
+		v := daily(2000)(t)
+		if d := t.Sub(rise); d >= 0 {
+			v *= 1 + 5*math.Exp(-d.Hours()/24)
+		}
+		return v
+	})
+	for _, m := range s.run(t, r, monday.Add(24*time.Hour)) {
+		if strings.HasSuffix(m, "not back") || strings.HasSuffix(m, "from its level") {
+			t.Errorf("a fading surge read as a new level: %s", m)
+		}
+	}
+}
+
+// The normal's median read at a new level: the weeks before the rise
+// carried by a trend the rise bent (20 % a week, none at the rise).
+func TestLevelScaleModelsTheMedian(t *testing.T) {
+	since := monday
+	l := &Raised{Since: since, Ratio: 2.5}
+	for _, c := range []struct {
+		name      string
+		weeksBack int     // of the normal's 4 weeks, how many lie after the rise
+		trend     float64 // now
+		want      float64
+		straddles bool
+	}{
+		{"one week after, no trend", 1, 0, 2.5, true},
+		{"two after, no trend: the mean of one of each", 2, 0, 2 * 2.5 / 3.5, true},
+		// The middle two are the weeks 3 and 4 back, carried 1.2³ and
+		// 1.2⁴ (the week after, 2.5 × 1.2, is the highest).
+		{"one after, the trend bent", 1, 0.2, 2.5 / ((1.2*1.2*1.2 + 1.2*1.2*1.2*1.2) / 2), true},
+		{"all four after, the trend still bent", 4, 0.2, 1 / ((1.2*1.2 + 1.2*1.2*1.2) / 2), false},
+	} {
+		at := since.Add(time.Duration(c.weeksBack)*7*24*time.Hour + 2*time.Hour)
+		e := Expected{OK: true, WeeksBack: 4, Trend: c.trend}
+		k, straddles, _ := levelScale(e, time.Hour, at, l)
+		if math.Abs(k-c.want) > 1e-9 || straddles != c.straddles {
+			t.Errorf("%s: scale %.3f straddles %v, want %.3f %v", c.name, k, straddles, c.want, c.straddles)
+		}
+	}
+	// Past the trend's days, all after: its own normal.
+	e := Expected{OK: true, WeeksBack: 4, Trend: 0.2}
+	if k, _, bent := levelScale(e, time.Hour, since.Add(bentFor+time.Hour), l); k != 1 || bent {
+		t.Errorf("long after: scale %.3f bent %v, want 1 false", k, bent)
+	}
+}
+
+// A page's state keeps its new level and its surge's days across a
+// restart (the KV store holds JSON).
+func TestUnusualLevelStateRoundTrips(t *testing.T) {
+	ep := &Episode{Since: monday, Peak: 10, PeakAt: monday, DayFrom: monday, HourAt: monday.Add(time.Hour), NHours: 2, LastDay: 2.5}
+	ep.Hours[0], ep.Hours[1] = 2.4, 2.6
+	st := State{Open: ep, Raised: &Raised{Since: monday, Ratio: 2.5, Trend: 0.1, Noise: 0.03, Back: monday.Add(time.Hour)}}
+	b, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got State
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	if !sameEpisode(got.Open, st.Open) || *got.Raised != *st.Raised {
+		t.Errorf("round trip: %s", b)
+	}
+	if b, _ := json.Marshal(State{Open: &Episode{Since: monday}}); strings.Contains(string(b), "hours") {
+		t.Errorf("an episode with no hours read writes them: %s", b)
+	}
+}
