@@ -66,6 +66,14 @@ type Why struct {
 	// followed it down ("has not come back": a page renamed, deleted or
 	// gone from search) or up ("has stayed up").
 	NewNormal bool `json:"new_normal,omitempty"`
+	// Raised is the multiple of its normal a page that rose for good
+	// was judged at, since RaisedSince: on a fire or escalate, the
+	// normal said is that level's; on a resolve with NewNormal, the
+	// level it is judged at from now ("has stayed up at 2.6×"); on one
+	// with LevelEnded, the level it left ("is back to its old level").
+	Raised      float64   `json:"raised,omitempty"`
+	RaisedSince time.Time `json:"raised_since,omitzero"`
+	LevelEnded  bool      `json:"level_ended,omitempty"`
 	// Launch marks the fire of a new page in its launch, judged against
 	// its site's launches of 4 weeks, not its own history of nothing:
 	// LaunchPassed is the second largest of those, which it passed (0:

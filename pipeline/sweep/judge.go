@@ -214,7 +214,11 @@ func whyOf(r *rules.Rule, o observation, f rules.Firing) *crossing.Why {
 		Direction: a.Direction, Lasted: a.Lasted, BurstsLast: a.BurstsLast, NewNormal: a.NewNormal,
 		Launch: a.Launch, LaunchPassed: a.LaunchPassed, LaunchRank: a.LaunchRank,
 		Bursts: a.Bursts, BurstsPassed: a.BurstsPassed, HoursBefore: a.HoursBefore, HoursBeforeRatio: a.HoursBeforeRatio, HoursBeforeSpan: a.HoursBeforeSpan, Clock: o.clock,
-		Since: f.Episode.Since, Peak: f.Episode.Peak, PeakAt: f.Episode.PeakAt}
+		Since: f.Episode.Since, Peak: f.Episode.Peak, PeakAt: f.Episode.PeakAt,
+		Raised: f.Raised, LevelEnded: f.LevelEnded}
+	if f.Raised > 0 {
+		w.RaisedSince = f.RaisedSince.UTC()
+	}
 	if !f.Episode.PeakAt.IsZero() {
 		w.PeakAt = f.Episode.PeakAt.UTC()
 		w.Since = f.Episode.Since.UTC()

@@ -178,6 +178,11 @@ type line struct {
 	// NewNormal marks a resolve whose page had not come back: its normal
 	// followed it, down or up.
 	NewNormal bool `json:"new_normal,omitempty"`
+	// Raised is the multiple of its normal a page that rose for good
+	// was judged at (on a resolve with new_normal: the level it is
+	// judged at from then; with level_ended: the level it left).
+	Raised     float64 `json:"raised,omitempty"`
+	LevelEnded bool    `json:"level_ended,omitempty"`
 	// Launch marks a new page told in its launch, against its site's
 	// launches of 4 weeks; LaunchPassed is the one at LaunchRank of those
 	// (the 2nd largest, or 1 in 20 of a site that launches many)
@@ -230,6 +235,7 @@ func printJSON(out io.Writer, xs []crossing.Crossing) error {
 		case !x.Why.ByThreshold():
 			b := x.Why.Baseline
 			l.Baseline, l.Expected, l.Direction, l.NewNormal = &b, &b, x.Why.Direction, x.Why.NewNormal
+			l.Raised, l.LevelEnded = x.Why.Raised, x.Why.LevelEnded
 			l.Launch, l.LaunchPassed, l.LaunchRank = x.Why.Launch, x.Why.LaunchPassed, x.Why.LaunchRank
 			l.Bursts, l.BurstsPassed = x.Why.Bursts, x.Why.BurstsPassed
 			if x.Why.High > 0 {
