@@ -36,7 +36,11 @@ func stepLevel(r *Rule, ep *Episode, o Observation) float64 {
 	if ep.DayFrom.IsZero() {
 		ep.DayFrom = ep.Since
 	}
-	if e.Value > 0 && ep.NHours < len(ep.Hours) && (ep.HourAt.IsZero() || o.At.Sub(ep.HourAt) >= time.Hour) {
+	// An hour with data not all there says nothing of its level, nor
+	// does a new page's launch (its normal is its site's launches) or
+	// an hour whose normal is under a view.
+	tells := !o.Late && !o.LongLate && !o.Launching && e.Value >= 1
+	if tells && ep.NHours < len(ep.Hours) && (ep.HourAt.IsZero() || o.At.Sub(ep.HourAt) >= time.Hour) {
 		ep.Hours[ep.NHours] = float32(float64(o.Count) / e.Value)
 		ep.NHours++
 		ep.HourAt = o.At
