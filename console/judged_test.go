@@ -34,6 +34,8 @@ func TestJudgedText(t *testing.T) {
 		{"escalate", crossingView{Key: "u.abc.3.x4"}, &crossing.Why{Kind: "unusual", Low: 70, High: 125, Step: 4}, "escalated ×4, usual 70–125"},
 		{"resolve", crossingView{Key: "u.abc.3.resolved"}, &crossing.Why{Kind: "unusual", Peak: 2300}, "resolved, peak 2,300"},
 		{"resolve, not back", crossingView{Key: "u.abc.4.resolved"}, &crossing.Why{Kind: "unusual", Direction: "down", Peak: 0, NewNormal: true}, "resolved, not back: its normal followed it"},
+		{"resolve at a new level", crossingView{Key: "u.abc.5.resolved"}, &crossing.Why{Kind: "unusual", Direction: "up", NewNormal: true, Raised: 2.634}, "resolved, not back: a new level at 2.6× its normal"},
+		{"back from a new level", crossingView{Key: "u.abc.6.level.resolved"}, &crossing.Why{Kind: "unusual", Direction: "up", LevelEnded: true, Raised: 2.634}, "resolved, back at its old level"},
 		{"spike", crossingView{Key: "s.abc.2"}, &crossing.Why{Kind: "spike", Baseline: 100, Ratio: 4.2, Direction: "up"}, "above normal 100 (4.2×)"},
 		{"an episode's crossing, its why not kept", crossingView{Key: "u.abc.3.resolved"}, nil, "resolve"},
 		{"no data", crossingView{Key: "_nodata.unusual.example_com.2"}, &crossing.Why{Kind: crossing.KindNoData, Since: time.Date(2026, 12, 6, 3, 0, 0, 0, time.UTC),
@@ -51,6 +53,21 @@ func TestMarkOfAResolveNotBack(t *testing.T) {
 	x := crossingView{Key: "u.abc.4.resolved", Rule: "unusual", Shown: "2026-03-15 13:10", Count: 0, Window: "1h"}
 	m := markOf(x, &crossing.Why{Kind: "unusual", Direction: "down", NewNormal: true})
 	if want := "unusual resolved at 2026-03-15 13:10: not back, 0 views in 1h, its normal followed it"; m.Label != want || m.Event != "resolve" {
+		t.Errorf("mark %+v, want label %q", m, want)
+	}
+}
+
+// A page's new level and its end are marked as such on its chart (keyed
+// "<episode>.level.resolved", a resolve).
+func TestMarkOfANewLevel(t *testing.T) {
+	x := crossingView{Key: "u.abc.5.resolved", Rule: "unusual", Shown: "2026-02-27 12:15", Count: 6073, Window: "1h"}
+	m := markOf(x, &crossing.Why{Kind: "unusual", Direction: "up", NewNormal: true, Raised: 2.634})
+	if want := "unusual resolved at 2026-02-27 12:15: not back, 6,073 views in 1h, a new level at 2.6× its normal"; m.Label != want || m.Event != "resolve" {
+		t.Errorf("mark %+v, want label %q", m, want)
+	}
+	x = crossingView{Key: "u.abc.5.level.resolved", Rule: "unusual", Shown: "2026-03-04 03:55", Count: 1141, Window: "1h"}
+	m = markOf(x, &crossing.Why{Kind: "unusual", Direction: "up", LevelEnded: true, Raised: 2.634})
+	if want := "unusual resolved at 2026-03-04 03:55: back to its old level, 1,141 views in 1h"; m.Label != want || m.Event != "resolve" {
 		t.Errorf("mark %+v, want label %q", m, want)
 	}
 }

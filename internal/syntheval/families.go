@@ -141,6 +141,13 @@ var Families = []Family{
 			{At: 6*week + 3*day + 23*hour, Len: 5 * hour, Factor: 2.5},
 		}
 	}},
+	{Name: "rises", About: "the level rises 2.5 × for good on a Wednesday (its first 12 hours labelled); 3 hours at 3 × on top of it 6 and 13 days later (a third alike in 4 weeks would be the page's bursts: its normal)", Shape: func(p *Page) {
+		p.Events = []Event{
+			{At: 3*week + 2*day + 12*hour, Len: 8 * week, Factor: 2.5, Label: 12 * hour},
+			{At: 4*week + 1*day + 11*hour, Len: 3 * hour, Factor: 3},
+			{At: 5*week + 1*day + 14*hour, Len: 3 * hour, Factor: 3},
+		}
+	}},
 	{Name: "uneven-days", About: "days that vary by 25 % and hours by 15 % beyond Poisson's noise; 6 hours at 3 ×", Shape: func(p *Page) {
 		p.DayNoise, p.HourNoise = 0.25, 0.15
 		p.Events = []Event{{At: 5*week + 3*day + 9*hour, Len: 6 * hour, Factor: 3}}

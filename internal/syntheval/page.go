@@ -63,12 +63,21 @@ type Event struct {
 	Len    time.Duration
 	Factor float64
 	Views  float64
+	// Label, when set, is how much of it from At is labelled: a rise
+	// for good is news in its first hours, and a surge on top of it
+	// later is an event of its own.
+	Label time.Duration
 }
 
 // Window is the span in which an alarm catches an event: from its start
-// to two hours past its end (a drop is told only once it has lasted).
+// to two hours past its end, or its label's (a drop is told only once
+// it has lasted).
 func (e Event) Window(start time.Time) [2]time.Time {
-	return [2]time.Time{start.Add(e.At), start.Add(e.At + e.Len + 2*time.Hour)}
+	l := e.Len
+	if e.Label > 0 {
+		l = e.Label
+	}
+	return [2]time.Time{start.Add(e.At), start.Add(e.At + l + 2*time.Hour)}
 }
 
 // Series draws the page's rows from seed.
