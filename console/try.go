@@ -208,7 +208,7 @@ func (s *tryPages) backtest(ctx context.Context, rs []rules.Rule, v *tryView) er
 	v.Ran, v.From, v.To = true, s.timeIn(since), s.timeIn(now)
 	v.Pages, v.PagesOut, v.Total = src.admitted, src.left(), len(xs)
 	if learnt := backtest.Learnt(rs); learnt > 0 {
-		v.Learnt = strconv.Itoa(int(learnt/(7*24*time.Hour))) + " weeks"
+		v.Learnt = backtest.LearntText(learnt)
 	}
 	if v.PagesOut > 0 {
 		v.Notes = append(v.Notes, "Only "+strconv.Itoa(tryMaxPages)+" of the "+strconv.Itoa(src.admitted+src.left())+

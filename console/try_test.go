@@ -430,7 +430,7 @@ func TestTryRuleOfAQuietPageKnowsItsSiteFlows(t *testing.T) {
 	if got.Pages != 1 {
 		t.Errorf("%d pages tried, want /docs alone", got.Pages)
 	}
-	if got.Learnt != "4 weeks" {
-		t.Errorf("learnt %q before the days tried; want what an unusual rule remembers, 4 weeks", got.Learnt)
+	if got.Learnt != "40 days" {
+		t.Errorf("learnt %q before the days tried; want what an unusual rule remembers, 40 days", got.Learnt)
 	}
 }

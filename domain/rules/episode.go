@@ -2,6 +2,7 @@ package rules
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -172,19 +173,20 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 		return prev, nil
 	}
 	var ended *Firing
-	var level float64
+	var level float64 // the scale its normal was read at: a new level's (unusual_level.go)
+	var held *Raised  // ... that level
 	defer func() {
 		for i := range fire {
 			if fire[i].Raised == 0 && level > 0 {
 				// Judged at its new level: what its normal was read at.
 				n := o.Expected
-				fire[i].Raised, fire[i].RaisedSince, fire[i].Normal = level, prev.Raised.Since, &n
+				fire[i].Raised, fire[i].RaisedSince, fire[i].Normal = held.Ratio(), held.Since(), &n
 			}
 		}
 		if ended != nil {
 			fire = append(r.firings(next, *ended), fire...)
 		}
-		if len(fire) > 0 || !sameEpisode(prev.Open, next.Open) {
+		if len(fire) > 0 || !sameEpisode(prev.Open, next.Open) || !sameRaised(prev.Raised, next.Raised) {
 			next.Seen = o.At
 		}
 	}()
@@ -201,6 +203,7 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 	}
 	o.SettledLow = next.SettledLow
 	o.Expected, level, ended = raisedNormal(r, &next, o)
+	held = next.Raised
 	o.Above = aboveFrom(r, prev, o.At)
 	var launch, first bool
 	if ReadsLaunches(r) {
@@ -295,16 +298,10 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 		// As high two days running: a new level, not a surge
 		// (unusual_level.go). It resolves, and the page is judged at
 		// that level from now.
-		raised := Raised{Since: ep.Since.Add(-r.Window.Rolling), Ratio: k, Trend: o.Expected.Trend, Noise: o.Expected.Noise}
-		if level > 0 {
-			// Judged at one already: the new is on top of it.
-			raised = *next.Raised
-			raised.Ratio *= k
-		}
-		next.Raised = &raised
+		next.Raised = raise(next.Raised, ep.Since.Add(-r.Window.Rolling), k, level > 0, o.Expected, next.Episode)
 		next.Open, next.Fired = nil, nil
 		return next, r.firings(next, Firing{Event: EventResolve, Level: j.level, Severity: j.severity, Episode: *ep, NewNormal: true,
-			Raised: raised.Ratio, RaisedSince: raised.Since})
+			Raised: next.Raised.Ratio(), RaisedSince: next.Raised.Since()})
 	}
 	if back {
 		if ep.Back.IsZero() {
@@ -354,6 +351,13 @@ func (s *State) stepRun(o Observation, j judgement, quiet bool) {
 	}
 }
 
+func sameRaised(a, b *Raised) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Trend == b.Trend && a.Noise == b.Noise && a.Episode == b.Episode && a.Back.Equal(b.Back) && slices.Equal(a.Steps, b.Steps)
+}
+
 func sameEpisode(a, b *Episode) bool {
 	if a == nil || b == nil {
 		return a == b
@@ -374,7 +378,9 @@ func (r *Rule) firings(s State, f Firing) []Firing {
 	case EventResolve:
 		f.Key = ep + ".resolved"
 		if f.LevelEnded {
-			f.Key = ep + ".level.resolved"
+			// Keyed by the episode that raised it: a later one may be
+			// open, and raise a level of its own.
+			f.Key = strconv.FormatUint(f.levelEpisode, 10) + ".level.resolved"
 		}
 	}
 	if s.Open != nil && !f.LevelEnded {

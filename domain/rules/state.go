@@ -58,19 +58,32 @@ type State struct {
 	Site string `json:"site,omitempty"`
 }
 
-// Raised is a page's new level: Ratio × its normal since Since (when
-// the surge that held it began), its normal then carried forward by a
-// trend of Trend a week (Expected.Trend), the page's own noise then
-// Noise (Expected.Noise; 0: not read).
+// Raised is a page's new level: the steps it rose by (Steps: each's
+// level from its Since, a multiple of its normal at the first rise; the
+// latest its level now), its normal then carried forward by a trend of
+// Trend a week (Expected.Trend), the page's own noise then Noise
+// (Expected.Noise; 0: not read), and the episode that raised it last
+// (its end is keyed by it).
 type Raised struct {
-	Since time.Time `json:"since"`
-	Ratio float64   `json:"ratio"`
-	Trend float64   `json:"trend,omitempty"`
-	Noise float64   `json:"noise,omitempty"`
+	Steps   []LevelStep `json:"steps"`
+	Trend   float64     `json:"trend,omitempty"`
+	Noise   float64     `json:"noise,omitempty"`
+	Episode uint64      `json:"episode,omitempty"`
 	// Back is when the page was first seen back at its old level, with
 	// every look since finding it there; zero: it was not.
 	Back time.Time `json:"back,omitzero"`
 }
+
+// LevelStep is one rise of a page that rose for good: from Since (when
+// the surge that held it began) at Ratio × its normal at the first rise.
+type LevelStep struct {
+	Since time.Time `json:"since"`
+	Ratio float64   `json:"ratio"`
+}
+
+// Since is when the page first rose; Ratio its level now.
+func (l *Raised) Since() time.Time { return l.Steps[0].Since }
+func (l *Raised) Ratio() float64   { return l.Steps[len(l.Steps)-1].Ratio }
 
 // Burst is one surge of a page: when, its highest count, and how long
 // its longest run above the normal lasted (0: remembered before lengths
@@ -145,8 +158,10 @@ type Firing struct {
 	Normal      *Expected
 	// LevelEnded is set on the resolve of a page that had risen for
 	// good back at its old level (Raised and RaisedSince: the level it
-	// left), keyed "<episode>.level.resolved".
-	LevelEnded bool
+	// left), keyed "<episode>.level.resolved" by levelEpisode, the
+	// episode that raised it.
+	LevelEnded   bool
+	levelEpisode uint64
 }
 
 // Crossed is the one comparison every rule uses: "passed 1,000 views"

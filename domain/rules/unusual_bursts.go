@@ -153,15 +153,23 @@ func rememberBurst(bursts []Burst, at, run time.Time, count uint64) []Burst {
 // judges that time as a sweeper running all along did; begun there, a
 // page at 0 between bursts took its first bursts in the replay for news,
 // and a site's first new pages in it were its first launches. 0 for the
-// other rules, whose states hold their current episode only. (A page's
-// new level after a drop, State.SettledLow, is read for as long as a
-// rule's weeks: past 4, a replay does not know one older than that.)
+// other rules, whose states hold their current episode only. A page's
+// new level (State.Raised) is read until its trend's days lie after its
+// rise (bentFor), which it sets two days after: a replay begun 40 days
+// before knows every level still read then. (A page's new level after a
+// drop, State.SettledLow, is read for as long as a rule's weeks, and a
+// new level with more than 4 weeks until they all lie after its rise:
+// past those 40 days, a replay does not know one older than that.)
 func Remembers(r *Rule) time.Duration {
 	if r.Unusual == nil {
 		return 0
 	}
-	return pastSpan
+	return max(pastSpan, bentFor+levelDays)
 }
+
+// levelDays is how long after it began a surge is read as a new level
+// at the earliest: two days of it (stepLevel).
+const levelDays = 2 * 24 * time.Hour
 
 // burstBound is, for a page whose bursts are its normal, the count a
 // burst must pass to be news among its remembered bursts at or after

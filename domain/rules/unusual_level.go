@@ -2,6 +2,7 @@ package rules
 
 import (
 	"math"
+	"slices"
 	"time"
 )
 
@@ -76,14 +77,16 @@ func stepLevel(r *Rule, ep *Episode, o Observation) float64 {
 // not a drop from its new level (a small page's ranges overlap, and it
 // was told gone quiet before its level could end). Back there for
 // rearm.settle at a stretch, the level ends, in s, and that is told, as
-// the end of the surge that held it ("back to normal"): ended.
+// the end of the surge that held it ("back to normal"): ended. Under
+// its old range too (an outage, a page gone), or with its data late,
+// it is not back: judged against its old normal, or held at its new.
 func raisedNormal(r *Rule, s *State, o Observation) (e Expected, ratio float64, ended *Firing) {
 	e, l := o.Expected, s.Raised
 	if l == nil {
 		return e, 0, nil
 	}
-	if o.At.Sub(l.Since) > settledMemory {
-		s.Raised = nil
+	if r.Unusual == nil || len(l.Steps) == 0 || o.At.Sub(l.Since()) > settledMemory {
+		s.Raised = nil // a rule no longer unusual, or a level long followed
 		return e, 0, nil
 	}
 	k, straddles, bent := levelScale(e, r.Window.Rolling, o.At, l)
@@ -92,15 +95,24 @@ func raisedNormal(r *Rule, s *State, o Observation) (e Expected, ratio float64, 
 	}
 	n := levelNoise(scaleNormal(e, k), l, straddles)
 	c := float64(o.Count)
-	if c >= n.Low || c > e.High {
+	switch {
+	case o.Late || o.LongLate:
+		// Hits not all there say nothing of where it is.
+		s.Raised = backAt(l, time.Time{})
+		return n, k, nil
+	case c >= n.Low || c > e.High:
 		// At its new level, or between the two ranges (a quiet hour of
 		// it, which its drop's sustain and depth tell from a drop).
 		s.Raised = backAt(l, time.Time{})
 		return n, k, nil
+	case c < e.Low:
+		// Under its old range too: a drop from where it was, if any.
+		s.Raised = backAt(l, time.Time{})
+		return e, 0, nil
 	}
-	// Under its new level's range and inside its old one's (or under
-	// it): judged against its old normal, where it is no drop, or one
-	// from there. Back for rearm.settle at a stretch, the level ends.
+	// Under its new level's range and inside its old one's: judged
+	// against its old normal. Back there for rearm.settle at a stretch,
+	// the level ends.
 	if l.Back.IsZero() {
 		l = backAt(l, o.At)
 		s.Raised = l
@@ -109,7 +121,8 @@ func raisedNormal(r *Rule, s *State, o Observation) (e Expected, ratio float64, 
 		return e, 0, nil
 	}
 	s.Raised = nil
-	return e, 0, &Firing{Event: EventResolve, Episode: Episode{Since: l.Since}, Raised: l.Ratio, RaisedSince: l.Since, LevelEnded: true}
+	return e, 0, &Firing{Event: EventResolve, Episode: Episode{Since: l.Since()}, Raised: l.Ratio(), RaisedSince: l.Since(),
+		LevelEnded: true, levelEpisode: l.Episode}
 }
 
 // backAt is l, back at its old level since at (zero: not back).
@@ -122,6 +135,28 @@ func backAt(l *Raised, at time.Time) *Raised {
 	return &b
 }
 
+// raise is the level a surge that held k × its normal for two days
+// sets, from since, by the episode that raised it: on top of l when its
+// normal was read at l (on), a step whose level is k × l's (both are
+// multiples of the normal at the first rise, which the model reads);
+// else a first. Its trend and noise are the first rise's, what the
+// page's history read before any of them.
+func raise(l *Raised, since time.Time, k float64, on bool, e Expected, episode uint64) *Raised {
+	if l == nil || !on {
+		return &Raised{Steps: []LevelStep{{Since: since, Ratio: k}}, Trend: e.Trend, Noise: e.Noise, Episode: episode}
+	}
+	steps := append(slices.Clone(l.Steps), LevelStep{Since: since, Ratio: k * l.Ratio()})
+	if len(steps) > maxLevelSteps {
+		steps = steps[len(steps)-maxLevelSteps:]
+	}
+	return &Raised{Steps: steps, Trend: l.Trend, Noise: l.Noise, Episode: episode}
+}
+
+// maxLevelSteps is how many rises a level remembers: its normal reads
+// 12 weeks at most, and a page rising for good more than weekly is a
+// trend the normal follows.
+const maxLevelSteps = 4
+
 // bentFor is how long after a rise the page's trend and its own noise
 // are read in part from days before it: its trend from TrendDays days
 // ending 3 days back, its noise from NoiseWeeks weeks ending there too.
@@ -131,38 +166,68 @@ const bentFor = (TrendDays + 3) * 24 * time.Hour
 // new level l.
 //
 // Under 3 weeks of history the normal reads past days and past weeks
-// together, and its range's top is the days': the ratio until half its
-// days lie after the rise, then 1 (the page's trend, read from 4 weeks
-// of days, is none yet).
+// together, and its range's top is the days': the level over the one
+// its past days were at (their middle, 3½ days back) until half of them
+// lie after the latest rise, then 1 (the page's trend, read from 4
+// weeks of days, is none yet).
 //
 // From 3 weeks it is the median of past weeks, each carried forward by
 // the page's trend, which a rise bends: once the rise's days are most of
 // a week, the weeks before it are carried by up to 20 % a week more, and
 // the normal rises without the page, until the trend's days all lie
 // after the rise (bent). So the median is modelled: a page flat before
-// the rise (as its normal at the rise said: the ratio over the median of
-// its weeks then, carried by the trend then) and at its new level after,
-// its weeks carried by the trend now. The scale is the level over that
-// median: with one week of four after the rise and a trend of 20 % a
-// week it is 1.3 (not 2.5, the ratio); at two of four about 1 (the mean
-// of a week before and one after, both carried); at four of four 0.64
-// (the new level carried by a trend it does not have).
+// its first rise (as its normal at the rise said: the ratio over the
+// median of its weeks then, carried by the trend then) and at each
+// level from its rise on, its weeks carried by the trend now. The scale
+// is the level over that median: with one week of four after the rise
+// and a trend of 20 % a week it is 1.3 (not 2.5, the ratio); at two of
+// four about 1 (the mean of a week before and one after, both carried);
+// at four of four 0.64 (the new level carried by a trend it does not
+// have).
 //
-// straddles: some of its samples lie on each side of the rise, so their
-// spread is the rise's, not the page's noise (levelNoise).
+// straddles: its samples lie at more than one level, so their spread is
+// the rise's, not the page's noise (levelNoise).
 func levelScale(e Expected, window time.Duration, at time.Time, l *Raised) (k float64, straddles, bent bool) {
-	wa, w, da, d := normalParts(e, window, at, l.Since)
-	bent = at.Sub(l.Since) < bentFor
+	last := l.Steps[len(l.Steps)-1]
+	bent = at.Sub(last.Since) < bentFor
+	wa, w, da, d := normalParts(e, window, at, last.Since)
 	switch {
 	case d > 0 && 2*da >= d:
 		return 1, false, bent
 	case d > 0 || w == 0:
-		return l.Ratio, wa > 0 || da > 0, bent
-	case wa == w && !bent:
+		days := at.Truncate(time.Hour).Add(-84 * time.Hour)
+		return last.Ratio / levelAt(l, days, 1), wa > 0 || da > 0, bent
+	}
+	base := carriedMedian(w, 0, 1, l.Trend) // its normal at the first rise, over the page then
+	var xs [MaxUnusualWeeks]float64
+	n, levels := min(w, len(xs)), 0
+	g := math.Log1p(e.Trend)
+	prev := -1.0
+	for i := range n {
+		kb := i + 1
+		mid := at.Truncate(time.Hour).Add(-time.Duration(7*kb)*24*time.Hour - window/2)
+		lv := levelAt(l, mid, 1/base) * base
+		if lv != prev {
+			levels++
+			prev = lv
+		}
+		xs[i] = lv * math.Exp(g*float64(min(kb, trendWeeks)))
+	}
+	if wa == w && !bent {
 		return 1, false, false
 	}
-	level := l.Ratio * carriedMedian(w, 0, 1, l.Trend)
-	return level / carriedMedian(w, wa, level, e.Trend), wa > 0 && wa < w, bent
+	return last.Ratio * base / median(xs[:n]), levels > 1, bent
+}
+
+// levelAt is the level l held at t, or before (its first rise's later).
+func levelAt(l *Raised, t time.Time, before float64) float64 {
+	lv := before
+	for _, s := range l.Steps {
+		if t.After(s.Since) {
+			lv = s.Ratio
+		}
+	}
+	return lv
 }
 
 // carriedMedian is the median of w weekly samples of a page at 1 before

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -96,7 +97,7 @@ func TestUnusualFadingSurgeIsNoNewLevel(t *testing.T) {
 // carried by a trend the rise bent (20 % a week, none at the rise).
 func TestLevelScaleModelsTheMedian(t *testing.T) {
 	since := monday
-	l := &Raised{Since: since, Ratio: 2.5}
+	l := &Raised{Steps: []LevelStep{{Since: since, Ratio: 2.5}}}
 	for _, c := range []struct {
 		name      string
 		weeksBack int     // of the normal's 4 weeks, how many lie after the rise
@@ -130,7 +131,8 @@ func TestLevelScaleModelsTheMedian(t *testing.T) {
 func TestUnusualLevelStateRoundTrips(t *testing.T) {
 	ep := &Episode{Since: monday, Peak: 10, PeakAt: monday, DayFrom: monday, HourAt: monday.Add(time.Hour), NHours: 2, LastDay: 2.5}
 	ep.Hours[0], ep.Hours[1] = 2.4, 2.6
-	st := State{Open: ep, Raised: &Raised{Since: monday, Ratio: 2.5, Trend: 0.1, Noise: 0.03, Back: monday.Add(time.Hour)}}
+	st := State{Open: ep, Raised: &Raised{Steps: []LevelStep{{Since: monday, Ratio: 2.5}, {Since: monday.Add(240 * time.Hour), Ratio: 5}},
+		Trend: 0.1, Noise: 0.03, Episode: 3, Back: monday.Add(time.Hour)}}
 	b, err := json.Marshal(st)
 	if err != nil {
 		t.Fatal(err)
@@ -139,10 +141,118 @@ func TestUnusualLevelStateRoundTrips(t *testing.T) {
 	if err := json.Unmarshal(b, &got); err != nil {
 		t.Fatal(err)
 	}
-	if !sameEpisode(got.Open, st.Open) || *got.Raised != *st.Raised {
+	if !sameEpisode(got.Open, st.Open) || !sameRaised(got.Raised, st.Raised) {
 		t.Errorf("round trip: %s", b)
 	}
 	if b, _ := json.Marshal(State{Open: &Episode{Since: monday}}); strings.Contains(string(b), "hours") {
 		t.Errorf("an episode with no hours read writes them: %s", b)
+	}
+}
+
+// risen is a page of daily(2000) that rises 2.5 × for good on the
+// Wednesday of its 5th week at noon, then changes by change(t) (1: none).
+func risen(change func(t time.Time) float64) *synth {
+	rise := monday.Add(30*24*time.Hour + 12*time.Hour)
+	return newSynth(monday, 30+25, 43, func(t time.Time) float64 {
+		v := daily(2000)(t)
+		if !t.Before(rise) {
+			v *= 2.5
+		}
+		return v * change(t)
+	})
+}
+
+// A page at its new level that stops for 6 hours (an outage) is told
+// gone quiet and back, against the level: not "back to its old level"
+// (a count of 0 is under its old range too), and not taking off again
+// when it comes back (its level ended, a page at 2.5 × its old normal
+// was news).
+func TestUnusualOutageOfANewLevelIsADropNotItsEnd(t *testing.T) {
+	r := unusualRule(t, Unusual{})
+	out := monday.Add(38*24*time.Hour + 10*time.Hour)
+	s := risen(func(t time.Time) float64 {
+		if !t.Before(out) && t.Before(out.Add(6*time.Hour)) {
+			return 0
+		}
+		return 1
+	})
+	wantMessages(t, s.run(t, r, monday.Add(24*time.Hour)), []string{
+		"fire up 04-01 Wed 12:10",
+		"resolve up 04-03 Fri 12:10 not back",
+		"fire down 04-09 Thu 13:00", // down_for and its window after 10:00
+		"resolve down 04-09 Thu 17:50",
+	})
+}
+
+// Data late for 4 hours (hits not loaded: the page at a third of its
+// level) says nothing of where the page is: its level does not end.
+func TestUnusualLateDataDoesNotEndANewLevel(t *testing.T) {
+	r := unusualRule(t, Unusual{})
+	from := monday.Add(38*24*time.Hour + 10*time.Hour)
+	s := risen(func(t time.Time) float64 {
+		if !t.Before(from) && t.Before(from.Add(3*time.Hour)) {
+			return 0.3
+		}
+		return 1
+	})
+	s.late = func(at time.Time) bool { return at.After(from) && !at.After(from.Add(4*time.Hour)) }
+	wantMessages(t, s.run(t, r, monday.Add(24*time.Hour)), []string{
+		"fire up 04-01 Wed 12:10",
+		"resolve up 04-03 Fri 12:10 not back",
+	})
+}
+
+// A page that rises again on its new level (3 ×, then 3 × that 10 days
+// later) is told each rise and each new level, and then nothing: its
+// level is the product, read from each step's weeks at that step's
+// level. (Kept as one step from the first rise, the page was read at
+// 9 × from its first week, and told taking off and "22 ×" after.)
+func TestUnusualARiseOnANewLevel(t *testing.T) {
+	r := unusualRule(t, Unusual{})
+	again := monday.Add(40*24*time.Hour + 12*time.Hour)
+	rise := monday.Add(30*24*time.Hour + 12*time.Hour)
+	s := newSynth(monday, 30+25, 43, func(t time.Time) float64 {
+		v := daily(2000)(t)
+		if !t.Before(rise) {
+			v *= 3
+		}
+		if !t.Before(again) {
+			v *= 3
+		}
+		return v
+	})
+	wantMessages(t, s.run(t, r, monday.Add(24*time.Hour)), []string{
+		"fire up 04-01 Wed 12:10",
+		"resolve up 04-03 Fri 12:10 not back",
+		"fire up 04-11 Sat 12:30",
+		"resolve up 04-13 Mon 12:30 not back",
+	})
+	if a := s.against[3]; a.Baseline <= 0 {
+		t.Errorf("its second level: %+v", a)
+	}
+}
+
+// A level's end is keyed by the episode that raised it: a later episode
+// may be open when it ends (and raise a level of its own, whose end is
+// then another crossing, not the same key again). Changing only the
+// level's state (back at its old level, not yet for settle) stamps Seen:
+// a replayed look before it must not undo it.
+func TestUnusualLevelEndIsKeyedByItsEpisode(t *testing.T) {
+	r := unusualRule(t, Unusual{})
+	at := monday.Add(40 * 24 * time.Hour)
+	e := Expected{OK: true, Value: 100, Top: 100, Bottom: 100, Low: 80, High: 120, Dispersion: 0.01, Samples: 4, WeeksBack: 4, Weekly: true}
+	st := State{Episode: 3, Open: &Episode{Since: at.Add(-2 * time.Hour), Peak: 900, PeakAt: at.Add(-2 * time.Hour)},
+		Raised: &Raised{Steps: []LevelStep{{Since: at.Add(-10 * 24 * time.Hour), Ratio: 2.5}}, Episode: 2}}
+	next, fire := r.StepEpisode(st, Observation{At: at, Count: 100, Expected: e})
+	if len(fire) != 0 || next.Raised == nil || !next.Raised.Back.Equal(at) || !next.Seen.Equal(at) {
+		t.Fatalf("back at its old level: fired %v, level %+v, seen %s", fire, next.Raised, next.Seen)
+	}
+	next, fire = r.StepEpisode(next, Observation{At: at.Add(time.Hour), Count: 100, Expected: e})
+	var keys []string
+	for _, f := range fire {
+		keys = append(keys, f.Key)
+	}
+	if next.Raised != nil || !slices.Contains(keys, "2.level.resolved") {
+		t.Errorf("back for settle: keys %v, level %+v; want 2.level.resolved", keys, next.Raised)
 	}
 }

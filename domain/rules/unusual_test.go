@@ -18,6 +18,11 @@ type synth struct {
 	prefix  []uint64
 	// against is what each message of the last run was measured against.
 	against []Against
+	// late, when set, says which looks find the site's data late (its
+	// window, or its hours together: Observation.Late, LongLate).
+	late func(at time.Time) bool
+	// keys are the last run's crossings' keys, in order.
+	keys []string
 }
 
 // newSynth draws views per minute from rate(t) (views per hour) with
@@ -89,6 +94,9 @@ func (s *synth) runEvery(t *testing.T, r *Rule, judgeFrom time.Time, step time.D
 		if reach.Long > 0 {
 			o.Long = s.count(at.Add(-reach.Long), at)
 		}
+		if s.late != nil {
+			o.Late, o.LongLate = s.late(at), s.late(at)
+		}
 		var fire []Firing
 		st, fire = r.StepEpisode(st, o)
 		for _, f := range fire {
@@ -105,6 +113,7 @@ func (s *synth) runEvery(t *testing.T, r *Rule, judgeFrom time.Time, step time.D
 			}
 			out = append(out, line)
 			s.against = append(s.against, r.Detector().Against(o, f))
+			s.keys = append(s.keys, f.Key)
 		}
 	}
 	return out

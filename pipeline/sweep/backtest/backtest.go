@@ -122,6 +122,15 @@ func Learnt(rs []rules.Rule) time.Duration {
 	return d
 }
 
+// LearntText says learnt in whole weeks, or in days: "4 weeks", "40 days".
+func LearntText(learnt time.Duration) string {
+	const week = 7 * 24 * time.Hour
+	if learnt%week == 0 {
+		return strconv.Itoa(int(learnt/week)) + " weeks"
+	}
+	return strconv.Itoa(int(learnt/(24*time.Hour))) + " days"
+}
+
 // Print writes a backtest's crossings since from in q.Format: a table
 // and a summary per rule, or one JSON object per line. learnt
 // (Learnt), unless 0, is said under the summary: a message before from
@@ -142,8 +151,8 @@ func (q Query) Print(out io.Writer, xs []crossing.Crossing, from time.Time, lear
 	}
 	fmt.Fprintln(out)
 	if learnt > 0 {
-		fmt.Fprintf(out, "unusual rules learnt what their pages remember (bursts, launches, an open episode) from the %d weeks before, as far as the data goes, unreported, as a sweeper running all along; an episode begun then may show its resolve alone\n",
-			int(learnt/(7*24*time.Hour)))
+		fmt.Fprintf(out, "unusual rules learnt what their pages remember (bursts, launches, an open episode, a new level) from the %s before, as far as the data goes, unreported, as a sweeper running all along; an episode begun then may show its resolve alone\n",
+			LearntText(learnt))
 	}
 	return nil
 }

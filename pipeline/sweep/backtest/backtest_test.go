@@ -84,7 +84,7 @@ func TestPrintSummarisesPerRule(t *testing.T) {
 	if err := (backtest.Query{Format: "text"}).Print(&out, xs, at.Add(-time.Hour), learnt); err != nil {
 		t.Fatal(err)
 	}
-	if want := "unusual rules learnt what their pages remember (bursts, launches, an open episode) from the 4 weeks before, as far as the data goes, unreported"; !strings.Contains(out.String(), want) {
+	if want := "unusual rules learnt what their pages remember (bursts, launches, an open episode, a new level) from the 40 days before, as far as the data goes, unreported"; !strings.Contains(out.String(), want) {
 		t.Errorf("text output lacks %q:\n%s", want, out.String())
 	}
 	out.Reset()
