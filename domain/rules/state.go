@@ -81,9 +81,11 @@ type LevelStep struct {
 	Ratio float64   `json:"ratio"`
 }
 
-// Since is when the page first rose; Ratio its level now.
+// Since is when the page first rose.
 func (l *Raised) Since() time.Time { return l.Steps[0].Since }
-func (l *Raised) Ratio() float64   { return l.Steps[len(l.Steps)-1].Ratio }
+
+// Ratio is the page's level now, a multiple of its normal at the rise.
+func (l *Raised) Ratio() float64 { return l.Steps[len(l.Steps)-1].Ratio }
 
 // Burst is one surge of a page: when, its highest count, and how long
 // its longest run above the normal lasted (0: remembered before lengths

@@ -37,7 +37,8 @@ func TestBacktestANewLevelHearsTheSurgesOnTopOfIt(t *testing.T) {
 			dayLevel[d] = math.Exp(0.08 * rng.NormFloat64())
 		}
 		h := float64(at.Hour()) + float64(at.Minute())/60
-		rate := 3000 * (0.15 + 0.85*math.Exp(-math.Pow((h-14)/4.5, 2))) * dayLevel[d]
+		x := (h - 14) / 4.5
+		rate := 3000 * (0.15 + 0.85*math.Exp(-x*x)) * dayLevel[d]
 		if wd := at.Weekday(); wd == time.Saturday || wd == time.Sunday {
 			rate *= 0.7
 		}
