@@ -54,10 +54,21 @@ func (s *pagePages) ruleBand(ctx context.Context, rule *rules.Rule, site, path s
 	if err != nil || hours.start.IsZero() {
 		return nil, err
 	}
+	// A page that rose for good is judged at its new level: drawn so.
+	var level *rules.Raised
+	if s.deps.RuleStates != nil {
+		st, ok, err := s.deps.RuleStates.State(ctx, rule.Name, site, path, false)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			level = st.Level
+		}
+	}
 	scale := float64(step) / float64(rule.Window.Rolling)
 	b := &bandView{Rule: rule.Name, Label: fmt.Sprintf("%s: the page's usual range, in views per %s", rule.Name, stepName(step))}
 	for t := from; t.Before(to); t = t.Add(step) {
-		e := hours.expectAt(rule, t.Add(step))
+		e := rules.AtLevel(rule, level, hours.expectAt(rule, t.Add(step)), t.Add(step))
 		if !e.OK || e.High <= 0 {
 			continue
 		}

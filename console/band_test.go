@@ -203,3 +203,49 @@ func TestPageBandFollowsAPagesTrend(t *testing.T) {
 		}
 	}
 }
+
+// levelStates is a sweeper's state of a page that rose for good.
+type levelStates struct{ level *rules.Raised }
+
+func (f levelStates) State(context.Context, string, string, string, bool) (RuleState, bool, error) {
+	return RuleState{Level: f.level}, true, nil
+}
+
+// A page that rose for good is judged at its new level from when that
+// was set, two days after it rose: its band is drawn there too, not at
+// its old normal, which its line sat far above while no message said so.
+func TestPageBandIsDrawnAtItsNewLevel(t *testing.T) {
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	rise, set := now.Add(-5*24*time.Hour), now.Add(-3*24*time.Hour)
+	var hours []traffic.MinuteHits
+	for h := now.Add(-35 * 24 * time.Hour); h.Before(now); h = h.Add(time.Hour) {
+		n := uint64(100)
+		if !h.Before(rise) {
+			n = 250
+		}
+		hours = append(hours, traffic.MinuteHits{Minute: h, Hits: n})
+	}
+	unusual := rules.Rule{Name: "unusual", Match: rules.Match{Prefix: "/"}, Window: rules.ParseWindow("1h"),
+		Unusual: &rules.Unusual{}, Notify: rules.Notify{Recipients: []string{"a@example.com"}}}
+	if err := unusual.Validate("rules"); err != nil {
+		t.Fatal(err)
+	}
+	level := &rules.Raised{Steps: []rules.LevelStep{{Since: rise, Ratio: 2.5, Set: set}}}
+	st := &fakeStore{series: hours}
+	p := &pagePages{&frame{deps: Deps{Store: st, Now: time.Now, Rules: func() []rules.Rule { return []rules.Rule{unusual} },
+		RuleStates: levelStates{level}}, starts: newSiteStarts(st, time.Now)}}
+	b, err := p.pageBand(context.Background(), "example.com", "/up", now.Add(-4*24*time.Hour), now, time.Hour)
+	if err != nil || b == nil {
+		t.Fatalf("band %+v, %v", b, err)
+	}
+	for _, pt := range b.Points {
+		end := pt.T.Add(time.Hour)
+		inside := pt.Low <= 250 && 250 <= pt.High
+		if end.Before(set) && inside {
+			t.Errorf("%s, before its level was set: %.0f–%.0f holds the page at 250", pt.T, pt.Low, pt.High)
+		}
+		if !end.Before(set) && !inside {
+			t.Errorf("%s, at its new level: %.0f–%.0f, the page at 250", pt.T, pt.Low, pt.High)
+		}
+	}
+}

@@ -276,5 +276,6 @@ func (n *NATS) State(ctx context.Context, rule, site, path string, sum bool) (Ru
 	if st.Held != nil {
 		rs.Held = cmp.Or(st.Held.Reason, "held by the client guard")
 	}
+	rs.Level = st.Raised
 	return rs, true, nil
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/pagewatch/pagewatch/console/records"
+	"github.com/pagewatch/pagewatch/domain/rules"
 	"github.com/pagewatch/pagewatch/domain/traffic"
 	"github.com/pagewatch/pagewatch/pipeline/silence"
 )
@@ -208,6 +209,9 @@ type RuleState struct {
 	// Held is why the client guard holds the page's surge from firing
 	// ("mostly one client: 97% of 1,204 views"); "" when nothing is held.
 	Held string `json:"held,omitempty"`
+	// Level is the new level a page that rose for good is judged at
+	// (unusual rules); nil: none. The page's band is drawn at it.
+	Level *rules.Raised `json:"level,omitempty"`
 }
 
 // Silences are the worker's silences (kept in NATS KV; pipeline/notify

@@ -298,7 +298,7 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 		// As high two days running: a new level, not a surge
 		// (unusual_level.go). It resolves, and the page is judged at
 		// that level from now.
-		next.Raised = raise(next.Raised, ep.Since.Add(-r.Window.Rolling), k, level > 0, o.Expected, next.Episode)
+		next.Raised = raise(next.Raised, ep.Since.Add(-r.Window.Rolling), o.At, k, level > 0, o.Expected, next.Episode)
 		next.Open, next.Fired = nil, nil
 		return next, r.firings(next, Firing{Event: EventResolve, Level: j.level, Severity: j.severity, Episode: *ep, NewNormal: true,
 			Raised: next.Raised.Ratio(), RaisedSince: next.Raised.Since()})

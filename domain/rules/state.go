@@ -75,10 +75,13 @@ type Raised struct {
 }
 
 // LevelStep is one rise of a page that rose for good: from Since (when
-// the surge that held it began) at Ratio × its normal at the first rise.
+// the surge that held it began) at Ratio × its normal at the first rise,
+// read so from Set (when it had held two days; zero in a state written
+// before it was kept: Since).
 type LevelStep struct {
 	Since time.Time `json:"since"`
 	Ratio float64   `json:"ratio"`
+	Set   time.Time `json:"set,omitzero"`
 }
 
 // Since is when the page first rose.

@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"time"
@@ -125,6 +126,30 @@ func raisedNormal(r *Rule, s *State, o Observation) (e Expected, ratio float64, 
 		LevelEnded: true, levelEpisode: l.Episode}
 }
 
+// AtLevel is the normal e of r's window ending at end as a page at the
+// new level l (its state's, State.Raised) was judged against then: e
+// itself before l's first step was set, or once l no longer scales it.
+// What the console draws behind a page's line.
+func AtLevel(r *Rule, l *Raised, e Expected, end time.Time) Expected {
+	if r.Unusual == nil || l == nil || !e.OK {
+		return e
+	}
+	then := Raised{Trend: l.Trend, Noise: l.Noise}
+	for _, st := range l.Steps {
+		if set := cmp.Or(st.Set, st.Since); !end.Before(set) {
+			then.Steps = append(then.Steps, st)
+		}
+	}
+	if len(then.Steps) == 0 || end.Sub(then.Since()) > settledMemory {
+		return e
+	}
+	k, straddles, bent := levelScale(e, r.Window.Rolling, end, &then)
+	if k == 1 && !bent {
+		return e
+	}
+	return levelNoise(scaleNormal(e, k), &then, straddles)
+}
+
 // backAt is l, back at its old level since at (zero: not back).
 func backAt(l *Raised, at time.Time) *Raised {
 	if l.Back.Equal(at) {
@@ -141,11 +166,11 @@ func backAt(l *Raised, at time.Time) *Raised {
 // multiples of the normal at the first rise, which the model reads);
 // else a first. Its trend and noise are the first rise's, what the
 // page's history read before any of them.
-func raise(l *Raised, since time.Time, k float64, on bool, e Expected, episode uint64) *Raised {
+func raise(l *Raised, since, set time.Time, k float64, on bool, e Expected, episode uint64) *Raised {
 	if l == nil || !on {
-		return &Raised{Steps: []LevelStep{{Since: since, Ratio: k}}, Trend: e.Trend, Noise: e.Noise, Episode: episode}
+		return &Raised{Steps: []LevelStep{{Since: since, Ratio: k, Set: set}}, Trend: e.Trend, Noise: e.Noise, Episode: episode}
 	}
-	steps := append(slices.Clone(l.Steps), LevelStep{Since: since, Ratio: k * l.Ratio()})
+	steps := append(slices.Clone(l.Steps), LevelStep{Since: since, Ratio: k * l.Ratio(), Set: set})
 	if len(steps) > maxLevelSteps {
 		steps = steps[len(steps)-maxLevelSteps:]
 	}
