@@ -63,6 +63,12 @@ func stepLevel(r *Rule, ep *Episode, o Observation) float64 {
 	if last <= 0 || day < r.Unusual.Factor || day > last*steadyBand || day < last/steadyBand {
 		return 0
 	}
+	if !e.Weekly {
+		// Before its normal knows the week, two days as high may be its
+		// first weekend; and a normal of past days follows a rise in
+		// three days anyway.
+		return 0
+	}
 	return day
 }
 

@@ -256,3 +256,23 @@ func TestUnusualLevelEndIsKeyedByItsEpisode(t *testing.T) {
 		t.Errorf("back for settle: keys %v, level %+v; want 2.level.resolved", keys, next.Raised)
 	}
 }
+
+// A page whose weekends (from Friday noon) run at 3 × its weekdays, in
+// its first week: its first weekend is a surge (its normal does not
+// know the week yet), not a new level "judged at from now" and then
+// "back to its old level" on the Monday.
+func TestUnusualFirstWeekendIsNoNewLevel(t *testing.T) {
+	r := unusualRule(t, Unusual{})
+	s := newSynth(monday, 35, 1, func(t time.Time) float64 {
+		v := daily(2000)(t)
+		if wd := t.Weekday(); wd == time.Saturday || wd == time.Sunday || (wd == time.Friday && t.Hour() >= 12) {
+			v *= 3
+		}
+		return v
+	})
+	for _, m := range s.run(t, r, monday.Add(24*time.Hour)) {
+		if strings.HasSuffix(m, "not back") || strings.HasSuffix(m, "from its level") {
+			t.Errorf("a first weekend read as a new level: %s", m)
+		}
+	}
+}
