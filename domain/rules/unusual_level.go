@@ -63,10 +63,12 @@ func stepLevel(r *Rule, ep *Episode, o Observation) float64 {
 	if last <= 0 || day < r.Unusual.Factor || day > last*steadyBand || day < last/steadyBand {
 		return 0
 	}
-	if !e.Weekly {
-		// Before its normal knows the week, two days as high may be its
-		// first weekend; and a normal of past days follows a rise in
-		// three days anyway.
+	if e.WeeksBack < 3 {
+		// Before its normal reads past weeks alone (3 weeks of history)
+		// it reads past days too, which follow a rise in three days: a
+		// level would be read for a day, and where the page went back,
+		// its days on both sides of its rise would hide it for weeks.
+		// In its first week two days as high may be its first weekend.
 		return 0
 	}
 	return day
@@ -200,7 +202,8 @@ const bentFor = (TrendDays + 3) * 24 * time.Hour
 // together, and its range's top is the days': the level over the one
 // its past days were at (their middle, 3½ days back) until half of them
 // lie after the latest rise, then 1 (the page's trend, read from 4
-// weeks of days, is none yet).
+// weeks of days, is none yet). No level is set then (stepLevel); a
+// state that holds one from a site whose data begins later is read so.
 //
 // From 3 weeks it is the median of past weeks, each carried forward by
 // the page's trend, which a rise bends: once the rise's days are most of
