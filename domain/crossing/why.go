@@ -350,7 +350,9 @@ func (w *Why) BurstLabel() string {
 }
 
 func rangeText(low, high float64) string {
-	return "expected " + strconv.FormatFloat(math.Floor(low), 'f', 0, 64) + "–" + strconv.FormatFloat(math.Ceil(high), 'f', 0, 64)
+	// Grouped as the count beside it is: "16,343 views in 1h, expected
+	// 4,716–10,475", not "4716–10475".
+	return "expected " + traffic.FormatCount(uint64(max(0, math.Floor(low)))) + "–" + traffic.FormatCount(uint64(max(0, math.Ceil(high))))
 }
 
 // ExpectedText is the usual range in words, for every receiver alike:

@@ -83,7 +83,7 @@ func TestPredicateSaysWhatHappened(t *testing.T) {
 			"has stayed up: 6,073 views in 1h, 2.6× its normal for 2 days: judged at that level from now (told taking off at 12:15 UTC, 25 Feb)"},
 		{"unusual, at a new level", notify.Notification{Count: 16343, Threshold: 12000, Window: "1h", Why: &crossing.Why{Kind: "unusual", Direction: "up",
 			Baseline: 7000, Low: 4716, High: 10475, Ratio: 2.33, Raised: 1.31, RaisedSince: time.Date(2026, 2, 25, 11, 15, 0, 0, time.UTC)}},
-			"is at 2.3× its normal: 16,343 views in 1h, expected 4716–10475 (its normal at the level it rose to on 25 Feb, 1.3× before)"},
+			"is at 2.3× its normal: 16,343 views in 1h, expected 4,716–10,475 (its normal at the level it rose to on 25 Feb, 1.3× before)"},
 		{"unusual, back from a new level", notify.Notification{Event: "resolve", Count: 1141, Threshold: 3000, Window: "1h", Why: &crossing.Why{Kind: "unusual", Direction: "up",
 			LevelEnded: true, Raised: 2.634, RaisedSince: time.Date(2026, 2, 25, 11, 15, 0, 0, time.UTC), Since: time.Date(2026, 2, 25, 11, 15, 0, 0, time.UTC)}},
 			"is back to its old level: 1,141 views in 1h (it had stayed up at 2.6× its normal since 25 Feb)"},
