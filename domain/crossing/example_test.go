@@ -35,6 +35,10 @@ func ExampleWhy_ExpectedText() {
 	// A page whose bursts are its normal (a newsletter), past them:
 	w = &crossing.Why{Kind: "unusual", Count: 2248, Low: 0, High: 2.8, Days: 28, Weekly: true, Bursts: 11, BurstsPassed: 990}
 	fmt.Println(w.ExpectedText())
+	// A page judged at the level it rose to for good:
+	w = &crossing.Why{Kind: "unusual", Count: 16343, Low: 4716, High: 10475, Days: 28, Weekly: true,
+		Raised: 2.634, RaisedSince: time.Date(2026, 2, 25, 11, 5, 0, 0, time.UTC)}
+	fmt.Println(w.ExpectedText())
 	// Output:
 	// expected 120–180 views, from 4 weeks of history (same weekday)
 	// expected 120–180 views, from 4 weeks of history (same weekday), on America/New_York time (its readers' clocks)
@@ -46,4 +50,5 @@ func ExampleWhy_ExpectedText() {
 	// expected 0–3 views, from 4 weeks of history (same weekday); a new page, larger than all but one of its site's launches in 4 weeks (the second largest: 168 views)
 	// expected 0–3 views, from 4 weeks of history (same weekday); a new page, larger than 19 in 20 of its site's launches in 4 weeks (the 6th largest: 231 views)
 	// expected 0–3 views, from 4 weeks of history (same weekday); its bursts are its normal: past what its 11 bursts in 4 weeks reach (990 views)
+	// expected 4,716–10,475 views, from 4 weeks of history (same weekday), at the level it rose to on 25 Feb (2.6× its normal before)
 }

@@ -374,6 +374,10 @@ func (w *Why) ExpectedText() string {
 	if w.Clock != "" {
 		s += ", on " + w.Clock + " time (its readers' clocks)"
 	}
+	if w.Raised > 0 && !w.LevelEnded && !w.NewNormal {
+		// A page that rose for good is judged at its new level.
+		s += ", at the level it rose to on " + w.RaisedSince.UTC().Format("2 Jan") + " (" + strconv.FormatFloat(math.Round(w.Raised*10)/10, 'f', -1, 64) + "× its normal before)"
+	}
 	if w.Burst > 0 && w.BurstText() == "" {
 		// A job from before bursts carried their count: the minutes only.
 		s += "; fired on a burst of " + minutesText(w.Burst)
