@@ -173,14 +173,16 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 		return prev, nil
 	}
 	var ended *Firing
-	var level float64 // the scale its normal was read at: a new level's (unusual_level.go)
-	var held *Raised  // ... that level
+	var judged *Expected // the normal as a new level made it (unusual_level.go); nil: as read
+	var atLevel bool     // ... at that level
+	var held *Raised     // ... that level
 	defer func() {
 		for i := range fire {
-			if fire[i].Raised == 0 && level > 0 {
-				// Judged at its new level: what its normal was read at.
-				n := o.Expected
-				fire[i].Raised, fire[i].RaisedSince, fire[i].Normal = held.Ratio(), held.Since(), &n
+			if fire[i].Normal == nil && judged != nil && !fire[i].LevelEnded && fire[i].Raised == 0 {
+				fire[i].Normal = judged // what its why says it was measured against
+				if atLevel {
+					fire[i].Raised, fire[i].RaisedSince = held.Ratio(), held.Since()
+				}
 			}
 		}
 		if ended != nil {
@@ -202,7 +204,7 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 		next.SettledLow = time.Time{}
 	}
 	o.SettledLow = next.SettledLow
-	o.Expected, level, ended = raisedNormal(r, &next, o)
+	o.Expected, judged, atLevel, ended = raisedNormal(r, &next, o)
 	held = next.Raised
 	o.Above = aboveFrom(r, prev, o.At)
 	var launch, first bool
@@ -298,7 +300,7 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 		// As high two days running: a new level, not a surge
 		// (unusual_level.go). It resolves, and the page is judged at
 		// that level from now.
-		next.Raised = raise(next.Raised, ep.Since.Add(-r.Window.Rolling), o.At, k, level > 0, o.Expected, next.Episode)
+		next.Raised = raise(next.Raised, ep.Since.Add(-r.Window.Rolling), o.At, k, judged != nil, o.Expected, next.Episode)
 		next.Open, next.Fired = nil, nil
 		return next, r.firings(next, Firing{Event: EventResolve, Level: j.level, Severity: j.severity, Episode: *ep, NewNormal: true,
 			Raised: next.Raised.Ratio(), RaisedSince: next.Raised.Since()})
@@ -355,7 +357,7 @@ func sameRaised(a, b *Raised) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	return a.Trend == b.Trend && a.Noise == b.Noise && a.Episode == b.Episode && a.Back.Equal(b.Back) && slices.Equal(a.Steps, b.Steps)
+	return a.Trend == b.Trend && a.Noise == b.Noise && a.Episode == b.Episode && a.Ended == b.Ended && a.Back.Equal(b.Back) && slices.Equal(a.Steps, b.Steps)
 }
 
 func sameEpisode(a, b *Episode) bool {

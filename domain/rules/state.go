@@ -72,6 +72,10 @@ type Raised struct {
 	// Back is when the page was first seen back at its old level, with
 	// every look since finding it there; zero: it was not.
 	Back time.Time `json:"back,omitzero"`
+	// Ended: the page came back to its old level (its last step, of
+	// ratio 1), told; its normal is read down from the rise's weeks
+	// until they leave it.
+	Ended bool `json:"ended,omitempty"`
 }
 
 // LevelStep is one rise of a page that rose for good: from Since (when

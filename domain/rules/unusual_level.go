@@ -89,48 +89,72 @@ func stepLevel(r *Rule, ep *Episode, o Observation) float64 {
 // the end of the surge that held it ("back to normal"): ended. Under
 // its old range too (an outage, a page gone), or with its data late,
 // it is not back: judged against its old normal, or held at its new.
-func raisedNormal(r *Rule, s *State, o Observation) (e Expected, ratio float64, ended *Firing) {
+func raisedNormal(r *Rule, s *State, o Observation) (e Expected, judged *Expected, atLevel bool, ended *Firing) {
 	e, l := o.Expected, s.Raised
 	if l == nil {
-		return e, 0, nil
+		return e, nil, false, nil
 	}
 	if r.Unusual == nil || len(l.Steps) == 0 || o.At.Sub(l.Since()) > settledMemory {
 		s.Raised = nil // a rule no longer unusual, or a level long followed
-		return e, 0, nil
+		return e, nil, false, nil
 	}
 	k, straddles, bent := levelScale(e, r.Window.Rolling, o.At, l)
-	if !e.OK || (k == 1 && !bent) {
-		return e, 0, nil
+	if !e.OK {
+		return e, nil, false, nil
+	}
+	if k == 1 && !bent {
+		if l.Ended {
+			s.Raised = nil // its weeks all after its return: the page's own normal
+		}
+		return e, nil, false, nil
 	}
 	n := levelNoise(scaleNormal(e, k), l, straddles)
+	if l.Ended {
+		// Back at its old level, its normal still reads the rise's
+		// weeks: read down from them, until they leave it.
+		return n, &n, false, nil
+	}
+	// Its old level as the same model reads it (not e: its weeks after
+	// the rise and the trend the rise bent lift e above it).
+	old := levelNoise(scaleNormal(e, k/l.Ratio()), l, straddles)
 	c := float64(o.Count)
 	switch {
 	case o.Late || o.LongLate:
 		// Hits not all there say nothing of where it is.
 		s.Raised = backAt(l, time.Time{})
-		return n, k, nil
-	case c >= n.Low || c > e.High:
-		// At its new level, or between the two ranges (a quiet hour of
-		// it, which its drop's sustain and depth tell from a drop).
+		return n, &n, true, nil
+	case c >= n.Low || c > old.High || c*c >= old.Value*n.Value:
+		// At its new level, or between the two (a quiet hour of it,
+		// which its drop's sustain and depth tell from a drop), or
+		// nearer it than the old (a small page's ranges overlap).
 		s.Raised = backAt(l, time.Time{})
-		return n, k, nil
-	case c < e.Low:
+		return n, &n, true, nil
+	case c < old.Low:
 		// Under its old range too: a drop from where it was, if any.
 		s.Raised = backAt(l, time.Time{})
-		return e, 0, nil
+		return old, &old, false, nil
 	}
 	// Under its new level's range and inside its old one's: judged
 	// against its old normal. Back there for rearm.settle at a stretch,
-	// the level ends.
+	// seen at hours whose two ranges do not meet (at a small page's
+	// night 2 × its old normal is inside both, and a page at 2.1 × was
+	// told back), the level ends: a step back to its old level, read as
+	// the rise's steps are until its weeks leave the normal (Ended).
+	if old.High >= n.Low {
+		return old, &old, false, nil // cannot tell: neither back nor not
+	}
 	if l.Back.IsZero() {
 		l = backAt(l, o.At)
 		s.Raised = l
 	}
 	if o.At.Sub(l.Back) < r.Rearm.Settle {
-		return e, 0, nil
+		return old, &old, false, nil
 	}
-	s.Raised = nil
-	return e, 0, &Firing{Event: EventResolve, Episode: Episode{Since: l.Since()}, Raised: l.Ratio(), RaisedSince: l.Since(),
+	end := *l
+	end.Steps = append(slices.Clone(l.Steps), LevelStep{Since: l.Back, Ratio: 1, Set: o.At})
+	end.Back, end.Ended = time.Time{}, true
+	s.Raised = &end
+	return old, &old, false, &Firing{Event: EventResolve, Episode: Episode{Since: l.Since()}, Raised: l.Ratio(), RaisedSince: l.Since(),
 		LevelEnded: true, levelEpisode: l.Episode}
 }
 
@@ -188,7 +212,7 @@ func raise(l *Raised, since, set time.Time, k float64, on bool, e Expected, epis
 // maxLevelSteps is how many rises a level remembers: its normal reads
 // 12 weeks at most, and a page rising for good more than weekly is a
 // trend the normal follows.
-const maxLevelSteps = 4
+const maxLevelSteps = 8
 
 // bentFor is how long after a rise the page's trend and its own noise
 // are read in part from days before it: its trend from TrendDays days
@@ -209,15 +233,16 @@ const bentFor = (TrendDays + 3) * 24 * time.Hour
 // the page's trend, which a rise bends: once the rise's days are most of
 // a week, the weeks before it are carried by up to 20 % a week more, and
 // the normal rises without the page, until the trend's days all lie
-// after the rise (bent). So the median is modelled: a page flat before
-// its first rise (as its normal at the rise said: the ratio over the
-// median of its weeks then, carried by the trend then) and at each
-// level from its rise on, its weeks carried by the trend now. The scale
-// is the level over that median: with one week of four after the rise
-// and a trend of 20 % a week it is 1.3 (not 2.5, the ratio); at two of
-// four about 1 (the mean of a week before and one after, both carried);
-// at four of four 0.64 (the new level carried by a trend it does not
-// have).
+// after the rise (bent). So the median is modelled: the page at each
+// step's level from its rise on (1 before the first, and after a return
+// to it), growing all along by its trend at the first rise (a page that
+// grew before it rose grows on; flat, if its trend could not be read
+// then), its weeks carried by the trend now; over the same weeks as its
+// normal read them at the rise. With one week of four after a rise of
+// 2.5 × and a trend of 20 % a week bent from none, it is 1.3 (not 2.5,
+// the ratio); at two of four about 1 (the mean of a week before and one
+// after, both carried). With its weeks all after its last step it is 1:
+// see the case below.
 //
 // straddles: its samples lie at more than one level, so their spread is
 // the rise's, not the page's noise (levelNoise).
@@ -232,25 +257,35 @@ func levelScale(e Expected, window time.Duration, at time.Time, l *Raised) (k fl
 		days := at.Truncate(time.Hour).Add(-84 * time.Hour)
 		return last.Ratio / levelAt(l, days, 1), wa > 0 || da > 0, bent
 	}
-	base := carriedMedian(w, 0, 1, l.Trend) // its normal at the first rise, over the page then
-	var xs [MaxUnusualWeeks]float64
+	// Week kb back the page was at its step's level, grown by its trend
+	// at the rise since (gr: a page growing before it rose grows on);
+	// the normal carries it forward by its trend now (gn).
+	gr, gn := math.Log1p(l.Trend), math.Log1p(e.Trend)
+	var xs, at0 [MaxUnusualWeeks]float64
 	n, levels := min(w, len(xs)), 0
-	g := math.Log1p(e.Trend)
 	prev := -1.0
 	for i := range n {
-		kb := i + 1
-		mid := at.Truncate(time.Hour).Add(-time.Duration(7*kb)*24*time.Hour - window/2)
-		lv := levelAt(l, mid, 1/base) * base
+		kb := float64(i + 1)
+		mid := at.Truncate(time.Hour).Add(-time.Duration(7*(i+1))*24*time.Hour - window/2)
+		lv := levelAt(l, mid, 1)
 		if lv != prev {
 			levels++
 			prev = lv
 		}
-		xs[i] = lv * math.Exp(g*float64(min(kb, trendWeeks)))
+		carry := float64(min(i+1, trendWeeks))
+		xs[i] = lv * math.Exp(gn*carry-gr*kb)
+		at0[i] = math.Exp(gr*carry - gr*kb) // the same weeks as its normal read them at the rise
 	}
-	if wa == w && !bent {
+	if wa == w {
+		// Its weeks all after its last step: its own normal. The trend
+		// may still be bent by the rise, lifting it, but taking that out
+		// reads a page that grows as one that does not: a page growing
+		// 15 % a week, whose trend its first 3 weeks could not tell, was
+		// told taking off again 5 weeks after it rose. Too high a normal
+		// hears less; too low tells what is not.
 		return 1, false, false
 	}
-	return last.Ratio * base / median(xs[:n]), levels > 1, bent
+	return last.Ratio * median(at0[:n]) / median(xs[:n]), levels > 1, bent
 }
 
 // levelAt is the level l held at t, or before (its first rise's later).
@@ -262,23 +297,6 @@ func levelAt(l *Raised, t time.Time, before float64) float64 {
 		}
 	}
 	return lv
-}
-
-// carriedMedian is the median of w weekly samples of a page at 1 before
-// a rise and at level for the after latest weeks, each carried forward
-// by a trend of trend a week as Trend.scale carries them.
-func carriedMedian(w, after int, level, trend float64) float64 {
-	var xs [MaxUnusualWeeks]float64
-	n := min(w, len(xs))
-	g := math.Log1p(trend)
-	for i := range n {
-		k := i + 1
-		xs[i] = math.Exp(g * float64(min(k, trendWeeks)))
-		if k <= after {
-			xs[i] *= level
-		}
-	}
-	return median(xs[:n])
 }
 
 // levelNoise is e with the page's noise as it was read at the rise

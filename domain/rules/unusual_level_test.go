@@ -110,7 +110,10 @@ func TestLevelScaleModelsTheMedian(t *testing.T) {
 		// The middle two are the weeks 3 and 4 back, carried 1.2³ and
 		// 1.2⁴ (the week after, 2.5 × 1.2, is the highest).
 		{"one after, the trend bent", 1, 0.2, 2.5 / ((1.2*1.2*1.2 + 1.2*1.2*1.2*1.2) / 2), true},
-		{"all four after, the trend still bent", 4, 0.2, 1 / ((1.2*1.2 + 1.2*1.2*1.2) / 2), false},
+		// Its weeks all after the rise: its own normal, the bent trend
+		// left in (taken out, a page that grows was read as one that
+		// does not, and told taking off again).
+		{"all four after, the trend still bent", 4, 0.2, 1, false},
 	} {
 		at := since.Add(time.Duration(c.weeksBack)*7*24*time.Hour + 2*time.Hour)
 		e := Expected{OK: true, WeeksBack: 4, Trend: c.trend}
@@ -236,7 +239,8 @@ func TestUnusualARiseOnANewLevel(t *testing.T) {
 // may be open when it ends (and raise a level of its own, whose end is
 // then another crossing, not the same key again). Changing only the
 // level's state (back at its old level, not yet for settle) stamps Seen:
-// a replayed look before it must not undo it.
+// a replayed look before it must not undo it. Ended, the level is a step
+// back to 1, which its normal is read down from.
 func TestUnusualLevelEndIsKeyedByItsEpisode(t *testing.T) {
 	r := unusualRule(t, Unusual{})
 	at := monday.Add(40 * 24 * time.Hour)
@@ -252,7 +256,7 @@ func TestUnusualLevelEndIsKeyedByItsEpisode(t *testing.T) {
 	for _, f := range fire {
 		keys = append(keys, f.Key)
 	}
-	if next.Raised != nil || !slices.Contains(keys, "2.level.resolved") {
+	if next.Raised == nil || !next.Raised.Ended || next.Raised.Ratio() != 1 || !slices.Contains(keys, "2.level.resolved") {
 		t.Errorf("back for settle: keys %v, level %+v; want 2.level.resolved", keys, next.Raised)
 	}
 }
@@ -273,6 +277,59 @@ func TestUnusualFirstWeekendIsNoNewLevel(t *testing.T) {
 	for _, m := range s.run(t, r, monday.Add(24*time.Hour)) {
 		if strings.HasSuffix(m, "not back") || strings.HasSuffix(m, "from its level") {
 			t.Errorf("a first weekend read as a new level: %s", m)
+		}
+	}
+}
+
+// A page at a new level for 25 days, then back at its old level: told
+// back within hours, and not gone quiet after, while its normal still
+// reads the weeks of its rise (read down from them: its level ended is
+// a step back to 1). Before, its old range was read from a normal that
+// those weeks lifted: the end came days late or never, and a drop was
+// told in its place; and once ended, a page back where it was was told
+// gone quiet from a normal still lifted by the rise.
+func TestUnusualLongLevelEndsWhenBack(t *testing.T) {
+	r := unusualRule(t, Unusual{})
+	back := monday.Add(55*24*time.Hour + 12*time.Hour)
+	rise := monday.Add(30*24*time.Hour + 12*time.Hour)
+	s := newSynth(monday, 80, 43, func(t time.Time) float64 {
+		v := daily(2000)(t)
+		if !t.Before(rise) && t.Before(back) {
+			v *= 2.5
+		}
+		return v
+	})
+	got := s.run(t, r, monday.Add(24*time.Hour))
+	want := []string{"fire up 04-01 Wed 12:10", "resolve up 04-03 Fri 12:10 not back"}
+	if len(got) != 3 || !slices.Equal(got[:2], want) || !strings.HasSuffix(got[2], "from its level") {
+		t.Fatalf("got\n%s\nwant the rise, its level, and back at its old level", strings.Join(got, "\n"))
+	}
+	if at, _ := time.Parse("01-02 Mon 15:04", strings.TrimSuffix(strings.TrimPrefix(got[2], "resolve up "), " from its level")); at.AddDate(back.Year(), 0, 0).Sub(back) > 12*time.Hour {
+		t.Errorf("back at %s, told %s", back.Format("01-02 15:04"), got[2])
+	}
+}
+
+// A page at a new level of 3 × that falls to 2.1 × (a link on a home
+// page moved down it) is not back at its old level: nothing said of its
+// level ending (before: "back to its old level", its normal lifted by
+// the rise's weeks reading 2.1 × as inside its old range).
+func TestUnusualPartFallIsNotBackAtItsOldLevel(t *testing.T) {
+	r := unusualRule(t, Unusual{})
+	rise := monday.Add(30*24*time.Hour + 12*time.Hour)
+	fall := rise.Add(5 * 24 * time.Hour)
+	s := newSynth(monday, 60, 43, func(t time.Time) float64 {
+		v := daily(2000)(t)
+		if !t.Before(rise) {
+			v *= 3
+		}
+		if !t.Before(fall) {
+			v *= 0.7
+		}
+		return v
+	})
+	for _, m := range s.run(t, r, monday.Add(24*time.Hour)) {
+		if strings.HasSuffix(m, "from its level") {
+			t.Errorf("at 2.1 × its old normal, told back at it: %s", m)
 		}
 	}
 }

@@ -424,7 +424,7 @@ func TestUnusualSurgeOfDaysIsOneEpisodeToItsEnd(t *testing.T) {
 		// Two episodes before, resolved at 3:30 on its first night. Its
 		// ranges overlap at every hour: before back at its old level
 		// ended its new one, it was told gone quiet at 14:00.
-		{60, 2.5, []string{"fire up 04-06 Mon 13:00", "resolve up 04-08 Wed 13:00 not back", "resolve up 04-10 Fri 12:00 from its level"}},
+		{60, 2.5, []string{"fire up 04-06 Mon 13:00", "resolve up 04-08 Wed 13:00 not back", "resolve up 04-10 Fri 13:00 from its level"}},
 	} {
 		s := newSynth(monday, 42, 13, func(t time.Time) float64 {
 			v := daily(c.peak)(t)
