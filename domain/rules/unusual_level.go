@@ -75,20 +75,19 @@ func stepLevel(r *Rule, ep *Episode, o Observation) float64 {
 }
 
 // raisedNormal is o's normal as the page's new level makes it
-// (State.Raised), and the multiple it was read at (0: none): while the
-// normal, the page's trend or its noise are read in part from before
-// the rise (levelScale, levelNoise). The level is kept until
-// settledMemory, as a drop's SettledLow is: a page's normal reads past
-// days under 3 weeks of history and past weeks from then, and a page
-// that rose in its second week is read from before the rise again in
-// its fourth. Under its new level's range and inside its old one's, the
-// page is judged against its old normal: a page back where it was is
-// not a drop from its new level (a small page's ranges overlap, and it
-// was told gone quiet before its level could end). Back there for
-// rearm.settle at a stretch, the level ends, in s, and that is told, as
-// the end of the surge that held it ("back to normal"): ended. Under
-// its old range too (an outage, a page gone), or with its data late,
-// it is not back: judged against its old normal, or held at its new.
+// (State.Raised): judged, when it is not o's own (nil: it is), and
+// whether it is the level's (atLevel; else its old level's). The level
+// scales the normal while its samples, the page's trend or its noise
+// are read in part from before the rise (levelScale, levelNoise), and
+// is kept until settledMemory. Under its new level's range and inside
+// its old one's (nearer the old), the page is judged against its old
+// normal, the model's with the level taken out: a page back where it
+// was is not a drop from its new level. Back there for rearm.settle at
+// a stretch, at hours that can tell, the level ends, in s: told once
+// (ended), and kept as a step back to 1 until the rise's weeks leave
+// the normal. Under its old range too (an outage, a page gone) it is
+// not back, but judged against its old normal; with its data late it
+// is held at its new.
 func raisedNormal(r *Rule, s *State, o Observation) (e Expected, judged *Expected, atLevel bool, ended *Firing) {
 	e, l := o.Expected, s.Raised
 	if l == nil {
