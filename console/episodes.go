@@ -70,7 +70,7 @@ func markOf(x crossingView, why *crossing.Why) markView {
 	case ev == "resolve" && why.LevelEnded:
 		m.Label = fmt.Sprintf("%s resolved at %s: back to its old level, %s", x.Rule, x.Shown, views)
 	case ev == "resolve" && why.NewNormal && why.Raised > 0:
-		m.Label = fmt.Sprintf("%s resolved at %s: not back, %s, a new level at %s× its normal", x.Rule, x.Shown, views, strconv.FormatFloat(math.Round(why.Raised*10)/10, 'f', -1, 64))
+		m.Label = fmt.Sprintf("%s resolved at %s: not back, %s, a new level at %s its normal", x.Rule, x.Shown, views, why.RaisedText())
 	case ev == "resolve" && why.NewNormal:
 		m.Label = fmt.Sprintf("%s resolved at %s: not back, %s, its normal followed it", x.Rule, x.Shown, views)
 	case ev == "resolve":
@@ -121,7 +121,7 @@ func judgedText(x crossingView, why *crossing.Why) string {
 		case why.LevelEnded:
 			return "resolved, back at its old level"
 		case why.NewNormal && why.Raised > 0:
-			return "resolved, not back: a new level at " + strconv.FormatFloat(math.Round(why.Raised*10)/10, 'f', -1, 64) + "× its normal"
+			return "resolved, not back: a new level at " + why.RaisedText() + " its normal"
 		case why.NewNormal:
 			return "resolved, not back: its normal followed it"
 		}

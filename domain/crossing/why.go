@@ -355,6 +355,15 @@ func rangeText(low, high float64) string {
 	return "expected " + traffic.FormatCount(uint64(max(0, math.Floor(low)))) + "–" + traffic.FormatCount(uint64(max(0, math.Ceil(high))))
 }
 
+// RaisedText is the level a page that rose for good was judged at, to a
+// tenth: "2.6×"; "" when none.
+func (w *Why) RaisedText() string {
+	if w == nil || w.Raised <= 0 {
+		return ""
+	}
+	return strconv.FormatFloat(math.Round(w.Raised*10)/10, 'f', -1, 64) + "×"
+}
+
 // ExpectedText is the usual range in words, for every receiver alike:
 // "expected 120–180 views, from 4 weeks of history (same weekday)", or
 // "" when the rule has none (threshold, spike, new_page).
@@ -376,7 +385,7 @@ func (w *Why) ExpectedText() string {
 	}
 	if w.Raised > 0 && !w.LevelEnded && !w.NewNormal {
 		// A page that rose for good is judged at its new level.
-		s += ", at the level it rose to on " + w.RaisedSince.UTC().Format("2 Jan") + " (" + strconv.FormatFloat(math.Round(w.Raised*10)/10, 'f', -1, 64) + "× its normal before)"
+		s += ", at the level it rose to on " + w.RaisedSince.UTC().Format("2 Jan") + " (" + w.RaisedText() + " its normal before)"
 	}
 	if w.Burst > 0 && w.BurstText() == "" {
 		// A job from before bursts carried their count: the minutes only.

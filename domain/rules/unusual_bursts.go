@@ -154,12 +154,13 @@ func rememberBurst(bursts []Burst, at, run time.Time, count uint64) []Burst {
 // page at 0 between bursts took its first bursts in the replay for news,
 // and a site's first new pages in it were its first launches. 0 for the
 // other rules, whose states hold their current episode only. A page's
-// new level (State.Raised) is read until its trend's days lie after its
-// rise (bentFor), which it sets two days after: a replay begun 40 days
-// before knows every level still read then. (A page's new level after a
-// drop, State.SettledLow, is read for as long as a rule's weeks, and a
-// new level with more than 4 weeks until they all lie after its rise:
-// past those 40 days, a replay does not know one older than that.)
+// new level (State.Raised) is read while its normal's weeks lie in part
+// before its rise (28 days at 4 weeks), set two days after it: a replay
+// begun 40 days before (the 38 days its trend is read in part from
+// before the rise, and those two) knows every level still read then.
+// (A page's new level after a drop, State.SettledLow, is read for as
+// long as a rule's weeks, and a new level of a rule of more than 5
+// weeks too: past those 40 days, a replay does not know one older.)
 func Remembers(r *Rule) time.Duration {
 	if r.Unusual == nil {
 		return 0

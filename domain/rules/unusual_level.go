@@ -97,17 +97,13 @@ func raisedNormal(r *Rule, s *State, o Observation) (e Expected, judged *Expecte
 		s.Raised = nil // a rule no longer unusual, or a level long followed
 		return e, nil, false, nil
 	}
-	k, straddles, bent := levelScale(e, r.Window.Rolling, o.At, l)
-	if !e.OK {
-		return e, nil, false, nil
-	}
-	if k == 1 && !bent {
-		if l.Ended {
+	n, k, straddles, on := levelNormal(r, l, e, o.At)
+	if !on {
+		if l.Ended && e.OK {
 			s.Raised = nil // its weeks all after its return: the page's own normal
 		}
 		return e, nil, false, nil
 	}
-	n := levelNoise(scaleNormal(e, k), l, straddles)
 	if l.Ended {
 		// Back at its old level, its normal still reads the rise's
 		// weeks: read down from them, until they leave it.
@@ -162,7 +158,7 @@ func raisedNormal(r *Rule, s *State, o Observation) (e Expected, judged *Expecte
 // itself before l's first step was set, or once l no longer scales it.
 // What the console draws behind a page's line.
 func AtLevel(r *Rule, l *Raised, e Expected, end time.Time) Expected {
-	if r.Unusual == nil || l == nil || !e.OK {
+	if r.Unusual == nil || l == nil {
 		return e
 	}
 	then := Raised{Trend: l.Trend, Noise: l.Noise}
@@ -174,11 +170,22 @@ func AtLevel(r *Rule, l *Raised, e Expected, end time.Time) Expected {
 	if len(then.Steps) == 0 || end.Sub(then.Since()) > settledMemory {
 		return e
 	}
-	k, straddles, bent := levelScale(e, r.Window.Rolling, end, &then)
-	if k == 1 && !bent {
-		return e
+	n, _, _, _ := levelNormal(r, &then, e, end)
+	return n
+}
+
+// levelNormal is e read at the level l at at (levelScale, levelNoise):
+// n, scaled k, its samples straddling the rise; on is false, and n is
+// e, when l no longer scales it (or e is not known).
+func levelNormal(r *Rule, l *Raised, e Expected, at time.Time) (n Expected, k float64, straddles, on bool) {
+	if !e.OK {
+		return e, 1, false, false
 	}
-	return levelNoise(scaleNormal(e, k), &then, straddles)
+	k, straddles, bent := levelScale(e, r.Window.Rolling, at, l)
+	if k == 1 && !bent {
+		return e, 1, false, false
+	}
+	return levelNoise(scaleNormal(e, k), l, straddles), k, straddles, true
 }
 
 // backAt is l, back at its old level since at (zero: not back).
@@ -256,6 +263,15 @@ func levelScale(e Expected, window time.Duration, at time.Time, l *Raised) (k fl
 		days := at.Truncate(time.Hour).Add(-84 * time.Hour)
 		return last.Ratio / levelAt(l, days, 1), wa > 0 || da > 0, bent
 	}
+	if wa == w {
+		// Its weeks all after its last step: its own normal. The trend
+		// may still be bent by the rise, lifting it, but taking that out
+		// reads a page that grows as one that does not: a page growing
+		// 15 % a week, whose trend its first 3 weeks could not tell, was
+		// told taking off again 5 weeks after it rose. Too high a normal
+		// hears less; too low tells what is not.
+		return 1, false, false
+	}
 	// Week kb back the page was at its step's level, grown by its trend
 	// at the rise since (gr: a page growing before it rose grows on);
 	// the normal carries it forward by its trend now (gn).
@@ -274,15 +290,6 @@ func levelScale(e Expected, window time.Duration, at time.Time, l *Raised) (k fl
 		carry := float64(min(i+1, trendWeeks))
 		xs[i] = lv * math.Exp(gn*carry-gr*kb)
 		at0[i] = math.Exp(gr*carry - gr*kb) // the same weeks as its normal read them at the rise
-	}
-	if wa == w {
-		// Its weeks all after its last step: its own normal. The trend
-		// may still be bent by the rise, lifting it, but taking that out
-		// reads a page that grows as one that does not: a page growing
-		// 15 % a week, whose trend its first 3 weeks could not tell, was
-		// told taking off again 5 weeks after it rose. Too high a normal
-		// hears less; too low tells what is not.
-		return 1, false, false
 	}
 	return last.Ratio * median(at0[:n]) / median(xs[:n]), levels > 1, bent
 }

@@ -1,7 +1,6 @@
 package notify
 
 import (
-	"math"
 	"strconv"
 
 	"github.com/pagewatch/pagewatch/domain/crossing"
@@ -46,13 +45,13 @@ func (n Notification) Predicate(clean func(string) string) string {
 	switch n.Event {
 	case string(rules.EventResolve):
 		if w != nil && w.LevelEnded {
-			return "is back to its old level: " + views(n.Count) + " (it had stayed up at " + trimFloat(round1(w.Raised)) + "× its normal since " + w.RaisedSince.UTC().Format("2 Jan") + ")"
+			return "is back to its old level: " + views(n.Count) + " (it had stayed up at " + w.RaisedText() + " its normal since " + w.RaisedSince.UTC().Format("2 Jan") + ")"
 		}
 		if w != nil && w.NewNormal && w.Raised > 0 {
 			// Held as high two days running: a new level, which it is
 			// judged at from now (rules' unusual_level.go).
 			told := w.Since.UTC().Format("15:04 UTC, 2 Jan")
-			return "has stayed up: " + views(n.Count) + ", " + trimFloat(round1(w.Raised)) + "× its normal for 2 days: judged at that level from now (told taking off at " + told + ")"
+			return "has stayed up: " + views(n.Count) + ", " + w.RaisedText() + " its normal for 2 days: judged at that level from now (told taking off at " + told + ")"
 		}
 		if w != nil && w.NewNormal {
 			// Its normal followed it: no "back to normal" for a page
@@ -162,13 +161,10 @@ func rangeOf(w *crossing.Why) string {
 	if w.Raised > 0 && !w.NewNormal && !w.LevelEnded {
 		// Its normal is its new level's: say so, or "its normal" reads
 		// as the one it rose from.
-		r += " (its normal at the level it rose to on " + w.RaisedSince.UTC().Format("2 Jan") + ", " + trimFloat(round1(w.Raised)) + "× before)"
+		r += " (its normal at the level it rose to on " + w.RaisedSince.UTC().Format("2 Jan") + ", " + w.RaisedText() + " before)"
 	}
 	return r
 }
-
-// round1 is x to one decimal.
-func round1(x float64) float64 { return math.Round(x*10) / 10 }
 
 // mostlyFrom names the referrer domain that sent most of the window's
 // referred views, if one did.
