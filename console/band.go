@@ -55,15 +55,9 @@ func (s *pagePages) ruleBand(ctx context.Context, rule *rules.Rule, site, path s
 		return nil, err
 	}
 	// A page that rose for good is judged at its new level: drawn so.
-	var level *rules.Raised
-	if s.deps.RuleStates != nil {
-		st, ok, err := s.deps.RuleStates.State(ctx, rule.Name, site, path, false)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			level = st.Level
-		}
+	level, err := levelOf(ctx, s.deps.RuleStates, rule, site, path)
+	if err != nil {
+		return nil, err
 	}
 	scale := float64(step) / float64(rule.Window.Rolling)
 	b := &bandView{Rule: rule.Name, Label: fmt.Sprintf("%s: the page's usual range, in views per %s", rule.Name, stepName(step))}
@@ -90,4 +84,20 @@ func chartBand(v *bandView) *chart.Band {
 		out.Points = append(out.Points, chart.BandPoint{T: p.T, Low: p.Low, High: p.High})
 	}
 	return out
+}
+
+// levelOf is the new level the sweeper judges a page that rose for good
+// at (nil: none, or no sweeper's state to read). The band, the rules
+// page and the live view all draw the page's normal at it, as the sweep
+// judges it: a page at 2.5 × its old normal for a week is at its usual,
+// not "above its usual range, no episode".
+func levelOf(ctx context.Context, states RuleStates, rule *rules.Rule, site, path string) (*rules.Raised, error) {
+	if states == nil || rule.Unusual == nil {
+		return nil, nil
+	}
+	st, ok, err := states.State(ctx, rule.Name, site, path, false)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return st.Level, nil
 }

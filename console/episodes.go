@@ -180,6 +180,11 @@ func usualText(w *crossing.Why) string {
 	case w.Bursts > 0:
 		s += ", past what its " + strconv.Itoa(w.Bursts) + " bursts reach (" + traffic.FormatCount(w.BurstsPassed) + ")"
 	}
+	if w.Raised > 0 && !w.LevelEnded && !w.NewNormal && s != "" {
+		// Its range is at the level it rose to, which its chart a month
+		// back does not show.
+		s += ", at its new level (" + w.RaisedText() + " its old)"
+	}
 	return s
 }
 

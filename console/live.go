@@ -87,6 +87,7 @@ type hub struct {
 	baselines map[[2]string]liveNormal
 	baseAt    time.Time
 	rules     func() []rules.Rule // nil: the day median only
+	states    RuleStates          // nil: no page's new level is read
 }
 
 func newHub(store TrafficStore, interval time.Duration, now func() time.Time, logger *slog.Logger, m *metrics) *hub {

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pagewatch/pagewatch/domain/crossing"
+	"github.com/pagewatch/pagewatch/domain/rules"
 	"github.com/pagewatch/pagewatch/domain/traffic"
 )
 
@@ -91,13 +93,20 @@ func (h *hub) ruleNormals(ctx context.Context, now time.Time, pages []LivePage) 
 			if err != nil {
 				return err
 			}
-			e := hours.expectAt(r, now)
+			level, err := levelOf(ctx, h.states, r, p.Site, p.Path)
+			if err != nil {
+				return err
+			}
+			e := rules.AtLevel(r, level, hours.expectAt(r, now), now)
 			if !e.OK {
 				return nil // too little history: the day median says more
 			}
 			perHour := float64(time.Hour) / float64(r.Window.Rolling)
 			low, high := usualRange(e)
 			from := fmt.Sprintf("%s: %s views in %s usually", r.Name, rangeText(low, high), shortDuration(r.Window.Rolling))
+			if level != nil && !level.Ended {
+				from += ", at its new level (" + (&crossing.Why{Raised: level.Ratio()}).RaisedText() + " its old)"
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			out[[2]string{p.Site, p.Path}] = liveNormal{perHour: e.Value * perHour, history: true, from: from}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pagewatch/pagewatch/domain/crossing"
 	"github.com/pagewatch/pagewatch/domain/rules"
 )
 
@@ -98,7 +99,18 @@ func (s *rulePages) normalPage(ctx context.Context, rule *rules.Rule, site, path
 	if err != nil {
 		return p, err
 	}
-	if e := hours.expectAt(rule, now); e.OK {
+	// The sweeper's state first: a page at a new level is judged there.
+	var st RuleState
+	if s.deps.RuleStates != nil {
+		read, ok, err := s.deps.RuleStates.State(ctx, rule.Name, site, path, false)
+		if err != nil {
+			return p, err
+		}
+		if ok {
+			st = read
+		}
+	}
+	if e := rules.AtLevel(rule, st.Level, hours.expectAt(rule, now), now); e.OK {
 		low, high := usualRange(e)
 		p.Low, p.High, p.Usual = low, high, "usual "+rangeText(low, high)
 		p.Percent = 100 * float64(count) / max(high, 1)
@@ -118,14 +130,12 @@ func (s *rulePages) normalPage(ctx context.Context, rule *rules.Rule, site, path
 	} else {
 		p.Usual = "no usual range yet: too little history"
 	}
-	if s.deps.RuleStates == nil {
-		return p, nil
-	}
-	st, ok, err := s.deps.RuleStates.State(ctx, rule.Name, site, path, false)
-	if err != nil || !ok {
-		return p, err
-	}
 	switch {
+	case p.State == "normal" && st.Level != nil && !st.Level.Ended:
+		// Said, so a page at 2.5 × what its chart shows a month ago
+		// reads as judged at its level, not missed.
+		p.Detail = "normal at its new level: " + (&crossing.Why{Raised: st.Level.Ratio()}).RaisedText() +
+			" its old, since " + s.timeIn(st.Level.Since())
 	case st.Held != "":
 		p.State, p.Detail = "held", "held: "+st.Held
 	case st.Open:

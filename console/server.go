@@ -126,7 +126,7 @@ func New(cfg Config, d Deps) (*Server, error) {
 	s.live = newHub(d.Store, cfg.LiveInterval, d.Now, d.Logger, s.metrics)
 	s.live.zone = zone
 	s.live.held = &heldCache{states: d.RuleStates, rules: d.Rules}
-	s.live.rules = d.Rules
+	s.live.rules, s.live.states = d.Rules, d.RuleStates
 	s.live.clocks = learner
 	s.routes()
 	return s, nil
