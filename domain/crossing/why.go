@@ -364,6 +364,23 @@ func (w *Why) RaisedText() string {
 	return strconv.FormatFloat(math.Round(w.Raised*10)/10, 'f', -1, 64) + "×"
 }
 
+// LevelWent is how a page came to the level it is judged at, for its
+// messages: "rose" to one over its normal before, "fell" to one under.
+func (w *Why) LevelWent() string {
+	if w != nil && w.Raised > 0 && w.Raised < 1 {
+		return "fell"
+	}
+	return "rose"
+}
+
+// LevelStayed is where a page at a level had stayed: "up" or "down".
+func (w *Why) LevelStayed() string {
+	if w.LevelWent() == "fell" {
+		return "down"
+	}
+	return "up"
+}
+
 // ExpectedText is the usual range in words, for every receiver alike:
 // "expected 120–180 views, from 4 weeks of history (same weekday)", or
 // "" when the rule has none (threshold, spike, new_page).
@@ -385,7 +402,7 @@ func (w *Why) ExpectedText() string {
 	}
 	if w.Raised > 0 && !w.LevelEnded && !w.NewNormal {
 		// A page that rose for good is judged at its new level.
-		s += ", at the level it rose to on " + w.RaisedSince.UTC().Format("2 Jan") + " (" + w.RaisedText() + " its normal before)"
+		s += ", at the level it " + w.LevelWent() + " to on " + w.RaisedSince.UTC().Format("2 Jan") + " (" + w.RaisedText() + " its normal before)"
 	}
 	if w.Burst > 0 && w.BurstText() == "" {
 		// A job from before bursts carried their count: the minutes only.

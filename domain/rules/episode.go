@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"strconv"
@@ -72,6 +73,11 @@ type Episode struct {
 	// it is, which an hour whose range is wider cannot tell from back
 	// (unusual rules).
 	Ratio float64 `json:"ratio,omitempty"`
+	// Depth is the lowest count seen in a drop over the bottom of its
+	// normal, at hours of min_count or more (0: none known): how deep a
+	// drop it is, which an hour whose range is wider cannot tell from
+	// back (unusual rules).
+	Depth float64 `json:"depth,omitempty"`
 	// DayFrom is when a surge's latest day began, Hours[:NHours] its
 	// count over its normal once an hour since (the latest at HourAt),
 	// LastDay the median of those of the day before (unusual rules): a
@@ -81,10 +87,20 @@ type Episode struct {
 	Hours   [24]float32 `json:"hours,omitzero"`
 	NHours  int         `json:"n_hours,omitempty"`
 	LastDay float64     `json:"last_day,omitempty"`
+	// RunDays is how many days running, to the latest, its days' levels
+	// have stayed within steadyBand of each other, RunLow to RunHigh: a
+	// drop is a lower level only after lowerDays of them.
+	RunDays int     `json:"run_days,omitempty"`
+	RunLow  float64 `json:"run_low,omitempty"`
+	RunHigh float64 `json:"run_high,omitempty"`
 	// Steps is how many escalate steps were reached (and claimed).
 	Steps int `json:"steps,omitempty"`
-	// Down is set for an episode of a page that went quiet.
-	Down bool `json:"down,omitempty"`
+	// Down is set for an episode of a page that went quiet. Began is
+	// when it began (a window before it fired, and down_for before that
+	// for a drop; or with one the same way that ended less than
+	// episodeBreak before it: State.PrevBegan; unusual rules).
+	Down  bool      `json:"down,omitempty"`
+	Began time.Time `json:"began,omitzero"`
 	// Long: a drop heard on its hours together (Reach.Long), whose hours
 	// must be no drop again, as well as its hour in range, for it to be
 	// back: a small page's evening range reaches down to the drop.
@@ -146,6 +162,9 @@ type judgement struct {
 	// ratio: an open surge's count over the top of its normal, at an
 	// hour big enough to say (Episode.Ratio); 0: none.
 	ratio float64
+	// depth: an open drop's count over the bottom of its normal, at an
+	// hour whose normal is min_count or more (0: none).
+	depth float64
 	// lasted, when set, is how long the page's run of surges had lasted
 	// when it outlasted its bursts (whose runs last burstsLast) and was
 	// judged at its normal's level, under their count.
@@ -172,7 +191,6 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 	if !prev.Seen.IsZero() && !o.At.After(prev.Seen) {
 		return prev, nil
 	}
-	var ended *Firing
 	var judged *Expected // the normal as a new level made it (unusual_level.go); nil: as read
 	var atLevel bool     // ... at that level
 	var held *Raised     // ... that level
@@ -184,9 +202,6 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 					fire[i].Raised, fire[i].RaisedSince = held.Ratio(), held.Since()
 				}
 			}
-		}
-		if ended != nil {
-			fire = append(r.firings(next, *ended), fire...)
 		}
 		if len(fire) > 0 || !sameEpisode(prev.Open, next.Open) || !sameRaised(prev.Raised, next.Raised) {
 			next.Seen = o.At
@@ -204,7 +219,7 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 		next.SettledLow = time.Time{}
 	}
 	o.SettledLow = next.SettledLow
-	o.Expected, judged, atLevel, ended = raisedNormal(r, &next, o)
+	o.Expected, judged, atLevel = raisedNormal(r, &next, o)
 	held = next.Raised
 	o.Above = aboveFrom(r, prev, o.At)
 	var launch, first bool
@@ -241,6 +256,9 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 		next.Episode++
 		next.LastFired = o.At
 		next.Open = &Episode{Since: o.At, Peak: o.Count, PeakAt: o.At, Down: j.down, Long: j.long}
+		if r.Unusual != nil {
+			next.Open.Began = episodeBegan(r, next, o.At, j.down)
+		}
 		if r.Kind() == KindThreshold {
 			next.Fired = []uint64{r.Thresholds[0]}
 		}
@@ -293,15 +311,32 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 		ep.Peak, ep.PeakAt = o.Count, o.At
 	}
 	ep.Ratio = max(ep.Ratio, j.ratio)
+	if j.depth > 0 && (ep.Depth == 0 || j.depth < ep.Depth) {
+		ep.Depth = j.depth
+	}
 	// Every sweep of a run, not only its peaks: how long it lasted is
 	// remembered too.
 	next.stepRun(o, j, false)
-	if k := stepLevel(r, ep, o); k > 0 && !back {
-		// As high two days running: a new level, not a surge
-		// (unusual_level.go). It resolves, and the page is judged at
-		// that level from now.
-		next.Raised = raise(next.Raised, ep.Since.Add(-r.Window.Rolling), o.At, k, judged != nil, o.Expected, next.Episode)
+	// The level the page is at, a multiple of its normal before it:
+	// judged at it, or past it once its normal has followed it.
+	level := 0.0
+	if held != nil && !held.Ended {
+		level = held.Ratio()
+	}
+	if k := stepLevel(r, ep, o, level); k > 0 && !back {
+		// As high (or as low) two days running (a week, down): a new
+		// level, not a surge (unusual_level.go). It resolves, and the
+		// page is judged at that level from now; or, on a page at a
+		// level, back at its old, where the level ends.
+		since := cmp.Or(ep.Began, episodeBegan(r, next, ep.Since, ep.Down))
 		next.Open, next.Fired = nil, nil
+		if backAtOld(k*level, level) {
+			return next, r.firings(next, *endLevel(&next, held, since, o.At))
+		}
+		if atLevel {
+			k *= level // measured against the level's normal
+		}
+		next.Raised = raise(next.Raised, since, o.At, k, judged != nil, o.Expected, next.Episode)
 		return next, r.firings(next, Firing{Event: EventResolve, Level: j.level, Severity: j.severity, Episode: *ep, NewNormal: true,
 			Raised: next.Raised.Ratio(), RaisedSince: next.Raised.Since()})
 	}
@@ -314,6 +349,9 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 			next.Fired = nil
 			if j.moved && ep.Down {
 				next.SettledLow = j.began
+			}
+			if !ep.Began.IsZero() {
+				next.PrevBegan, next.PrevEnded, next.PrevDown = ep.Began, o.At, ep.Down
 			}
 			return next, r.firings(next, Firing{Event: EventResolve, Level: j.level, Severity: j.severity, Episode: *ep, NewNormal: j.moved})
 		}
@@ -357,7 +395,7 @@ func sameRaised(a, b *Raised) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	return a.Trend == b.Trend && a.Noise == b.Noise && a.Episode == b.Episode && a.Ended == b.Ended && a.Back.Equal(b.Back) && slices.Equal(a.Steps, b.Steps)
+	return a.Trend == b.Trend && a.Noise == b.Noise && a.Episode == b.Episode && a.Ended == b.Ended && slices.Equal(a.Steps, b.Steps)
 }
 
 func sameEpisode(a, b *Episode) bool {

@@ -48,6 +48,14 @@ type State struct {
 	// normal (unusual rules: it had not come back) began: a drop is not
 	// judged again against a normal read mostly from before then.
 	SettledLow time.Time `json:"settled_low,omitzero"`
+	// PrevBegan and PrevEnded are when the page's last episode that came
+	// back began and ended, PrevDown whether it was a drop (unusual
+	// rules): one the same way again within episodeBreak of it began with
+	// it, as a surge of hours on a page that fell breaks its drop, not
+	// its fall (and a quiet night a rise, not the rise).
+	PrevBegan time.Time `json:"prev_began,omitzero"`
+	PrevEnded time.Time `json:"prev_ended,omitzero"`
+	PrevDown  bool      `json:"prev_down,omitempty"`
 	// Raised is the level a page that rose for good held (unusual
 	// rules, unusual_level.go): its normal is read at that multiple
 	// until it has followed the page; nil: none.
@@ -69,9 +77,6 @@ type Raised struct {
 	Trend   float64     `json:"trend,omitempty"`
 	Noise   float64     `json:"noise,omitempty"`
 	Episode uint64      `json:"episode,omitempty"`
-	// Back is when the page was first seen back at its old level, with
-	// every look since finding it there; zero: it was not.
-	Back time.Time `json:"back,omitzero"`
 	// Ended: the page came back to its old level (its last step, of
 	// ratio 1), told; its normal is read down from the rise's weeks
 	// until they leave it.

@@ -319,6 +319,18 @@ func (d *unusualDetector) weigh(o Observation, ep *Episode) judgement {
 		// followed it down (unusual_moved.go).
 		dn.began = ep.Since.Add(-d.r.Window.Rolling - u.DownFor)
 		dn.moved = float64(o.Count) <= e.Value && normalFollowed(e, d.r.Window.Rolling, o.At, dn.began)
+		if e.Bottom >= float64(u.MinCount) {
+			dn.depth = max(float64(o.Count), 0.5) / e.Bottom
+		}
+		if !dn.moved && !dn.small && cannotTellDown(o, ep, d.long()) && d.back(dn, o, ep) {
+			// At an hour whose range would hold the drop at its depth (a
+			// page's night, where a page at a third of its normal for good
+			// was told back to normal), hold, as a surge is held.
+			if heldStill(ep, o.At) {
+				return judgement{small: true}
+			}
+			dn.small = true
+		}
 		return dn
 	case ep != nil:
 		if e.Top >= float64(u.MinCount) {

@@ -26,13 +26,36 @@ import (
 // one level: a page's days vary by 10 to 25 %, a surge settling by more.
 const steadyBand = 1.25
 
-// stepLevel adds o's count over its normal to its open surge's latest
-// day, once an hour, and returns the new level once the surge has held
-// it two days running (0: not yet). A day's level is the median of its
-// hours': a burst of a few hours on top of it moves it little.
-func stepLevel(r *Rule, ep *Episode, o Observation) float64 {
+// A page that falls for good (a search ranking lost, a link taken off a
+// home page) is the same: its drop held at one multiple of its normal
+// a week running is a lower level (Raised.Ratio under 1), "has stayed
+// down", and the page is judged at it. Until then its drop stayed open
+// two weeks, until its normal followed it: a surge on top that reached
+// its old range was told "back to normal" and then "gone quiet" again,
+// and an outage on top of it was not told at all.
+//
+// A drop is a lower level once it has held one level lowerDays
+// running, not two as a rise: the falls that come back vary from day to
+// day over their week (a Christmas lull at half with Christmas itself at
+// a fifth, read as a level from its deepest days, told its days at half
+// as surges), while a page that lost its ranking sits at one level.
+const lowerDays = 7
+
+// minLevel is the lowest level a page falls to: under a tenth of its
+// normal it is broken or gone, not at a level, and its drop stays open
+// until it is back or its normal follows it (unusual_moved.go).
+const minLevel = 0.1
+
+// stepLevel adds o's count over its normal to its open episode's latest
+// day, once an hour, and returns the new level, a multiple of that
+// normal, once a surge has held it two days running, a drop a week (0:
+// not yet). A day's level is the median of its hours': a burst of a few
+// hours on top of it moves it little. On a page at a level (level, a
+// multiple of its normal before it), an episode back at its old level
+// two days running returns it too, past any floor: it ends the level.
+func stepLevel(r *Rule, ep *Episode, o Observation, level float64) float64 {
 	e := o.Expected
-	if r.Unusual == nil || ep.Down || !e.OK {
+	if r.Unusual == nil || !e.OK {
 		return 0
 	}
 	if ep.DayFrom.IsZero() {
@@ -58,9 +81,24 @@ func stepLevel(r *Rule, ep *Episode, o Observation) float64 {
 		}
 		day = median(hours[:ep.NHours])
 	}
-	last := ep.LastDay
 	ep.DayFrom, ep.Hours, ep.NHours, ep.LastDay = o.At, [len(ep.Hours)]float32{}, 0, day
-	if last <= 0 || day < r.Unusual.Factor || day > last*steadyBand || day < last/steadyBand {
+	lo, hi := min(ep.RunLow, day), max(ep.RunHigh, day)
+	switch {
+	case day <= 0:
+		ep.RunDays, ep.RunLow, ep.RunHigh = 0, 0, 0
+	case ep.RunDays == 0 || hi > lo*steadyBand:
+		ep.RunDays, ep.RunLow, ep.RunHigh = 1, day, day
+	default:
+		ep.RunDays, ep.RunLow, ep.RunHigh = ep.RunDays+1, lo, hi
+	}
+	need, back := 2, backAtOld(day*level, level)
+	if ep.Down && !back {
+		need = lowerDays
+	}
+	if ep.RunDays < need {
+		return 0
+	}
+	if !back && (ep.Down && (day > 1/max(r.Unusual.Factor, steadyBand) || day < minLevel) || !ep.Down && day < r.Unusual.Factor) {
 		return 0
 	}
 	if e.WeeksBack < 3 {
@@ -76,81 +114,35 @@ func stepLevel(r *Rule, ep *Episode, o Observation) float64 {
 
 // raisedNormal is o's normal as the page's new level makes it
 // (State.Raised): judged, when it is not o's own (nil: it is), and
-// whether it is the level's (atLevel; else its old level's). The level
-// scales the normal while its samples, the page's trend or its noise
-// are read in part from before the rise (levelScale, levelNoise), and
-// is kept until settledMemory. Under its new level's range and inside
-// its old one's (nearer the old), the page is judged against its old
-// normal, the model's with the level taken out: a page back where it
-// was is not a drop from its new level. Back there for rearm.settle at
-// a stretch, at hours that can tell, the level ends, in s: told once
-// (ended), and kept as a step back to 1 until the rise's weeks leave
-// the normal. Under its old range too (an outage, a page gone) it is
-// not back, but judged against its old normal; with its data late it
-// is held at its new.
-func raisedNormal(r *Rule, s *State, o Observation) (e Expected, judged *Expected, atLevel bool, ended *Firing) {
+// whether it is the level's (atLevel; else an ended level's, read down
+// from the rise's weeks). The level scales the normal while its
+// samples, the page's trend or its noise are read in part from before
+// the rise (levelScale, levelNoise), and is kept until settledMemory.
+// The page is judged at it in both directions until it has held its old
+// level two days running (stepLevel), as long as a level takes to set: a
+// quiet hour, a holiday or an outage of hours on a page at 3 × its old
+// normal is a drop from its level, not its end (ended on an hour back,
+// a noisy page's level ended and was set again every week, each time
+// told "back to its old level", then "taking off").
+func raisedNormal(r *Rule, s *State, o Observation) (e Expected, judged *Expected, atLevel bool) {
 	e, l := o.Expected, s.Raised
 	if l == nil {
-		return e, nil, false, nil
+		return e, nil, false
 	}
 	if r.Unusual == nil || len(l.Steps) == 0 || o.At.Sub(l.Since()) > settledMemory {
 		s.Raised = nil // a rule no longer unusual, or a level long followed
-		return e, nil, false, nil
+		return e, nil, false
 	}
-	n, k, straddles, on := levelNormal(r, l, e, o.At)
+	n, on := levelNormal(r, l, e, o.At)
 	if !on {
 		if l.Ended && e.OK {
 			s.Raised = nil // its weeks all after its return: the page's own normal
 		}
-		return e, nil, false, nil
+		return e, nil, false
 	}
-	if l.Ended {
-		// Back at its old level, its normal still reads the rise's
-		// weeks: read down from them, until they leave it.
-		return n, &n, false, nil
-	}
-	// Its old level as the same model reads it (not e: its weeks after
-	// the rise and the trend the rise bent lift e above it).
-	old := levelNoise(scaleNormal(e, k/l.Ratio()), l, straddles)
-	c := float64(o.Count)
-	switch {
-	case o.Late || o.LongLate:
-		// Hits not all there say nothing of where it is.
-		s.Raised = backAt(l, time.Time{})
-		return n, &n, true, nil
-	case c >= n.Low || c > old.High || c*c >= old.Value*n.Value:
-		// At its new level, or between the two (a quiet hour of it,
-		// which its drop's sustain and depth tell from a drop), or
-		// nearer it than the old (a small page's ranges overlap).
-		s.Raised = backAt(l, time.Time{})
-		return n, &n, true, nil
-	case c < old.Low:
-		// Under its old range too: a drop from where it was, if any.
-		s.Raised = backAt(l, time.Time{})
-		return old, &old, false, nil
-	}
-	// Under its new level's range and inside its old one's: judged
-	// against its old normal. Back there for rearm.settle at a stretch,
-	// seen at hours whose two ranges do not meet (at a small page's
-	// night 2 × its old normal is inside both, and a page at 2.1 × was
-	// told back), the level ends: a step back to its old level, read as
-	// the rise's steps are until its weeks leave the normal (Ended).
-	if old.High >= n.Low {
-		return old, &old, false, nil // cannot tell: neither back nor not
-	}
-	if l.Back.IsZero() {
-		l = backAt(l, o.At)
-		s.Raised = l
-	}
-	if o.At.Sub(l.Back) < r.Rearm.Settle {
-		return old, &old, false, nil
-	}
-	end := *l
-	end.Steps = append(slices.Clone(l.Steps), LevelStep{Since: l.Back, Ratio: 1, Set: o.At})
-	end.Back, end.Ended = time.Time{}, true
-	s.Raised = &end
-	return old, &old, false, &Firing{Event: EventResolve, Episode: Episode{Since: l.Since()}, Raised: l.Ratio(), RaisedSince: l.Since(),
-		LevelEnded: true, levelEpisode: l.Episode}
+	// Back at its old level (Ended), its normal still reads the level's
+	// weeks: read down from them, until they leave it.
+	return n, &n, !l.Ended
 }
 
 // AtLevel is the normal e of r's window ending at end as a page at the
@@ -170,45 +162,81 @@ func AtLevel(r *Rule, l *Raised, e Expected, end time.Time) Expected {
 	if len(then.Steps) == 0 || end.Sub(then.Since()) > settledMemory {
 		return e
 	}
-	n, _, _, _ := levelNormal(r, &then, e, end)
+	n, _ := levelNormal(r, &then, e, end)
 	return n
 }
 
-// levelNormal is e read at the level l at at (levelScale, levelNoise):
-// n, scaled k, its samples straddling the rise; on is false, and n is
-// e, when l no longer scales it (or e is not known).
-func levelNormal(r *Rule, l *Raised, e Expected, at time.Time) (n Expected, k float64, straddles, on bool) {
+// levelNormal is e read at the level l at at (levelScale, levelNoise);
+// on is false, and n is e, when l no longer scales it (or e is not
+// known).
+func levelNormal(r *Rule, l *Raised, e Expected, at time.Time) (n Expected, on bool) {
 	if !e.OK {
-		return e, 1, false, false
+		return e, false
 	}
 	k, straddles, bent := levelScale(e, r.Window.Rolling, at, l)
 	if k == 1 && !bent {
-		return e, 1, false, false
+		return e, false
 	}
-	return levelNoise(scaleNormal(e, k), l, straddles), k, straddles, true
+	return levelNoise(scaleNormal(e, k), l, straddles), true
 }
 
-// backAt is l, back at its old level since at (zero: not back).
-func backAt(l *Raised, at time.Time) *Raised {
-	if l.Back.Equal(at) {
-		return l
-	}
-	b := *l
-	b.Back = at
-	return &b
+// backAtOld reports whether a page at k × its normal before it rose to
+// level (or fell) is back at it: nearer it than its level, as multiples
+// go (within √3 of it from 3 ×). Held two days, as a level is set, it
+// ends the level: a page at a level is judged at it until then. The
+// model that reads a page's level is good to a quarter or so: asked for
+// its old normal within steadyBand, a page back at its old level from 2.9
+// × was read at 1.26 and 1.25 × it and its end came 2 days late.
+func backAtOld(k, level float64) bool {
+	return level > 0 && k > 0 && math.Abs(math.Log(k)) < math.Abs(math.Log(level))/2
 }
 
-// raise is the level a surge that held k × its normal for two days
-// sets, from since, by the episode that raised it: on top of l when its
-// normal was read at l (on), a step whose level is k × l's (both are
-// multiples of the normal at the first rise, which the model reads);
-// else a first. Its trend and noise are the first rise's, what the
-// page's history read before any of them.
+// episodeBreak is how long an episode may be back before one the same
+// way again is the same change: a surge of hours on a page that fell
+// breaks its drop, and its level read from the later drop alone began
+// days late (its model read its weeks at its old level where it had
+// fallen, and told it taking off a fortnight on).
+const episodeBreak = 24 * time.Hour
+
+// episodeBegan is when an episode told at at began: a window before
+// (and down_for before that, for a drop), or with the page's last one
+// the same way that came back, if that ended less than episodeBreak
+// before.
+func episodeBegan(r *Rule, s State, at time.Time, down bool) time.Time {
+	began := at.Add(-r.Window.Rolling)
+	if down && r.Unusual != nil {
+		began = began.Add(-r.Unusual.DownFor)
+	}
+	if !s.PrevBegan.IsZero() && s.PrevDown == down && at.Sub(s.PrevEnded) < episodeBreak && s.PrevBegan.Before(began) {
+		return s.PrevBegan
+	}
+	return began
+}
+
+// endLevel ends the level l, its page back at its old level since back
+// (held so two days at set), in s, and returns its firing: a step back to 1, read
+// as the others are until its weeks leave the normal (Ended), keyed by
+// the episode that set the level.
+func endLevel(s *State, l *Raised, back, set time.Time) *Firing {
+	end := *l
+	end.Steps = append(slices.Clone(l.Steps), LevelStep{Since: back, Ratio: 1, Set: set})
+	end.Ended = true
+	s.Raised = &end
+	return &Firing{Event: EventResolve, Episode: Episode{Since: l.Since()}, Raised: l.Ratio(), RaisedSince: l.Since(),
+		LevelEnded: true, levelEpisode: l.Episode}
+}
+
+// raise is the level a surge (or a drop) that held k × the page's
+// normal at its first rise for two days sets, from since, by the episode
+// that set it: a step after l's when its normal was read by l's model
+// (on; k a multiple of the same normal as l's steps, which the model
+// reads); else a first. Its trend and noise are the first rise's, what
+// the page's history read before any of them.
 func raise(l *Raised, since, set time.Time, k float64, on bool, e Expected, episode uint64) *Raised {
 	if l == nil || !on {
 		return &Raised{Steps: []LevelStep{{Since: since, Ratio: k, Set: set}}, Trend: e.Trend, Noise: e.Noise, Episode: episode}
 	}
-	steps := append(slices.Clone(l.Steps), LevelStep{Since: since, Ratio: k * l.Ratio(), Set: set})
+	steps := append(slices.Clone(l.Steps), LevelStep{Since: since, Ratio: k, Set: set})
 	if len(steps) > maxLevelSteps {
 		steps = steps[len(steps)-maxLevelSteps:]
 	}

@@ -132,10 +132,11 @@ func TestLevelScaleModelsTheMedian(t *testing.T) {
 // A page's state keeps its new level and its surge's days across a
 // restart (the KV store holds JSON).
 func TestUnusualLevelStateRoundTrips(t *testing.T) {
-	ep := &Episode{Since: monday, Peak: 10, PeakAt: monday, DayFrom: monday, HourAt: monday.Add(time.Hour), NHours: 2, LastDay: 2.5}
+	ep := &Episode{Since: monday, Peak: 10, PeakAt: monday, DayFrom: monday, HourAt: monday.Add(time.Hour), NHours: 2, LastDay: 2.5,
+		RunDays: 1, RunLow: 2.5, RunHigh: 2.5, Down: true, Began: monday.Add(-3 * time.Hour), Depth: 0.3}
 	ep.Hours[0], ep.Hours[1] = 2.4, 2.6
 	st := State{Open: ep, Raised: &Raised{Steps: []LevelStep{{Since: monday, Ratio: 2.5}, {Since: monday.Add(240 * time.Hour), Ratio: 5}},
-		Trend: 0.1, Noise: 0.03, Episode: 3, Back: monday.Add(time.Hour)}}
+		Trend: 0.1, Noise: 0.03, Episode: 3}}
 	b, err := json.Marshal(st)
 	if err != nil {
 		t.Fatal(err)
@@ -182,7 +183,7 @@ func TestUnusualOutageOfANewLevelIsADropNotItsEnd(t *testing.T) {
 	wantMessages(t, s.run(t, r, monday.Add(24*time.Hour)), []string{
 		"fire up 04-01 Wed 12:10",
 		"resolve up 04-03 Fri 12:10 not back",
-		"fire down 04-09 Thu 13:00", // down_for and its window after 10:00
+		"fire down 04-09 Thu 12:40", // judged from its level (13:00 from its old normal, down_for and its window after 10:00)
 		"resolve down 04-09 Thu 17:50",
 	})
 }
@@ -236,28 +237,33 @@ func TestUnusualARiseOnANewLevel(t *testing.T) {
 }
 
 // A level's end is keyed by the episode that raised it: a later episode
-// may be open when it ends (and raise a level of its own, whose end is
-// then another crossing, not the same key again). Changing only the
-// level's state (back at its old level, not yet for settle) stamps Seen:
-// a replayed look before it must not undo it. Ended, the level is a step
-// back to 1, which its normal is read down from.
+// (here the drop from its level that its return is) is open when it
+// ends, and may raise a level of its own, whose end is then another
+// crossing, not the same key again. Ended, the level is a step back to
+// 1, which its normal is read down from; the drop it ended closes with
+// it.
 func TestUnusualLevelEndIsKeyedByItsEpisode(t *testing.T) {
 	r := unusualRule(t, Unusual{})
 	at := monday.Add(40 * 24 * time.Hour)
 	e := Expected{OK: true, Value: 100, Top: 100, Bottom: 100, Low: 80, High: 120, Dispersion: 0.01, Samples: 4, WeeksBack: 4, Weekly: true}
-	st := State{Episode: 3, Open: &Episode{Since: at.Add(-2 * time.Hour), Peak: 900, PeakAt: at.Add(-2 * time.Hour)},
-		Raised: &Raised{Steps: []LevelStep{{Since: at.Add(-10 * 24 * time.Hour), Ratio: 2.5}}, Episode: 2}}
-	next, fire := r.StepEpisode(st, Observation{At: at, Count: 100, Expected: e})
-	if len(fire) != 0 || next.Raised == nil || !next.Raised.Back.Equal(at) || !next.Seen.Equal(at) {
-		t.Fatalf("back at its old level: fired %v, level %+v, seen %s", fire, next.Raised, next.Seen)
+	// Its drop a day and 2 hours old, its first day's hours at 0.4 × its
+	// level of 2.5: its old level.
+	ep := &Episode{Since: at.Add(-26 * time.Hour), Peak: 90, PeakAt: at.Add(-2 * time.Hour), Down: true, Began: at.Add(-29 * time.Hour),
+		DayFrom: at.Add(-24 * time.Hour), HourAt: at.Add(-time.Hour), NHours: 23, LastDay: 0.4, RunDays: 1, RunLow: 0.4, RunHigh: 0.4}
+	for i := range ep.NHours {
+		ep.Hours[i] = 0.4
 	}
-	next, fire = r.StepEpisode(next, Observation{At: at.Add(time.Hour), Count: 100, Expected: e})
+	st := State{Episode: 3, Open: ep, Raised: &Raised{Steps: []LevelStep{{Since: at.Add(-10 * 24 * time.Hour), Ratio: 2.5}}, Episode: 2}}
+	next, fire := r.StepEpisode(st, Observation{At: at, Count: 100, Expected: e})
 	var keys []string
 	for _, f := range fire {
 		keys = append(keys, f.Key)
 	}
-	if next.Raised == nil || !next.Raised.Ended || next.Raised.Ratio() != 1 || !slices.Contains(keys, "2.level.resolved") {
-		t.Errorf("back for settle: keys %v, level %+v; want 2.level.resolved", keys, next.Raised)
+	if !slices.Equal(keys, []string{"2.level.resolved"}) || next.Raised == nil || !next.Raised.Ended || next.Raised.Ratio() != 1 || next.Open != nil || !next.Seen.Equal(at) {
+		t.Errorf("back two days: keys %v, level %+v, open %+v; want 2.level.resolved, ended, the drop closed", keys, next.Raised, next.Open)
+	}
+	if len(fire) == 1 && (!fire[0].LevelEnded || fire[0].Raised != 2.5) {
+		t.Errorf("its end: %+v, want the level it left, 2.5", fire[0])
 	}
 }
 
@@ -282,12 +288,16 @@ func TestUnusualFirstWeekendIsNoNewLevel(t *testing.T) {
 }
 
 // A page at a new level for 25 days, then back at its old level: told
-// back within hours, and not gone quiet after, while its normal still
-// reads the weeks of its rise (read down from them: its level ended is
-// a step back to 1). Before, its old range was read from a normal that
-// those weeks lifted: the end came days late or never, and a drop was
-// told in its place; and once ended, a page back where it was was told
-// gone quiet from a normal still lifted by the rise.
+// gone quiet from its level that afternoon, and back at its old level
+// two days on, once it has held it two days, as a level is set; not
+// gone quiet after, while its normal still reads the weeks of its rise
+// (read down from them: its level ended is a step back to 1). Before,
+// its old range was read from a normal that those weeks lifted: the end
+// came days late or never, and a drop was told in its place; and once
+// ended, a page back where it was was told gone quiet from a normal
+// still lifted by the rise. (A level ended on an hour back, not two
+// days, ended on a noisy page's quiet hour, a holiday or an outage of
+// hours: TestUnusualLevelOutlastsAQuietDay.)
 func TestUnusualLongLevelEndsWhenBack(t *testing.T) {
 	r := unusualRule(t, Unusual{})
 	back := monday.Add(55*24*time.Hour + 12*time.Hour)
@@ -299,14 +309,12 @@ func TestUnusualLongLevelEndsWhenBack(t *testing.T) {
 		}
 		return v
 	})
-	got := s.run(t, r, monday.Add(24*time.Hour))
-	want := []string{"fire up 04-01 Wed 12:10", "resolve up 04-03 Fri 12:10 not back"}
-	if len(got) != 3 || !slices.Equal(got[:2], want) || !strings.HasSuffix(got[2], "from its level") {
-		t.Fatalf("got\n%s\nwant the rise, its level, and back at its old level", strings.Join(got, "\n"))
-	}
-	if at, _ := time.Parse("01-02 Mon 15:04", strings.TrimSuffix(strings.TrimPrefix(got[2], "resolve up "), " from its level")); at.AddDate(back.Year(), 0, 0).Sub(back) > 12*time.Hour {
-		t.Errorf("back at %s, told %s", back.Format("01-02 15:04"), got[2])
-	}
+	wantMessages(t, s.run(t, r, monday.Add(24*time.Hour)), []string{
+		"fire up 04-01 Wed 12:10",
+		"resolve up 04-03 Fri 12:10 not back",
+		"fire down 04-26 Sun 15:00",
+		"resolve up 04-28 Tue 15:00 from its level",
+	})
 }
 
 // A page at a new level of 3 × that falls to 2.1 × (a link on a home

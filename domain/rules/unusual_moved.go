@@ -80,3 +80,15 @@ func cannotTellUp(o Observation, ep *Episode, long time.Duration) bool {
 	}
 	return lowerCountAt(e, ep.Ratio*e.Top, -usualZ) <= e.High
 }
+
+// cannotTellDown is cannotTellUp for a drop: one that has lasted longer
+// than its hours together sits at an hour whose usual range would hold
+// it at its depth (Episode.Depth), its count's own noise taken: a page at
+// a third of its normal for good is inside its night's wide range.
+func cannotTellDown(o Observation, ep *Episode, long time.Duration) bool {
+	e := o.Expected
+	if long <= 0 || o.At.Sub(ep.Since) < long || ep.Depth <= 0 {
+		return false
+	}
+	return lowerCountAt(e, ep.Depth*e.Bottom, usualZ) >= e.Low
+}

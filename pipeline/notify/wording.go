@@ -45,12 +45,16 @@ func (n Notification) Predicate(clean func(string) string) string {
 	switch n.Event {
 	case string(rules.EventResolve):
 		if w != nil && w.LevelEnded {
-			return "is back to its old level: " + views(n.Count) + " (it had stayed up at " + w.RaisedText() + " its normal since " + w.RaisedSince.UTC().Format("2 Jan") + ")"
+			return "is back to its old level: " + views(n.Count) + " (it had stayed " + w.LevelStayed() + " at " + w.RaisedText() + " its normal since " + w.RaisedSince.UTC().Format("2 Jan") + ")"
 		}
 		if w != nil && w.NewNormal && w.Raised > 0 {
-			// Held as high two days running: a new level, which it is
-			// judged at from now (rules' unusual_level.go).
+			// Held as high two days running (as low a week): a new
+			// level, which it is judged at from now (rules'
+			// unusual_level.go).
 			told := w.Since.UTC().Format("15:04 UTC, 2 Jan")
+			if down {
+				return "has stayed down: " + views(n.Count) + ", " + w.RaisedText() + " its normal for a week: judged at that level from now (told gone quiet at " + told + ")"
+			}
 			return "has stayed up: " + views(n.Count) + ", " + w.RaisedText() + " its normal for 2 days: judged at that level from now (told taking off at " + told + ")"
 		}
 		if w != nil && w.NewNormal {
@@ -161,7 +165,7 @@ func rangeOf(w *crossing.Why) string {
 	if w.Raised > 0 && !w.NewNormal && !w.LevelEnded {
 		// Its normal is its new level's: say so, or "its normal" reads
 		// as the one it rose from.
-		r += " (its normal at the level it rose to on " + w.RaisedSince.UTC().Format("2 Jan") + ", " + w.RaisedText() + " before)"
+		r += " (its normal at the level it " + w.LevelWent() + " to on " + w.RaisedSince.UTC().Format("2 Jan") + ", " + w.RaisedText() + " before)"
 	}
 	return r
 }

@@ -12,8 +12,9 @@ import (
 // A page that rises for good, live (NATS, ClickHouse): two sweepers
 // racing, catching up a day at a time over its rise and the days it
 // holds there, tell the rise once and its new level once ("not back",
-// 3 × its normal); back at its old level, raced again, "back to its old
-// level" once, keyed by the episode that raised it. The state that
+// 3 × its normal); back at its old level, raced again, gone quiet from
+// its level once, and two days on "back to its old level" once, keyed by
+// the episode that raised it. The state that
 // carries the level between sweeps (its steps, a surge's hours) goes
 // through the KV store as JSON each time.
 func TestUnusualNewLevelLiveOnceEach(t *testing.T) {
@@ -23,10 +24,10 @@ func TestUnusualNewLevelLiveOnceEach(t *testing.T) {
 	back := rise.Add(3 * 24 * time.Hour)
 	b.addSteady(t, "/home", 600, rise.Add(-22*24*time.Hour), rise) // 3 weeks: its normal reads past weeks alone
 	b.addSteady(t, "/home", 1800, rise, back)
-	b.addSteady(t, "/home", 600, back, back.Add(4*time.Hour))
+	b.addSteady(t, "/home", 600, back, back.Add(53*time.Hour))
 	c := &clock{t: rise.Add(-5 * time.Minute)}
 	b.sweep(t, b.sweeper(t, c))
-	for _, at := range []time.Duration{20 * time.Hour, 40 * time.Hour, 60 * time.Hour, 72*time.Hour + 3*time.Hour} {
+	for _, at := range []time.Duration{20 * time.Hour, 40 * time.Hour, 60 * time.Hour, 72*time.Hour + 3*time.Hour, 100 * time.Hour, 124 * time.Hour} {
 		c.set(rise.Add(at)) // a sweeper down for up to 20 hours, then two catching up
 		b.raceSweeps(t, c, 2)
 	}
@@ -41,7 +42,8 @@ func TestUnusualNewLevelLiveOnceEach(t *testing.T) {
 	want := []string{
 		"/home fire at +0s key 1 new_normal false level 0.0 ended false",
 		"/home resolve at +48h0m0s key 1.resolved new_normal true level 3.0 ended false",
-		"/home resolve at +73h0m0s key 1.level.resolved new_normal false level 3.0 ended true",
+		"/home fire at +74h0m0s key 2 new_normal false level 3.0 ended false", // gone quiet from its level
+		"/home resolve at +122h0m0s key 1.level.resolved new_normal false level 3.0 ended true",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("jobs:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

@@ -1,0 +1,138 @@
+package rules
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// fallThen is a page of daily(2000) that falls to step × for good on
+// the Wednesday of its 5th week at 12:00, and changes by ev × on top of
+// that for 4 hours gap days later from 10:00 (stepThenSurge).
+func fallThen(step, ev float64, gap int) *synth {
+	s, _ := stepThenSurge(step, ev, gap)
+	return s
+}
+
+// A page that falls for good (a search ranking lost) is told once, and a
+// week on "has stayed down": a lower level, which it is judged at from
+// now (unusual_level.go). A surge or an outage on top of it is heard,
+// once each. Before, its drop stayed open two weeks, until its normal
+// followed it: a surge of 3 × on top was told "back to normal" and then
+// "gone quiet" again, and an outage on top was not told at all.
+func TestUnusualEventsOnALowerLevelAreHeard(t *testing.T) {
+	r := unusualRule(t, Unusual{})
+	wantMessages(t, fallThen(0.4, 3, 10).run(t, r, monday.Add(24*time.Hour)), []string{
+		"fire down 04-01 Wed 15:00",
+		"resolve down 04-08 Wed 15:00 not back", // a week at 0.4: its lower level
+		"fire up 04-11 Sat 10:10",
+		"resolve up 04-11 Sat 17:40",
+	})
+	for _, step := range []float64{0.4, 0.3} {
+		for _, ev := range []float64{3, 0.15} {
+			for _, gap := range []int{10, 13} {
+				t.Run(fmt.Sprintf("step %g event %g gap %d", step, ev, gap), func(t *testing.T) {
+					got := fallThen(step, ev, gap).run(t, r, monday.Add(24*time.Hour))
+					dir := "up"
+					if ev < 1 {
+						dir = "down"
+					}
+					if len(got) != 4 || got[1][:len("resolve down 04-08")] != "resolve down 04-08" || got[2][:len("fire "+dir)] != "fire "+dir {
+						t.Errorf("got %q: want its fall, its level a week on, and the %s on top, once", got, dir)
+					}
+				})
+			}
+		}
+	}
+}
+
+// A surge on a page that fell, before its fall has held a week, breaks
+// its drop for hours, not its fall: the drop told again after it began
+// with the first (Episode.Began, State.PrevBegan), and its level is read
+// from then. Read from the second drop alone, its model read the week
+// before it at the page's old level, and told the page taking off twice
+// a fortnight on.
+func TestUnusualSurgeBreakingAFallDatesItsLevel(t *testing.T) {
+	r := unusualRule(t, Unusual{})
+	wantMessages(t, fallThen(0.3, 3, 6).run(t, r, monday.Add(24*time.Hour)), []string{
+		"fire down 04-01 Wed 14:50",
+		"resolve down 04-07 Tue 11:40", // the surge: back in its old range
+		"fire down 04-07 Tue 16:50",
+		"resolve down 04-14 Tue 16:50 not back",
+	})
+}
+
+// A page back at its old level after a lower one: told taking off from
+// its level that day (a surge from where it is judged), and back at its
+// old level two days on; nothing more.
+func TestUnusualBackFromALowerLevel(t *testing.T) {
+	r := unusualRule(t, Unusual{})
+	fall := monday.Add(30*24*time.Hour + 12*time.Hour)
+	s := newSynth(monday, 30+25, 43, func(t time.Time) float64 {
+		v := daily(2000)(t)
+		if !t.Before(fall) && t.Before(fall.Add(14*24*time.Hour)) {
+			v *= 0.4
+		}
+		return v
+	})
+	wantMessages(t, s.run(t, r, monday.Add(24*time.Hour)), []string{
+		"fire down 04-01 Wed 15:00",
+		"resolve down 04-08 Wed 15:00 not back",
+		"fire up 04-15 Wed 12:20",
+		"resolve up 04-17 Fri 12:20 from its level",
+	})
+}
+
+// A lull of 10 days at half (a Christmas to New Year), with 3 days at a
+// fifth in it, is one drop, not a lower level: its days vary, and a
+// level set from its deepest (two days running, as a rise is set) told
+// its days at half surges, outside their window, on 4 of 8 generated
+// sites.
+func TestUnusualHolidayLullIsNoLowerLevel(t *testing.T) {
+	r := unusualRule(t, Unusual{})
+	fall := monday.Add(30*24*time.Hour + 12*time.Hour)
+	for seed := uint64(1); seed <= 3; seed++ {
+		s := newSynth(monday, 30+25, seed, func(t time.Time) float64 {
+			v := daily(2000)(t)
+			switch d := t.Sub(fall).Hours() / 24; {
+			case d >= 2 && d < 5:
+				v *= 0.2
+			case d >= 0 && d < 10:
+				v *= 0.5
+			}
+			return v
+		})
+		got := s.run(t, r, monday.Add(24*time.Hour))
+		if len(got) != 2 || got[1] != "resolve down 04-11 Sat 13:30" {
+			t.Errorf("draw %d: %q, want one drop, back at its end", seed, got)
+		}
+	}
+}
+
+// A page at a new level of 2.5 × is judged at it until it has held its
+// old level two days, as a level is set: a holiday at 0.4 (its old
+// level), an outage of hours, two days at 0.6 are a drop from its level
+// and its resolve, or nothing; none ends its level. Ended on an hour
+// back at its old level, a noisy page's level ended on a quiet hour and
+// was set again every week, each time told "back to its old level" and
+// then "taking off", and a holiday ended it.
+func TestUnusualLevelOutlastsADip(t *testing.T) {
+	r := unusualRule(t, Unusual{})
+	rise := []string{"fire up 04-01 Wed 12:10", "resolve up 04-03 Fri 12:10 not back"}
+	for _, c := range []struct {
+		from, hours, f float64
+		want           []string
+	}{
+		{8, 24, 0.4, []string{"fire down 04-09 Thu 10:00", "resolve down 04-10 Fri 08:00"}},
+		{8.4, 6, 0.3, []string{"fire down 04-09 Thu 12:30", "resolve down 04-09 Thu 17:20"}},
+		{9, 48, 0.6, nil},
+	} {
+		s := risen(func(t time.Time) float64 {
+			if d := t.Sub(monday).Hours()/24 - 30; d >= c.from && d < c.from+c.hours/24 {
+				return c.f
+			}
+			return 1
+		})
+		wantMessages(t, s.run(t, r, monday.Add(24*time.Hour)), append(rise, c.want...))
+	}
+}
