@@ -191,6 +191,7 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 	if !prev.Seen.IsZero() && !o.At.After(prev.Seen) {
 		return prev, nil
 	}
+	var ended *Firing
 	var judged *Expected // the normal as a new level made it (unusual_level.go); nil: as read
 	var atLevel bool     // ... at that level
 	var held *Raised     // ... that level
@@ -202,6 +203,9 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 					fire[i].Raised, fire[i].RaisedSince = held.Ratio(), held.Since()
 				}
 			}
+		}
+		if ended != nil {
+			fire = append(r.firings(next, *ended), fire...)
 		}
 		if len(fire) > 0 || !sameEpisode(prev.Open, next.Open) || !sameRaised(prev.Raised, next.Raised) {
 			next.Seen = o.At
@@ -219,8 +223,13 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 		next.SettledLow = time.Time{}
 	}
 	o.SettledLow = next.SettledLow
-	o.Expected, judged, atLevel = raisedNormal(r, &next, o)
+	o.Expected, judged, atLevel, ended = raisedNormal(r, &next, o)
 	held = next.Raised
+	if ended != nil && ep != nil && ep.Down == (ended.Raised > 1) {
+		// Its drop from a raised level (its surge from a lower one) was
+		// its return: the level's end tells it.
+		next.Open, next.Fired, ep = nil, nil, nil
+	}
 	o.Above = aboveFrom(r, prev, o.At)
 	var launch, first bool
 	if ReadsLaunches(r) {
@@ -305,6 +314,9 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 		ep.Past = time.Time{}
 	}
 	if !j.known {
+		if j.small {
+			sampleLevel(r, ep, o) // held: its hour still tells its level
+		}
 		return next, nil
 	}
 	if (!ep.Down && o.Count > ep.Peak) || (ep.Down && o.Count < ep.Peak) {
@@ -395,7 +407,7 @@ func sameRaised(a, b *Raised) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	return a.Trend == b.Trend && a.Noise == b.Noise && a.Episode == b.Episode && a.Ended == b.Ended && slices.Equal(a.Steps, b.Steps)
+	return a.Trend == b.Trend && a.Noise == b.Noise && a.Episode == b.Episode && a.Ended == b.Ended && a.Back.Equal(b.Back) && slices.Equal(a.Steps, b.Steps)
 }
 
 func sameEpisode(a, b *Episode) bool {

@@ -77,6 +77,10 @@ type Raised struct {
 	Trend   float64     `json:"trend,omitempty"`
 	Noise   float64     `json:"noise,omitempty"`
 	Episode uint64      `json:"episode,omitempty"`
+	// Back is when the page was first seen back at its old level, with
+	// every look since that could tell finding it there; zero: it was
+	// not.
+	Back time.Time `json:"back,omitzero"`
 	// Ended: the page came back to its old level (its last step, of
 	// ratio 1), told; its normal is read down from the rise's weeks
 	// until they leave it.

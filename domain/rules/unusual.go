@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"time"
@@ -317,7 +318,7 @@ func (d *unusualDetector) weigh(o Observation, ep *Episode) judgement {
 		// inside a range read mostly from days since then, and still
 		// under its middle, the page has not come back: its normal
 		// followed it down (unusual_moved.go).
-		dn.began = ep.Since.Add(-d.r.Window.Rolling - u.DownFor)
+		dn.began = cmp.Or(ep.Began, ep.Since.Add(-d.r.Window.Rolling-u.DownFor))
 		dn.moved = float64(o.Count) <= e.Value && normalFollowed(e, d.r.Window.Rolling, o.At, dn.began)
 		if e.Bottom >= float64(u.MinCount) {
 			dn.depth = max(float64(o.Count), 0.5) / e.Bottom

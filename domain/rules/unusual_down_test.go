@@ -277,8 +277,8 @@ func TestUnusualPageGoneForGoodIsToldOnce(t *testing.T) {
 	}
 }
 
-// A page that falls to a third for good is told once, and not back a
-// week on, when it has held that level 7 days running: a lower level,
+// A page that falls to a third for good is told once, and not back 10
+// days on, when it has held that level 10 days running: a lower level,
 // judged at from now (unusual_level.go; before, not back when its normal
 // had followed it, two weeks on); a holiday's page that comes back is
 // back.
@@ -292,7 +292,7 @@ func TestUnusualDropResolvesBackOrNot(t *testing.T) {
 		return daily(2000)(t)
 	})
 	got := s.run(t, r, monday.Add(28*24*time.Hour))
-	want := []string{"fire down 04-01 Wed 15:00", "resolve down 04-08 Wed 15:00 not back"}
+	want := []string{"fire down 04-01 Wed 15:00", "resolve down 04-11 Sat 15:00 not back"}
 	wantMessages(t, got, want)
 
 	h := newSynth(monday, 35, 61, holiday(2000, 0.25))

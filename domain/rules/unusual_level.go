@@ -28,7 +28,7 @@ const steadyBand = 1.25
 
 // A page that falls for good (a search ranking lost, a link taken off a
 // home page) is the same: its drop held at one multiple of its normal
-// a week running is a lower level (Raised.Ratio under 1), "has stayed
+// 10 days running is a lower level (Raised.Ratio under 1), "has stayed
 // down", and the page is judged at it. Until then its drop stayed open
 // two weeks, until its normal followed it: a surge on top that reached
 // its old range was told "back to normal" and then "gone quiet" again,
@@ -38,13 +38,16 @@ const steadyBand = 1.25
 // running, not two as a rise: the falls that come back vary from day to
 // day over their week (a Christmas lull at half with Christmas itself at
 // a fifth, read as a level from its deepest days, told its days at half
-// as surges), while a page that lost its ranking sits at one level.
-const lowerDays = 7
+// as surges), or last a week or so (a web server lost for 8 days was
+// "has stayed down" a week in and "taking off" when it was back), while
+// a page that lost its ranking sits at one level.
+const lowerDays = 10
 
-// minLevel is the lowest level a page falls to: under a tenth of its
-// normal it is broken or gone, not at a level, and its drop stays open
+// minLevel is the lowest level a page falls to: under a fifth of its
+// normal it is broken or gone (tracking lost for 10 days at 0.15 was
+// "has stayed down ... judged at that level" a week in), not at a level, and its drop stays open
 // until it is back or its normal follows it (unusual_moved.go).
-const minLevel = 0.1
+const minLevel = 0.2
 
 // stepLevel adds o's count over its normal to its open episode's latest
 // day, once an hour, and returns the new level, a multiple of that
@@ -54,23 +57,7 @@ const minLevel = 0.1
 // multiple of its normal before it), an episode back at its old level
 // two days running returns it too, past any floor: it ends the level.
 func stepLevel(r *Rule, ep *Episode, o Observation, level float64) float64 {
-	e := o.Expected
-	if r.Unusual == nil || !e.OK {
-		return 0
-	}
-	if ep.DayFrom.IsZero() {
-		ep.DayFrom = ep.Since
-	}
-	// An hour with data not all there says nothing of its level, nor
-	// does a new page's launch (its normal is its site's launches) or
-	// an hour whose normal is under a view.
-	tells := !o.Late && !o.LongLate && !o.Launching && e.Value >= 1
-	if tells && ep.NHours < len(ep.Hours) && (ep.HourAt.IsZero() || o.At.Sub(ep.HourAt) >= time.Hour) {
-		ep.Hours[ep.NHours] = float32(float64(o.Count) / e.Value)
-		ep.NHours++
-		ep.HourAt = o.At
-	}
-	if o.At.Sub(ep.DayFrom) < 24*time.Hour {
+	if !sampleLevel(r, ep, o) || o.At.Sub(ep.DayFrom) < 24*time.Hour {
 		return 0
 	}
 	day := 0.0
@@ -101,7 +88,7 @@ func stepLevel(r *Rule, ep *Episode, o Observation, level float64) float64 {
 	if !back && (ep.Down && (day > 1/max(r.Unusual.Factor, steadyBand) || day < minLevel) || !ep.Down && day < r.Unusual.Factor) {
 		return 0
 	}
-	if e.WeeksBack < 3 {
+	if o.Expected.WeeksBack < 3 {
 		// Before its normal reads past weeks alone (3 weeks of history)
 		// it reads past days too, which follow a rise in three days: a
 		// level would be read for a day, and where the page went back,
@@ -113,36 +100,91 @@ func stepLevel(r *Rule, ep *Episode, o Observation, level float64) float64 {
 }
 
 // raisedNormal is o's normal as the page's new level makes it
-// (State.Raised): judged, when it is not o's own (nil: it is), and
-// whether it is the level's (atLevel; else an ended level's, read down
-// from the rise's weeks). The level scales the normal while its
-// samples, the page's trend or its noise are read in part from before
-// the rise (levelScale, levelNoise), and is kept until settledMemory.
-// The page is judged at it in both directions until it has held its old
-// level two days running (stepLevel), as long as a level takes to set: a
-// quiet hour, a holiday or an outage of hours on a page at 3 × its old
-// normal is a drop from its level, not its end (ended on an hour back,
-// a noisy page's level ended and was set again every week, each time
-// told "back to its old level", then "taking off").
-func raisedNormal(r *Rule, s *State, o Observation) (e Expected, judged *Expected, atLevel bool) {
+// (State.Raised): judged, when it is not o's own (nil: it is), whether
+// it is the level's (atLevel; else an ended level's, read down from the
+// rise's weeks), and the level's end, when o ends it. The level scales
+// the normal while its samples, the page's trend or its noise are read
+// in part from before the rise (levelScale, levelNoise), and is kept
+// until settledMemory.
+//
+// A page at a level is judged at it, in both directions: a holiday or
+// an outage of hours on a page at 3 × its old normal is a drop from
+// where it is. Nearer its old level than its new (as multiples go) and
+// inside its old range levelBack at a stretch, its level ends, told
+// once, and an episode open the way it went back (its drop from a
+// raised level) with it. Hours whose two ranges each hold the other's
+// middle (a quiet night) neither begin nor break that; hours with data late hold it. Ended on an hour
+// back (rearm.settle), a noisy page's level ended on a quiet hour and was
+// set again each week, each time "back to its old level" then "taking
+// off", and a holiday or an outage of hours ended it.
+func raisedNormal(r *Rule, s *State, o Observation) (e Expected, judged *Expected, atLevel bool, ended *Firing) {
 	e, l := o.Expected, s.Raised
 	if l == nil {
-		return e, nil, false
+		return e, nil, false, nil
 	}
 	if r.Unusual == nil || len(l.Steps) == 0 || o.At.Sub(l.Since()) > settledMemory {
 		s.Raised = nil // a rule no longer unusual, or a level long followed
-		return e, nil, false
+		return e, nil, false, nil
 	}
-	n, on := levelNormal(r, l, e, o.At)
+	n, k, straddles, on := levelNormal(r, l, e, o.At)
 	if !on {
 		if l.Ended && e.OK {
 			s.Raised = nil // its weeks all after its return: the page's own normal
 		}
-		return e, nil, false
+		return e, nil, false, nil
 	}
-	// Back at its old level (Ended), its normal still reads the level's
-	// weeks: read down from them, until they leave it.
-	return n, &n, !l.Ended
+	if l.Ended {
+		// Back at its old level, its normal still reads the level's
+		// weeks: read down from them, until they leave it.
+		return n, &n, false, nil
+	}
+	// Its old level as the same model reads it (not e: its weeks after
+	// the rise and the trend the rise bent lift e above it).
+	old := levelNoise(scaleNormal(e, k/l.Ratio()), l, straddles)
+	c := float64(o.Count)
+	nearOld := c*c < old.Value*n.Value
+	if l.Ratio() < 1 {
+		nearOld = c*c > old.Value*n.Value
+	}
+	// An hour whose ranges each hold the other's middle cannot tell (a
+	// quiet night).
+	cannotTell := old.Value >= n.Low && old.Value <= n.High || n.Value >= old.Low && n.Value <= old.High
+	switch {
+	case o.Late || o.LongLate:
+		return n, &n, true, nil // hits not all there say nothing of where it is
+	case c < old.Low || c > old.High:
+		l = backAt(l, time.Time{}) // outside its old range: not back
+	case cannotTell:
+	case nearOld:
+		if l.Back.IsZero() {
+			l = backAt(l, o.At)
+		}
+	default:
+		l = backAt(l, time.Time{})
+	}
+	s.Raised = l
+	if l.Back.IsZero() || o.At.Sub(l.Back) < max(r.Rearm.Settle, levelBack) {
+		return n, &n, true, nil
+	}
+	return old, &old, false, endLevel(s, l, l.Back, o.At)
+}
+
+// levelBack is how long a page at a level must be back at its old one,
+// at a stretch, for its level to end: past a day, so a holiday at its
+// old level (a page at 2.5 × at 0.4 for a day) does not end it, as two
+// days set it. (Ended only by an episode at its old level two days
+// running, a level of 2 × or less, whose return opened no drop, never
+// ended.)
+const levelBack = 36 * time.Hour
+
+// backAt is l, back at its old level since at (zero: not back).
+func backAt(l *Raised, at time.Time) *Raised {
+	if l.Back.Equal(at) {
+		return l
+	}
+	b := *l
+	b.Back = at
+	return &b
 }
 
 // AtLevel is the normal e of r's window ending at end as a page at the
@@ -162,22 +204,47 @@ func AtLevel(r *Rule, l *Raised, e Expected, end time.Time) Expected {
 	if len(then.Steps) == 0 || end.Sub(then.Since()) > settledMemory {
 		return e
 	}
-	n, _ := levelNormal(r, &then, e, end)
+	n, _, _, _ := levelNormal(r, &then, e, end)
 	return n
 }
 
-// levelNormal is e read at the level l at at (levelScale, levelNoise);
-// on is false, and n is e, when l no longer scales it (or e is not
-// known).
-func levelNormal(r *Rule, l *Raised, e Expected, at time.Time) (n Expected, on bool) {
+// levelNormal is e read at the level l at at (levelScale, levelNoise):
+// n, scaled k, its samples straddling the rise; on is false, and n is
+// e, when l no longer scales it (or e is not known).
+func levelNormal(r *Rule, l *Raised, e Expected, at time.Time) (n Expected, k float64, straddles, on bool) {
 	if !e.OK {
-		return e, false
+		return e, 1, false, false
 	}
 	k, straddles, bent := levelScale(e, r.Window.Rolling, at, l)
 	if k == 1 && !bent {
-		return e, false
+		return e, 1, false, false
 	}
-	return levelNoise(scaleNormal(e, k), l, straddles), true
+	return levelNoise(scaleNormal(e, k), l, straddles), k, straddles, true
+}
+
+// sampleLevel adds o's count over its normal to its open episode's
+// latest day, once an hour (stepLevel), at an hour held as well as one
+// judged: a drop's nights are held (cannotTellDown), and a day of its
+// hours judged alone had too few to read. It reports whether o's
+// normal is known.
+func sampleLevel(r *Rule, ep *Episode, o Observation) bool {
+	e := o.Expected
+	if r.Unusual == nil || !e.OK {
+		return false
+	}
+	if ep.DayFrom.IsZero() {
+		ep.DayFrom = ep.Since
+	}
+	// An hour with data not all there says nothing of its level, nor
+	// does a new page's launch (its normal is its site's launches) or
+	// an hour whose normal is under a view.
+	tells := !o.Late && !o.LongLate && !o.Launching && e.Value >= 1
+	if tells && ep.NHours < len(ep.Hours) && (ep.HourAt.IsZero() || o.At.Sub(ep.HourAt) >= time.Hour) {
+		ep.Hours[ep.NHours] = float32(float64(o.Count) / e.Value)
+		ep.NHours++
+		ep.HourAt = o.At
+	}
+	return true
 }
 
 // backAtOld reports whether a page at k × its normal before it rose to
@@ -220,7 +287,7 @@ func episodeBegan(r *Rule, s State, at time.Time, down bool) time.Time {
 func endLevel(s *State, l *Raised, back, set time.Time) *Firing {
 	end := *l
 	end.Steps = append(slices.Clone(l.Steps), LevelStep{Since: back, Ratio: 1, Set: set})
-	end.Ended = true
+	end.Back, end.Ended = time.Time{}, true
 	s.Raised = &end
 	return &Firing{Event: EventResolve, Episode: Episode{Since: l.Since()}, Raised: l.Ratio(), RaisedSince: l.Since(),
 		LevelEnded: true, levelEpisode: l.Episode}

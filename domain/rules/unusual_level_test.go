@@ -313,7 +313,7 @@ func TestUnusualLongLevelEndsWhenBack(t *testing.T) {
 		"fire up 04-01 Wed 12:10",
 		"resolve up 04-03 Fri 12:10 not back",
 		"fire down 04-26 Sun 15:00",
-		"resolve up 04-28 Tue 15:00 from its level",
+		"resolve up 04-28 Tue 00:50 from its level", // 36 hours back at its old level
 	})
 }
 

@@ -14,31 +14,31 @@ func fallThen(step, ev float64, gap int) *synth {
 	return s
 }
 
-// A page that falls for good (a search ranking lost) is told once, and a
-// week on "has stayed down": a lower level, which it is judged at from
-// now (unusual_level.go). A surge or an outage on top of it is heard,
+// A page that falls for good (a search ranking lost) is told once, and
+// 10 days on "has stayed down": a lower level, which it is judged at
+// from now (unusual_level.go). A surge or an outage on top of it is heard,
 // once each. Before, its drop stayed open two weeks, until its normal
 // followed it: a surge of 3 × on top was told "back to normal" and then
 // "gone quiet" again, and an outage on top was not told at all.
 func TestUnusualEventsOnALowerLevelAreHeard(t *testing.T) {
 	r := unusualRule(t, Unusual{})
-	wantMessages(t, fallThen(0.4, 3, 10).run(t, r, monday.Add(24*time.Hour)), []string{
+	wantMessages(t, fallThen(0.4, 3, 13).run(t, r, monday.Add(24*time.Hour)), []string{
 		"fire down 04-01 Wed 15:00",
-		"resolve down 04-08 Wed 15:00 not back", // a week at 0.4: its lower level
-		"fire up 04-11 Sat 10:10",
-		"resolve up 04-11 Sat 17:40",
+		"resolve down 04-11 Sat 15:00 not back", // 10 days at 0.4: its lower level
+		"fire up 04-14 Tue 10:10",
+		"resolve up 04-14 Tue 17:40",
 	})
 	for _, step := range []float64{0.4, 0.3} {
 		for _, ev := range []float64{3, 0.15} {
-			for _, gap := range []int{10, 13} {
+			for _, gap := range []int{13, 16} {
 				t.Run(fmt.Sprintf("step %g event %g gap %d", step, ev, gap), func(t *testing.T) {
 					got := fallThen(step, ev, gap).run(t, r, monday.Add(24*time.Hour))
 					dir := "up"
 					if ev < 1 {
 						dir = "down"
 					}
-					if len(got) != 4 || got[1][:len("resolve down 04-08")] != "resolve down 04-08" || got[2][:len("fire "+dir)] != "fire "+dir {
-						t.Errorf("got %q: want its fall, its level a week on, and the %s on top, once", got, dir)
+					if len(got) != 4 || got[1][:len("resolve down 04-11")] != "resolve down 04-11" || got[2][:len("fire "+dir)] != "fire "+dir {
+						t.Errorf("got %q: want its fall, its level 10 days on, and the %s on top, once", got, dir)
 					}
 				})
 			}
@@ -46,19 +46,21 @@ func TestUnusualEventsOnALowerLevelAreHeard(t *testing.T) {
 	}
 }
 
-// A surge on a page that fell, before its fall has held a week, breaks
+// A surge on a page that fell, before its fall has held 10 days, breaks
 // its drop for hours, not its fall: the drop told again after it began
-// with the first (Episode.Began, State.PrevBegan), and its level is read
-// from then. Read from the second drop alone, its model read the week
-// before it at the page's old level, and told the page taking off twice
-// a fortnight on.
+// with the first (Episode.Began, State.PrevBegan), and its normal is
+// read as having followed it from then: "not back" two weeks after the
+// fall, and nothing after. Read from the second drop alone, its normal
+// had not followed it: it was told back to normal on 04-18, gone quiet
+// again on 04-21, and (with a level from the second drop) taking off
+// twice a fortnight on.
 func TestUnusualSurgeBreakingAFallDatesItsLevel(t *testing.T) {
 	r := unusualRule(t, Unusual{})
 	wantMessages(t, fallThen(0.3, 3, 6).run(t, r, monday.Add(24*time.Hour)), []string{
 		"fire down 04-01 Wed 14:50",
 		"resolve down 04-07 Tue 11:40", // the surge: back in its old range
 		"fire down 04-07 Tue 16:50",
-		"resolve down 04-14 Tue 16:50 not back",
+		"resolve down 04-15 Wed 14:00 not back",
 	})
 }
 
@@ -77,9 +79,9 @@ func TestUnusualBackFromALowerLevel(t *testing.T) {
 	})
 	wantMessages(t, s.run(t, r, monday.Add(24*time.Hour)), []string{
 		"fire down 04-01 Wed 15:00",
-		"resolve down 04-08 Wed 15:00 not back",
+		"resolve down 04-11 Sat 15:00 not back",
 		"fire up 04-15 Wed 12:20",
-		"resolve up 04-17 Fri 12:20 from its level",
+		"resolve up 04-17 Fri 00:20 from its level",
 	})
 }
 

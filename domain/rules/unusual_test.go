@@ -423,7 +423,7 @@ func TestUnusualSurgeOfDaysIsOneEpisodeToItsEnd(t *testing.T) {
 		// new level; after it, gone quiet from that level, and back at
 		// its old two days on (an hour back ended a level on a quiet
 		// hour: TestUnusualLevelOutlastsAQuietDay).
-		{1000, 3, []string{"fire up 04-06 Mon 10:10", "resolve up 04-08 Wed 10:10 not back", "fire down 04-10 Fri 13:00", "resolve up 04-12 Sun 13:00 from its level"}},
+		{1000, 3, []string{"fire up 04-06 Mon 10:10", "resolve up 04-08 Wed 10:10 not back", "fire down 04-10 Fri 13:00", "resolve up 04-11 Sat 23:00 from its level"}},
 		// Two episodes before, resolved at 3:30 on its first night.
 		{60, 2.5, []string{"fire up 04-06 Mon 13:00", "resolve up 04-08 Wed 13:00 not back", "fire down 04-10 Fri 14:00", "resolve up 04-12 Sun 14:00 from its level"}},
 	} {

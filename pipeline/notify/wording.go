@@ -48,12 +48,12 @@ func (n Notification) Predicate(clean func(string) string) string {
 			return "is back to its old level: " + views(n.Count) + " (it had stayed " + w.LevelStayed() + " at " + w.RaisedText() + " its normal since " + w.RaisedSince.UTC().Format("2 Jan") + ")"
 		}
 		if w != nil && w.NewNormal && w.Raised > 0 {
-			// Held as high two days running (as low a week): a new
+			// Held as high two days running (as low 10 days): a new
 			// level, which it is judged at from now (rules'
 			// unusual_level.go).
 			told := w.Since.UTC().Format("15:04 UTC, 2 Jan")
 			if down {
-				return "has stayed down: " + views(n.Count) + ", " + w.RaisedText() + " its normal for a week: judged at that level from now (told gone quiet at " + told + ")"
+				return "has stayed down: " + views(n.Count) + ", " + w.RaisedText() + " its normal for 10 days: judged at that level from now (told gone quiet at " + told + ")"
 			}
 			return "has stayed up: " + views(n.Count) + ", " + w.RaisedText() + " its normal for 2 days: judged at that level from now (told taking off at " + told + ")"
 		}

@@ -89,7 +89,7 @@ func TestPredicateSaysWhatHappened(t *testing.T) {
 			"is back to its old level: 1,141 views in 1h (it had stayed up at 2.6× its normal since 25 Feb)"},
 		{"unusual, resolve at a lower level", notify.Notification{Event: "resolve", Count: 1034, Threshold: 1422, Window: "1h", Why: &crossing.Why{Kind: "unusual", Direction: "down",
 			NewNormal: true, Raised: 0.38, RaisedSince: time.Date(2026, 4, 1, 11, 50, 0, 0, time.UTC), Since: time.Date(2026, 4, 1, 14, 50, 0, 0, time.UTC)}},
-			"has stayed down: 1,034 views in 1h, 0.4× its normal for a week: judged at that level from now (told gone quiet at 14:50 UTC, 1 Apr)"},
+			"has stayed down: 1,034 views in 1h, 0.4× its normal for 10 days: judged at that level from now (told gone quiet at 14:50 UTC, 1 Apr)"},
 		{"unusual, on a lower level", notify.Notification{Count: 2950, Threshold: 1500, Window: "1h", Why: &crossing.Why{Kind: "unusual", Direction: "up",
 			Baseline: 760, Low: 520, High: 1020, Ratio: 3.88, Raised: 0.38, RaisedSince: time.Date(2026, 4, 1, 11, 50, 0, 0, time.UTC)}},
 			"is at 3.9× its normal: 2,950 views in 1h, expected 520–1,020 (its normal at the level it fell to on 1 Apr, 0.4× before)"},
