@@ -101,22 +101,27 @@ func stepLevel(r *Rule, ep *Episode, o Observation, level float64) float64 {
 
 // raisedNormal is o's normal as the page's new level makes it
 // (State.Raised): judged, when it is not o's own (nil: it is), whether
-// it is the level's (atLevel; else an ended level's, read down from the
-// rise's weeks), and the level's end, when o ends it. The level scales
-// the normal while its samples, the page's trend or its noise are read
-// in part from before the rise (levelScale, levelNoise), and is kept
-// until settledMemory.
+// it is the level's (atLevel; else its old level's, or an ended level's,
+// read down from the rise's weeks), and the level's end, when o ends
+// it. The level scales the normal while its samples, the page's trend or
+// its noise are read in part from before the rise (levelScale,
+// levelNoise), and is kept until settledMemory.
 //
-// A page at a level is judged at it, in both directions: a holiday or
-// an outage of hours on a page at 3 × its old normal is a drop from
-// where it is. Nearer its old level than its new (as multiples go) and
-// inside its old range levelBack at a stretch, its level ends, told
-// once, and an episode open the way it went back (its drop from a
-// raised level) with it. Hours whose two ranges each hold the other's
-// middle (a quiet night) neither begin nor break that; hours with data late hold it. Ended on an hour
-// back (rearm.settle), a noisy page's level ended on a quiet hour and was
-// set again each week, each time "back to its old level" then "taking
-// off", and a holiday or an outage of hours ended it.
+// A page at a level is judged at it, but for counts between its two
+// levels, nearer its old (a raised page under its new range and inside
+// its old, a lowered one over its new and inside its old): those are
+// judged against its old normal, where they are no news; and counts
+// past its old range too (an outage of a raised page, a surge of a
+// lowered one past where it was) are judged against its old normal.
+// Between its levels levelBack at a stretch, at hours whose two ranges
+// do not meet (an hour that cannot tell neither begins nor breaks it),
+// its level ends, told once. Ended on an hour back (rearm.settle), a
+// noisy page's level ended on a quiet hour and was set again each week,
+// each time "back to its old level" then "taking off". Judged at its
+// level until it had held its old level for days, a page fading back
+// over weeks never ended it (its model, a step, read its old normal
+// far under it), the days after a campaign swallowed its outages, and
+// a page whose days vary by 30 % ended it on a quiet weekend.
 func raisedNormal(r *Rule, s *State, o Observation) (e Expected, judged *Expected, atLevel bool, ended *Firing) {
 	e, l := o.Expected, s.Raised
 	if l == nil {
@@ -142,40 +147,42 @@ func raisedNormal(r *Rule, s *State, o Observation) (e Expected, judged *Expecte
 	// the rise and the trend the rise bent lift e above it).
 	old := levelNoise(scaleNormal(e, k/l.Ratio()), l, straddles)
 	c := float64(o.Count)
-	nearOld := c*c < old.Value*n.Value
+	// Mirrored for a lower level: "past" its new level is above it,
+	// "beyond" its old range under it for a raised page, above it for a
+	// lowered one.
+	atNew := c >= n.Low || c > old.High || c*c >= old.Value*n.Value
+	beyond, apart := c < old.Low, old.High < n.Low
 	if l.Ratio() < 1 {
-		nearOld = c*c > old.Value*n.Value
+		atNew = c <= n.High || c < old.Low || c*c <= old.Value*n.Value
+		beyond, apart = c > old.High, n.High < old.Low
 	}
-	// An hour whose ranges each hold the other's middle cannot tell (a
-	// quiet night).
-	cannotTell := old.Value >= n.Low && old.Value <= n.High || n.Value >= old.Low && n.Value <= old.High
 	switch {
 	case o.Late || o.LongLate:
-		return n, &n, true, nil // hits not all there say nothing of where it is
-	case c < old.Low || c > old.High:
-		l = backAt(l, time.Time{}) // outside its old range: not back
-	case cannotTell:
-	case nearOld:
-		if l.Back.IsZero() {
-			l = backAt(l, o.At)
-		}
-	default:
-		l = backAt(l, time.Time{})
-	}
-	s.Raised = l
-	if l.Back.IsZero() || o.At.Sub(l.Back) < max(r.Rearm.Settle, levelBack) {
+		// Hits not all there say nothing of where it is.
 		return n, &n, true, nil
+	case atNew:
+		s.Raised = backAt(l, time.Time{})
+		return n, &n, true, nil
+	case beyond:
+		s.Raised = backAt(l, time.Time{})
+		return old, &old, false, nil
+	case !apart:
+		return old, &old, false, nil // cannot tell: neither back nor not
+	}
+	if l.Back.IsZero() {
+		l = backAt(l, o.At)
+		s.Raised = l
+	}
+	if o.At.Sub(l.Back) < max(r.Rearm.Settle, levelBack) {
+		return old, &old, false, nil
 	}
 	return old, &old, false, endLevel(s, l, l.Back, o.At)
 }
 
 // levelBack is how long a page at a level must be back at its old one,
-// at a stretch, for its level to end: past a day, so a holiday at its
-// old level (a page at 2.5 × at 0.4 for a day) does not end it, as two
-// days set it. (Ended only by an episode at its old level two days
-// running, a level of 2 × or less, whose return opened no drop, never
-// ended.)
-const levelBack = 36 * time.Hour
+// at a stretch, for its level to end: a noisy page's quiet hour, or a
+// few, is not its return.
+const levelBack = 6 * time.Hour
 
 // backAt is l, back at its old level since at (zero: not back).
 func backAt(l *Raised, at time.Time) *Raised {
@@ -248,14 +255,15 @@ func sampleLevel(r *Rule, ep *Episode, o Observation) bool {
 }
 
 // backAtOld reports whether a page at k × its normal before it rose to
-// level (or fell) is back at it: nearer it than its level, as multiples
-// go (within √3 of it from 3 ×). Held two days, as a level is set, it
-// ends the level: a page at a level is judged at it until then. The
-// model that reads a page's level is good to a quarter or so: asked for
-// its old normal within steadyBand, a page back at its old level from 2.9
-// × was read at 1.26 and 1.25 × it and its end came 2 days late.
+// level (or fell) is back at it: within the cube root of its level of it
+// (1.44 × from 3 ×, 1.36 × from 2.5 ×, 0.74 × from 0.4 ×), well nearer it
+// than its level. Held two days, as a level is set, it ends the level: a
+// page at a level is judged at it until then. Half way (the square
+// root), two days at 0.6 of a level of 2.5 × ended it. Within steadyBand,
+// what the level's model reads of its old normal, good to a quarter or
+// so, told a page back from 2.9 × 2 days late.
 func backAtOld(k, level float64) bool {
-	return level > 0 && k > 0 && math.Abs(math.Log(k)) < math.Abs(math.Log(level))/2
+	return level > 0 && k > 0 && math.Abs(math.Log(k)) < math.Abs(math.Log(level))/3
 }
 
 // episodeBreak is how long an episode may be back before one the same

@@ -183,7 +183,7 @@ func TestUnusualOutageOfANewLevelIsADropNotItsEnd(t *testing.T) {
 	wantMessages(t, s.run(t, r, monday.Add(24*time.Hour)), []string{
 		"fire up 04-01 Wed 12:10",
 		"resolve up 04-03 Fri 12:10 not back",
-		"fire down 04-09 Thu 12:40", // judged from its level (13:00 from its old normal, down_for and its window after 10:00)
+		"fire down 04-09 Thu 13:00", // down_for and its window after 10:00, from its old normal: under its old range too
 		"resolve down 04-09 Thu 17:50",
 	})
 }
@@ -237,30 +237,30 @@ func TestUnusualARiseOnANewLevel(t *testing.T) {
 }
 
 // A level's end is keyed by the episode that raised it: a later episode
-// (here the drop from its level that its return is) is open when it
-// ends, and may raise a level of its own, whose end is then another
-// crossing, not the same key again. Ended, the level is a step back to
-// 1, which its normal is read down from; the drop it ended closes with
-// it.
+// (here a drop, judged against its old normal) may be open when it
+// ends, and raise a level of its own, whose end is then another crossing,
+// not the same key again. Ended, the level is a step back to 1, which
+// its normal is read down from; a drop open the way it went back closes
+// with it. Changing only the level's state (back at its old level, not
+// yet for levelBack) stamps Seen: a replayed look before it must not
+// undo it.
 func TestUnusualLevelEndIsKeyedByItsEpisode(t *testing.T) {
 	r := unusualRule(t, Unusual{})
 	at := monday.Add(40 * 24 * time.Hour)
-	e := Expected{OK: true, Value: 100, Top: 100, Bottom: 100, Low: 80, High: 120, Dispersion: 0.01, Samples: 4, WeeksBack: 4, Weekly: true}
-	// Its drop a day and 2 hours old, its first day's hours at 0.4 × its
-	// level of 2.5: its old level.
-	ep := &Episode{Since: at.Add(-26 * time.Hour), Peak: 90, PeakAt: at.Add(-2 * time.Hour), Down: true, Began: at.Add(-29 * time.Hour),
-		DayFrom: at.Add(-24 * time.Hour), HourAt: at.Add(-time.Hour), NHours: 23, LastDay: 0.4, RunDays: 1, RunLow: 0.4, RunHigh: 0.4}
-	for i := range ep.NHours {
-		ep.Hours[i] = 0.4
+	e := Expected{OK: true, Value: 100, Top: 100, Bottom: 100, Low: 80, High: 120, Dispersion: 0.001, Samples: 4, WeeksBack: 4, Weekly: true}
+	level := &Raised{Steps: []LevelStep{{Since: at.Add(-10 * 24 * time.Hour), Ratio: 2.5}}, Noise: 0.001, Episode: 2}
+	ep := &Episode{Since: at.Add(-7 * time.Hour), Peak: 90, PeakAt: at.Add(-7 * time.Hour), Down: true}
+	next, fire := r.StepEpisode(State{Episode: 3, Open: ep, Raised: level}, Observation{At: at.Add(-6 * time.Hour), Count: 100, Expected: e})
+	if len(fire) != 0 || next.Raised == nil || !next.Raised.Back.Equal(at.Add(-6*time.Hour)) || !next.Seen.Equal(at.Add(-6*time.Hour)) {
+		t.Fatalf("back at its old level: fired %v, level %+v, seen %s", fire, next.Raised, next.Seen)
 	}
-	st := State{Episode: 3, Open: ep, Raised: &Raised{Steps: []LevelStep{{Since: at.Add(-10 * 24 * time.Hour), Ratio: 2.5}}, Episode: 2}}
-	next, fire := r.StepEpisode(st, Observation{At: at, Count: 100, Expected: e})
+	next, fire = r.StepEpisode(next, Observation{At: at, Count: 100, Expected: e})
 	var keys []string
 	for _, f := range fire {
 		keys = append(keys, f.Key)
 	}
-	if !slices.Equal(keys, []string{"2.level.resolved"}) || next.Raised == nil || !next.Raised.Ended || next.Raised.Ratio() != 1 || next.Open != nil || !next.Seen.Equal(at) {
-		t.Errorf("back two days: keys %v, level %+v, open %+v; want 2.level.resolved, ended, the drop closed", keys, next.Raised, next.Open)
+	if !slices.Equal(keys, []string{"2.level.resolved"}) || next.Raised == nil || !next.Raised.Ended || next.Raised.Ratio() != 1 || next.Open != nil {
+		t.Errorf("back for levelBack: keys %v, level %+v, open %+v; want 2.level.resolved, ended, the drop closed", keys, next.Raised, next.Open)
 	}
 	if len(fire) == 1 && (!fire[0].LevelEnded || fire[0].Raised != 2.5) {
 		t.Errorf("its end: %+v, want the level it left, 2.5", fire[0])
@@ -288,16 +288,13 @@ func TestUnusualFirstWeekendIsNoNewLevel(t *testing.T) {
 }
 
 // A page at a new level for 25 days, then back at its old level: told
-// gone quiet from its level that afternoon, and back at its old level
-// two days on, once it has held it two days, as a level is set; not
-// gone quiet after, while its normal still reads the weeks of its rise
-// (read down from them: its level ended is a step back to 1). Before,
-// its old range was read from a normal that those weeks lifted: the end
-// came days late or never, and a drop was told in its place; and once
-// ended, a page back where it was was told gone quiet from a normal
-// still lifted by the rise. (A level ended on an hour back, not two
-// days, ended on a noisy page's quiet hour, a holiday or an outage of
-// hours: TestUnusualLevelOutlastsAQuietDay.)
+// back within hours (levelBack at a stretch), and not gone quiet after,
+// while its normal still reads the weeks of its rise (read down from
+// them: its level ended is a step back to 1). Before, its old range was
+// read from a normal that those weeks lifted: the end came days late or
+// never, and a drop was told in its place; and once ended, a page back
+// where it was was told gone quiet from a normal still lifted by the
+// rise.
 func TestUnusualLongLevelEndsWhenBack(t *testing.T) {
 	r := unusualRule(t, Unusual{})
 	back := monday.Add(55*24*time.Hour + 12*time.Hour)
@@ -312,8 +309,7 @@ func TestUnusualLongLevelEndsWhenBack(t *testing.T) {
 	wantMessages(t, s.run(t, r, monday.Add(24*time.Hour)), []string{
 		"fire up 04-01 Wed 12:10",
 		"resolve up 04-03 Fri 12:10 not back",
-		"fire down 04-26 Sun 15:00",
-		"resolve up 04-28 Tue 00:50 from its level", // 36 hours back at its old level
+		"resolve up 04-26 Sun 18:50 from its level", // back at 12:00, 6 hours at a stretch from 12:50
 	})
 }
 

@@ -420,12 +420,12 @@ func TestUnusualSurgeOfDaysIsOneEpisodeToItsEnd(t *testing.T) {
 	}{
 		// Resolved on its second night before; one episode to its end
 		// at 13:10 before new levels were read. Held two days, it is a
-		// new level; after it, gone quiet from that level, and back at
-		// its old two days on (an hour back ended a level on a quiet
-		// hour: TestUnusualLevelOutlastsAQuietDay).
-		{1000, 3, []string{"fire up 04-06 Mon 10:10", "resolve up 04-08 Wed 10:10 not back", "fire down 04-10 Fri 13:00", "resolve up 04-11 Sat 23:00 from its level"}},
+		// new level, and back at its old one after 6 hours there at a
+		// stretch (an hour back ended a noisy page's level on a quiet
+		// hour).
+		{1000, 3, []string{"fire up 04-06 Mon 10:10", "resolve up 04-08 Wed 10:10 not back", "resolve up 04-10 Fri 17:00 from its level"}},
 		// Two episodes before, resolved at 3:30 on its first night.
-		{60, 2.5, []string{"fire up 04-06 Mon 13:00", "resolve up 04-08 Wed 13:00 not back", "fire down 04-10 Fri 14:00", "resolve up 04-12 Sun 14:00 from its level"}},
+		{60, 2.5, []string{"fire up 04-06 Mon 13:00", "resolve up 04-08 Wed 13:00 not back", "resolve up 04-10 Fri 18:00 from its level"}},
 	} {
 		s := newSynth(monday, 42, 13, func(t time.Time) float64 {
 			v := daily(c.peak)(t)
