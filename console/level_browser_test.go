@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/pagewatch/pagewatch/console"
 	"github.com/pagewatch/pagewatch/domain/hit"
 	"github.com/pagewatch/pagewatch/domain/rules"
@@ -106,8 +104,6 @@ VALUES ('%s', 'unusual', 'example.com', '/guide', '1h', 0, %d, %d)`, x.key, x.hi
 		chs.Query(t, fmt.Sprintf(`INSERT INTO pw_level.crossing_whys (crossing_key, crossed_at, why) VALUES ('%s', %d, '%s')`, x.key, x.at.Unix(), x.why))
 	}
 
-	ccfg := console.DefaultConfig()
-	ccfg.Auth, ccfg.Listen, ccfg.LiveInterval = console.AuthNone, "127.0.0.1:0", 300*time.Millisecond
 	unusual := rules.Rule{Name: "unusual", Site: "example.com", Match: rules.Match{Prefix: "/"}, Window: rules.ParseWindow("1h"),
 		Unusual: &rules.Unusual{}, Notify: rules.Notify{Recipients: []string{"a@example.com"}}}
 	if err := unusual.Validate("rules"); err != nil {
@@ -117,19 +113,7 @@ VALUES ('%s', 'unusual', 'example.com', '/guide', '1h', 0, %d, %d)`, x.key, x.hi
 	states := sweeperStates(t, map[[2]string]pagestate.State{{"unusual", "/guide"}: {State: rules.State{
 		Episode: 2, LastFired: topFrom.Add(55 * time.Minute),
 		Raised: &rules.Raised{Steps: []rules.LevelStep{{Since: rise, Ratio: level, Set: set}}, Episode: 1}}}})
-	srv, err := console.New(ccfg, console.Deps{Store: ch.Console(), RuleStates: states,
-		Rules: func() []rules.Rule { return []rules.Rule{unusual} }, Logger: logger, Registry: prometheus.NewRegistry()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(runCtx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	base := "http://" + srv.Addr()
+	base := serveConsole(t, console.Deps{Store: ch.Console(), RuleStates: states, Rules: func() []rules.Rule { return []rules.Rule{unusual} }})
 	p := br.NewPage(t)
 
 	// The page over 7 days: the rise, its new level and the surge on
