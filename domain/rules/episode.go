@@ -407,7 +407,7 @@ func sameRaised(a, b *Raised) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	return a.Trend == b.Trend && a.Noise == b.Noise && a.Episode == b.Episode && a.Ended == b.Ended && a.Back.Equal(b.Back) && slices.Equal(a.Steps, b.Steps)
+	return a.Trend == b.Trend && a.Noise == b.Noise && a.Episode == b.Episode && a.Ended == b.Ended && a.Back.Equal(b.Back) && a.DayFrom.Equal(b.DayFrom) && a.HourAt.Equal(b.HourAt) && a.NHours == b.NHours && a.LastDay == b.LastDay && slices.Equal(a.Steps, b.Steps)
 }
 
 func sameEpisode(a, b *Episode) bool {

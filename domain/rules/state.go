@@ -81,6 +81,16 @@ type Raised struct {
 	// every look since that could tell finding it there; zero: it was
 	// not.
 	Back time.Time `json:"back,omitzero"`
+	// DayFrom is when the level's latest day began, Hours[:NHours] the
+	// page's count over its normal at the level once an hour since (the
+	// latest at HourAt), with no episode open, LastDay the median of the
+	// day before's: two days running at one level apart from it move the
+	// level there (followLevel).
+	DayFrom time.Time   `json:"day_from,omitzero"`
+	HourAt  time.Time   `json:"hour_at,omitzero"`
+	Hours   [24]float32 `json:"hours,omitzero"`
+	NHours  int         `json:"n_hours,omitempty"`
+	LastDay float64     `json:"last_day,omitempty"`
 	// Ended: the page came back to its old level (its last step, of
 	// ratio 1), told; its normal is read down from the rise's weeks
 	// until they leave it.

@@ -143,6 +143,17 @@ func raisedNormal(r *Rule, s *State, o Observation) (e Expected, judged *Expecte
 		// weeks: read down from them, until they leave it.
 		return n, &n, false, nil
 	}
+	if f := followLevel(s, l, o, n); !sameRaised(f, l) {
+		s.Raised = f
+		if f.Ratio() != l.Ratio() {
+			if math.Abs(math.Log(f.Ratio())) < math.Log(steadyBand) {
+				// Moved back within a quarter of its old level: its end.
+				return e, nil, false, endLevel(s, l, f.Steps[len(f.Steps)-1].Since, o.At)
+			}
+			n, k, straddles, _ = levelNormal(r, f, e, o.At)
+		}
+		l = f
+	}
 	// Its old level as the same model reads it (not e: its weeks after
 	// the rise and the trend the rise bent lift e above it).
 	old := levelNoise(scaleNormal(e, k/l.Ratio()), l, straddles)
@@ -178,6 +189,64 @@ func raisedNormal(r *Rule, s *State, o Observation) (e Expected, judged *Expecte
 	}
 	return old, &old, false, endLevel(s, l, l.Back, o.At)
 }
+
+// followLevel is l with o's count over its normal at the level (n)
+// taken once an hour while no episode is open, and, when two days
+// running have held one level apart from it (past moveBand, within
+// steadyBand of each other), moved there: a step at that multiple, silently. A
+// page fading back from its level over weeks (a launch decaying) is not
+// a step; read as one, its model held its normal at the level, its old
+// normal far under it, and a month on an outage and a surge were missed
+// on 4 of 8 draws. Its level follows it down in steps instead, and ends
+// once within steadyBand of its old.
+func followLevel(s *State, l *Raised, o Observation, n Expected) *Raised {
+	if o.Late || o.LongLate || n.Value < 1 {
+		return l
+	}
+	d := *l
+	if d.DayFrom.IsZero() {
+		last := l.Steps[len(l.Steps)-1]
+		d.DayFrom = cmp.Or(last.Set, last.Since)
+	}
+	if s.Open != nil {
+		// An episode's hours say what it is, not where the level went.
+		d.DayFrom, d.Hours, d.NHours, d.HourAt, d.LastDay = o.At, [len(d.Hours)]float32{}, 0, time.Time{}, 0
+		return &d
+	}
+	if d.NHours < len(d.Hours) && (d.HourAt.IsZero() || o.At.Sub(d.HourAt) >= time.Hour) {
+		d.Hours[d.NHours] = float32(float64(o.Count) / n.Value)
+		d.NHours++
+		d.HourAt = o.At
+	}
+	if o.At.Sub(d.DayFrom) < 24*time.Hour {
+		return &d
+	}
+	day := 0.0
+	if d.NHours >= 12 {
+		var hours [len(d.Hours)]float64
+		for i, h := range d.Hours[:d.NHours] {
+			hours[i] = float64(h)
+		}
+		day = median(hours[:d.NHours])
+	}
+	prev := d.LastDay
+	d.DayFrom, d.Hours, d.NHours, d.HourAt, d.LastDay = o.At, [len(d.Hours)]float32{}, 0, time.Time{}, day
+	if day <= 0 || prev <= 0 || (day < moveBand && day > 1/moveBand) || day > prev*steadyBand || day < prev/steadyBand {
+		return &d
+	}
+	steps := append(slices.Clone(l.Steps), LevelStep{Since: o.At.Add(-48 * time.Hour), Ratio: l.Ratio() * math.Sqrt(day*prev), Set: o.At})
+	if len(steps) > maxLevelSteps {
+		steps = steps[len(steps)-maxLevelSteps:]
+	}
+	d.Steps, d.LastDay = steps, 0
+	return &d
+}
+
+// moveBand is how far from its level a page's days must sit, two running,
+// to move it: past a page's day-to-day noise (days that vary by 25 %
+// moved it within a quarter, and were told surges and drops from where
+// they moved it).
+const moveBand = 1.5
 
 // levelBack is how long a page at a level must be back at its old one,
 // at a stretch, for its level to end: a noisy page's quiet hour, or a
@@ -296,6 +365,7 @@ func endLevel(s *State, l *Raised, back, set time.Time) *Firing {
 	end := *l
 	end.Steps = append(slices.Clone(l.Steps), LevelStep{Since: back, Ratio: 1, Set: set})
 	end.Back, end.Ended = time.Time{}, true
+	end.DayFrom, end.HourAt, end.Hours, end.NHours, end.LastDay = time.Time{}, time.Time{}, [len(end.Hours)]float32{}, 0, 0
 	s.Raised = &end
 	return &Firing{Event: EventResolve, Episode: Episode{Since: l.Since()}, Raised: l.Ratio(), RaisedSince: l.Since(),
 		LevelEnded: true, levelEpisode: l.Episode}

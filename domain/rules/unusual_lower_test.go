@@ -66,12 +66,12 @@ func TestUnusualSurgeBreakingAFallDatesItsLevel(t *testing.T) {
 }
 
 // A page back at its old level after two weeks at a lower one of 0.4:
-// judged against its old normal there, it is told nothing false. Its
-// level's end is not told either: at every hour of this page its two
-// ranges meet, and an hour that cannot tell neither begins nor breaks
-// its return; the level lasts until its normal's weeks all lie after
-// it (not done).
-func TestUnusualBackFromALowerLevelIsQuiet(t *testing.T) {
+// judged against its old normal there, it is told nothing false, and two
+// days on, its days holding one level 2.5 × its lower one, its level
+// moves back there and ends: "back to its old level" (followLevel). Its
+// two ranges meet at every hour of it, so 6 hours back at hours that can
+// tell never came.
+func TestUnusualBackFromALowerLevel(t *testing.T) {
 	r := unusualRule(t, Unusual{})
 	fall := monday.Add(30*24*time.Hour + 12*time.Hour)
 	s := newSynth(monday, 30+25, 43, func(t time.Time) float64 {
@@ -84,6 +84,7 @@ func TestUnusualBackFromALowerLevelIsQuiet(t *testing.T) {
 	wantMessages(t, s.run(t, r, monday.Add(24*time.Hour)), []string{
 		"fire down 04-01 Wed 15:00",
 		"resolve down 04-11 Sat 15:00 not back",
+		"resolve up 04-17 Fri 15:00 from its level",
 	})
 }
 
