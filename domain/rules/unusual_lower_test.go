@@ -140,3 +140,47 @@ func TestUnusualLevelOutlastsADip(t *testing.T) {
 		wantMessages(t, s.run(t, r, monday.Add(24*time.Hour)), append(rise, c.want...))
 	}
 }
+
+// A page that rose 3 × for good and then fades back over three weeks (a
+// launch decaying) is followed down (followLevel): its level moves with
+// its days, silently; an outage and a surge a month after its rise are
+// each told, and nothing else. Read as a step, its level held its
+// normal at 3 ×, and a review's fades missed both on half their draws.
+// (Its level need not end: it moves only when its days sit 1.5 × from
+// it, so a fade may leave it a little over its old.)
+func TestUnusualLevelFollowsAFade(t *testing.T) {
+	r := unusualRule(t, Unusual{})
+	rise := monday.Add(30*24*time.Hour + 12*time.Hour)
+	fade := rise.Add(2 * 24 * time.Hour)
+	out := monday.Add(63*24*time.Hour + 10*time.Hour)
+	surge := monday.Add(66*24*time.Hour + 12*time.Hour)
+	for seed := uint64(1); seed <= 3; seed++ {
+		s := newSynth(monday, 70, seed, func(t time.Time) float64 {
+			v := daily(2000)(t)
+			switch f := t.Sub(fade).Hours() / 24 / 21; {
+			case t.Before(rise):
+			case f < 0:
+				v *= 3
+			case f < 1:
+				v *= 3 - 2*f
+			}
+			if !t.Before(out) && t.Before(out.Add(6*time.Hour)) {
+				v *= 0.05
+			}
+			if !t.Before(surge) && t.Before(surge.Add(4*time.Hour)) {
+				v *= 3
+			}
+			return v
+		})
+		var fires []string
+		for _, m := range s.run(t, r, monday.Add(24*time.Hour)) {
+			if strings.HasPrefix(m, "fire") {
+				f := strings.Fields(m)
+				fires = append(fires, f[0]+" "+f[1]+" "+f[2])
+			}
+		}
+		if want := "[fire up 04-01 fire down 05-04 fire up 05-07]"; fmt.Sprint(fires) != want {
+			t.Errorf("draw %d: fired %q, want the rise, the outage of 4 May and the surge of 7 May", seed, fires)
+		}
+	}
+}
