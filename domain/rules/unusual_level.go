@@ -60,14 +60,7 @@ func stepLevel(r *Rule, ep *Episode, o Observation, level float64) float64 {
 	if !sampleLevel(r, ep, o) || o.At.Sub(ep.DayFrom) < 24*time.Hour {
 		return 0
 	}
-	day := 0.0
-	if ep.NHours >= 12 {
-		var hours [len(ep.Hours)]float64
-		for i, h := range ep.Hours[:ep.NHours] {
-			hours[i] = float64(h)
-		}
-		day = median(hours[:ep.NHours])
-	}
+	day := dayLevel(&ep.Hours, ep.NHours)
 	ep.DayFrom, ep.Hours, ep.NHours, ep.LastDay = o.At, [len(ep.Hours)]float32{}, 0, day
 	lo, hi := min(ep.RunLow, day), max(ep.RunHigh, day)
 	switch {
@@ -213,22 +206,11 @@ func followLevel(s *State, l *Raised, o Observation, n Expected) *Raised {
 		d.DayFrom, d.Hours, d.NHours, d.HourAt, d.LastDay = o.At, [len(d.Hours)]float32{}, 0, time.Time{}, 0
 		return &d
 	}
-	if d.NHours < len(d.Hours) && (d.HourAt.IsZero() || o.At.Sub(d.HourAt) >= time.Hour) {
-		d.Hours[d.NHours] = float32(float64(o.Count) / n.Value)
-		d.NHours++
-		d.HourAt = o.At
-	}
+	takeHour(&d.Hours, &d.NHours, &d.HourAt, o.At, float64(o.Count)/n.Value)
 	if o.At.Sub(d.DayFrom) < 24*time.Hour {
 		return &d
 	}
-	day := 0.0
-	if d.NHours >= 12 {
-		var hours [len(d.Hours)]float64
-		for i, h := range d.Hours[:d.NHours] {
-			hours[i] = float64(h)
-		}
-		day = median(hours[:d.NHours])
-	}
+	day := dayLevel(&d.Hours, d.NHours)
 	prev := d.LastDay
 	d.DayFrom, d.Hours, d.NHours, d.HourAt, d.LastDay = o.At, [len(d.Hours)]float32{}, 0, time.Time{}, day
 	if day <= 0 || prev <= 0 || (day < moveBand && day > 1/moveBand) || day > prev*steadyBand || day < prev/steadyBand {
@@ -315,12 +297,34 @@ func sampleLevel(r *Rule, ep *Episode, o Observation) bool {
 	// does a new page's launch (its normal is its site's launches) or
 	// an hour whose normal is under a view.
 	tells := !o.Late && !o.LongLate && !o.Launching && e.Value >= 1
-	if tells && ep.NHours < len(ep.Hours) && (ep.HourAt.IsZero() || o.At.Sub(ep.HourAt) >= time.Hour) {
-		ep.Hours[ep.NHours] = float32(float64(o.Count) / e.Value)
-		ep.NHours++
-		ep.HourAt = o.At
+	if tells {
+		takeHour(&ep.Hours, &ep.NHours, &ep.HourAt, o.At, float64(o.Count)/e.Value)
 	}
 	return true
+}
+
+// takeHour notes v, a count over its normal, as the day's next hour, at
+// most once an hour (a day's level: an episode's, stepLevel, or a
+// level's own, followLevel).
+func takeHour(hours *[24]float32, n *int, last *time.Time, at time.Time, v float64) {
+	if *n < len(hours) && (last.IsZero() || at.Sub(*last) >= time.Hour) {
+		hours[*n] = float32(v)
+		*n++
+		*last = at
+	}
+}
+
+// dayLevel is the median of a day's n hours, or 0 under 12 of them: a
+// day with too few hours told says nothing of its level.
+func dayLevel(hours *[24]float32, n int) float64 {
+	if n < 12 {
+		return 0
+	}
+	var xs [24]float64
+	for i, h := range hours[:n] {
+		xs[i] = float64(h)
+	}
+	return median(xs[:n])
 }
 
 // backAtOld reports whether a page at k × its normal before it rose to
