@@ -93,6 +93,10 @@ type Episode struct {
 	RunDays int     `json:"run_days,omitempty"`
 	RunLow  float64 `json:"run_low,omitempty"`
 	RunHigh float64 `json:"run_high,omitempty"`
+	// Young is the level a surge held two days running on a page under
+	// 3 weeks of history, where no level is set yet (stepLevel): kept
+	// silently when its normal follows it (unusual_level.go).
+	Young float64 `json:"young,omitempty"`
 	// Steps is how many escalate steps were reached (and claimed).
 	Steps int `json:"steps,omitempty"`
 	// Down is set for an episode of a page that went quiet. Began is
@@ -361,6 +365,9 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 			next.Fired = nil
 			if j.moved && ep.Down {
 				next.SettledLow = j.began
+			}
+			if j.moved && ep.Young > 0 && held == nil {
+				next.Raised = raise(nil, cmp.Or(ep.Began, episodeBegan(r, next, ep.Since, ep.Down)), o.At, ep.Young, false, o.Expected, next.Episode)
 			}
 			if !ep.Began.IsZero() {
 				next.PrevBegan, next.PrevEnded, next.PrevDown = ep.Began, o.At, ep.Down

@@ -87,10 +87,25 @@ func stepLevel(r *Rule, ep *Episode, o Observation, level float64) float64 {
 		// level would be read for a day, and where the page went back,
 		// its days on both sides of its rise would hide it for weeks.
 		// In its first week two days as high may be its first weekend.
+		// Past it, the surge's first two days are kept as its level
+		// for when its normal has followed it (Episode.Young): once
+		// its normal reads past weeks alone, some from before the rise,
+		// the page is judged at it. Only its first two: its days read
+		// against a normal following it fall towards 1 from the third,
+		// and two busy days later in a surge of a page whose days vary
+		// are no level.
+		if !ep.Down && !back && o.Expected.Weekly && o.At.Sub(ep.Since) < youngDays {
+			ep.Young = day
+		}
 		return 0
 	}
 	return day
 }
+
+// youngDays is how long after it fired a surge on a page under 3 weeks
+// of history may read its level (Episode.Young): its first two days, and
+// the sweep that ends the second.
+const youngDays = 2*24*time.Hour + time.Hour
 
 // raisedNormal is o's normal as the page's new level makes it
 // (State.Raised): judged, when it is not o's own (nil: it is), whether

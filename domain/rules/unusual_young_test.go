@@ -1,0 +1,85 @@
+package rules
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+)
+
+// A page that rises for good in its second or third week, before it has
+// the 3 weeks of history a new level needs, is told once: its normal
+// follows it in days ("not back"), and the level its first two days held
+// is kept (Episode.Young) for when its normal reads past weeks alone.
+// Before, those weeks (most of them from before the rise) read it back
+// at its old level: 13 of 72 such pages were told "taking off" again 9
+// to 15 days on, and an outage a fortnight on was missed on every page
+// of this test.
+func TestUnusualYoungPageUpForGoodIsToldOnce(t *testing.T) {
+	for _, c := range []struct {
+		day    int
+		times  float64
+		seed   uint64
+		fire   string
+		resolv string
+	}{
+		{8, 3, 1, "fire up 03-10 Tue 12:10", "resolve up 03-14 Sat 14:00 not back"},
+		{8, 2, 3, "fire up 03-10 Tue 12:10", "resolve up 03-14 Sat 14:00 not back"},
+		{12, 2, 1, "fire up 03-14 Sat 12:10", "resolve up 03-19 Thu 08:00 not back"},
+		{14, 3, 1, "fire up 03-16 Mon 12:10", "resolve up 03-20 Fri 13:10 not back"},
+	} {
+		t.Run(fmt.Sprintf("day%d_x%g", c.day, c.times), func(t *testing.T) {
+			r := unusualRule(t, Unusual{})
+			rise := monday.Add(time.Duration(c.day)*24*time.Hour + 12*time.Hour)
+			s := newSynth(monday, c.day+25, c.seed, func(t time.Time) float64 {
+				if !t.Before(rise) {
+					return c.times * daily(2000)(t)
+				}
+				return daily(2000)(t)
+			})
+			wantMessages(t, s.run(t, r, monday.Add(24*time.Hour)), []string{c.fire, c.resolv})
+		})
+	}
+}
+
+// On such a page, a surge and an outage weeks after its rise are heard,
+// and its return to its old level is told ("back to its old level"),
+// where before it was not told at all (its normal read from weeks most
+// of which were at that level).
+func TestUnusualYoungPageAtItsLevel(t *testing.T) {
+	rise := monday.Add(10*24*time.Hour + 12*time.Hour)
+	surge := monday.Add(24*24*time.Hour + 13*time.Hour)
+	outage := monday.Add(28*24*time.Hour + 11*time.Hour)
+	back := monday.Add(20*24*time.Hour + 12*time.Hour)
+	risen := []string{"fire up 03-12 Thu 12:10", "resolve up 03-16 Mon 08:10 not back"}
+
+	t.Run("events", func(t *testing.T) {
+		s := newSynth(monday, 35, 1, func(t time.Time) float64 {
+			v := daily(2000)(t)
+			if !t.Before(rise) {
+				v *= 2
+			}
+			if within(t, []time.Time{surge}, 3*time.Hour) {
+				v *= 4
+			}
+			if within(t, []time.Time{outage}, 4*time.Hour) {
+				v *= 0.05
+			}
+			return v
+		})
+		want := append(slices.Clone(risen),
+			"fire up 03-26 Thu 13:30", "resolve up 03-26 Thu 19:40",
+			"fire down 03-30 Mon 14:00", "resolve down 03-30 Mon 16:20")
+		wantMessages(t, s.run(t, unusualRule(t, Unusual{}), monday.Add(24*time.Hour)), want)
+	})
+	t.Run("back", func(t *testing.T) {
+		s := newSynth(monday, 35, 1, func(t time.Time) float64 {
+			if !t.Before(rise) && t.Before(back) {
+				return 2 * daily(2000)(t)
+			}
+			return daily(2000)(t)
+		})
+		want := append(slices.Clone(risen), "resolve up 03-23 Mon 15:00 from its level")
+		wantMessages(t, s.run(t, unusualRule(t, Unusual{}), monday.Add(24*time.Hour)), want)
+	})
+}
