@@ -284,7 +284,7 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 			f.Launch = true
 			if j.lasted == 0 { // else heard by outlasting them, under their count
 				f.LaunchRank = burstRank(o)
-				f.LaunchPassed = nthHighest(o.Bursts, o.At.Add(-pastSpan), f.LaunchRank)
+				f.LaunchPassed = nthHighest(o.Bursts, o.At.Add(-pastSpan), time.Time{}, f.LaunchRank)
 			}
 		}
 		return next, r.firings(next, f)

@@ -429,7 +429,7 @@ func (d *unusualDetector) weighUp(o Observation, open bool) judgement {
 	// A page's bursts are its normal: a count it reached twice in the
 	// last 4 weeks is no news, nor one within a noise unit of it.
 	floor, bursts := 0.0, 0
-	if b := nthHighest(o.Bursts, o.At.Add(-pastSpan), burstRank(o)); b > 0 {
+	if b := nthHighest(o.Bursts, o.At.Add(-pastSpan), o.Above, burstRank(o)); b > 0 {
 		r := math.Sqrt(float64(b)+0.375) + burstMargin/2
 		floor = r*r - 0.375
 		if !o.Launching {

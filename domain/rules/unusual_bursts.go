@@ -40,11 +40,12 @@ func burstTop(o Observation, w, b time.Duration) float64 {
 }
 
 // secondHighest is the second highest count of bursts at or after since
-// (0 with fewer than two).
-func secondHighest(bursts []Burst, since time.Time) uint64 {
+// but the one that holds the run begun at run (zero: none; 0 with fewer
+// than two).
+func secondHighest(bursts []Burst, since, run time.Time) uint64 {
 	var a, b uint64
 	for _, x := range bursts {
-		if x.At.Before(since) {
+		if x.At.Before(since) || ofRun(x, run) {
 			continue
 		}
 		switch {
@@ -57,14 +58,23 @@ func secondHighest(bursts []Burst, since time.Time) uint64 {
 	return b
 }
 
-// nthHighest is the n-th highest count of bursts at or after since (0
-// with fewer than n); secondHighest without sorting for n = 2, the
-// judgment of every page.
-func nthHighest(bursts []Burst, since time.Time, n int) uint64 {
+// nthHighest is the n-th highest count of bursts at or after since, but
+// the one that holds the run begun at run (zero: none is; 0 with fewer
+// than n); secondHighest without sorting for n = 2, the judgment of
+// every page. A surge is measured against the page's other bursts:
+// counted among them from its first sweeps past its normal, its bar
+// climbed with it, and one that hovered between the page's second
+// highest and highest bursts for hours was never heard.
+func nthHighest(bursts []Burst, since, run time.Time, n int) uint64 {
 	if n <= 2 {
-		return secondHighest(bursts, since)
+		return secondHighest(bursts, since, run)
 	}
-	return nthLargest(bursts, since, n, func(b Burst) uint64 { return b.Count })
+	return nthLargest(bursts, since, run, n, func(b Burst) uint64 { return b.Count })
+}
+
+// ofRun reports whether b holds the run begun at run (zero: no run).
+func ofRun(b Burst, run time.Time) bool {
+	return !run.IsZero() && run.Sub(b.At) < burstGroup
 }
 
 // nthLongest is secondLongest's n-th, for bursts of other pages (no run
@@ -73,15 +83,15 @@ func nthLongest(bursts []Burst, since time.Time, n int) time.Duration {
 	if n <= 2 {
 		return secondLongest(bursts, since, time.Time{})
 	}
-	return nthLargest(bursts, since, n, Burst.lasted)
+	return nthLargest(bursts, since, time.Time{}, n, Burst.lasted)
 }
 
-// nthLargest is the n-th largest of(b) of bursts at or after since (0
-// with fewer than n).
-func nthLargest[T cmp.Ordered](bursts []Burst, since time.Time, n int, of func(Burst) T) T {
+// nthLargest is the n-th largest of(b) of bursts at or after since, but
+// the one holding the run begun at run (0 with fewer than n).
+func nthLargest[T cmp.Ordered](bursts []Burst, since, run time.Time, n int, of func(Burst) T) T {
 	var v []T
 	for _, x := range bursts {
-		if !x.At.Before(since) {
+		if !x.At.Before(since) && !ofRun(x, run) {
 			v = append(v, of(x))
 		}
 	}
@@ -101,7 +111,7 @@ func nthLargest[T cmp.Ordered](bursts []Burst, since time.Time, n int, of func(B
 func secondLongest(bursts []Burst, since, run time.Time) time.Duration {
 	var a, b time.Duration
 	for _, x := range bursts {
-		if x.At.Before(since) || (!run.IsZero() && run.Sub(x.At) < burstGroup) {
+		if x.At.Before(since) || ofRun(x, run) {
 			continue
 		}
 		l := x.lasted()
@@ -188,7 +198,7 @@ func burstBound(bursts []Burst, since, run time.Time, scale, factor float64) (bo
 	var logs [maxBursts]float64
 	highest := 0.0
 	for _, b := range bursts {
-		if mine := !run.IsZero() && run.Sub(b.At) < burstGroup; !mine && !b.At.Before(since) && n < len(logs) {
+		if !ofRun(b, run) && !b.At.Before(since) && n < len(logs) {
 			logs[n] = math.Log(float64(max(b.Count, 1)))
 			highest = max(highest, float64(b.Count))
 			n++

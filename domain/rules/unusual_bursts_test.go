@@ -194,11 +194,13 @@ func TestUnusualOutlastingDoesNotEscalate(t *testing.T) {
 	})
 	got := s.run(t, r, monday.Add(2*24*time.Hour))
 	// Its first bursts are told while it has too few of them to know
-	// them (a weekday's 9:00 is not yet every third day's); the surge
-	// fires once its hour passes the bursts' count, and is not escalated.
+	// them (a weekday's 9:00 is not yet every third day's), each alike:
+	// a burst is measured against the page's other bursts, not its own
+	// first sweeps; the surge fires once its hour passes the bursts'
+	// count, and is not escalated.
 	want := []string{
 		"fire up 03-09 Mon 09:10", "escalate up 03-09 Mon 09:20", "escalate up 03-09 Mon 09:40", "resolve up 03-09 Mon 12:00",
-		"fire up 03-12 Thu 09:10", "resolve up 03-12 Thu 12:00",
+		"fire up 03-12 Thu 09:10", "escalate up 03-12 Thu 09:20", "escalate up 03-12 Thu 09:40", "resolve up 03-12 Thu 12:00",
 		"fire up 03-18 Wed 10:00", "resolve up 03-18 Wed 12:00",
 		// (and 24 March's, a little past the second highest, until its
 		// bursts were judged as their own: burstBound)

@@ -36,7 +36,7 @@ func TestLaunchesKeepWhatAJudgmentReads(t *testing.T) {
 			if want := max(2, (len(others)+19)/20); rank != want {
 				t.Fatalf("%d launches, page %s: rank %d, want %d of its %d others", n, page, rank, want, len(others))
 			}
-			if a, b := nthHighest(got, since, rank), nthHighest(others, since, rank); a != b {
+			if a, b := nthHighest(got, since, time.Time{}, rank), nthHighest(others, since, time.Time{}, rank); a != b {
 				t.Errorf("%d launches, page %s: count at rank %d %d, of all its others %d", n, page, rank, a, b)
 			}
 			if a, b := nthLongest(got, since, rank), nthLongest(others, since, rank); a != b {
