@@ -78,15 +78,10 @@ type Episode struct {
 	// drop it is, which an hour whose range is wider cannot tell from
 	// back (unusual rules).
 	Depth float64 `json:"depth,omitempty"`
-	// DayFrom is when a surge's latest day began, Hours[:NHours] its
-	// count over its normal once an hour since (the latest at HourAt),
-	// LastDay the median of those of the day before (unusual rules): a
-	// surge as high two days running is a new level (unusual_level.go).
-	DayFrom time.Time   `json:"day_from,omitzero"`
-	HourAt  time.Time   `json:"hour_at,omitzero"`
-	Hours   [24]float32 `json:"hours,omitzero"`
-	NHours  int         `json:"n_hours,omitempty"`
-	LastDay float64     `json:"last_day,omitempty"`
+	// Days are its count over its normal once an hour, a day at a time
+	// (unusual rules): a surge as high two days running is a new level
+	// (unusual_level.go).
+	Days
 	// RunDays is how many days running, to the latest, its days' levels
 	// have stayed within steadyBand of each other, RunLow to RunHigh: a
 	// drop is a lower level only after lowerDays of them.
@@ -414,7 +409,7 @@ func sameRaised(a, b *Raised) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	return a.Trend == b.Trend && a.Noise == b.Noise && a.Episode == b.Episode && a.Ended == b.Ended && a.Back.Equal(b.Back) && a.DayFrom.Equal(b.DayFrom) && a.HourAt.Equal(b.HourAt) && a.NHours == b.NHours && a.LastDay == b.LastDay && slices.Equal(a.Steps, b.Steps)
+	return a.Trend == b.Trend && a.Noise == b.Noise && a.Episode == b.Episode && a.Ended == b.Ended && a.Back.Equal(b.Back) && a.same(b.Days) && slices.Equal(a.Steps, b.Steps)
 }
 
 func sameEpisode(a, b *Episode) bool {

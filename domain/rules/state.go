@@ -81,20 +81,56 @@ type Raised struct {
 	// every look since that could tell finding it there; zero: it was
 	// not.
 	Back time.Time `json:"back,omitzero"`
-	// DayFrom is when the level's latest day began, Hours[:NHours] the
-	// page's count over its normal at the level once an hour since (the
-	// latest at HourAt), with no episode open, LastDay the median of the
-	// day before's: two days running at one level apart from it move the
-	// level there (followLevel).
+	// Days are the page's count over its normal at the level once an
+	// hour, a day at a time, with no episode open: two days running at
+	// one level apart from it move the level there (followLevel).
+	Days
+	// Ended: the page came back to its old level (its last step, of
+	// ratio 1), told; its normal is read down from the rise's weeks
+	// until they leave it.
+	Ended bool `json:"ended,omitempty"`
+}
+
+// Days is a page's count over a normal once an hour, a day at a time:
+// DayFrom is when the latest day began, Hours[:NHours] its hours so far
+// (the latest at HourAt), LastDay the median of the day before's (0:
+// none, or too few hours). An episode's tells whether it holds a level
+// (stepLevel), a level's whether the page has moved from it
+// (followLevel). Embedded, its fields keep their JSON names.
+type Days struct {
 	DayFrom time.Time   `json:"day_from,omitzero"`
 	HourAt  time.Time   `json:"hour_at,omitzero"`
 	Hours   [24]float32 `json:"hours,omitzero"`
 	NHours  int         `json:"n_hours,omitempty"`
 	LastDay float64     `json:"last_day,omitempty"`
-	// Ended: the page came back to its old level (its last step, of
-	// ratio 1), told; its normal is read down from the rise's weeks
-	// until they leave it.
-	Ended bool `json:"ended,omitempty"`
+}
+
+// take notes v, a count over its normal, as the day's next hour, at most
+// once an hour.
+func (d *Days) take(at time.Time, v float64) {
+	if d.NHours < len(d.Hours) && (d.HourAt.IsZero() || at.Sub(d.HourAt) >= time.Hour) {
+		d.Hours[d.NHours] = float32(v)
+		d.NHours++
+		d.HourAt = at
+	}
+}
+
+// level is the median of the day's hours so far, or 0 under 12 of them:
+// a day with too few hours told says nothing of its level.
+func (d *Days) level() float64 {
+	if d.NHours < 12 {
+		return 0
+	}
+	var xs [len(d.Hours)]float64
+	for i, h := range d.Hours[:d.NHours] {
+		xs[i] = float64(h)
+	}
+	return median(xs[:d.NHours])
+}
+
+// same reports whether d and e hold the same days.
+func (d Days) same(e Days) bool {
+	return d.DayFrom.Equal(e.DayFrom) && d.HourAt.Equal(e.HourAt) && d.NHours == e.NHours && d.LastDay == e.LastDay
 }
 
 // LevelStep is one rise of a page that rose for good: from Since (when

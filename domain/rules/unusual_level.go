@@ -60,8 +60,8 @@ func stepLevel(r *Rule, ep *Episode, o Observation, level float64) float64 {
 	if !sampleLevel(r, ep, o) || o.At.Sub(ep.DayFrom) < 24*time.Hour {
 		return 0
 	}
-	day := dayLevel(&ep.Hours, ep.NHours)
-	ep.DayFrom, ep.Hours, ep.NHours, ep.LastDay = o.At, [len(ep.Hours)]float32{}, 0, day
+	day := ep.level()
+	ep.Days = Days{DayFrom: o.At, HourAt: ep.HourAt, LastDay: day}
 	lo, hi := min(ep.RunLow, day), max(ep.RunHigh, day)
 	switch {
 	case day <= 0:
@@ -218,16 +218,15 @@ func followLevel(s *State, l *Raised, o Observation, n Expected) *Raised {
 	}
 	if s.Open != nil {
 		// An episode's hours say what it is, not where the level went.
-		d.DayFrom, d.Hours, d.NHours, d.HourAt, d.LastDay = o.At, [len(d.Hours)]float32{}, 0, time.Time{}, 0
+		d.Days = Days{DayFrom: o.At}
 		return &d
 	}
-	takeHour(&d.Hours, &d.NHours, &d.HourAt, o.At, float64(o.Count)/n.Value)
+	d.take(o.At, float64(o.Count)/n.Value)
 	if o.At.Sub(d.DayFrom) < 24*time.Hour {
 		return &d
 	}
-	day := dayLevel(&d.Hours, d.NHours)
-	prev := d.LastDay
-	d.DayFrom, d.Hours, d.NHours, d.HourAt, d.LastDay = o.At, [len(d.Hours)]float32{}, 0, time.Time{}, day
+	day, prev := d.level(), d.LastDay
+	d.Days = Days{DayFrom: o.At, LastDay: day}
 	if day <= 0 || prev <= 0 || (day < moveBand && day > 1/moveBand) || day > prev*steadyBand || day < prev/steadyBand {
 		return &d
 	}
@@ -313,33 +312,9 @@ func sampleLevel(r *Rule, ep *Episode, o Observation) bool {
 	// an hour whose normal is under a view.
 	tells := !o.Late && !o.LongLate && !o.Launching && e.Value >= 1
 	if tells {
-		takeHour(&ep.Hours, &ep.NHours, &ep.HourAt, o.At, float64(o.Count)/e.Value)
+		ep.take(o.At, float64(o.Count)/e.Value)
 	}
 	return true
-}
-
-// takeHour notes v, a count over its normal, as the day's next hour, at
-// most once an hour (a day's level: an episode's, stepLevel, or a
-// level's own, followLevel).
-func takeHour(hours *[24]float32, n *int, last *time.Time, at time.Time, v float64) {
-	if *n < len(hours) && (last.IsZero() || at.Sub(*last) >= time.Hour) {
-		hours[*n] = float32(v)
-		*n++
-		*last = at
-	}
-}
-
-// dayLevel is the median of a day's n hours, or 0 under 12 of them: a
-// day with too few hours told says nothing of its level.
-func dayLevel(hours *[24]float32, n int) float64 {
-	if n < 12 {
-		return 0
-	}
-	var xs [24]float64
-	for i, h := range hours[:n] {
-		xs[i] = float64(h)
-	}
-	return median(xs[:n])
 }
 
 // backAtOld reports whether a page at k × its normal before it rose to
@@ -384,7 +359,7 @@ func endLevel(s *State, l *Raised, back, set time.Time) *Firing {
 	end := *l
 	end.Steps = append(slices.Clone(l.Steps), LevelStep{Since: back, Ratio: 1, Set: set})
 	end.Back, end.Ended = time.Time{}, true
-	end.DayFrom, end.HourAt, end.Hours, end.NHours, end.LastDay = time.Time{}, time.Time{}, [len(end.Hours)]float32{}, 0, 0
+	end.Days = Days{}
 	s.Raised = &end
 	return &Firing{Event: EventResolve, Episode: Episode{Since: l.Since()}, Raised: l.Ratio(), RaisedSince: l.Since(),
 		LevelEnded: true, levelEpisode: l.Episode}

@@ -132,14 +132,21 @@ func TestLevelScaleModelsTheMedian(t *testing.T) {
 // A page's state keeps its new level and its surge's days across a
 // restart (the KV store holds JSON).
 func TestUnusualLevelStateRoundTrips(t *testing.T) {
-	ep := &Episode{Since: monday, Peak: 10, PeakAt: monday, DayFrom: monday, HourAt: monday.Add(time.Hour), NHours: 2, LastDay: 2.5,
-		RunDays: 1, RunLow: 2.5, RunHigh: 2.5, Down: true, Began: monday.Add(-3 * time.Hour), Depth: 0.3}
+	ep := &Episode{Since: monday, Peak: 10, PeakAt: monday, Days: Days{DayFrom: monday, HourAt: monday.Add(time.Hour), NHours: 2, LastDay: 2.5},
+		RunDays: 1, RunLow: 2.5, RunHigh: 2.5, Down: true, Began: monday.Add(-3 * time.Hour), Depth: 0.3, Young: 2.2}
 	ep.Hours[0], ep.Hours[1] = 2.4, 2.6
 	st := State{Open: ep, Raised: &Raised{Steps: []LevelStep{{Since: monday, Ratio: 2.5}, {Since: monday.Add(240 * time.Hour), Ratio: 5}},
-		Trend: 0.1, Noise: 0.03, Episode: 3}}
+		Trend: 0.1, Noise: 0.03, Episode: 3, Days: Days{DayFrom: monday, NHours: 1, LastDay: 1.1}}}
 	b, err := json.Marshal(st)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The days are written as they were before they were one struct: a
+	// state written by an older sweeper reads back.
+	for _, key := range []string{`"day_from"`, `"hour_at"`, `"n_hours"`, `"last_day"`, `"young"`} {
+		if strings.Count(string(b), key) < 1 || strings.Contains(string(b), `"Days"`) {
+			t.Errorf("state JSON lacks %s at its episode's top: %s", key, b)
+		}
 	}
 	var got State
 	if err := json.Unmarshal(b, &got); err != nil {
