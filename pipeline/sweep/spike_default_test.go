@@ -45,7 +45,7 @@ func TestShippedSpikeDefaultOnSeasonalTraffic(t *testing.T) {
 			"/pricing fire up 03-17 02:05|/pricing resolve up 03-17 04:50|" +
 			"/small fire up 03-24 20:20|/small resolve up 03-24 22:55|" +
 			"/pricing fire down 03-26 15:30|/pricing resolve down 03-26 18:45|" +
-			"/pricing fire up 04-01 03:00|/pricing escalate up 04-01 03:35|/pricing resolve up 04-01 05:55"},
+			"/pricing fire up 04-01 03:00|/pricing escalate up 04-01 03:05|/pricing resolve up 04-01 05:55"},
 		// A B2B site: weekends at 30%; a Friday holiday at a third makes
 		// three quiet days in a row, a sale day doubles traffic, and
 		// Maundy Thursday and Good Friday are at half (the day after the
