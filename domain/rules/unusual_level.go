@@ -60,7 +60,7 @@ func stepLevel(r *Rule, ep *Episode, o Observation, level float64) float64 {
 	if !sampleLevel(r, ep, o) || o.At.Sub(ep.DayFrom) < 24*time.Hour {
 		return 0
 	}
-	day := ep.level()
+	day, young := ep.level(), youngAt(o, ep)
 	ep.Days = Days{DayFrom: o.At, HourAt: ep.HourAt, LastDay: day}
 	lo, hi := min(ep.RunLow, day), max(ep.RunHigh, day)
 	switch {
@@ -74,6 +74,9 @@ func stepLevel(r *Rule, ep *Episode, o Observation, level float64) float64 {
 	need, back := 2, backAtOld(day*level, level)
 	if ep.Down && !back {
 		need = lowerDays
+		if ep.RunDays >= 2 && young && day >= minLevel && day <= 1/max(r.Unusual.Factor, steadyBand) {
+			ep.Young = day // a young page's fall, as its rise below
+		}
 	}
 	if ep.RunDays < need {
 		return 0
@@ -94,7 +97,7 @@ func stepLevel(r *Rule, ep *Episode, o Observation, level float64) float64 {
 		// against a normal following it fall towards 1 from the third,
 		// and two busy days later in a surge of a page whose days vary
 		// are no level.
-		if !ep.Down && !back && o.Expected.Weekly && o.At.Sub(ep.Since) < youngDays {
+		if !ep.Down && !back && young {
 			ep.Young = day
 		}
 		return 0
@@ -102,10 +105,14 @@ func stepLevel(r *Rule, ep *Episode, o Observation, level float64) float64 {
 	return day
 }
 
-// youngDays is how long after it fired a surge on a page under 3 weeks
-// of history may read its level (Episode.Young): its first two days, and
-// the sweep that ends the second.
-const youngDays = 2*24*time.Hour + time.Hour
+// youngAt reports whether o, on a page past its first week and under 3
+// weeks of history, ends the first or second day of its episode ep (the
+// day ending began under two days after it fired; a day ends at the
+// first sweep a day after it began that is not held, so a drop's days
+// held at its nights end late).
+func youngAt(o Observation, ep *Episode) bool {
+	return o.Expected.Weekly && o.Expected.WeeksBack < 3 && ep.DayFrom.Sub(ep.Since) < 2*24*time.Hour
+}
 
 // raisedNormal is o's normal as the page's new level makes it
 // (State.Raised): judged, when it is not o's own (nil: it is), whether
@@ -151,7 +158,11 @@ func raisedNormal(r *Rule, s *State, o Observation) (e Expected, judged *Expecte
 		// weeks: read down from them, until they leave it.
 		return n, &n, false, nil
 	}
-	if f := followLevel(s, l, o, n); !sameRaised(f, l) {
+	// Under 3 weeks of history its normal reads past days, which follow
+	// the page by themselves: its count over them says nothing of where
+	// its level went (a page fallen to 0.3 read its days catching up as
+	// falls further, and its level sank to 0.08 in a week).
+	if f := followLevel(s, l, o, n); e.WeeksBack >= 3 && !sameRaised(f, l) {
 		s.Raised = f
 		if f.Ratio() != l.Ratio() {
 			if math.Abs(math.Log(f.Ratio())) < math.Log(steadyBand) {

@@ -3,6 +3,7 @@ package rules
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -82,4 +83,48 @@ func TestUnusualYoungPageAtItsLevel(t *testing.T) {
 		want := append(slices.Clone(risen), "resolve up 03-23 Mon 15:00 from its level")
 		wantMessages(t, s.run(t, unusualRule(t, Unusual{}), monday.Add(24*time.Hour)), want)
 	})
+}
+
+// A page that falls for good in its second or third week keeps its
+// level too (its first two days', Episode.Young): a surge of 4 × its new
+// level two weeks on is heard. Before, its normal read from weeks on
+// both sides of the fall, their spread the fall's, and the surge was
+// missed on 18 of 24 draws (falls on its 9th to 15th day). Into its old
+// range, at 0.3, the surge is judged against its old normal and resolved
+// within the hour and a half (as on any lower level); at 0.5 it is
+// resolved days late, held at hours whose range could hold it (as on a
+// lower level of 0.5 set after 10 days: "Not done yet").
+func TestUnusualYoungPageFallenForGood(t *testing.T) {
+	for _, c := range []struct {
+		day  int
+		step float64
+		want []string // nil: only the fall and the surge's fire checked
+	}{
+		{10, 0.3, []string{"fire down 03-12 Thu 14:50", "resolve down 03-15 Sun 14:00 not back", "fire up 04-01 Wed 13:10", "resolve up 04-01 Wed 14:20"}},
+		{14, 0.3, []string{"fire down 03-16 Mon 14:50", "resolve down 03-20 Fri 13:10 not back", "fire up 04-01 Wed 13:10", "resolve up 04-01 Wed 14:20"}},
+		{12, 0.5, nil},
+	} {
+		t.Run(fmt.Sprintf("day%d_x%g", c.day, c.step), func(t *testing.T) {
+			fall := monday.Add(time.Duration(c.day)*24*time.Hour + 12*time.Hour)
+			surge := monday.Add(30*24*time.Hour + 13*time.Hour)
+			s := newSynth(monday, 35, 1, func(t time.Time) float64 {
+				v := daily(2000)(t)
+				if !t.Before(fall) {
+					v *= c.step
+				}
+				if within(t, []time.Time{surge}, 3*time.Hour) {
+					v *= 4
+				}
+				return v
+			})
+			got := s.run(t, unusualRule(t, Unusual{}), monday.Add(24*time.Hour))
+			if c.want != nil {
+				wantMessages(t, got, c.want)
+				return
+			}
+			if len(got) < 3 || !strings.HasPrefix(got[0], "fire down") || !strings.HasSuffix(got[1], "not back") || got[2] != "fire up 04-01 Wed 13:10" {
+				t.Errorf("got %q: want its fall told, not back, and the surge on top of it", got)
+			}
+		})
+	}
 }
