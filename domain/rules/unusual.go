@@ -334,10 +334,14 @@ func (d *unusualDetector) weigh(o Observation, ep *Episode) judgement {
 		}
 		return dn
 	case ep != nil:
-		if e.Top >= float64(u.MinCount) {
+		top := e.Top
+		if o.levelTop > 0 {
+			top = o.levelTop // measured against the level it is at
+		}
+		if top >= float64(u.MinCount) {
 			// How big the surge is, at hours big enough to say: at a
 			// quiet one a few views are many times its normal.
-			up.ratio = float64(o.Count) / e.Top
+			up.ratio = float64(o.Count) / top
 		}
 		if cannotTellUp(o, ep, d.long()) && d.back(up, o, ep) {
 			// At an hour whose range would hold the surge at its size

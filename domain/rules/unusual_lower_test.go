@@ -184,3 +184,19 @@ func TestUnusualLevelFollowsAFade(t *testing.T) {
 		}
 	}
 }
+
+// A surge on a page at a lower level of half its old one, past its old
+// range, resolves hours after it ends. Its size was measured against the
+// old normal it is judged by there (1.2 ×), and the level's hours, whose
+// ranges would hold that, held it until the hold ran out: resolved 3
+// days on. Now it is measured against the level it is at (Observation's
+// levelTop).
+func TestUnusualSurgeOnALowerLevelEnds(t *testing.T) {
+	r := unusualRule(t, Unusual{})
+	wantMessages(t, fallThen(0.5, 3, 13).run(t, r, monday.Add(24*time.Hour)), []string{
+		"fire down 04-02 Thu 17:40",
+		"resolve down 04-12 Sun 17:40 not back",
+		"fire up 04-14 Tue 10:10",
+		"resolve up 04-14 Tue 17:40", // 4 hours of it from 10:00, then its hours together back and an hour's settle
+	})
+}
