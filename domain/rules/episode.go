@@ -373,6 +373,7 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 			}
 			if j.moved && ep.Young > 0 && held == nil {
 				next.Raised = raise(nil, cmp.Or(ep.Began, episodeBegan(r, next, ep.Since, ep.Down)), o.At, ep.Young, false, o.Expected, next.Episode)
+				next.Raised.Young = true
 			}
 			if !ep.Began.IsZero() {
 				next.PrevBegan, next.PrevEnded, next.PrevDown = ep.Began, o.At, ep.Down
@@ -419,7 +420,7 @@ func sameRaised(a, b *Raised) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	return a.Trend == b.Trend && a.Noise == b.Noise && a.Episode == b.Episode && a.Ended == b.Ended && a.Back.Equal(b.Back) && a.same(b.Days) && slices.Equal(a.Steps, b.Steps)
+	return a.Trend == b.Trend && a.Noise == b.Noise && a.Episode == b.Episode && a.Ended == b.Ended && a.Young == b.Young && a.Back.Equal(b.Back) && a.same(b.Days) && slices.Equal(a.Steps, b.Steps)
 }
 
 func sameEpisode(a, b *Episode) bool {

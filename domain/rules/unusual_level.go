@@ -167,6 +167,10 @@ func raisedNormal(r *Rule, s *State, o Observation) (e Expected, judged *Expecte
 		if f.Ratio() != l.Ratio() {
 			if math.Abs(math.Log(f.Ratio())) < math.Log(steadyBand) {
 				// Moved back within a quarter of its old level: its end.
+				if l.Young {
+					s.Raised = nil // never seen at it: no level to end
+					return e, nil, false, nil
+				}
 				return e, nil, false, endLevel(s, l, f.Steps[len(f.Steps)-1].Since, o.At)
 			}
 			n, k, straddles, _ = levelNormal(r, f, e, o.At)
@@ -191,7 +195,11 @@ func raisedNormal(r *Rule, s *State, o Observation) (e Expected, judged *Expecte
 		// Hits not all there say nothing of where it is.
 		return n, &n, true, nil
 	case atNew:
-		s.Raised = backAt(l, time.Time{})
+		l = backAt(l, time.Time{})
+		if l.Young && e.WeeksBack >= 3 && apart && c >= n.Low && c <= n.High {
+			l = confirmed(l) // seen at it where its old level could not be
+		}
+		s.Raised = l
 		return n, &n, true, nil
 	case beyond:
 		s.Raised = backAt(l, time.Time{})
@@ -206,7 +214,24 @@ func raisedNormal(r *Rule, s *State, o Observation) (e Expected, judged *Expecte
 	if o.At.Sub(l.Back) < max(r.Rearm.Settle, levelBack) {
 		return old, &old, false, nil
 	}
+	if l.Young {
+		// A young page's level never seen at it once its normal read
+		// past weeks: its episode was an excursion its days' normal
+		// followed ("not back"), a campaign of two days or a lull of
+		// five, not a level. Dropped silently: ended, its span read as
+		// a level's, it told a page back for days "back to its old
+		// level", and skewed its normal into false drops for days.
+		s.Raised = nil
+		return e, nil, false, nil
+	}
 	return old, &old, false, endLevel(s, l, l.Back, o.At)
+}
+
+// confirmed is l, a young page's level (Raised.Young), seen at.
+func confirmed(l *Raised) *Raised {
+	c := *l
+	c.Young = false
+	return &c
 }
 
 // followLevel is l with o's count over its normal at the level (n)
