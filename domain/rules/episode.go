@@ -420,7 +420,7 @@ func sameRaised(a, b *Raised) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	return a.Trend == b.Trend && a.Noise == b.Noise && a.Episode == b.Episode && a.Ended == b.Ended && a.Young == b.Young && a.Back.Equal(b.Back) && a.same(b.Days) && slices.Equal(a.Steps, b.Steps)
+	return a.Trend == b.Trend && a.Noise == b.Noise && a.Episode == b.Episode && a.Ended == b.Ended && a.Young == b.Young && a.Seen == b.Seen && a.Back.Equal(b.Back) && a.same(b.Days) && slices.Equal(a.Steps, b.Steps)
 }
 
 func sameEpisode(a, b *Episode) bool {

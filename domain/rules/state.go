@@ -89,11 +89,13 @@ type Raised struct {
 	// ratio 1), told; its normal is read down from the rise's weeks
 	// until they leave it.
 	Ended bool `json:"ended,omitempty"`
-	// Young: set from a young page's first two days (Episode.Young),
-	// and not yet seen at once its normal read past weeks alone, where
-	// its ranges at the two levels do not meet. A young level the page
-	// is back from by then was no level: it is dropped, untold.
+	// Young: set from a young page's first two days (Episode.Young);
+	// Seen: the page was seen at it once its normal read past weeks
+	// alone, where its ranges at the two levels do not meet. A young
+	// level the page is back from before it was seen at was no level:
+	// it is dropped, untold. One seen at ends on its days alone.
 	Young bool `json:"young,omitempty"`
+	Seen  bool `json:"seen,omitempty"`
 }
 
 // Days is a page's count over a normal once an hour, a day at a time:

@@ -168,7 +168,14 @@ func raisedNormal(r *Rule, s *State, o Observation) (e Expected, judged *Expecte
 			if math.Abs(math.Log(f.Ratio())) < math.Log(steadyBand) {
 				// Moved back within a quarter of its old level: its end.
 				if l.Young {
-					s.Raised = nil // never seen at it: no level to end
+					// A young page's level is dated from its episode,
+					// which may have fired days after the page stepped (a
+					// step on a Friday hidden by its quiet weekend): its
+					// weekend, a week on, read as two days at its old
+					// level. Ended, it was told "back to its old level"
+					// and "taking off" again each week; dropped, the page
+					// is judged as before young levels.
+					s.Raised = nil
 					return e, nil, false, nil
 				}
 				return e, nil, false, endLevel(s, l, f.Steps[len(f.Steps)-1].Since, o.At)
@@ -196,8 +203,8 @@ func raisedNormal(r *Rule, s *State, o Observation) (e Expected, judged *Expecte
 		return n, &n, true, nil
 	case atNew:
 		l = backAt(l, time.Time{})
-		if l.Young && e.WeeksBack >= 3 && apart && c >= n.Low && c <= n.High {
-			l = confirmed(l) // seen at it where its old level could not be
+		if l.Young && !l.Seen && e.WeeksBack >= 3 && apart && c >= n.Low && c <= n.High {
+			l = seen(l) // at it where its old level could not be
 		}
 		s.Raised = l
 		return n, &n, true, nil
@@ -214,7 +221,8 @@ func raisedNormal(r *Rule, s *State, o Observation) (e Expected, judged *Expecte
 	if o.At.Sub(l.Back) < max(r.Rearm.Settle, levelBack) {
 		return old, &old, false, nil
 	}
-	if l.Young {
+	switch {
+	case l.Young && !l.Seen:
 		// A young page's level never seen at it once its normal read
 		// past weeks: its episode was an excursion its days' normal
 		// followed ("not back"), a campaign of two days or a lull of
@@ -223,14 +231,18 @@ func raisedNormal(r *Rule, s *State, o Observation) (e Expected, judged *Expecte
 		// level", and skewed its normal into false drops for days.
 		s.Raised = nil
 		return e, nil, false, nil
+	case l.Young:
+		// Seen at: its hours back may be those between the page's step
+		// and its episode (followLevel, above), and end nothing.
+		return old, &old, false, nil
 	}
 	return old, &old, false, endLevel(s, l, l.Back, o.At)
 }
 
-// confirmed is l, a young page's level (Raised.Young), seen at.
-func confirmed(l *Raised) *Raised {
+// seen is l, a young page's level (Raised.Young), seen at.
+func seen(l *Raised) *Raised {
 	c := *l
-	c.Young = false
+	c.Seen = true
 	return &c
 }
 
