@@ -158,9 +158,11 @@ type judgement struct {
 	small bool
 	// moved: an open episode's page is inside a usual range that
 	// followed it, not back where it was (Firing.NewNormal); began:
-	// when its drop began (State.SettledLow).
-	moved bool
-	began time.Time
+	// when its drop began (State.SettledLow); followed: its range is
+	// read mostly from days since it began, the page over its middle
+	// (moved) or not.
+	moved, followed bool
+	began           time.Time
 	// ratio: an open surge's count over the top of its normal, at an
 	// hour big enough to say (Episode.Ratio); 0: none.
 	ratio float64
@@ -371,7 +373,12 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 			if j.moved && ep.Down {
 				next.SettledLow = j.began
 			}
-			if j.moved && ep.Young > 0 && held == nil {
+			// Kept as a guess (Raised.Young) also where the page is
+			// under its middle at the hour its episode resolves: a page
+			// risen on a Sunday, told on the Monday and back in range on
+			// a Friday morning, kept no level and was told taking off
+			// again a week after its normal read past weeks.
+			if j.followed && ep.Young > 0 && held == nil {
 				next.Raised = raise(nil, cmp.Or(ep.Began, episodeBegan(r, next, ep.Since, ep.Down)), o.At, ep.Young, false, o.Expected, next.Episode)
 				next.Raised.Young = true
 			}

@@ -319,7 +319,8 @@ func (d *unusualDetector) weigh(o Observation, ep *Episode) judgement {
 		// under its middle, the page has not come back: its normal
 		// followed it down (unusual_moved.go).
 		dn.began = cmp.Or(ep.Began, ep.Since.Add(-d.r.Window.Rolling-u.DownFor))
-		dn.moved = float64(o.Count) <= e.Value && normalFollowed(e, d.r.Window.Rolling, o.At, dn.began)
+		dn.followed = normalFollowed(e, d.r.Window.Rolling, o.At, dn.began)
+		dn.moved = float64(o.Count) <= e.Value && dn.followed
 		if e.Bottom >= float64(u.MinCount) {
 			dn.depth = max(float64(o.Count), 0.5) / e.Bottom
 		}
@@ -355,7 +356,8 @@ func (d *unusualDetector) weigh(o Observation, ep *Episode) judgement {
 		// Back inside a range read mostly from days since it took off,
 		// and still over its middle: it stayed up, and its normal
 		// followed it (unusual_moved.go).
-		up.moved = float64(o.Count) >= e.Value && normalFollowed(e, d.r.Window.Rolling, o.At, ep.Since.Add(-d.r.Window.Rolling))
+		up.followed = normalFollowed(e, d.r.Window.Rolling, o.At, ep.Since.Add(-d.r.Window.Rolling))
+		up.moved = float64(o.Count) >= e.Value && up.followed
 		return up
 	case u.Direction == Up:
 		return up
