@@ -60,7 +60,9 @@ type Observation struct {
 	// it.
 	Late bool
 	// levelTop is the top of the normal at the page's level when it is
-	// judged against its old one (StepEpisode; 0: it is not).
+	// judged against its old one (raisedNormal; 0: it is not): a surge's
+	// size (Episode.Ratio) is told against the level it is at, which its
+	// later hours are judged at.
 	levelTop float64
 }
 
@@ -227,15 +229,8 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 		next.SettledLow = time.Time{}
 	}
 	o.SettledLow = next.SettledLow
-	raw := o.Expected
-	o.Expected, judged, atLevel, ended = raisedNormal(r, &next, o)
+	o.Expected, judged, atLevel, ended, o.levelTop = raisedNormal(r, &next, o)
 	held = next.Raised
-	if judged != nil && !atLevel && held != nil && !held.Ended {
-		// Judged against its old normal (a lowered page surging into
-		// its old range): a surge's size is still told against the level
-		// it is at, which its later hours are judged at.
-		o.levelTop = AtLevel(r, held, raw, o.At).Top
-	}
 	if ended != nil && ep != nil && ep.Down == (ended.Raised > 1) {
 		// Its drop from a raised level (its surge from a lower one) was
 		// its return: the level's end tells it.

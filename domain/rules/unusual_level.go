@@ -118,9 +118,11 @@ func youngAt(o Observation, ep *Episode) bool {
 // (State.Raised): judged, when it is not o's own (nil: it is), whether
 // it is the level's (atLevel; else its old level's, or an ended level's,
 // read down from the rise's weeks), and the level's end, when o ends
-// it. The level scales the normal while its samples, the page's trend or
-// its noise are read in part from before the rise (levelScale,
-// levelNoise), and is kept until settledMemory.
+// it; levelTop, when o is judged against its old normal, the top of the
+// normal at the level (a surge's size is told against the level it is
+// at: Observation.levelTop). The level scales the normal while its
+// samples, the page's trend or its noise are read in part from before
+// the rise (levelScale, levelNoise), and is kept until settledMemory.
 //
 // A page at a level is judged at it, but for counts between its two
 // levels, nearer its old (a raised page under its new range and inside
@@ -137,32 +139,28 @@ func youngAt(o Observation, ep *Episode) bool {
 // over weeks never ended it (its model, a step, read its old normal
 // far under it), the days after a campaign swallowed its outages, and
 // a page whose days vary by 30 % ended it on a quiet weekend.
-func raisedNormal(r *Rule, s *State, o Observation) (e Expected, judged *Expected, atLevel bool, ended *Firing) {
+func raisedNormal(r *Rule, s *State, o Observation) (e Expected, judged *Expected, atLevel bool, ended *Firing, levelTop float64) {
 	e, l := o.Expected, s.Raised
 	if l == nil {
-		return e, nil, false, nil
+		return e, nil, false, nil, 0
 	}
 	if r.Unusual == nil || len(l.Steps) == 0 || o.At.Sub(l.Since()) > settledMemory {
 		s.Raised = nil // a rule no longer unusual, or a level long followed
-		return e, nil, false, nil
+		return e, nil, false, nil, 0
 	}
 	n, k, straddles, on := levelNormal(r, l, e, o.At)
 	if !on {
 		if l.Ended && e.OK {
 			s.Raised = nil // its weeks all after its return: the page's own normal
 		}
-		return e, nil, false, nil
+		return e, nil, false, nil, 0
 	}
 	if l.Ended {
 		// Back at its old level, its normal still reads the level's
 		// weeks: read down from them, until they leave it.
-		return n, &n, false, nil
+		return n, &n, false, nil, 0
 	}
-	// Under 3 weeks of history its normal reads past days, which follow
-	// the page by themselves: its count over them says nothing of where
-	// its level went (a page fallen to 0.3 read its days catching up as
-	// falls further, and its level sank to 0.08 in a week).
-	if f := followLevel(s, l, o, n); e.WeeksBack >= 3 && !sameRaised(f, l) {
+	if f := followLevel(s, l, o, n); !sameRaised(f, l) {
 		s.Raised = f
 		if f.Ratio() != l.Ratio() {
 			if math.Abs(math.Log(f.Ratio())) < math.Log(steadyBand) {
@@ -176,9 +174,9 @@ func raisedNormal(r *Rule, s *State, o Observation) (e Expected, judged *Expecte
 					// and "taking off" again each week; dropped, the page
 					// is judged as before young levels.
 					s.Raised = nil
-					return e, nil, false, nil
+					return e, nil, false, nil, 0
 				}
-				return e, nil, false, endLevel(s, l, f.Steps[len(f.Steps)-1].Since, o.At)
+				return e, nil, false, endLevel(s, l, f.Steps[len(f.Steps)-1].Since, o.At), 0
 			}
 			n, k, straddles, _ = levelNormal(r, f, e, o.At)
 		}
@@ -200,26 +198,26 @@ func raisedNormal(r *Rule, s *State, o Observation) (e Expected, judged *Expecte
 	switch {
 	case o.Late || o.LongLate:
 		// Hits not all there say nothing of where it is.
-		return n, &n, true, nil
+		return n, &n, true, nil, 0
 	case atNew:
 		l = backAt(l, time.Time{})
 		if l.Young && !l.Seen && e.WeeksBack >= 3 && apart && c >= n.Low && c <= n.High {
 			l = seen(l) // at it where its old level could not be
 		}
 		s.Raised = l
-		return n, &n, true, nil
+		return n, &n, true, nil, 0
 	case beyond:
 		s.Raised = backAt(l, time.Time{})
-		return old, &old, false, nil
+		return old, &old, false, nil, n.Top
 	case !apart:
-		return old, &old, false, nil // cannot tell: neither back nor not
+		return old, &old, false, nil, n.Top // cannot tell: neither back nor not
 	}
 	if l.Back.IsZero() {
 		l = backAt(l, o.At)
 		s.Raised = l
 	}
 	if o.At.Sub(l.Back) < max(r.Rearm.Settle, levelBack) {
-		return old, &old, false, nil
+		return old, &old, false, nil, n.Top
 	}
 	switch {
 	case l.Young && !l.Seen:
@@ -230,13 +228,13 @@ func raisedNormal(r *Rule, s *State, o Observation) (e Expected, judged *Expecte
 		// a level's, it told a page back for days "back to its old
 		// level", and skewed its normal into false drops for days.
 		s.Raised = nil
-		return e, nil, false, nil
+		return e, nil, false, nil, 0
 	case l.Young:
 		// Seen at: its hours back may be those between the page's step
 		// and its episode (followLevel, above), and end nothing.
-		return old, &old, false, nil
+		return old, &old, false, nil, n.Top
 	}
-	return old, &old, false, endLevel(s, l, l.Back, o.At)
+	return old, &old, false, endLevel(s, l, l.Back, o.At), 0
 }
 
 // seen is l, a young page's level (Raised.Young), seen at.
@@ -254,9 +252,13 @@ func seen(l *Raised) *Raised {
 // a step; read as one, its model held its normal at the level, its old
 // normal far under it, and a month on an outage and a surge were missed
 // on 4 of 8 draws. Its level follows it down in steps instead, and ends
-// once within steadyBand of its old.
+// once within steadyBand of its old. Not under 3 weeks of history: its
+// normal then reads past days, which follow the page by themselves, and
+// its count over them says nothing of where its level went (a page
+// fallen to 0.3 read its days catching up as falls further, and its
+// level sank to 0.08 in a week).
 func followLevel(s *State, l *Raised, o Observation, n Expected) *Raised {
-	if o.Late || o.LongLate || n.Value < 1 {
+	if o.Late || o.LongLate || n.Value < 1 || o.Expected.WeeksBack < 3 {
 		return l
 	}
 	d := *l
