@@ -20,6 +20,13 @@
 //   - an alarm is at the data row it was judged on: the last row at or
 //     before it (the backtest stamps an alarm at the end of the row's
 //     minute, seconds after the row's own time);
+//   - an alarm from when the series' next row would have begun after its
+//     last is judged on no row of the series: the page read as silent
+//     past the end of its file, while the other series, pages of the
+//     same site, go on. Like an alarm in the probation it is outside the
+//     scored span (the weeks counted end at the last row) and is left
+//     out, counted apart (Score.AfterEnd). NAB's detectors, which answer
+//     row by row, cannot alarm there at all;
 //   - a window (both ends included) is caught if at least one alarm falls
 //     inside it;
 //   - a false alarm is an alarm episode (alarms under 1 h apart merged)
@@ -198,10 +205,13 @@ type Score struct {
 	FalseAlarms int
 	Weeks       float64 // scored weeks: after the probationary period
 	Alarms      int     // alarms after the probationary period
+	// AfterEnd is how many alarms came after the series' last row, judged
+	// on no row of it: left out of the score like the probation's.
+	AfterEnd int
 }
 
 // rowOf is the time of the data row an alarm was judged on: the last row
-// whose minute began at or before it.
+// whose minute began at or before it. It is false before the first row.
 func (s Series) rowOf(t time.Time) (time.Time, bool) {
 	i, _ := slices.BinarySearchFunc(s.Times, t, func(row, t time.Time) int {
 		if row.Truncate(time.Minute).After(t) {
@@ -230,8 +240,28 @@ func ScoreSeriesLiteral(s Series, alarms []Alarm) Score {
 // ScoreSeriesAfter is ScoreSeries with the probationary period ending at
 // prob.
 func ScoreSeriesAfter(s Series, alarms []Alarm, prob time.Time) Score {
-	sc, _ := scoreDetail(s, alarms, prob)
+	sc, _ := scoreDetail(s, alarms, prob, false)
 	return sc
+}
+
+// ScoreSeriesEndClamped is ScoreSeries with the alarms after the series'
+// last row counted at that row, as make eval counted them before
+// 2026-12-06: printed beside the headline so the two compare.
+func ScoreSeriesEndClamped(s Series, alarms []Alarm) Score {
+	sc, _ := scoreDetail(s, alarms, s.ProbationEnd(), true)
+	return sc
+}
+
+// afterEnd says whether an alarm at t came when the row after the
+// series' last would have begun, or later: no row of the series was
+// judged then.
+func (s Series) afterEnd(t time.Time) bool {
+	n := len(s.Times)
+	if n < 2 {
+		return false
+	}
+	last := s.Times[n-1]
+	return !t.Before(last.Add(last.Sub(s.Times[n-2])))
 }
 
 // Detail is what lies behind a score: each window and whether it was
@@ -243,22 +273,26 @@ type Detail struct {
 
 // ScoreDetail is ScoreSeries with what lies behind it.
 func ScoreDetail(s Series, alarms []Alarm) (Score, Detail) {
-	return scoreDetail(s, alarms, s.ProbationEnd())
+	return scoreDetail(s, alarms, s.ProbationEnd(), false)
 }
 
 // ScoreDetailAfter is ScoreDetail with the probationary period ending at
 // prob.
 func ScoreDetailAfter(s Series, alarms []Alarm, prob time.Time) (Score, Detail) {
-	return scoreDetail(s, alarms, prob)
+	return scoreDetail(s, alarms, prob, false)
 }
 
-func scoreDetail(s Series, alarms []Alarm, prob time.Time) (Score, Detail) {
+func scoreDetail(s Series, alarms []Alarm, prob time.Time, clampEnd bool) (Score, Detail) {
 	end := s.Times[len(s.Times)-1]
 	sc := Score{Name: s.Name, Windows: len(s.Windows), Weeks: end.Sub(prob).Hours() / (24 * 7)}
 	var d Detail
 	var times []time.Time
 	for _, a := range alarms {
 		if a.Path != s.Path() {
+			continue
+		}
+		if !clampEnd && s.afterEnd(a.FiredAt) {
+			sc.AfterEnd++
 			continue
 		}
 		if t, ok := s.rowOf(a.FiredAt); ok && !t.Before(prob) {

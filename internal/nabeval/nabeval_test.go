@@ -3,6 +3,7 @@ package nabeval
 import (
 	"bytes"
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -45,15 +46,26 @@ func TestScoreCountsAsTheREADMESays(t *testing.T) {
 		`{"path":"/x","fired_at":"2015-03-03T13:00:59Z","kind":"resolve"}`,  // no alarm
 		`{"path":"/x","fired_at":"2015-03-04T01:00:59Z","kind":"fire"}`,     // row 01:00:30, the window's last: catches window 3
 		`{"path":"/y","fired_at":"2015-03-04T00:30:59Z","kind":"fire"}`,     // another page
+		`{"path":"/x","fired_at":"2015-03-05T04:00:30Z","kind":"fire"}`,     // when row 100 would begin: after the last row, left out
 	}
 	alarms, err := ReadAlarms(strings.NewReader(strings.Join(lines, "\n")))
 	if err != nil {
 		t.Fatal(err)
 	}
 	sc := ScoreSeries(s, alarms)
-	want := Score{Name: "x.csv", Caught: 2, Windows: 3, InProbation: 1, FalseAlarms: 3, Weeks: sc.Weeks, Alarms: 6}
+	want := Score{Name: "x.csv", Caught: 2, Windows: 3, InProbation: 1, FalseAlarms: 3, Weeks: sc.Weeks, Alarms: 6, AfterEnd: 1}
 	if sc != want {
 		t.Errorf("score %+v\nwant  %+v", sc, want)
+	}
+	// As counted before 2026-12-06: the alarm after the end at the last
+	// row (03:00:30), a false alarm of its own.
+	if sc := ScoreSeriesEndClamped(s, alarms); sc.FalseAlarms != 4 || sc.Alarms != 7 || sc.AfterEnd != 0 {
+		t.Errorf("clamped to the last row: %+v, want 4 false alarms of 7", sc)
+	}
+	// An alarm within the last row's hour is judged on it.
+	lastHour := append(slices.Clone(alarms), Alarm{Path: "/x", FiredAt: at("2015-03-05 03:59:59"), Kind: "fire"})
+	if sc := ScoreSeries(s, lastHour); sc.FalseAlarms != 4 || sc.AfterEnd != 1 {
+		t.Errorf("an alarm in the last row's hour: %+v, want it a false alarm", sc)
 	}
 }
 
@@ -110,8 +122,9 @@ func TestLoadsTheRealSeries(t *testing.T) {
 // the rules or the spike logic that moves it must update the page.
 func TestShippedDefaultScoresAsDocumented(t *testing.T) {
 	const (
-		wantCaught, wantFalse               = 30, 24 // NAB's code's probation: the headline
-		wantCaughtLiteral, wantFalseLiteral = 22, 20 // the first 15%
+		wantCaught, wantFalse               = 30, 22 // NAB's code's probation: the headline
+		wantCaughtLiteral, wantFalseLiteral = 22, 18 // the first 15%
+		wantAfterEnd, wantFalseClamped      = 3, 24  // after a series' last row; counted there
 		wantUp, wantDown                    = 65, 4  // alarms per direction, make eval's lines
 	)
 	ss, err := Load(realdata.Path(t, "nab-tweets"))
@@ -157,6 +170,14 @@ func TestShippedDefaultScoresAsDocumented(t *testing.T) {
 		faLiteral += sl.FalseAlarms
 	}
 	caught, windows, perWeek := Total(scores)
+	afterEnd, faClamped := 0, 0
+	for i, s := range ss {
+		afterEnd += scores[i].AfterEnd
+		faClamped += ScoreSeriesEndClamped(s, alarms).FalseAlarms
+	}
+	if afterEnd != wantAfterEnd || faClamped != wantFalseClamped {
+		t.Errorf("%d alarms after their series' last row, %d false alarms counting them there; docs/unusual-rules.md says %d and %d", afterEnd, faClamped, wantAfterEnd, wantFalseClamped)
+	}
 	if caught != wantCaught || windows != 33 || fa != wantFalse || perWeek > 0.5 {
 		t.Errorf("caught %d/%d, %d false alarms (%.2f per series-week); docs/spike-rules.md says %d/33 and %d", caught, windows, fa, perWeek, wantCaught, wantFalse)
 	}

@@ -124,6 +124,17 @@ func run(data, sweeper, rulesPath string, verbose bool) error {
 	}
 	c, n, pw = nabeval.Total(alone)
 	fmt.Printf("each file backtested alone (sweeper backtest --counts %s): caught=%d/%d false_alarms_per_series_week=%.2f\n", ss[0].Name, c, n, pw)
+	// Alarms after a series' last row judge no row of it (package
+	// nabeval): the headline leaves them out. Before 2026-12-06 they were
+	// counted at the last row; that figure is printed for comparison.
+	var clamped []nabeval.Score
+	afterEnd := 0
+	for i, s := range ss {
+		clamped = append(clamped, nabeval.ScoreSeriesEndClamped(s, alarms))
+		afterEnd += scores[i].AfterEnd
+	}
+	c, n, pw = nabeval.Total(clamped)
+	fmt.Printf("alarms after their series' last row, judged on no row of it (left out): %d; counted at the last row, as before 2026-12-06: caught=%d/%d false_alarms_per_series_week=%.2f\n", afterEnd, c, n, pw)
 	caught, windows, perWeek := nabeval.Total(scores)
 	fmt.Printf("nab-tweets caught=%d/%d false_alarms_per_series_week=%.2f\n", caught, windows, perWeek)
 	return nil
