@@ -97,8 +97,17 @@ type Episode struct {
 	// 3 weeks of history, where no level is set yet (stepLevel): kept
 	// silently when its normal follows it (unusual_level.go).
 	Young float64 `json:"young,omitempty"`
-	// Steps is how many escalate steps were reached (and claimed).
+	// Steps is how many escalate steps were reached (and claimed): at
+	// its fire, those its fire was past already.
 	Steps int `json:"steps,omitempty"`
+	// FiredLevel is the level it fired at (judgement.level), and
+	// FiredShortLevel its burst window's (0: none): escalate's steps are
+	// multiples of these, not of the level its later hours are judged
+	// at, so that a count that did not rise is not told "rose to 4×"
+	// when the next hour's normal is lower. 0 in an episode opened
+	// before they were kept: the later level is used.
+	FiredLevel      float64 `json:"fired_level,omitempty"`
+	FiredShortLevel float64 `json:"fired_short_level,omitempty"`
 	// Down is set for an episode of a page that went quiet. Began is
 	// when it began (a window before it fired, and down_for before that
 	// for a drop; or with one the same way that ended less than
@@ -150,8 +159,9 @@ type judgement struct {
 	// or not it fires.
 	burst bool
 	// short: the severity is the burst window's (Reach.Short), not the
-	// rule's window.
-	short bool
+	// rule's window. shortLevel is that window's level (0: not judged).
+	short      bool
+	shortLevel float64
 	// long: the severity is the drop's long window's (Reach.Long): its
 	// hours together fell, where each alone says too little.
 	long bool
@@ -270,7 +280,8 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 		next.Building = time.Time{}
 		next.Episode++
 		next.LastFired = o.At
-		next.Open = &Episode{Since: o.At, Peak: o.Count, PeakAt: o.At, Down: j.down, Long: j.long}
+		next.Open = &Episode{Since: o.At, Peak: o.Count, PeakAt: o.At, Down: j.down, Long: j.long,
+			FiredLevel: j.level, FiredShortLevel: j.shortLevel, Steps: stepsPast(r, j.severity, 0)}
 		if r.Unusual != nil {
 			next.Open.Began = episodeBegan(r, next, o.At, j.down)
 		}
@@ -385,15 +396,47 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 		return next, nil
 	}
 	ep.Back = time.Time{}
-	step := ep.Steps
-	for step < len(r.Escalate) && j.severity >= r.Escalate[step] {
-		step++
-	}
+	j = sinceFired(ep, o, j)
+	step := stepsPast(r, j.severity, ep.Steps)
 	if step == ep.Steps {
 		return next, nil
 	}
 	ep.Steps = step
 	return next, r.firings(next, Firing{Event: EventEscalate, Level: j.level, Severity: j.severity, Step: r.Escalate[step-1], Short: shortOf(det, j), Lasted: j.lasted, BurstsLast: j.burstsLast})
+}
+
+// stepsPast is how many of the rule's escalate steps a severity is past,
+// from the first of them after from.
+func stepsPast(r *Rule, severity float64, from int) int {
+	step := from
+	for step < len(r.Escalate) && severity >= r.Escalate[step] {
+		step++
+	}
+	return step
+}
+
+// sinceFired is j with its severity also measured against the levels
+// the open surge fired at (Episode.FiredLevel), the lesser of the two:
+// escalate says "rose to 4× the level it fired at", and it must have
+// risen both ways. The level its later hours are judged at moves with
+// the hour: against it alone, a page whose count held at 186 for the
+// three minutes across 8:00 was told "rose to 4×" at 8:00, its next
+// hour's normal lower. Against the level it fired at alone, a surge
+// fired at night and going on at the same multiple of its day's normal
+// would be told rising each morning. A drop, or an episode opened
+// before the levels were kept, keeps the level it is judged at.
+func sinceFired(ep *Episode, o Observation, j judgement) judgement {
+	if ep.Down || ep.FiredLevel <= 0 || j.level <= 0 {
+		return j
+	}
+	c := float64(o.Count)
+	hour := min(c/j.level, c/ep.FiredLevel)
+	short := 0.0
+	if j.shortLevel > 0 && ep.FiredShortLevel > 0 {
+		short = min(float64(o.Short)/j.shortLevel, float64(o.Short)/ep.FiredShortLevel)
+	}
+	j.severity, j.short = max(hour, short), short > hour
+	return j
 }
 
 // stepRun follows the page's run of surges: a surge extends it (or

@@ -408,6 +408,7 @@ func (d *unusualDetector) weighUpOver(o Observation, floor float64) judgement {
 			// burstiness as news: a burst then needs twice the evidence.
 			lb = max(lb, d.countAt(e, mu, firstWeekBurstZ*u.Sensitivity))
 		}
+		j.shortLevel = lb
 		if s := float64(o.Short) / lb; s > j.severity {
 			j.severity, j.short = s, true
 		}

@@ -91,7 +91,7 @@ func TestBacktestFromFileEqualsFromClickHouse(t *testing.T) {
 		n := 10 + (i%24)*2
 		switch i {
 		case 80:
-			n = 400 // a spike: fires, escalates, resolves
+			n = 150 // a spike: fires under 2 × its level (3 × 26), escalates, resolves
 		case 81:
 			n = 700
 		}
