@@ -97,15 +97,15 @@ type Episode struct {
 	// 3 weeks of history, where no level is set yet (stepLevel): kept
 	// silently when its normal follows it (unusual_level.go).
 	Young float64 `json:"young,omitempty"`
-	// Steps is how many escalate steps were reached (and claimed): at
-	// its fire, those its fire was past already.
+	// Steps is how many escalate steps were reached (and claimed).
 	Steps int `json:"steps,omitempty"`
-	// FiredLevel is the level it fired at (judgement.level), and
-	// FiredShortLevel its burst window's (0: none): escalate's steps are
-	// multiples of these, not of the level its later hours are judged
-	// at, so that a count that did not rise is not told "rose to 4×"
-	// when the next hour's normal is lower. 0 in an episode opened
-	// before they were kept: the later level is used.
+	// FiredLevel is the level it fired at: its count then, the rate its
+	// burst window's count says over the whole window, or the level it
+	// had to pass (judgement.level), the most of these; FiredShortLevel
+	// the same of its burst window (0: none). Escalate's steps are
+	// multiples of these as well as of the level its later hours are
+	// judged at (sinceFired). 0 in an episode opened before they were
+	// kept: the later level alone is used.
 	FiredLevel      float64 `json:"fired_level,omitempty"`
 	FiredShortLevel float64 `json:"fired_short_level,omitempty"`
 	// Down is set for an episode of a page that went quiet. Began is
@@ -281,7 +281,14 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 		next.Episode++
 		next.LastFired = o.At
 		next.Open = &Episode{Since: o.At, Peak: o.Count, PeakAt: o.At, Down: j.down, Long: j.long,
-			FiredLevel: j.level, FiredShortLevel: j.shortLevel, Steps: stepsPast(r, j.severity, 0)}
+			FiredLevel: max(j.level, float64(o.Count))}
+		if sh := det.Reach().Short; j.shortLevel > 0 && sh > 0 {
+			// Heard on its first minutes, the window not yet full: the
+			// level it fired at is the rate they say, or a sudden surge
+			// is told "rose to 4×" as its window fills.
+			next.Open.FiredShortLevel = max(j.shortLevel, float64(o.Short))
+			next.Open.FiredLevel = max(next.Open.FiredLevel, float64(o.Short)*float64(r.Window.Rolling)/float64(sh))
+		}
 		if r.Unusual != nil {
 			next.Open.Began = episodeBegan(r, next, o.At, j.down)
 		}
@@ -415,16 +422,19 @@ func stepsPast(r *Rule, severity float64, from int) int {
 	return step
 }
 
-// sinceFired is j with its severity also measured against the levels
+// sinceFired is j with its severity also measured against the level
 // the open surge fired at (Episode.FiredLevel), the lesser of the two:
 // escalate says "rose to 4× the level it fired at", and it must have
 // risen both ways. The level its later hours are judged at moves with
 // the hour: against it alone, a page whose count held at 186 for the
 // three minutes across 8:00 was told "rose to 4×" at 8:00, its next
-// hour's normal lower. Against the level it fired at alone, a surge
-// fired at night and going on at the same multiple of its day's normal
-// would be told rising each morning. A drop, or an episode opened
-// before the levels were kept, keeps the level it is judged at.
+// hour's normal lower; and a sudden surge, heard on its first minutes
+// far past the level it had to pass, was told "rose to 4×" one row
+// later, at 1.6 × the count it fired at. Against the level it fired at
+// alone, a surge fired at night and going on at the same multiple of
+// its day's normal would be told rising each morning. A drop, or an
+// episode opened before the levels were kept, keeps the level it is
+// judged at.
 func sinceFired(ep *Episode, o Observation, j judgement) judgement {
 	if ep.Down || ep.FiredLevel <= 0 || j.level <= 0 {
 		return j

@@ -197,12 +197,14 @@ func TestUnusualOutlastingDoesNotEscalate(t *testing.T) {
 	// them (a weekday's 9:00 is not yet every third day's), each alike:
 	// a burst is measured against the page's other bursts, not its own
 	// first sweeps; the surge fires once its hour passes the bursts'
-	// count, and is not escalated. (Each first burst fires past 2 × its
-	// level already, so escalates once, at 5 ×: until a surge's steps
-	// were of the level it fired at, step 2 was told at 9:20 too.)
+	// count, and is not escalated. (Nor are its first bursts: each is
+	// heard on its first 10 minutes at the rate it keeps, 1,000 an hour.
+	// They were escalated at 9:20 and 9:40 as their hour filled, until a
+	// surge's steps were of the level it fired at: TestUnusualEscalates
+	// OnlyOnARise.)
 	want := []string{
-		"fire up 03-09 Mon 09:10", "escalate up 03-09 Mon 09:40", "resolve up 03-09 Mon 12:00",
-		"fire up 03-12 Thu 09:10", "escalate up 03-12 Thu 09:40", "resolve up 03-12 Thu 12:00",
+		"fire up 03-09 Mon 09:10", "resolve up 03-09 Mon 12:00",
+		"fire up 03-12 Thu 09:10", "resolve up 03-12 Thu 12:00",
 		"fire up 03-18 Wed 10:00", "resolve up 03-18 Wed 12:00",
 		// (and 24 March's, a little past the second highest, until its
 		// bursts were judged as their own: burstBound)
