@@ -239,6 +239,13 @@ func (d *unusualDetector) weigh(o Observation, ep *Episode) judgement {
 				return judgement{small: true}
 			}
 			dn.small = true
+			// Held for days, no hour able to tell: a page still at the
+			// level it fell to has not come back. Its range widened by
+			// its drop's own days, which its noise is read from, it was
+			// told "back to normal" a week or two into a fall for good.
+			if k := ep.LastDay; k > 0 && k <= 1/u.Factor {
+				dn.moved = true
+			}
 		}
 		return dn
 	case ep != nil:

@@ -68,7 +68,11 @@ func TestShippedSpikeDefaultOnSeasonalTraffic(t *testing.T) {
 			"/pricing fire up 03-25 01:20|/pricing resolve up 03-26 03:05|" +
 			"/pricing fire down 03-26 15:30|/pricing resolve down 03-26 18:45|" +
 			"/pricing fire up 04-01 03:30|/pricing resolve up 04-01 05:55|" +
-			"/pricing fire down 04-02 04:45|/pricing resolve down 04-04 12:00"}, // 03:00 before its night, which cannot tell a drop at its depth from back, held it
+			// 03:00 before its night, which cannot tell a drop at its depth
+			// from back, held it; 12:00 before a drop a day old was held
+			// at hours whose range would hold it at its last day's level
+			// (a Saturday's morning at 30 % holds a page at half).
+			"/pricing fire down 04-02 04:45|/pricing resolve down 04-04 14:00"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			csv, _ := seasonal(tc.weekend, tc.holidays, spike, drop)
