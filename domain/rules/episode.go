@@ -131,6 +131,12 @@ type Episode struct {
 	// a page past it for rearm.settle at a stretch ends a hold, as only
 	// one back for settle ends the episode.
 	Past time.Time `json:"past,omitzero"`
+	// Under is when a surge's page was first seen at or under the level a
+	// drop is heard at, and has been since (zero: it is not): a surge
+	// followed by an outage (a site swamped, then down). Its drop's
+	// down_for runs from then, not from the surge's resolve an hour or
+	// more later (State.Building).
+	Under time.Time `json:"under,omitzero"`
 	// Site and Path name the page, set by the sweeper: once its count
 	// drops to nothing no query returns it, and its resolve still needs
 	// a name.
@@ -162,6 +168,9 @@ type judgement struct {
 	// rule's window. shortLevel is that window's level (0: not judged).
 	short      bool
 	shortLevel float64
+	// under: an open surge's page is at or under the level a drop is
+	// heard at (Episode.Under).
+	under bool
 	// long: the severity is the drop's long window's (Reach.Long): its
 	// hours together fell, where each alone says too little.
 	long bool
@@ -376,6 +385,12 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 		return next, r.firings(next, Firing{Event: EventResolve, Level: j.level, Severity: j.severity, Episode: *ep, NewNormal: true,
 			Raised: next.Raised.Ratio(), RaisedSince: next.Raised.Since()})
 	}
+	switch {
+	case !j.under:
+		ep.Under = time.Time{}
+	case ep.Under.IsZero():
+		ep.Under = o.At
+	}
 	if back {
 		if ep.Back.IsZero() {
 			ep.Back = o.At
@@ -397,6 +412,9 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 			}
 			if !ep.Began.IsZero() {
 				next.PrevBegan, next.PrevEnded, next.PrevDown = ep.Began, o.At, ep.Down
+			}
+			if !ep.Under.IsZero() {
+				next.Building = ep.Under // its drop has lasted since
 			}
 			return next, r.firings(next, Firing{Event: EventResolve, Level: j.level, Severity: j.severity, Episode: *ep, NewNormal: j.moved})
 		}

@@ -272,6 +272,7 @@ func (d *unusualDetector) weigh(o Observation, ep *Episode) judgement {
 		// followed it (unusual_moved.go).
 		up.followed = normalFollowed(e, d.r.Window.Rolling, o.At, ep.Since.Add(-d.r.Window.Rolling))
 		up.moved = float64(o.Count) >= e.Value && up.followed
+		up.under = u.Direction != Up && (dn.pending || dn.lingers) && !up.small
 		return up
 	case u.Direction == Up:
 		return up

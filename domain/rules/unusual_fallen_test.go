@@ -48,3 +48,28 @@ func TestUnusualRankingLostForGoodIsNotToldBack(t *testing.T) {
 		t.Errorf("%d draws of 8 told back to normal, still at 0.4", falsely)
 	}
 }
+
+// A site swamped by a surge, then down: 3 hours at 4 ×, then 4 hours at
+// 5 %. The surge resolved ("back to normal" while the page was at a
+// twentieth of its range) 3 hours after it ended, its hours together
+// still past theirs, and its drop's down_for began only then: the
+// outage, over an hour later, was never told. Its drop's down_for now
+// runs from when the page fell under its drop level, the surge open
+// (Episode.Under): it is told as the surge resolves.
+func TestUnusualSurgeThenOutageIsTold(t *testing.T) {
+	r := unusualRule(t, Unusual{})
+	day := monday.Add(30*24*time.Hour + 10*time.Hour)
+	s := newSynth(monday, 32, 3, func(t time.Time) float64 {
+		v := daily(1000)(t)
+		switch {
+		case !t.Before(day) && t.Before(day.Add(3*time.Hour)):
+			v *= 4
+		case !t.Before(day.Add(3*time.Hour)) && t.Before(day.Add(7*time.Hour)):
+			v *= 0.05
+		}
+		return v
+	})
+	got := s.run(t, r, monday.Add(28*24*time.Hour))
+	want := []string{"fire up 04-01 Wed 10:10", "resolve up 04-01 Wed 16:00", "fire down 04-01 Wed 16:10", "resolve down 04-01 Wed 18:50"}
+	wantMessages(t, got, want)
+}

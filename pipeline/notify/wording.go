@@ -69,8 +69,17 @@ func (n Notification) Predicate(clean func(string) string) string {
 			return "has stayed up: " + views(n.Count) + ", and its normal has followed it (told taking off at " + told + ")"
 		}
 		s := "is back to normal"
-		if !spiky {
+		switch {
+		case !spiky:
 			s = "is back below " + views(n.Threshold)
+		case normal && !down && w.High > 0 && float64(n.Count) < w.Low:
+			// Its surge over, the page under its range (a site swamped,
+			// then down): not "normal"; a drop is told if it lasts.
+			s = "is no longer up but under its usual range: " + views(n.Count) + rangeOf(w) + ","
+		case normal && down && w.High > 0 && float64(n.Count) > w.High:
+			// Back, and past its range (the catch-up after an outage):
+			// a surge is told if it is one.
+			s = "is back, over its usual range: " + views(n.Count) + rangeOf(w) + ","
 		}
 		if w != nil && w.Peak > 0 {
 			// A threshold's window is said once, in "below".
