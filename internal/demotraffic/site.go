@@ -51,9 +51,11 @@ const (
 // The story's times, from End.
 const (
 	quietSince = -3 * time.Hour   // the deploy that broke /docs/install
-	surgeFrom  = 0                // the Hacker News link
-	surgeRamp  = 4 * time.Minute  // rising to its peak
-	surgePeak  = 14 * time.Minute // at its peak, then fading
+	surgeFrom  = 0                // the Hacker News link, on its new page
+	surgeRamp  = 3 * time.Minute  // rising to a first level
+	surgeFirst = 10 * time.Minute // at it, then on the front page
+	surgeClimb = 3 * time.Minute  // rising to its peak
+	surgePeak  = 10 * time.Minute // at its peak, then fading
 	surgeFade  = 10 * time.Minute // back to its usual trickle
 )
 
@@ -200,22 +202,31 @@ func (s *Site) notFound(p *page, t time.Time) float64 {
 }
 
 // surge is the Hacker News visitors a minute to SurgePath, since from
-// End: rising for surgeRamp to 25 a minute, held, then fading. The
-// peak must reach 4 times the level the shipped rule fires at (its
-// escalate step) whatever that level is on the day (44 to 78 views
-// measured): at 10 a minute it peaked at 234 and sometimes did not.
+// End: rising for surgeRamp to 10 a minute while the link is new, then,
+// on the front page, to 50 a minute, held, then fading. The rule fires
+// on the first level's minutes (its bar 44 to 78 views measured) and
+// escalates when the count rises to 4 times the count it fired at, which
+// only the front page brings: a surge held at one rate is not told
+// rising as its hour fills.
 func surge(since time.Duration) float64 {
-	const top = 25.0
+	const first, top = 10.0, 50.0
 	d := since - surgeFrom
+	ramp := func(from, to float64, d, over time.Duration) float64 {
+		return from + (to-from)*float64(d+time.Minute)/float64(over+time.Minute)
+	}
 	switch {
 	case d < 0:
 		return 0
 	case d < surgeRamp:
-		return top * float64(d+time.Minute) / float64(surgeRamp+time.Minute)
-	case d < surgeRamp+surgePeak:
+		return ramp(0, first, d, surgeRamp)
+	case d < surgeRamp+surgeFirst:
+		return first
+	case d < surgeRamp+surgeFirst+surgeClimb:
+		return ramp(first, top, d-surgeRamp-surgeFirst, surgeClimb)
+	case d < surgeRamp+surgeFirst+surgeClimb+surgePeak:
 		return top
-	case d < surgeRamp+surgePeak+surgeFade:
-		return top * (1 - float64(d-surgeRamp-surgePeak)/float64(surgeFade))
+	case d < surgeRamp+surgeFirst+surgeClimb+surgePeak+surgeFade:
+		return top * (1 - float64(d-surgeRamp-surgeFirst-surgeClimb-surgePeak)/float64(surgeFade))
 	}
 	return 0
 }
