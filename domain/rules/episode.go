@@ -289,8 +289,12 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 		next.Building = time.Time{}
 		next.Episode++
 		next.LastFired = o.At
-		next.Open = &Episode{Since: o.At, Peak: o.Count, PeakAt: o.At, Down: j.down, Long: j.long,
-			FiredLevel: max(j.level, float64(o.Count))}
+		next.Open = &Episode{Since: o.At, Peak: o.Count, PeakAt: o.At, Down: j.down, Long: j.long}
+		if r.Kind() != KindThreshold {
+			// A threshold's steps are multiples of the threshold, as
+			// its message says ("rose to 2× its threshold").
+			next.Open.FiredLevel = max(j.level, float64(o.Count))
+		}
 		if sh := det.Reach().Short; j.shortLevel > 0 && sh > 0 {
 			// Heard on its first minutes, the window not yet full: the
 			// level it fired at is the rate they say, or a sudden surge

@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -272,14 +273,16 @@ func TestThresholdEpisodes(t *testing.T) {
 	t0 := time.Date(2026, 3, 30, 8, 0, 0, 0, time.UTC)
 	var st State
 	var got []string
-	for i, n := range []uint64{50, 101, 500, 1001, 2000, 100, 101} {
+	// Fired at 150, it escalates at 10 × its threshold (1,001), not at
+	// 10 × the count it fired at, as a rule with a normal does.
+	for i, n := range []uint64{50, 150, 500, 1001, 2000, 100, 101} {
 		var f []Firing
 		st, f = r.Step(st, n, t0.Add(time.Duration(i)*time.Minute))
 		for _, x := range f {
-			got = append(got, x.String())
+			got = append(got, fmt.Sprintf("%s@%d", x, n))
 		}
 	}
-	if g := strings.Join(got, " "); g != "{fire 1} {escalate 1.x10} {resolve 1.resolved} {fire 2}" {
+	if g := strings.Join(got, " "); g != "{fire 1}@150 {escalate 1.x10}@1001 {resolve 1.resolved}@100 {fire 2}@101" {
 		t.Errorf("got %s", g)
 	}
 }
