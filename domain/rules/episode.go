@@ -426,22 +426,15 @@ func (r *Rule) StepEpisode(prev State, o Observation) (next State, fire []Firing
 	}
 	ep.Back = time.Time{}
 	j = sinceFired(ep, o, j)
-	step := stepsPast(r, j.severity, ep.Steps)
+	step := ep.Steps
+	for step < len(r.Escalate) && j.severity >= r.Escalate[step] {
+		step++
+	}
 	if step == ep.Steps {
 		return next, nil
 	}
 	ep.Steps = step
 	return next, r.firings(next, Firing{Event: EventEscalate, Level: j.level, Severity: j.severity, Step: r.Escalate[step-1], Short: shortOf(det, j), Lasted: j.lasted, BurstsLast: j.burstsLast})
-}
-
-// stepsPast is how many of the rule's escalate steps a severity is past,
-// from the first of them after from.
-func stepsPast(r *Rule, severity float64, from int) int {
-	step := from
-	for step < len(r.Escalate) && severity >= r.Escalate[step] {
-		step++
-	}
-	return step
 }
 
 // sinceFired is j with its severity also measured against the level

@@ -86,10 +86,12 @@ func cannotTellUp(o Observation, ep *Episode, long time.Duration) bool {
 // it at its level, its count's own noise taken: a page at a third of its
 // normal for good is inside its night's wide range. Its level is the
 // one its last whole day held (Days.LastDay: a drop a day old, where a
-// holiday's is over), or before that its depth (Episode.Depth). Its depth alone, its lowest hour, sat under every
-// range: a page whose days vary by 15 % that lost its ranking for good
+// holiday's is over), or before that its depth (Episode.Depth). Its
+// depth alone, its lowest hour, sat under every range: on a review's
+// site whose days vary by 15 %, a page that lost its ranking for good
 // (to 0.3, 0.4 or 0.5) was told "back to normal" within 1 to 7 days on
-// 31 of 36 draws, at a morning's or a night's range wide enough to hold it.
+// 29 of the 33 draws its drop was heard on, at a morning's or a night's
+// range wide enough to hold it.
 func cannotTellDown(o Observation, ep *Episode, long time.Duration) bool {
 	e := o.Expected
 	if long <= 0 || o.At.Sub(ep.Since) < long {
